@@ -1,0 +1,136 @@
+/* The platform seen by code under test: clock, randomness, collectives,
+ * node lifecycle, bundled with the filesystem into one struct ckh_env.
+ *
+ * This is ckh's Sim2/Net2 split (as in FoundationDB): reference code is
+ * written only against these ops tables. The simulator provides one
+ * implementation with virtual time, seeded streams and simulated
+ * collectives; platform/ provides the real one (POSIX clock, real files).
+ * Methods are only ever appended; NULL means "not supported".
+ */
+#ifndef CKH_ENV_H
+#define CKH_ENV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ckh/alloc.h"
+#include "ckh/fs.h"
+#include "ckh/rng.h"
+
+/* ---- clock ---- */
+struct ckh_clock;
+struct ckh_clock_ops {
+    int version; /* 1 */
+    /* Monotonic time in nanoseconds (virtual time in the simulator). */
+    uint64_t (*now_ns)(struct ckh_clock *c);
+    /* Sleeps; in the simulator this advances the node's virtual time and
+     * lets other nodes run. */
+    int (*sleep_ns)(struct ckh_clock *c, uint64_t ns);
+};
+struct ckh_clock {
+    const struct ckh_clock_ops *ops; /* methods */
+};
+
+/* ---- randomness ---- */
+struct ckh_rand;
+struct ckh_rand_ops {
+    int version; /* 1 */
+    /* Seed of the named stream: stable for (run seed, node, name). Code
+     * under test seeds a ckh_rng with it and keeps the state itself. */
+    uint64_t (*stream_seed)(struct ckh_rand *r, const char *name);
+};
+struct ckh_rand {
+    const struct ckh_rand_ops *ops; /* methods */
+};
+
+/* ---- collectives ---- */
+enum ckh_dtype { CKH_DT_U8, CKH_DT_I32, CKH_DT_I64, CKH_DT_U64, CKH_DT_F32, CKH_DT_F64 };
+enum ckh_redop { CKH_RED_SUM, CKH_RED_MAX, CKH_RED_MIN };
+
+/* Size in bytes of one element of dtype (0 for an unknown dtype). */
+size_t ckh_dtype_size(enum ckh_dtype dt);
+const char *ckh_dtype_name(enum ckh_dtype dt);
+const char *ckh_redop_name(enum ckh_redop op);
+
+struct ckh_coll;
+/* Every collective takes a timeout (0: wait forever). NCCL-like semantics:
+ * all ranks must call the same collectives in the same order with the same
+ * counts. A dead peer or a mismatch makes the call fail with CKH_ETIMEOUT
+ * (or CKH_EMISMATCH / CKH_EPEER_DEAD where the implementation can tell)
+ * once the timeout expires. Reductions use a fixed order (rank 0, 1, ...),
+ * so results are bit-identical whatever the interleaving. */
+struct ckh_coll_ops {
+    int version; /* 1 */
+    int (*rank)(struct ckh_coll *c);
+    int (*world_size)(struct ckh_coll *c);
+    int (*barrier)(struct ckh_coll *c, uint64_t timeout_ns);
+    int (*broadcast)(struct ckh_coll *c, void *buf, size_t size_bytes, int root, uint64_t timeout_ns);
+    int (*allreduce)(struct ckh_coll *c, void *buf, size_t count, enum ckh_dtype dt,
+                     enum ckh_redop op, uint64_t timeout_ns);
+    /* recv holds world_size * size_bytes bytes, rank r's block at r * size_bytes. */
+    int (*allgather)(struct ckh_coll *c, const void *send, void *recv, size_t size_bytes,
+                     uint64_t timeout_ns);
+    int (*send)(struct ckh_coll *c, const void *buf, size_t size_bytes, int peer, int tag,
+                uint64_t timeout_ns);
+    int (*recv)(struct ckh_coll *c, void *buf, size_t size_bytes, int peer, int tag,
+                uint64_t timeout_ns);
+};
+struct ckh_coll {
+    const struct ckh_coll_ops *ops; /* methods */
+};
+
+int ckh_coll_rank(struct ckh_coll *c);
+int ckh_coll_world_size(struct ckh_coll *c);
+int ckh_coll_barrier(struct ckh_coll *c, uint64_t timeout_ns);
+int ckh_coll_broadcast(struct ckh_coll *c, void *buf, size_t size_bytes, int root, uint64_t timeout_ns);
+int ckh_coll_allreduce(struct ckh_coll *c, void *buf, size_t count, enum ckh_dtype dt,
+                       enum ckh_redop op, uint64_t timeout_ns);
+int ckh_coll_allgather(struct ckh_coll *c, const void *send, void *recv, size_t size_bytes,
+                       uint64_t timeout_ns);
+int ckh_coll_send(struct ckh_coll *c, const void *buf, size_t size_bytes, int peer, int tag,
+                  uint64_t timeout_ns);
+int ckh_coll_recv(struct ckh_coll *c, void *buf, size_t size_bytes, int peer, int tag,
+                  uint64_t timeout_ns);
+
+/* ---- node lifecycle ---- */
+struct ckh_node;
+struct ckh_node_ops {
+    int version; /* 1 */
+    /* Ends this node's program with a status; does not return. */
+    void (*exit)(struct ckh_node *n, int status);
+    /* The node's name ("trainer_0"); valid while the node lives. */
+    const char *(*name)(struct ckh_node *n);
+    /* Writes a log line attributed to this node (recorded in the trace in
+     * the simulator, stderr on a real machine). */
+    void (*log)(struct ckh_node *n, const char *msg);
+    /* Announces where the node's program is: a phase name ("init",
+     * "epoch", "save", "load", "upload", "download", "exit"), the epoch and
+     * the step (-1 when not applicable). Fault triggers match on these; the
+     * trace records them. The phase string must be a literal (static). */
+    void (*phase)(struct ckh_node *n, const char *phase, int64_t epoch, int64_t step);
+};
+struct ckh_node {
+    const struct ckh_node_ops *ops; /* methods */
+};
+
+/* ---- the bundle handed to code under test ---- */
+struct ckh_env {
+    struct ckh_fs *fs;       /* the node's view of its filesystems */
+    struct ckh_clock *clock; /* monotonic (virtual) time */
+    struct ckh_rand *rand;   /* named seeded streams */
+    struct ckh_coll *coll;   /* collectives; NULL for a single-process job */
+    struct ckh_node *node;   /* lifecycle */
+    struct ckh_alloc *alloc; /* the node's allocator (may fail: OOM) */
+};
+
+uint64_t ckh_clock_now_ns(struct ckh_clock *c);
+int ckh_clock_sleep_ns(struct ckh_clock *c, uint64_t ns);
+uint64_t ckh_rand_stream_seed(struct ckh_rand *r, const char *name);
+void ckh_node_exit(struct ckh_node *n, int status);
+const char *ckh_node_name(struct ckh_node *n);
+void ckh_node_phase(struct ckh_node *n, const char *phase, int64_t epoch, int64_t step);
+/* printf-style log line through the node's log method. */
+void ckh_node_logf(struct ckh_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,52 @@
+/* ckh error codes.
+ *
+ * Every action in ckh returns 0 on success or a negative code. OS-style
+ * failures are -errno (-EIO, -ENOSPC, ...); ckh's own failures live in a
+ * reserved range below CKH__ERR_BASE so they never collide with an errno.
+ * One X-macro table generates the enum, ckh_strerror() and ckh_err_name().
+ */
+#ifndef CKH_ERR_H
+#define CKH_ERR_H
+
+#include <errno.h>
+
+#define CKH__ERR_BASE (-10000)
+
+/* X(name, offset, description) */
+#define CKH_ERR_MAP(X)                                                         \
+    X(INVAL, 1, "invalid argument")                                            \
+    X(NOMEM, 2, "out of memory")                                               \
+    X(CORRUPT, 3, "data is corrupt (checksum mismatch)")                       \
+    X(TRUNCATED, 4, "data is truncated")                                       \
+    X(FOREIGN, 5, "file is not in the expected format")                        \
+    X(VERSION, 6, "unsupported format version")                                \
+    X(NOTFOUND, 7, "no such item")                                             \
+    X(EXISTS, 8, "item already exists")                                        \
+    X(TIMEOUT, 9, "operation timed out")                                       \
+    X(DEADLOCK, 10, "every live node is blocked")                              \
+    X(MISMATCH, 11, "collective mismatch between ranks")                       \
+    X(PEER_DEAD, 12, "a peer rank is dead")                                    \
+    X(KILLED, 13, "node was killed")                                           \
+    X(UNSUPPORTED, 14, "operation not supported")                              \
+    X(LIMIT, 15, "a configured limit was reached")                             \
+    X(ESCAPE, 16, "path escapes its root")                                     \
+    X(STATE, 17, "object is in the wrong state for this call")                 \
+    X(PARSE, 18, "malformed input")                                            \
+    X(INTERNAL, 19, "internal error")                                          \
+    X(OOM_DEVICE, 20, "emulated device out of memory")
+
+enum ckh_err {
+#define CKH__ERR_ENUM(name, off, desc) CKH_E##name = CKH__ERR_BASE - (off),
+    CKH_ERR_MAP(CKH__ERR_ENUM)
+#undef CKH__ERR_ENUM
+};
+
+/* Returns a static description of a code: a ckh code, a negative errno, or 0.
+ * The returned string lives for the whole program. */
+const char *ckh_strerror(int code);
+
+/* Returns the symbolic name of a code ("CKH_ECORRUPT", "EIO", "OK");
+ * static storage, never NULL. */
+const char *ckh_err_name(int code);
+
+#endif

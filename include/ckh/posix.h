@@ -1,0 +1,28 @@
+/* The real platform: POSIX files under a root directory, the monotonic
+ * clock, named random streams from a seed, no collectives (a single
+ * process). The same reference code that runs in the simulator runs here
+ * on a real disk.
+ */
+#ifndef CKH_POSIX_H
+#define CKH_POSIX_H
+
+#include <stdint.h>
+
+#include "ckh/env.h"
+
+/* A struct ckh_fs whose path "/x/y" is the real file root_dir/x/y. Paths
+ * are validated (no "..", no empty components), so nothing outside
+ * root_dir is reached through a path (symlink targets are stored as given).
+ * root_dir must exist. *out is freed with ckh_posix_fs_destroy. */
+int ckh_posix_fs_create(const char *root_dir, struct ckh_fs **out);
+void ckh_posix_fs_destroy(struct ckh_fs *fs);
+
+/* A whole env for one process: fs rooted at root_dir, CLOCK_MONOTONIC,
+ * streams derived from seed and node_name, coll NULL, the system
+ * allocator, node ops whose log writes to stderr and whose exit calls
+ * exit(3). *out is freed with ckh_posix_env_destroy. */
+int ckh_posix_env_create(const char *root_dir, uint64_t seed, const char *node_name,
+                         struct ckh_env **out);
+void ckh_posix_env_destroy(struct ckh_env *env);
+
+#endif

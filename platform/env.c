@@ -1,0 +1,173 @@
+/* Wrappers around the clock, rand, collective and node ops tables. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "ckh/env.h"
+#include "ckh/err.h"
+
+size_t ckh_dtype_size(enum ckh_dtype dt)
+{
+    switch (dt) {
+    case CKH_DT_U8: return 1;
+    case CKH_DT_I32: return 4;
+    case CKH_DT_F32: return 4;
+    case CKH_DT_I64: return 8;
+    case CKH_DT_U64: return 8;
+    case CKH_DT_F64: return 8;
+    }
+    return 0;
+}
+
+const char *ckh_dtype_name(enum ckh_dtype dt)
+{
+    switch (dt) {
+    case CKH_DT_U8: return "u8";
+    case CKH_DT_I32: return "i32";
+    case CKH_DT_F32: return "f32";
+    case CKH_DT_I64: return "i64";
+    case CKH_DT_U64: return "u64";
+    case CKH_DT_F64: return "f64";
+    }
+    return "?";
+}
+
+const char *ckh_redop_name(enum ckh_redop op)
+{
+    switch (op) {
+    case CKH_RED_SUM: return "sum";
+    case CKH_RED_MAX: return "max";
+    case CKH_RED_MIN: return "min";
+    }
+    return "?";
+}
+
+uint64_t ckh_clock_now_ns(struct ckh_clock *c)
+{
+    return c && c->ops && c->ops->now_ns ? c->ops->now_ns(c) : 0;
+}
+
+int ckh_clock_sleep_ns(struct ckh_clock *c, uint64_t ns)
+{
+    if (!c || !c->ops)
+        return CKH_EINVAL;
+    if (!c->ops->sleep_ns)
+        return CKH_EUNSUPPORTED;
+    return c->ops->sleep_ns(c, ns);
+}
+
+uint64_t ckh_rand_stream_seed(struct ckh_rand *r, const char *name)
+{
+    if (!r || !r->ops || !r->ops->stream_seed || !name)
+        return 0;
+    return r->ops->stream_seed(r, name);
+}
+
+#define COLL_CALL(c, method, ...)                                              \
+    do {                                                                       \
+        if (!(c) || !(c)->ops)                                                 \
+            return CKH_EINVAL;                                                 \
+        if (!(c)->ops->method)                                                 \
+            return CKH_EUNSUPPORTED;                                           \
+        return (c)->ops->method(__VA_ARGS__);                                  \
+    } while (0)
+
+int ckh_coll_rank(struct ckh_coll *c)
+{
+    if (!c)
+        return 0; /* a single-process job is rank 0 of 1 */
+    COLL_CALL(c, rank, c);
+}
+
+int ckh_coll_world_size(struct ckh_coll *c)
+{
+    if (!c)
+        return 1;
+    COLL_CALL(c, world_size, c);
+}
+
+int ckh_coll_barrier(struct ckh_coll *c, uint64_t timeout_ns)
+{
+    if (!c)
+        return 0;
+    COLL_CALL(c, barrier, c, timeout_ns);
+}
+
+int ckh_coll_broadcast(struct ckh_coll *c, void *buf, size_t size_bytes, int root, uint64_t timeout_ns)
+{
+    if (!buf && size_bytes)
+        return CKH_EINVAL;
+    if (!c)
+        return root == 0 ? 0 : CKH_EINVAL;
+    COLL_CALL(c, broadcast, c, buf, size_bytes, root, timeout_ns);
+}
+
+int ckh_coll_allreduce(struct ckh_coll *c, void *buf, size_t count, enum ckh_dtype dt,
+                       enum ckh_redop op, uint64_t timeout_ns)
+{
+    if ((!buf && count) || !ckh_dtype_size(dt) || op > CKH_RED_MIN)
+        return CKH_EINVAL;
+    if (!c)
+        return 0;
+    COLL_CALL(c, allreduce, c, buf, count, dt, op, timeout_ns);
+}
+
+int ckh_coll_allgather(struct ckh_coll *c, const void *send, void *recv, size_t size_bytes,
+                       uint64_t timeout_ns)
+{
+    if ((!send || !recv) && size_bytes)
+        return CKH_EINVAL;
+    if (!c) {
+        if (size_bytes && send != recv)
+            for (size_t i = 0; i < size_bytes; i++)
+                ((unsigned char *)recv)[i] = ((const unsigned char *)send)[i];
+        return 0;
+    }
+    COLL_CALL(c, allgather, c, send, recv, size_bytes, timeout_ns);
+}
+
+int ckh_coll_send(struct ckh_coll *c, const void *buf, size_t size_bytes, int peer, int tag,
+                  uint64_t timeout_ns)
+{
+    if (!buf && size_bytes)
+        return CKH_EINVAL;
+    COLL_CALL(c, send, c, buf, size_bytes, peer, tag, timeout_ns);
+}
+
+int ckh_coll_recv(struct ckh_coll *c, void *buf, size_t size_bytes, int peer, int tag,
+                  uint64_t timeout_ns)
+{
+    if (!buf && size_bytes)
+        return CKH_EINVAL;
+    COLL_CALL(c, recv, c, buf, size_bytes, peer, tag, timeout_ns);
+}
+
+void ckh_node_exit(struct ckh_node *n, int status)
+{
+    if (n && n->ops && n->ops->exit)
+        n->ops->exit(n, status);
+}
+
+const char *ckh_node_name(struct ckh_node *n)
+{
+    if (!n || !n->ops || !n->ops->name)
+        return "?";
+    return n->ops->name(n);
+}
+
+void ckh_node_phase(struct ckh_node *n, const char *phase, int64_t epoch, int64_t step)
+{
+    if (n && n->ops && n->ops->phase && phase)
+        n->ops->phase(n, phase, epoch, step);
+}
+
+void ckh_node_logf(struct ckh_node *n, const char *fmt, ...)
+{
+    if (!n || !n->ops || !n->ops->log || !fmt)
+        return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    n->ops->log(n, buf);
+}

@@ -1,0 +1,49 @@
+/* ckh_strerror / ckh_err_name: generated from the one table in err.h. */
+#include <string.h>
+
+#include "ckh/err.h"
+
+/* errno values ckh reports by name; anything else falls back to strerror. */
+#define CKH__ERRNO_NAMES(X)                                                    \
+    X(EPERM) X(ENOENT) X(EIO) X(EBADF) X(ENOMEM) X(EACCES) X(EEXIST) X(EXDEV)  \
+    X(ENOTDIR) X(EISDIR) X(EINVAL) X(EMFILE) X(EFBIG) X(ENOSPC) X(EROFS)       \
+    X(ENAMETOOLONG) X(ENOTEMPTY) X(ELOOP) X(EDQUOT) X(ETIMEDOUT) X(EAGAIN)     \
+    X(ENOSYS) X(ERANGE) X(EINTR) X(ESPIPE)
+
+const char *ckh_strerror(int code)
+{
+    if (code == 0)
+        return "success";
+    switch (code) {
+#define CKH__ERR_STR(name, off, desc)                                          \
+    case CKH_E##name:                                                          \
+        return desc;
+        CKH_ERR_MAP(CKH__ERR_STR)
+#undef CKH__ERR_STR
+    default:
+        break;
+    }
+    if (code < 0 && code > CKH__ERR_BASE)
+        return strerror(-code);
+    return "unknown error";
+}
+
+const char *ckh_err_name(int code)
+{
+    if (code == 0)
+        return "OK";
+    switch (code) {
+#define CKH__ERR_NAME(name, off, desc)                                         \
+    case CKH_E##name:                                                          \
+        return "CKH_E" #name;
+        CKH_ERR_MAP(CKH__ERR_NAME)
+#undef CKH__ERR_NAME
+#define CKH__ERRNO_CASE(e)                                                     \
+    case -e:                                                                   \
+        return #e;
+        CKH__ERRNO_NAMES(CKH__ERRNO_CASE)
+#undef CKH__ERRNO_CASE
+    default:
+        return "UNKNOWN";
+    }
+}

@@ -1,0 +1,331 @@
+/* Wrappers around struct ckh_fs_ops and helpers built only on them.
+ *
+ * The wrappers are the single place for argument checks: a NULL handle or
+ * path gives CKH_EINVAL, a method the implementation lacks gives
+ * CKH_EUNSUPPORTED. Helpers (write_all, mkdirs, path utilities) work with
+ * any implementation, simulated or real.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckh/err.h"
+#include "ckh/fs.h"
+
+#define FS_OK(fs) ((fs) && (fs)->ops)
+#define FILE_OK(f) ((f) && (f)->fs && (f)->fs->ops)
+
+int ckh_fs_open(struct ckh_fs *fs, const char *path, int flags, struct ckh_file **out)
+{
+    if (!FS_OK(fs) || !path || !out)
+        return CKH_EINVAL;
+    if ((flags & CKH_O_ACCMODE) == CKH_O_ACCMODE ||
+        (flags & ~(CKH_O_ACCMODE | CKH_O_CREAT | CKH_O_EXCL | CKH_O_TRUNC | CKH_O_APPEND)))
+        return CKH_EINVAL;
+    *out = NULL;
+    if (!fs->ops->open)
+        return CKH_EUNSUPPORTED;
+    return fs->ops->open(fs, path, flags, out);
+}
+
+#define FILE_CALL(f, method, ...)                                              \
+    do {                                                                       \
+        if (!FILE_OK(f))                                                       \
+            return CKH_EINVAL;                                                 \
+        if (!(f)->fs->ops->method)                                             \
+            return CKH_EUNSUPPORTED;                                           \
+        return (f)->fs->ops->method(__VA_ARGS__);                              \
+    } while (0)
+
+#define FS_CALL(fs, method, ...)                                               \
+    do {                                                                       \
+        if (!FS_OK(fs))                                                        \
+            return CKH_EINVAL;                                                 \
+        if (!(fs)->ops->method)                                                \
+            return CKH_EUNSUPPORTED;                                           \
+        return (fs)->ops->method(__VA_ARGS__);                                 \
+    } while (0)
+
+int64_t ckh_file_read(struct ckh_file *f, void *buf, size_t n)
+{
+    if (!buf && n)
+        return CKH_EINVAL;
+    FILE_CALL(f, read, f, buf, n);
+}
+
+int64_t ckh_file_pread(struct ckh_file *f, void *buf, size_t n, uint64_t off)
+{
+    if (!buf && n)
+        return CKH_EINVAL;
+    FILE_CALL(f, pread, f, buf, n, off);
+}
+
+int64_t ckh_file_write(struct ckh_file *f, const void *buf, size_t n)
+{
+    if (!buf && n)
+        return CKH_EINVAL;
+    FILE_CALL(f, write, f, buf, n);
+}
+
+int64_t ckh_file_pwrite(struct ckh_file *f, const void *buf, size_t n, uint64_t off)
+{
+    if (!buf && n)
+        return CKH_EINVAL;
+    FILE_CALL(f, pwrite, f, buf, n, off);
+}
+
+int64_t ckh_file_pwrite_gen(struct ckh_file *f, const struct ckh_gen *g, uint64_t n, uint64_t off)
+{
+    if (!FILE_OK(f) || !g)
+        return CKH_EINVAL;
+    if (f->fs->ops->pwrite_gen)
+        return f->fs->ops->pwrite_gen(f, g, n, off);
+    if (!f->fs->ops->pwrite)
+        return CKH_EUNSUPPORTED;
+    /* Fallback: materialize the described bytes chunk by chunk. */
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = malloc(n < CHUNK ? (n ? n : 1) : CHUNK);
+    if (!buf)
+        return CKH_ENOMEM;
+    uint64_t done = 0;
+    int64_t rc = 0;
+    while (done < n) {
+        size_t len = n - done < CHUNK ? (size_t)(n - done) : CHUNK;
+        ckh_gen_fill(g, done, buf, len);
+        rc = f->fs->ops->pwrite(f, buf, len, off + done);
+        if (rc < 0)
+            break;
+        if (rc == 0) {
+            rc = CKH_EINTERNAL;
+            break;
+        }
+        done += (uint64_t)rc;
+    }
+    free(buf);
+    return rc < 0 ? rc : (int64_t)done;
+}
+
+int ckh_file_fsync(struct ckh_file *f)
+{
+    FILE_CALL(f, fsync, f);
+}
+
+int ckh_file_fdatasync(struct ckh_file *f)
+{
+    if (FILE_OK(f) && !f->fs->ops->fdatasync && f->fs->ops->fsync)
+        return f->fs->ops->fsync(f);
+    FILE_CALL(f, fdatasync, f);
+}
+
+int ckh_file_ftruncate(struct ckh_file *f, uint64_t len)
+{
+    FILE_CALL(f, ftruncate, f, len);
+}
+
+int ckh_file_close(struct ckh_file *f)
+{
+    FILE_CALL(f, close, f);
+}
+
+int ckh_fs_rename(struct ckh_fs *fs, const char *from, const char *to)
+{
+    if (!from || !to)
+        return CKH_EINVAL;
+    FS_CALL(fs, rename, fs, from, to);
+}
+
+int ckh_fs_unlink(struct ckh_fs *fs, const char *path)
+{
+    if (!path)
+        return CKH_EINVAL;
+    FS_CALL(fs, unlink, fs, path);
+}
+
+int ckh_fs_mkdir(struct ckh_fs *fs, const char *path)
+{
+    if (!path)
+        return CKH_EINVAL;
+    FS_CALL(fs, mkdir, fs, path);
+}
+
+int ckh_fs_rmdir(struct ckh_fs *fs, const char *path)
+{
+    if (!path)
+        return CKH_EINVAL;
+    FS_CALL(fs, rmdir, fs, path);
+}
+
+int ckh_fs_listdir(struct ckh_fs *fs, const char *path, struct ckh_listing *out)
+{
+    if (!path || !out)
+        return CKH_EINVAL;
+    out->entries = NULL;
+    out->count = 0;
+    FS_CALL(fs, listdir, fs, path, out);
+}
+
+int ckh_fs_stat(struct ckh_fs *fs, const char *path, struct ckh_stat *out)
+{
+    if (!path || !out)
+        return CKH_EINVAL;
+    FS_CALL(fs, stat, fs, path, out);
+}
+
+int ckh_fs_symlink(struct ckh_fs *fs, const char *target, const char *linkpath)
+{
+    if (!target || !linkpath)
+        return CKH_EINVAL;
+    FS_CALL(fs, symlink, fs, target, linkpath);
+}
+
+int64_t ckh_fs_readlink(struct ckh_fs *fs, const char *path, char *buf, size_t bufsize)
+{
+    if (!path || !buf || !bufsize)
+        return CKH_EINVAL;
+    FS_CALL(fs, readlink, fs, path, buf, bufsize);
+}
+
+int ckh_fs_fsync_dir(struct ckh_fs *fs, const char *path)
+{
+    if (!path)
+        return CKH_EINVAL;
+    FS_CALL(fs, fsync_dir, fs, path);
+}
+
+void ckh_fs_listing_free(struct ckh_listing *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->count; i++)
+        free(l->entries[i].name);
+    free(l->entries);
+    l->entries = NULL;
+    l->count = 0;
+}
+
+int ckh_file_write_all(struct ckh_file *f, const void *buf, size_t n)
+{
+    const unsigned char *p = buf;
+    while (n) {
+        int64_t rc = ckh_file_write(f, p, n);
+        if (rc < 0)
+            return (int)rc;
+        if (rc == 0)
+            return CKH_EINTERNAL;
+        p += rc;
+        n -= (size_t)rc;
+    }
+    return 0;
+}
+
+int ckh_file_pread_all(struct ckh_file *f, void *buf, size_t n, uint64_t off)
+{
+    unsigned char *p = buf;
+    while (n) {
+        int64_t rc = ckh_file_pread(f, p, n, off);
+        if (rc < 0)
+            return (int)rc;
+        if (rc == 0)
+            return CKH_ETRUNCATED;
+        p += rc;
+        n -= (size_t)rc;
+        off += (uint64_t)rc;
+    }
+    return 0;
+}
+
+bool ckh_fs_exists(struct ckh_fs *fs, const char *path)
+{
+    struct ckh_stat st;
+    return ckh_fs_stat(fs, path, &st) == 0;
+}
+
+int ckh_fs_mkdirs(struct ckh_fs *fs, const char *path)
+{
+    int rc = ckh_path_check(path);
+    if (rc)
+        return rc;
+    char buf[CKH_PATH_MAX + 1];
+    strcpy(buf, path);
+    size_t len = strlen(buf);
+    /* Create each prefix ending before a '/', then the whole path. */
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        struct ckh_stat st;
+        rc = ckh_fs_stat(fs, buf, &st);
+        if (rc == 0 && st.type != CKH_FT_DIR && st.type != CKH_FT_SYMLINK)
+            return -ENOTDIR;
+        if (rc == -ENOENT) {
+            rc = ckh_fs_mkdir(fs, buf);
+            if (rc == -EEXIST)
+                rc = 0;
+        }
+        if (rc)
+            return rc;
+        buf[i] = saved;
+    }
+    return 0;
+}
+
+int ckh_path_check(const char *path)
+{
+    if (!path || path[0] != '/')
+        return CKH_EINVAL;
+    size_t len = strlen(path);
+    if (len > CKH_PATH_MAX)
+        return -ENAMETOOLONG;
+    if (len == 1)
+        return 0;
+    const char *p = path + 1;
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 0)
+            return CKH_EINVAL; /* "//" or trailing '/' */
+        if (n == 1 && p[0] == '.')
+            return CKH_EINVAL;
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return CKH_EESCAPE;
+        if (!slash)
+            return 0;
+        p = slash + 1;
+    }
+}
+
+int ckh_path_dirname(const char *path, char *buf, size_t bufsize)
+{
+    if (!path || !buf || !bufsize)
+        return CKH_EINVAL;
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return CKH_EINVAL;
+    size_t n = (size_t)(slash - path);
+    if (n == 0)
+        n = 1; /* parent of "/a" is "/" */
+    if (n + 1 > bufsize)
+        return CKH_EINVAL;
+    memcpy(buf, path, n);
+    buf[n] = '\0';
+    return 0;
+}
+
+int ckh_path_join(char *buf, size_t bufsize, const char *dir, const char *name)
+{
+    if (!buf || !dir || !name)
+        return CKH_EINVAL;
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/')
+        dl--;
+    bool need_slash = !(dl == 1 && dir[0] == '/') && name[0] != '/';
+    size_t nl = strlen(name);
+    size_t total = dl + (need_slash ? 1 : 0) + nl;
+    if (total + 1 > bufsize)
+        return CKH_EINVAL;
+    memmove(buf, dir, dl);
+    if (need_slash)
+        buf[dl++] = '/';
+    memcpy(buf + dl, name, nl + 1);
+    return 0;
+}

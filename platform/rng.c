@@ -1,0 +1,200 @@
+/* Deterministic randomness, hashing, CRC-32C and described bulk data.
+ *
+ * Specification (stable: traces, digests and checkpoint files depend on it):
+ * - ckh_rng: xoshiro256**, seeded by four successive SplitMix64 outputs.
+ * - ckh_hash64: consumes the input in 8-byte little-endian words
+ *   (zero-padded tail, then the length), each folded in with a multiply and
+ *   the SplitMix64 finalizer. Not cryptographic.
+ * - ckh_seed_derive(seed, name) = ckh_mix64(seed ^ ckh_hash64(INIT, name)).
+ * - ckh_gen: byte p of stream (seed, stream) is byte (p mod 8) (little
+ *   endian) of ckh_mix64(seed ^ ckh_mix64(stream) ^ (p / 8) * K) with
+ *   K = 0x9e3779b97f4a7c15.
+ * - CRC-32C: reflected Castagnoli polynomial 0x82f63b78, hardware
+ *   instruction when the CPU has SSE4.2, table otherwise (same result).
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "ckh/rng.h"
+
+static inline uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+void ckh_rng_seed(struct ckh_rng *r, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++) {
+        r->s[i] = ckh_mix64(x);
+        x += 0x9e3779b97f4a7c15ull;
+    }
+    if (!(r->s[0] | r->s[1] | r->s[2] | r->s[3]))
+        r->s[0] = 1;
+}
+
+uint64_t ckh_rng_next(struct ckh_rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+uint64_t ckh_rng_below(struct ckh_rng *r, uint64_t bound)
+{
+    if (bound == 0)
+        return 0;
+    /* Rejection sampling: the threshold removes the modulo bias. */
+    uint64_t threshold = -bound % bound;
+    for (;;) {
+        uint64_t x = ckh_rng_next(r);
+        if (x >= threshold)
+            return x % bound;
+    }
+}
+
+double ckh_rng_unit(struct ckh_rng *r)
+{
+    return (double)(ckh_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static inline uint64_t load_le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+uint64_t ckh_hash64(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    size_t n = len;
+    while (n >= 8) {
+        h = ckh_mix64((h ^ load_le64(p)) * 0xff51afd7ed558ccdull);
+        p += 8;
+        n -= 8;
+    }
+    if (n) {
+        unsigned char tail[8] = {0};
+        memcpy(tail, p, n);
+        h = ckh_mix64((h ^ load_le64(tail)) * 0xff51afd7ed558ccdull);
+    }
+    return ckh_mix64(h ^ (uint64_t)len);
+}
+
+uint64_t ckh_seed_derive(uint64_t seed, const char *name)
+{
+    return ckh_mix64(seed ^ ckh_hash64(CKH_HASH_INIT, name, name ? strlen(name) : 0));
+}
+
+/* ---- CRC-32C ---- */
+
+static uint32_t crc_table[8][256];
+static bool crc_ready;
+
+static void crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+    crc_ready = true;
+}
+
+static uint32_t crc_sw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    if (!crc_ready)
+        crc_init();
+    while (n >= 8) {
+        uint64_t w = load_le64(p) ^ crc;
+        crc = crc_table[7][w & 0xff] ^ crc_table[6][(w >> 8) & 0xff] ^
+              crc_table[5][(w >> 16) & 0xff] ^ crc_table[4][(w >> 24) & 0xff] ^
+              crc_table[3][(w >> 32) & 0xff] ^ crc_table[2][(w >> 40) & 0xff] ^
+              crc_table[1][(w >> 48) & 0xff] ^ crc_table[0][w >> 56];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
+    return crc;
+}
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const unsigned char *p,
+                                                         size_t n)
+{
+    uint64_t c = crc;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = _mm_crc32_u64(c, w);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--)
+        c32 = _mm_crc32_u8(c32, *p++);
+    return c32;
+}
+#endif
+
+uint32_t ckh_crc32c(uint32_t crc, const void *data, size_t len)
+{
+    crc = ~crc;
+#if defined(__x86_64__)
+    static int has_hw = -1;
+    if (has_hw < 0) {
+        __builtin_cpu_init();
+        has_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+    }
+    if (has_hw)
+        return ~crc_hw(crc, data, len);
+#endif
+    return ~crc_sw(crc, data, len);
+}
+
+/* ---- described bulk data ---- */
+
+static inline uint64_t gen_word(uint64_t key, uint64_t w)
+{
+    return ckh_mix64(key ^ (w * 0x9e3779b97f4a7c15ull));
+}
+
+void ckh_gen_fill(const struct ckh_gen *g, uint64_t pos, void *buf, size_t n)
+{
+    unsigned char *out = buf;
+    uint64_t key = g->seed ^ ckh_mix64(g->stream);
+    uint64_t p = g->offset + pos;
+    while (n && (p & 7)) {
+        *out++ = (unsigned char)(gen_word(key, p >> 3) >> (8 * (p & 7)));
+        p++;
+        n--;
+    }
+    while (n >= 8) {
+        uint64_t v = gen_word(key, p >> 3);
+        for (int i = 0; i < 8; i++)
+            out[i] = (unsigned char)(v >> (8 * i));
+        out += 8;
+        p += 8;
+        n -= 8;
+    }
+    while (n) {
+        *out++ = (unsigned char)(gen_word(key, p >> 3) >> (8 * (p & 7)));
+        p++;
+        n--;
+    }
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs whatever ckh's build and tests need that is missing (Debian 12,
+# as root, apt-get only), then configures and builds ckh into build/.
+# Sourced or run by scripts/main.sh and scripts/test.sh; safe to re-run.
+set -euo pipefail
+
+CKH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CKH_BUILD=${CKH_BUILD:-$CKH_ROOT/build}
+
+# package name -> a file or command that shows it is installed
+need=()
+check_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed" || need+=("$1"); }
+for p in build-essential cmake pkg-config check lcov valgrind libjemalloc-dev libyaml-dev; do
+  check_pkg "$p"
+done
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing packages (${need[*]}); run as root or install them with apt-get" >&2
+    exit 2
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+cmake -S "$CKH_ROOT" -B "$CKH_BUILD" -DCMAKE_BUILD_TYPE=Release ${CKH_CMAKE_ARGS:-} >/dev/null
+cmake --build "$CKH_BUILD" -j"$(nproc)"
