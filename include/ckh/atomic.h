@@ -1,0 +1,119 @@
+/* Crash-safe saving: atomic file save and the atomic directory saver.
+ *
+ * ckh_atomic_save writes a file so that at every crash point the path holds
+ * either its old content or the complete new content: a unique temporary
+ * name, write, fsync, rename over the path, fsync of the directory.
+ *
+ * ckh_adir is a checkpoint-folder saver with the behaviour of a well-known
+ * "atomic directory" saver for distributed training: checkpoint folders
+ * <name>_checkpoint_<N> (suffix _force when force-saved) under an output
+ * directory and a pointer symlink <name>.latest_checkpoint naming the
+ * latest committed folder. Unlike a naive one it is safe at every crash
+ * point; the protocol is specified at the top of reference/atomic_dir.c.
+ *
+ * Both are written against the ops tables of struct ckh_env only.
+ */
+#ifndef CKH_ATOMIC_H
+#define CKH_ATOMIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ckh/defects.h"
+#include "ckh/env.h"
+#include "ckh/rng.h"
+
+/* ---- atomic file save ---- */
+
+/* Per-writer context: where temporary names come from. Plain value; the
+ * caller owns it (no heap). */
+struct ckh_atomic {
+    struct ckh_fs *fs;                    /* target filesystem (borrowed) */
+    char node[64];                        /* node name used in temporary names */
+    struct ckh_rng rng;                   /* temporary-name stream */
+    const struct ckh_defect_set *defects; /* switched-on defects (borrowed, may be NULL) */
+    char errmsg[256];                     /* last error, naming the file */
+};
+
+/* Fills a from env: fs, node name, and a temporary-name stream seeded from
+ * env->rand's stream "atomic-save" (never the process id). defects is
+ * borrowed and may be NULL. CKH_EINVAL for a NULL a, env or env->fs. */
+int ckh_atomic_init(struct ckh_atomic *a, struct ckh_env *env, const struct ckh_defect_set *defects);
+
+/* Writes the file's content into f; returns 0 or a negative code. */
+typedef int (*ckh_atomic_writer)(void *ctx, struct ckh_file *f);
+
+/* Saves n bytes of buf at path atomically (see above). Stale temporaries of
+ * path left by earlier crashes of this node are removed first. On failure
+ * the temporary is removed (best effort) and path is untouched. The parent
+ * directory must exist. */
+int ckh_atomic_save(struct ckh_atomic *a, const char *path, const void *buf, size_t n);
+/* Same, with the content produced by a writer callback. */
+int ckh_atomic_save_with(struct ckh_atomic *a, const char *path, ckh_atomic_writer writer,
+                         void *ctx);
+/* Removes this node's stale temporaries of path ("<path>.tmp.<node>.*" and,
+ * with fixed-temp-name, "<path>.temp"). Returns the number removed or a
+ * negative code. */
+int ckh_atomic_clean_stale(struct ckh_atomic *a, const char *path);
+/* Reads a whole file: *out allocated from alloc (NULL: system; the caller
+ * frees it with ckh_free(alloc, ...)), *n its size. */
+int ckh_atomic_read(struct ckh_fs *fs, struct ckh_alloc *alloc, const char *path, void **out,
+                    size_t *n);
+/* The temporary-name pattern prefix of path for node: "<path>.tmp.<node>.". */
+int ckh_atomic_tmp_prefix(const char *path, const char *node, char *buf, size_t n);
+
+/* ---- atomic directory saver ---- */
+
+enum ckh_adir_strategy {
+    CKH_ADIR_SYNC_ANY = 0, /* shared folder; force_save if any rank asks */
+    CKH_ADIR_SYNC_ALL,     /* shared folder; force_save only if every rank asks */
+    CKH_ADIR_ASYNC,        /* every rank its own master, name suffix _rank_<R> */
+};
+
+struct ckh_adir_config {
+    const char *output_dir;          /* absolute directory in env->fs (copied) */
+    bool is_master;                  /* this rank writes the pointer (async: ignored, true) */
+    const char *name;                /* saver name (NULL: "AtomicDirectory") */
+    int keep_last;                   /* committed non-forced folders kept; -1 unlimited */
+    enum ckh_adir_strategy strategy; /* must agree on every rank */
+    uint64_t timeout_ns;             /* collective timeout (0: wait forever) */
+    const struct ckh_defect_set *defects; /* borrowed, may be NULL */
+};
+
+/* Name of the marker file written into a folder when it is committed. */
+#define CKH_ADIR_COMMIT_MARKER ".ckh_committed"
+
+struct ckh_adir;
+
+/* Creates a saver (collective in the sync strategies: every rank calls it;
+ * an all-gather checks that all ranks chose the same strategy, else
+ * CKH_EMISMATCH naming the ranks). The output directory is created if
+ * missing. *out is freed with ckh_adir_destroy; memory from env->alloc. */
+int ckh_adir_create(struct ckh_env *env, const struct ckh_adir_config *cfg, struct ckh_adir **out);
+void ckh_adir_destroy(struct ckh_adir *d);
+/* Last error message of d ("" if none); valid until the next call on d. */
+const char *ckh_adir_errmsg(const struct ckh_adir *d);
+/* The effective saver name ("<name>" or "<name>_rank_<R>"); valid while d lives. */
+const char *ckh_adir_name(const struct ckh_adir *d);
+
+/* Prepares the next checkpoint folder (every rank calls it in the sync
+ * strategies). force_save is voted (sync_any: any; sync_all: all; async:
+ * own). The master first cleans what earlier crashes left (temporary
+ * links, folders without a commit marker) then creates the folder. Writes
+ * the folder's absolute path into buf. */
+int ckh_adir_prepare(struct ckh_adir *d, bool force_save, char *buf, size_t n);
+/* Commits the folder returned by prepare (every rank calls it in the sync
+ * strategies, after writing and fsyncing its files there): commit marker,
+ * fsyncs, pointer move, then retention. Alias of the seed's symlink_latest. */
+int ckh_adir_commit(struct ckh_adir *d, const char *folder);
+/* The latest committed folder, for resuming: writes its absolute path into
+ * buf and returns 0, or CKH_ENOTFOUND when there is none. A pointer naming
+ * a folder without a commit marker gives CKH_ECORRUPT. Not collective. */
+int ckh_adir_latest(struct ckh_adir *d, char *buf, size_t n);
+/* Committed folder names (basenames, ascending N) into an array allocated
+ * from env->alloc (free each and the array with ckh_adir_list_free). */
+int ckh_adir_list(struct ckh_adir *d, char ***names, size_t *count);
+void ckh_adir_list_free(struct ckh_adir *d, char **names, size_t count);
+
+#endif

@@ -1,0 +1,190 @@
+/* The deterministic simulator (sim/), public part.
+ *
+ * A ckh_sim holds virtual time, a seeded scheduler, simulated nodes (each
+ * running an ordinary C function on its own coroutine), disks (simfs) and
+ * the collective group. Given the same seed and the same inputs, a run
+ * produces the same trace, byte for byte, and the same trace hash.
+ *
+ * Typical use:
+ *   ckh_sim_create(&cfg, &sim);
+ *   ckh_sim_add_disk(sim, &disk_cfg, &disk);
+ *   ckh_sim_add_node(sim, &node_cfg, &id);      (once per node)
+ *   ckh_sim_add_fault(sim, &rule);              (optional)
+ *   ckh_sim_run(sim, &res);                     (until all nodes stop)
+ *   ckh_sim_restart(sim, id); ckh_sim_run(...)  (resume after a kill)
+ *   ckh_sim_destroy(sim);
+ */
+#ifndef CKH_SIM_H
+#define CKH_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ckh/env.h"
+#include "ckh/op.h"
+#include "ckh/simfs.h"
+
+struct ckh_sim;
+
+struct ckh_sim_config {
+    uint64_t seed;              /* the one seed of the run */
+    uint64_t time_limit_ns;     /* stop the run past this virtual time (0: none) */
+    uint64_t op_limit;          /* stop the run after this many ops (0: none) */
+    size_t stack_bytes;         /* coroutine stack per node (0: 256 KiB) */
+    bool keep_trace;            /* keep trace records for ckh_sim_trace_get */
+    uint64_t coll_latency_ns;   /* virtual time charged per collective */
+    uint64_t node_mem_limit_bytes; /* per-node allocator cap (0: none): OOM beyond */
+};
+
+/* ---- faults ---- */
+enum ckh_fault_kind {
+    CKH_FAULT_NONE = 0,
+    CKH_FAULT_ERRNO,       /* the op fails with -err and has no effect */
+    CKH_FAULT_KILL_BEFORE, /* the node dies before the op (process kill) */
+    CKH_FAULT_KILL_AFTER,  /* the node dies right after the op completes */
+    CKH_FAULT_KILL_MID,    /* write: keep_bytes reach the page cache, then death */
+    CKH_FAULT_CRASH_BEFORE, /* the node's machine crashes before the op */
+    CKH_FAULT_POWER_LOSS,  /* every node dies, every disk applies its crash model */
+    CKH_FAULT_DELAY,       /* the op takes delay_ns more virtual time */
+    CKH_FAULT_FSYNC_LOST,  /* fsync: dirty data of the file is dropped, -EIO returned
+                              (Linux semantics: a retry then reports success) */
+};
+
+struct ckh_fault_action {
+    enum ckh_fault_kind kind; /* what happens */
+    int err;                  /* CKH_FAULT_ERRNO: positive errno (EIO, ENOSPC, ...) */
+    uint64_t keep_bytes;      /* CKH_FAULT_KILL_MID: bytes of the write that land */
+    uint64_t delay_ns;        /* CKH_FAULT_DELAY: extra virtual time */
+};
+
+/* A scripted fault: fires on the nth (1-based) op that matches. */
+struct ckh_fault_rule {
+    int node;                  /* node id, -1: any */
+    int kind;                  /* enum ckh_op_kind, -1: any */
+    const char *path_glob;     /* fnmatch pattern on op->path, NULL: any (copied) */
+    const char *phase;         /* phase name, NULL: any (copied) */
+    int64_t epoch;             /* -1: any */
+    int64_t step;              /* -1: any */
+    uint64_t nth;              /* fire on this matching occurrence (0 or 1: first) */
+    uint64_t at_time_ns;       /* only ops at or after this virtual time (0: any) */
+    double probability;        /* 0: fire on the nth; else per matching op with this chance */
+    double keep_fraction;      /* KILL_MID: fraction of the write that lands (if keep_bytes 0) */
+    bool repeat;               /* keep firing on every later match too */
+    struct ckh_fault_action action; /* what to do */
+};
+
+/* A hook consulted on every op after the rules; may set *act. */
+typedef void (*ckh_fault_hook)(void *ctx, const struct ckh_op *op, struct ckh_fault_action *act);
+
+/* ---- nodes ---- */
+typedef int (*ckh_node_main)(struct ckh_env *env, void *arg);
+
+struct ckh_node_config {
+    const char *name;                    /* unique node name (copied) */
+    ckh_node_main main;                  /* the node's program */
+    void *arg;                           /* passed to main (borrowed) */
+    const struct ckh_simfs_mount *mounts; /* the node's filesystem view (copied) */
+    size_t nmounts;                      /* number of mounts */
+    int rank;                            /* collective rank, -1: not in the group */
+};
+
+enum ckh_node_state {
+    CKH_NODE_READY = 0, /* added or restarted, not run yet */
+    CKH_NODE_RUNNING,   /* runnable or blocked */
+    CKH_NODE_EXITED,    /* main returned or called exit */
+    CKH_NODE_KILLED,    /* killed by a fault or ckh_sim_kill */
+};
+
+struct ckh_node_status {
+    enum ckh_node_state state; /* lifecycle state */
+    int exit_status;           /* main's return value or exit() status */
+    uint64_t ops;              /* ops performed in this incarnation */
+    uint64_t incarnation;      /* 0 first start, +1 per restart */
+    uint64_t mem_bytes;        /* bytes currently allocated through its allocator */
+    uint64_t mem_peak_bytes;   /* peak of mem_bytes in this incarnation */
+    uint64_t mem_at_end_bytes; /* mem_bytes when the incarnation ended (on a clean
+                                  exit: what main leaked; it is freed anyway) */
+    const char *pending;       /* blocked: the pending op ("allreduce #3"); else NULL;
+                                  valid until the node runs again */
+    int rank;                  /* collective rank, -1: not in the group */
+};
+
+enum ckh_sim_outcome {
+    CKH_SIM_DONE = 0,   /* every node exited or was killed */
+    CKH_SIM_DEADLOCK,   /* every live node is blocked and no timer is pending */
+    CKH_SIM_TIME_LIMIT, /* virtual time limit reached */
+    CKH_SIM_OP_LIMIT,   /* op limit reached */
+};
+
+struct ckh_sim_result {
+    enum ckh_sim_outcome outcome; /* why the run stopped */
+    uint64_t now_ns;              /* virtual time at the end */
+    uint64_t ops;                 /* total ops so far (all runs) */
+    uint64_t trace_hash;          /* running hash of the whole trace */
+    char report[1024];            /* deadlock: each rank's pending op; else "" */
+};
+
+/* Creates a simulator. *out is owned by the caller (ckh_sim_destroy).
+ * Returns CKH_EINVAL for a NULL argument. */
+int ckh_sim_create(const struct ckh_sim_config *cfg, struct ckh_sim **out);
+/* Frees the simulator, its nodes, disks and trace. NULL is a no-op. */
+void ckh_sim_destroy(struct ckh_sim *sim);
+/* Message describing the last error (static buffer in sim; valid until the
+ * next call on sim). */
+const char *ckh_sim_errmsg(const struct ckh_sim *sim);
+
+/* Adds a disk; *out stays owned by the simulator. cfg->seed 0 means
+ * "derive from the simulation seed and the disk name". */
+int ckh_sim_add_disk(struct ckh_sim *sim, const struct ckh_simfs_config *cfg, struct ckh_simfs **out);
+/* Adds a node; its id (0, 1, ... in order of addition) goes to *id. */
+int ckh_sim_add_node(struct ckh_sim *sim, const struct ckh_node_config *cfg, int *id);
+int ckh_sim_node_count(const struct ckh_sim *sim);
+int ckh_sim_node_status(const struct ckh_sim *sim, int id, struct ckh_node_status *out);
+/* The node's name; valid while sim lives. NULL for a bad id. */
+const char *ckh_sim_node_name(const struct ckh_sim *sim, int id);
+/* The id of the node called name, or CKH_ENOTFOUND / CKH_EINVAL. */
+int ckh_sim_node_id(const struct ckh_sim *sim, const char *name);
+
+int ckh_sim_add_fault(struct ckh_sim *sim, const struct ckh_fault_rule *rule);
+void ckh_sim_clear_faults(struct ckh_sim *sim);
+void ckh_sim_set_fault_hook(struct ckh_sim *sim, ckh_fault_hook hook, void *ctx);
+
+/* Runs until every node has stopped, a deadlock, or a limit. */
+int ckh_sim_run(struct ckh_sim *sim, struct ckh_sim_result *res);
+
+/* Kills a node from outside a run (machine: also crash its unsynced
+ * writes). Inside a run, use fault rules. */
+int ckh_sim_kill(struct ckh_sim *sim, int id, bool machine);
+/* Power loss: kills every node and crashes every disk. */
+int ckh_sim_power_loss(struct ckh_sim *sim);
+/* Restarts a stopped node with fresh memory: its main runs again at the
+ * next ckh_sim_run, seeing only what its filesystems kept. */
+int ckh_sim_restart(struct ckh_sim *sim, int id);
+
+/* ---- trace ---- */
+struct ckh_trace_rec {
+    uint64_t seq;          /* index in the trace */
+    uint64_t time_ns;      /* virtual time */
+    int node;              /* node id (-1: environment) */
+    enum ckh_op_kind kind; /* op */
+    const char *path;      /* borrowed from the trace; NULL if none */
+    const char *path2;     /* borrowed from the trace; NULL if none */
+    uint64_t off;          /* op offset / peer / root */
+    uint64_t len;          /* op length */
+    int64_t arg;           /* op-specific */
+    int64_t result;        /* result code or count */
+};
+
+uint64_t ckh_sim_trace_hash(const struct ckh_sim *sim);
+uint64_t ckh_sim_trace_len(const struct ckh_sim *sim);
+/* Requires keep_trace; pointers in *out stay valid while sim lives. */
+int ckh_sim_trace_get(const struct ckh_sim *sim, uint64_t i, struct ckh_trace_rec *out);
+/* Formats one record as a single line (no newline); returns the length
+ * snprintf would have written. The format is stable and documented. */
+int ckh_trace_format(const struct ckh_sim *sim, const struct ckh_trace_rec *r, char *buf, size_t n);
+
+uint64_t ckh_sim_now_ns(const struct ckh_sim *sim);
+uint64_t ckh_sim_seed(const struct ckh_sim *sim);
+
+#endif

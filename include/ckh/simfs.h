@@ -1,0 +1,141 @@
+/* The simulated filesystem (sim/simfs.c), public part.
+ *
+ * A ckh_simfs is one disk: a tree of directories, files and symlinks whose
+ * durable state and pending (unsynced) operations are tracked separately,
+ * so that a crash can apply, drop or tear each pending operation as the
+ * crash model allows. The full model is specified at the top of
+ * sim/simfs.c. A disk is mounted into nodes' views (struct ckh_fs) by the
+ * simulator; it can also be used directly, outside any simulation.
+ */
+#ifndef CKH_SIMFS_H
+#define CKH_SIMFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ckh/fs.h"
+
+struct ckh_sim;
+struct ckh_simfs;
+struct ckh_fault_action;
+
+enum ckh_crash_model {
+    CKH_CRASH_POSIX_WEAK = 0, /* entries durable only after fsync of their directory */
+    CKH_CRASH_EXT4_ORDERED,   /* metadata ops persist in order; data before metadata that follows it */
+};
+
+struct ckh_simfs_config {
+    const char *name;           /* disk name in traces ("local0", "shared") */
+    enum ckh_crash_model model; /* crash model */
+    uint32_t sector_bytes;      /* torn-write granularity: 512 or 4096 */
+    uint64_t capacity_bytes;    /* 0: unlimited; else writes past it fail ENOSPC */
+    uint64_t latency_ns;        /* virtual time charged per operation */
+    uint64_t ns_per_kib;        /* extra virtual time per KiB transferred */
+    uint64_t seed;              /* seed for crash choices and garbage bytes */
+};
+
+/* What a crash does to one pending operation. */
+enum ckh_crash_choice {
+    CKH_CRASH_APPLY = 0, /* the operation persists */
+    CKH_CRASH_DROP,      /* the operation is lost */
+    CKH_CRASH_TORN_ZERO, /* a write persists up to a sector boundary, zeros after */
+    CKH_CRASH_TORN_GARBAGE, /* a write persists up to a sector boundary, garbage after */
+};
+
+/* One pending (not yet durable) operation, for explorers and tests. */
+struct ckh_simfs_pending_info {
+    uint64_t seq;       /* order of issue on this disk */
+    int node;           /* node that issued it (-1: none) */
+    int kind;           /* enum ckh_op_kind: open (file created by open), mkdir,
+                           symlink, pwrite (any write), ftruncate (O_TRUNC
+                           too), unlink, rmdir, rename */
+    const char *path;   /* affected path (borrowed until the disk changes) */
+    const char *path2;  /* rename destination / symlink target, or NULL */
+    uint64_t off;       /* write offset */
+    uint64_t len;       /* write length */
+    uint32_t sectors;   /* sectors a write spans (torn choices possible if > 0) */
+};
+
+/* Creates a disk with an empty root directory. *out is owned by the caller
+ * (ckh_simfs_destroy). */
+int ckh_simfs_create(const struct ckh_simfs_config *cfg, struct ckh_simfs **out);
+void ckh_simfs_destroy(struct ckh_simfs *d);
+
+/* A direct view of the disk as a struct ckh_fs: no simulator, no trace, no
+ * faults. Used by tests and by the harness to inspect or prepare a disk at
+ * rest. Valid until the disk is destroyed. */
+struct ckh_fs *ckh_simfs_fs(struct ckh_simfs *d);
+
+/* Number of pending operations and their descriptions (index 0 oldest).
+ * Strings in *out are borrowed until the disk next changes. */
+size_t ckh_simfs_pending_count(const struct ckh_simfs *d);
+int ckh_simfs_pending_get(const struct ckh_simfs *d, size_t i, struct ckh_simfs_pending_info *out);
+
+/* Crash: every pending operation issued by `node` (-1: by anyone, a power
+ * loss) is applied, dropped or torn (rules S3-S5 in sim/simfs.c). With
+ * choices == NULL each choice is drawn from the disk's seeded stream within
+ * what the model allows; else choices[i] is used for the i-th affected
+ * pending op in pending_get order (n must equal the number of affected ops;
+ * a torn choice for an op that is not a write gives CKH_EINVAL and changes
+ * nothing). Where the model forces an outcome (a dependency was dropped, a
+ * journal prefix ended, data=ordered) the forced outcome wins over the
+ * given choice. Afterwards the affected ops are gone from the pending list;
+ * ops of other nodes stay pending and visible. */
+int ckh_simfs_crash(struct ckh_simfs *d, int node, const enum ckh_crash_choice *choices, size_t n);
+
+/* Makes everything durable (as if every file and directory was synced). */
+void ckh_simfs_sync_all(struct ckh_simfs *d);
+
+/* ---- faults on data at rest (applied to durable and cached content) ---- */
+int ckh_simfs_flip_bit(struct ckh_simfs *d, const char *path, uint64_t bit_off);
+int ckh_simfs_truncate_at_rest(struct ckh_simfs *d, const char *path, uint64_t len);
+int ckh_simfs_zero_range(struct ckh_simfs *d, const char *path, uint64_t off, uint64_t len);
+/* Removes a directory tree at rest (a directory "removed during the run"). */
+int ckh_simfs_remove_tree(struct ckh_simfs *d, const char *path);
+
+/* Per-disk errno injection without a simulator (tests): the next matching
+ * op on this disk fails with -err (err > 0) and has no effect. kind is an
+ * enum ckh_op_kind or -1 (any); path is a disk path or NULL (any). Applies
+ * to ops from every view of the disk, the direct view included. */
+int ckh_simfs_fail_next(struct ckh_simfs *d, int kind, const char *path, int err);
+/* Like ckh_simfs_fail_next with a whole action: CKH_FAULT_ERRNO, or
+ * CKH_FAULT_FSYNC_LOST (matches only fsync/fdatasync: the file's dirty data
+ * of the calling node is dropped, -EIO returned; see S6 in sim/simfs.c).
+ * Other kinds need a simulator and give CKH_EINVAL. */
+int ckh_simfs_fault_next(struct ckh_simfs *d, int kind, const char *path,
+                         const struct ckh_fault_action *act);
+
+/* Description of the last error on the disk (static buffer in d, valid
+ * until the next call on d; "" when none). */
+const char *ckh_simfs_errmsg(const struct ckh_simfs *d);
+
+/* Hash of the whole tree (names, types, sizes, contents, link targets) in
+ * the live copy (durable false: what reads see) or the durable copy.
+ * Materializes file contents in chunks: O(bytes) time, O(1) memory. */
+uint64_t ckh_simfs_digest(const struct ckh_simfs *d, bool durable);
+
+/* Bytes currently used: the sum of live file sizes (what capacity_bytes
+ * limits; holes count). */
+uint64_t ckh_simfs_used_bytes(const struct ckh_simfs *d);
+/* Heap bytes the disk's own bookkeeping takes (for memory benchmarks). */
+uint64_t ckh_simfs_heap_bytes(const struct ckh_simfs *d);
+
+/* A node's view: mounts[i].prefix ("/local", "/shared") maps onto disks
+ * (longest prefix wins). All ops from the view are attributed to `node`
+ * and reported to sim (NULL: no simulator). The view owns its open files;
+ * ckh_simfs_view_destroy closes them without flushing anything (page-cache
+ * content stays pending on the disk). Mounts are copied; the disks must
+ * outlive the view. Symlink targets are resolved in the view's namespace
+ * (an absolute target may lead to another mount; relative targets are
+ * resolved against the link's directory, ".." included, never above a
+ * disk's root). *out is owned by the caller (ckh_simfs_view_destroy). */
+struct ckh_simfs_mount {
+    const char *prefix;     /* mount point, absolute, no trailing '/' ("/" allowed) */
+    struct ckh_simfs *disk; /* the disk mounted there */
+};
+int ckh_simfs_view_create(struct ckh_sim *sim, int node, const struct ckh_simfs_mount *mounts,
+                          size_t nmounts, struct ckh_fs **out);
+void ckh_simfs_view_destroy(struct ckh_fs *view);
+
+#endif

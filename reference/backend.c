@@ -1,0 +1,228 @@
+/* The checkpoint backend registry and the wrappers around the backend ops
+ * table (include/ckh/backend.h): argument checks live here, once, so every
+ * backend (built in or plugged in) sees only valid node names and epochs.
+ */
+#include "ckh/backend.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ckh/err.h"
+
+#define REGISTRY_MAX 16
+
+static const struct ckh_backend_ops *registry[REGISTRY_MAX] = {&ckh_minidb_ops};
+static size_t registry_count = 1;
+
+static void set_msg(char *msg, size_t msglen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_msg(char *msg, size_t msglen, const char *fmt, ...)
+{
+    va_list ap;
+    if (!msg || msglen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, msglen, fmt, ap);
+    va_end(ap);
+}
+
+int ckh_backend_find(const char *name, const struct ckh_backend_ops **out, char *msg, size_t msglen)
+{
+    char known[256] = "";
+    if (!name || !out) {
+        set_msg(msg, msglen, "backend name or output is NULL");
+        return CKH_EINVAL;
+    }
+    for (size_t i = 0; i < registry_count; i++) {
+        if (strcmp(registry[i]->name, name) == 0) {
+            *out = registry[i];
+            return 0;
+        }
+        if (strlen(known) + strlen(registry[i]->name) + 3 < sizeof known) {
+            if (known[0])
+                strcat(known, ", ");
+            strcat(known, registry[i]->name);
+        }
+    }
+    set_msg(msg, msglen, "unknown checkpoint backend '%s' (known: %s)", name, known);
+    return CKH_ENOTFOUND;
+}
+
+int ckh_backend_register(const struct ckh_backend_ops *ops)
+{
+    if (!ops || !ops->name || !ops->name[0])
+        return CKH_EINVAL;
+    if (ops->version < 1 || ops->version > CKH_BACKEND_ABI_VERSION)
+        return CKH_EVERSION;
+    for (size_t i = 0; i < registry_count; i++)
+        if (strcmp(registry[i]->name, ops->name) == 0)
+            return CKH_EEXISTS;
+    if (registry_count == REGISTRY_MAX)
+        return CKH_ELIMIT;
+    registry[registry_count++] = ops;
+    return 0;
+}
+
+int ckh_backend_open(const char *name, const struct ckh_backend_config *cfg,
+                     struct ckh_backend **out, char *msg, size_t msglen)
+{
+    const struct ckh_backend_ops *ops;
+    int rc = ckh_backend_find(name, &ops, msg, msglen);
+    if (rc != 0)
+        return rc;
+    if (!cfg || !cfg->fs || !cfg->prefix || !out) {
+        set_msg(msg, msglen, "backend '%s': config, fs, prefix or output is NULL", name);
+        return CKH_EINVAL;
+    }
+    if (!ops->open) {
+        set_msg(msg, msglen, "backend '%s' has no open method", name);
+        return CKH_EUNSUPPORTED;
+    }
+    rc = ops->open(cfg, out);
+    if (rc != 0)
+        set_msg(msg, msglen, "backend '%s': open failed: %s", name, ckh_strerror(rc));
+    return rc;
+}
+
+int ckh_node_name_check(const char *node)
+{
+    size_t len;
+    if (!node)
+        return CKH_EINVAL;
+    len = strlen(node);
+    if (len == 0 || len > CKH_NODE_NAME_MAX)
+        return CKH_EINVAL;
+    if (strchr(node, '/') || strcmp(node, ".") == 0 || strcmp(node, "..") == 0)
+        return CKH_EESCAPE;
+    return 0;
+}
+
+int ckh_db_name(const char *prefix, const char *node, int64_t epoch, char *buf, size_t n)
+{
+    size_t plen;
+    int w;
+    if (!prefix || !node || !buf || n == 0 || epoch < 0)
+        return CKH_EINVAL;
+    plen = strlen(prefix);
+    while (plen > 1 && prefix[plen - 1] == '/')
+        plen--;
+    if (plen == 1 && prefix[0] == '/')
+        plen = 0; /* root: "/node.epoch" */
+    w = snprintf(buf, n, "%.*s/%s.%" PRId64, (int)plen, prefix, node, epoch);
+    if (w < 0 || (size_t)w >= n)
+        return CKH_EINVAL;
+    return 0;
+}
+
+static int check_call(struct ckh_backend *b, const char *node, int64_t epoch)
+{
+    int rc;
+    if (!b || !b->ops)
+        return CKH_EINVAL;
+    rc = ckh_node_name_check(node);
+    if (rc != 0) {
+        set_msg(b->errmsg, sizeof b->errmsg, "node name '%s' is not a valid file name (%s)",
+                node ? node : "(null)", ckh_err_name(rc));
+        return rc;
+    }
+    if (epoch < 0) {
+        set_msg(b->errmsg, sizeof b->errmsg, "epoch %" PRId64 " is negative", epoch);
+        return CKH_EINVAL;
+    }
+    return 0;
+}
+
+void ckh_backend_close(struct ckh_backend *b)
+{
+    if (b && b->ops && b->ops->close)
+        b->ops->close(b);
+}
+
+int ckh_backend_save(struct ckh_backend *b, const char *node, int64_t epoch,
+                     const struct ckh_ws *ws, const char *const *names, size_t count)
+{
+    int rc = check_call(b, node, epoch);
+    if (rc != 0)
+        return rc;
+    if (!ws || (!names && count > 0)) {
+        set_msg(b->errmsg, sizeof b->errmsg, "save: workspace or names is NULL");
+        return CKH_EINVAL;
+    }
+    if (!b->ops->save)
+        return CKH_EUNSUPPORTED;
+    return b->ops->save(b, node, epoch, ws, names, count);
+}
+
+int ckh_backend_load(struct ckh_backend *b, const char *node, int64_t epoch, struct ckh_ws *ws,
+                     const char *const *names, size_t count, unsigned flags, size_t *loaded)
+{
+    int rc = check_call(b, node, epoch);
+    if (loaded)
+        *loaded = 0;
+    if (rc != 0)
+        return rc;
+    if (!ws || (!names && count > 0) || (flags & ~(unsigned)CKH_LOAD_ALLOW_MISSING)) {
+        set_msg(b->errmsg, sizeof b->errmsg, "load: bad workspace, names or flags");
+        return CKH_EINVAL;
+    }
+    if (!b->ops->load)
+        return CKH_EUNSUPPORTED;
+    return b->ops->load(b, node, epoch, ws, names, count, flags, loaded);
+}
+
+int ckh_backend_exists(struct ckh_backend *b, const char *node, int64_t epoch, bool *out)
+{
+    int rc = check_call(b, node, epoch);
+    if (rc != 0)
+        return rc;
+    if (!out)
+        return CKH_EINVAL;
+    if (!b->ops->exists)
+        return CKH_EUNSUPPORTED;
+    return b->ops->exists(b, node, epoch, out);
+}
+
+int ckh_backend_list_epochs(struct ckh_backend *b, const char *node, int64_t **epochs,
+                            size_t *count)
+{
+    int rc = check_call(b, node, 0);
+    if (rc != 0)
+        return rc;
+    if (!epochs || !count)
+        return CKH_EINVAL;
+    *epochs = NULL;
+    *count = 0;
+    if (!b->ops->list_epochs)
+        return CKH_EUNSUPPORTED;
+    return b->ops->list_epochs(b, node, epochs, count);
+}
+
+int ckh_backend_remove(struct ckh_backend *b, const char *node, int64_t epoch)
+{
+    int rc = check_call(b, node, epoch);
+    if (rc != 0)
+        return rc;
+    if (!b->ops->remove)
+        return CKH_EUNSUPPORTED;
+    return b->ops->remove(b, node, epoch);
+}
+
+int ckh_backend_db_name(struct ckh_backend *b, const char *node, int64_t epoch, char *buf,
+                        size_t n)
+{
+    int rc = check_call(b, node, epoch);
+    if (rc != 0)
+        return rc;
+    if (!buf || n == 0)
+        return CKH_EINVAL;
+    if (!b->ops->db_name)
+        return CKH_EUNSUPPORTED;
+    return b->ops->db_name(b, node, epoch, buf, n);
+}
+
+const char *ckh_backend_errmsg(const struct ckh_backend *b)
+{
+    return b ? b->errmsg : "no backend";
+}

@@ -1,0 +1,621 @@
+/* The "ddp-train" node program (see include/ckh/ddp.h for the job, the
+ * checkpoint content and the oracle record).
+ *
+ * Sections: trainer state; checkpoint save; checkpoint load; training
+ * loop; node main.
+ *
+ * Save protocol (every checkpoint): prepare (collective) -> rank 0 writes
+ * model.ckh and train.ckh, every rank writes rng_rank_<R>.ckh (each file
+ * with ckh_atomic_save) -> an all-reduce of write failures -> commit
+ * (collective) unless some rank failed, in which case the folder stays
+ * uncommitted and the next prepare removes it; a failed save is logged and
+ * training goes on. Load protocol (on start): every rank reads the pointer,
+ * loads, then a barrier; the staging copies of the loaded tensors are freed
+ * after the barrier (a rank holds its loaded checkpoint until all have
+ * loaded), so an unmapped load keeps every rank's copy on device 0 at once.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ckh/atomic.h"
+#include "ckh/ddp.h"
+#include "ckh/err.h"
+
+/* ---- trainer state ---- */
+
+struct trainer {
+    struct ckh_env *env;               /* ops tables */
+    const struct ckh_ddp_config *cfg;  /* the job */
+    const struct ckh_defect_set *def;  /* switched-on defects */
+    struct ckh_ddp_record *rec;        /* oracle record */
+    struct ckh_ddp_rank_rec *rr;       /* this rank's record */
+    int rank;                          /* collective rank */
+    int world;                         /* world size */
+    struct ckh_ddp_model model;        /* weights, grads, momentum */
+    struct ckh_ddp_sched sched;        /* LR schedule */
+    struct ckh_dsampler sampler;       /* data order */
+    struct ckh_rng rng;                /* dropout stream */
+    int64_t step;                      /* optimizer steps taken */
+    int64_t epoch;                     /* current epoch */
+    uint64_t epoch_pos;                /* rank 0's progress in the epoch */
+    struct ckh_adir *saver;            /* NULL: no checkpoints */
+    struct ckh_atomic at;              /* file saves */
+    uint64_t staged[CKH_DDP_MAX_RANKS]; /* device bytes of loaded staging copies */
+    float lr;                          /* LR of the last step */
+};
+
+static int tfail(struct trainer *t, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int tfail(struct trainer *t, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->rr->errmsg, sizeof t->rr->errmsg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static uint64_t rng_digest(const struct ckh_rng *r)
+{
+    return ckh_hash64(CKH_HASH_INIT, r->s, sizeof r->s);
+}
+
+static void fill_rec(struct trainer *t, struct ckh_ddp_step_rec *s, int64_t epoch)
+{
+    uint32_t bits;
+    memcpy(&bits, &t->lr, sizeof bits);
+    s->valid = true;
+    s->epoch = epoch;
+    s->weights = ckh_ddp_model_digest(&t->model);
+    s->optim = ckh_ddp_optim_digest(&t->model);
+    s->lr_bits = bits;
+    s->rng = rng_digest(&t->rng);
+    s->sampler = ckh_dsampler_digest(&t->sampler);
+}
+
+/* ---- checkpoint save ---- */
+
+static int put_i64(struct ckh_ddp_sd *sd, const char *key, int64_t v)
+{
+    return ckh_ddp_sd_put(sd, key, CKH_DT_I64, -1, &v, sizeof v);
+}
+
+static int save_sd(struct trainer *t, const char *folder, const char *file, struct ckh_ddp_sd *sd)
+{
+    char path[CKH_PATH_MAX + 1];
+    void *buf = NULL;
+    size_t n = 0;
+    if (ckh_path_join(path, sizeof path, folder, file))
+        return CKH_EINVAL;
+    int rc = ckh_ddp_sd_serialize(sd, &buf, &n);
+    if (!rc) {
+        rc = ckh_atomic_save(&t->at, path, buf, n);
+        if (rc)
+            tfail(t, rc, "%s", t->at.errmsg);
+    }
+    ckh_free(t->env->alloc, buf);
+    return rc;
+}
+
+/* Writes this rank's files of a checkpoint into folder. */
+static int write_files(struct trainer *t, const char *folder)
+{
+    struct ckh_alloc *a = t->env->alloc;
+    struct ckh_ddp_sd sd;
+    int rc = 0;
+    bool writes_state = t->rank == 0 || t->cfg->strategy == CKH_ADIR_ASYNC;
+    if (writes_state) {
+        ckh_ddp_sd_init(&sd, a);
+        bool prefix = ckh_defect_on(t->def, CKH_DEFECT_MODULE_PREFIX_SAVED);
+        for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
+            char key[CKH_DDP_KEY_MAX];
+            snprintf(key, sizeof key, "%s%s", prefix ? "module." : "", ckh_ddp_param_names[i]);
+            rc = ckh_ddp_sd_put(&sd, key, CKH_DT_F32, t->model.param_device[i], t->model.param[i],
+                                t->model.count[i] * sizeof(float));
+        }
+        if (!rc)
+            rc = save_sd(t, folder, "model.ckh", &sd);
+        ckh_ddp_sd_fini(&sd);
+        if (rc)
+            return rc;
+
+        ckh_ddp_sd_init(&sd, a);
+        for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
+            char key[CKH_DDP_KEY_MAX];
+            snprintf(key, sizeof key, "optim.momentum.%s", ckh_ddp_param_names[i]);
+            rc = ckh_ddp_sd_put(&sd, key, CKH_DT_F32, t->model.mom_device[i], t->model.mom[i],
+                                t->model.count[i] * sizeof(float));
+        }
+        unsigned char smp[CKH_SAMPLER_STATE_BYTES];
+        if (!rc)
+            rc = ckh_ddp_sd_put(&sd, "optim.lr", CKH_DT_F32, -1, &t->lr, sizeof t->lr);
+        if (!rc)
+            rc = put_i64(&sd, "sched.last_step", (int64_t)t->sched.last_step);
+        if (!rc)
+            rc = ckh_dsampler_save(&t->sampler, t->def, smp, sizeof smp);
+        if (!rc)
+            rc = ckh_ddp_sd_put(&sd, "sampler", CKH_DT_U8, -1, smp, sizeof smp);
+        if (!rc)
+            rc = put_i64(&sd, "step", t->step);
+        if (!rc)
+            rc = put_i64(&sd, "epoch", t->epoch);
+        if (!rc)
+            rc = save_sd(t, folder, "train.ckh", &sd);
+        ckh_ddp_sd_fini(&sd);
+        if (rc)
+            return rc;
+    }
+    if (!ckh_defect_on(t->def, CKH_DEFECT_RNG_NOT_SAVED)) {
+        char file[64];
+        snprintf(file, sizeof file, "rng_rank_%d.ckh", t->rank);
+        ckh_ddp_sd_init(&sd, a);
+        rc = ckh_ddp_sd_put(&sd, "rng.dropout", CKH_DT_U64, -1, t->rng.s, sizeof t->rng.s);
+        if (!rc)
+            rc = save_sd(t, folder, file, &sd);
+        ckh_ddp_sd_fini(&sd);
+    }
+    return rc;
+}
+
+/* One checkpoint. Returns 0 or a collective error (fatal); file errors
+ * are logged and leave the checkpoint uncommitted. */
+static int save_checkpoint(struct trainer *t)
+{
+    char folder[CKH_PATH_MAX + 1];
+    ckh_node_phase(t->env->node, "save", t->epoch, t->step);
+    int rc = ckh_adir_prepare(t->saver, false, folder, sizeof folder);
+    if (rc) {
+        ckh_node_logf(t->env->node, "checkpoint at step %" PRId64 " not prepared: %s",
+                      t->step, ckh_adir_errmsg(t->saver));
+        ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
+        /* Prepare fails on every rank together (the status is broadcast). */
+        return rc == CKH_ETIMEOUT || rc == CKH_EPEER_DEAD || rc == CKH_EMISMATCH ? rc : 0;
+    }
+    int wrc = write_files(t, folder);
+    if (wrc)
+        ckh_node_logf(t->env->node, "checkpoint files at step %" PRId64 " failed: %s", t->step,
+                      t->rr->errmsg);
+    int32_t failed = wrc ? 1 : 0;
+    if (t->cfg->strategy != CKH_ADIR_ASYNC) {
+        rc = ckh_coll_allreduce(t->env->coll, &failed, 1, CKH_DT_I32, CKH_RED_MAX,
+                                t->cfg->timeout_ns);
+        if (rc)
+            return tfail(t, rc, "vote on checkpoint files: %s", ckh_strerror(rc));
+    }
+    if (!failed) {
+        rc = ckh_adir_commit(t->saver, folder);
+        if (rc) {
+            ckh_node_logf(t->env->node, "checkpoint commit at step %" PRId64 " failed: %s",
+                          t->step, ckh_adir_errmsg(t->saver));
+            if (rc == CKH_ETIMEOUT || rc == CKH_EPEER_DEAD)
+                return rc;
+        }
+    }
+    ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
+    return 0;
+}
+
+/* ---- checkpoint load ---- */
+
+static int read_sd(struct trainer *t, const char *folder, const char *file, struct ckh_ddp_sd *sd)
+{
+    char path[CKH_PATH_MAX + 1];
+    void *buf = NULL;
+    size_t n = 0;
+    if (ckh_path_join(path, sizeof path, folder, file))
+        return CKH_EINVAL;
+    ckh_ddp_sd_init(sd, t->env->alloc);
+    int rc = ckh_atomic_read(t->env->fs, t->env->alloc, path, &buf, &n);
+    if (rc)
+        return tfail(t, rc, "reading '%s': %s", path, ckh_strerror(rc));
+    rc = ckh_ddp_sd_parse(sd, buf, n);
+    ckh_free(t->env->alloc, buf);
+    if (rc)
+        return tfail(t, rc, "parsing '%s': %s", path, ckh_strerror(rc));
+    return 0;
+}
+
+static int get_i64(struct trainer *t, const struct ckh_ddp_sd *sd, const char *key, int64_t *v)
+{
+    const struct ckh_ddp_sd_entry *e = ckh_ddp_sd_find(sd, key);
+    if (!e || e->size_bytes != sizeof *v)
+        return tfail(t, CKH_ENOTFOUND, "checkpoint lacks '%s'", key);
+    memcpy(v, e->data, sizeof *v);
+    return 0;
+}
+
+static bool unmapped(const struct trainer *t)
+{
+    return t->cfg->no_map_location || ckh_defect_on(t->def, CKH_DEFECT_NO_DEVICE_MAP);
+}
+
+/* Device a loaded tensor saved from `saved` lands on. */
+static int target_device(const struct trainer *t, int saved)
+{
+    if (!unmapped(t) || saved < 0 || saved >= t->world)
+        return t->rank;
+    return saved;
+}
+
+static int stage(struct trainer *t, int dev, uint64_t bytes, const char *key)
+{
+    int rc = ckh_ddp_dev_alloc(&t->rec->devices, t->rank, dev, bytes);
+    if (rc == CKH_EOOM_DEVICE)
+        return tfail(t, rc, "rank %d: GPU %d out of memory loading '%s' (%" PRIu64
+                            " bytes in use of %" PRIu64 ")",
+                     t->rank, dev, key, ckh_ddp_dev_used(&t->rec->devices, dev),
+                     t->rec->devices.capacity_bytes);
+    return rc;
+}
+
+static int load_model(struct trainer *t, const char *folder)
+{
+    struct ckh_ddp_sd sd;
+    size_t idx[CKH_DDP_NPARAM];
+    int rc = read_sd(t, folder, "model.ckh", &sd);
+    if (rc)
+        return rc;
+    char msg[200];
+    rc = ckh_ddp_match_keys(&sd, ckh_ddp_param_names, CKH_DDP_NPARAM, t->cfg->keymode, idx, msg,
+                            sizeof msg);
+    if (rc) {
+        tfail(t, rc, "loading the model: %s", msg);
+        goto out;
+    }
+    for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
+        const struct ckh_ddp_sd_entry *e = &sd.entries[idx[i]];
+        if (e->dtype != CKH_DT_F32 || e->size_bytes != t->model.count[i] * sizeof(float)) {
+            rc = tfail(t, CKH_EMISMATCH, "model tensor '%s' has the wrong shape", e->key);
+            break;
+        }
+        int dev = target_device(t, e->device);
+        rc = stage(t, dev, e->size_bytes, e->key);
+        if (rc)
+            break;
+        t->staged[dev] += e->size_bytes;
+        memcpy(t->model.param[i], e->data, e->size_bytes);
+    }
+out:
+    ckh_ddp_sd_fini(&sd);
+    return rc;
+}
+
+static int load_train(struct trainer *t, const char *folder)
+{
+    struct ckh_ddp_sd sd;
+    int rc = read_sd(t, folder, "train.ckh", &sd);
+    if (rc)
+        return rc;
+    int64_t last_step = 0;
+    for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
+        char key[CKH_DDP_KEY_MAX];
+        snprintf(key, sizeof key, "optim.momentum.%s", ckh_ddp_param_names[i]);
+        const struct ckh_ddp_sd_entry *e = ckh_ddp_sd_find(&sd, key);
+        if (!e || e->size_bytes != t->model.count[i] * sizeof(float)) {
+            rc = tfail(t, CKH_EMISMATCH, "optimizer state lacks '%s'", key);
+            break;
+        }
+        /* The momentum buffer is adopted where it was loaded. */
+        int dev = target_device(t, e->device);
+        rc = stage(t, dev, e->size_bytes, key);
+        if (rc)
+            break;
+        ckh_ddp_dev_free(&t->rec->devices, t->rank, t->model.mom_device[i], e->size_bytes);
+        t->model.mom_device[i] = dev;
+        memcpy(t->model.mom[i], e->data, e->size_bytes);
+    }
+    if (!rc)
+        rc = get_i64(t, &sd, "sched.last_step", &last_step);
+    if (!rc)
+        rc = get_i64(t, &sd, "step", &t->step);
+    if (!rc)
+        rc = get_i64(t, &sd, "epoch", &t->epoch);
+    const struct ckh_ddp_sd_entry *smp = rc ? NULL : ckh_ddp_sd_find(&sd, "sampler");
+    if (!rc && !smp)
+        rc = tfail(t, CKH_ENOTFOUND, "checkpoint lacks the sampler state");
+    if (!rc) {
+        rc = ckh_dsampler_load(&t->sampler, smp->data, smp->size_bytes, t->cfg->reshard);
+        if (rc)
+            tfail(t, rc, "sampler: %s", t->sampler.errmsg);
+    }
+    if (!rc) {
+        if (ckh_defect_on(t->def, CKH_DEFECT_RESUME_EPOCH_FROM_START))
+            ckh_dsampler_set_epoch(&t->sampler, t->sampler.epoch);
+        /* Rank 0's progress is the epoch position of every rank. */
+        t->epoch_pos = t->sampler.progress;
+        uint64_t mine = ckh_dsampler_len(&t->sampler);
+        t->sampler.progress = t->epoch_pos < mine ? t->epoch_pos : mine;
+        t->sched.last_step = ckh_defect_on(t->def, CKH_DEFECT_SCHEDULER_REBUILT_AFTER_OPTIMIZER)
+                                 ? 0
+                                 : (uint64_t)last_step;
+    }
+    ckh_ddp_sd_fini(&sd);
+    return rc;
+}
+
+static int load_rng(struct trainer *t, const char *folder)
+{
+    if (ckh_defect_on(t->def, CKH_DEFECT_RNG_NOT_SAVED))
+        return 0;
+    char file[64], path[CKH_PATH_MAX + 1];
+    snprintf(file, sizeof file, "rng_rank_%d.ckh", t->rank);
+    if (ckh_path_join(path, sizeof path, folder, file))
+        return CKH_EINVAL;
+    if (!ckh_fs_exists(t->env->fs, path) && t->cfg->reshard)
+        return 0; /* a new rank of a resharded job keeps its fresh stream */
+    struct ckh_ddp_sd sd;
+    int rc = read_sd(t, folder, file, &sd);
+    if (rc)
+        return rc;
+    const struct ckh_ddp_sd_entry *e = ckh_ddp_sd_find(&sd, "rng.dropout");
+    if (!e || e->size_bytes != sizeof t->rng.s)
+        rc = tfail(t, CKH_ENOTFOUND, "'%s' lacks rng.dropout", file);
+    else
+        memcpy(t->rng.s, e->data, sizeof t->rng.s);
+    ckh_ddp_sd_fini(&sd);
+    return rc;
+}
+
+/* Step recorded in a folder's train.ckh (-1 if unreadable). */
+static int64_t folder_step(struct trainer *t, const char *folder)
+{
+    struct ckh_ddp_sd sd;
+    int64_t step = -1;
+    if (read_sd(t, folder, "train.ckh", &sd) == 0) {
+        if (get_i64(t, &sd, "step", &step))
+            step = -1;
+        ckh_ddp_sd_fini(&sd);
+    }
+    t->rr->errmsg[0] = '\0';
+    return step;
+}
+
+/* Async strategy: every rank resumes from the newest step all ranks hold. */
+static int async_agree(struct trainer *t, char *folder, size_t n, bool *have)
+{
+    int64_t mine = *have ? folder_step(t, folder) : -1;
+    int64_t lo = mine;
+    int rc = ckh_coll_allreduce(t->env->coll, &lo, 1, CKH_DT_I64, CKH_RED_MIN, t->cfg->timeout_ns);
+    if (rc)
+        return tfail(t, rc, "agreeing on the resume step: %s", ckh_strerror(rc));
+    if (lo == mine)
+        return 0;
+    *have = false;
+    if (lo < 0)
+        return 0;
+    char **names = NULL;
+    size_t count = 0;
+    rc = ckh_adir_list(t->saver, &names, &count);
+    if (rc)
+        return tfail(t, rc, "listing checkpoints: %s", ckh_adir_errmsg(t->saver));
+    for (size_t i = count; i-- > 0 && !*have;) {
+        char path[CKH_PATH_MAX + 1];
+        if (ckh_path_join(path, sizeof path, t->cfg->ckpt_dir, names[i]))
+            continue;
+        if (folder_step(t, path) == lo && strlen(path) < n) {
+            strcpy(folder, path);
+            *have = true;
+        }
+    }
+    ckh_adir_list_free(t->saver, names, count);
+    if (!*have)
+        return tfail(t, CKH_ENOTFOUND, "rank %d no longer holds the checkpoint of step %" PRId64,
+                     t->rank, lo);
+    return 0;
+}
+
+static int load_checkpoint(struct trainer *t)
+{
+    char folder[CKH_PATH_MAX + 1];
+    ckh_node_phase(t->env->node, "load", -1, -1);
+    int rc = ckh_adir_latest(t->saver, folder, sizeof folder);
+    bool have = rc == 0;
+    if (rc && rc != CKH_ENOTFOUND)
+        return tfail(t, rc, "latest checkpoint: %s", ckh_adir_errmsg(t->saver));
+    if (t->cfg->strategy == CKH_ADIR_ASYNC) {
+        rc = async_agree(t, folder, sizeof folder, &have);
+        if (rc)
+            return rc;
+    }
+    rc = 0;
+    if (have) {
+        rc = load_model(t, folder);
+        if (!rc)
+            rc = load_train(t, folder);
+        if (!rc)
+            rc = load_rng(t, folder);
+        if (!rc)
+            t->rr->resumed_step = t->step;
+    }
+    /* Everyone holds its loaded copy until all ranks have loaded. */
+    int brc = ckh_coll_barrier(t->env->coll, t->cfg->timeout_ns);
+    for (int d = 0; d < t->world; d++) {
+        ckh_ddp_dev_free(&t->rec->devices, t->rank, d, t->staged[d]);
+        t->staged[d] = 0;
+    }
+    if (!rc && brc)
+        rc = tfail(t, brc, "barrier after load: %s", ckh_strerror(brc));
+    return rc;
+}
+
+/* ---- training loop ---- */
+
+static int train(struct trainer *t)
+{
+    const struct ckh_ddp_config *c = t->cfg;
+    float *x = NULL, *y = NULL;
+    x = ckh_calloc(t->env->alloc, c->in_dim + c->out_dim, sizeof *x);
+    if (!x)
+        return tfail(t, CKH_ENOMEM, "no memory for a sample");
+    y = x + c->in_dim;
+    int rc = 0;
+    float scale = 1.0f / (float)((uint64_t)c->batch * c->accum * (uint64_t)t->world);
+    while (t->epoch < c->epochs && !rc) {
+        ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
+        uint64_t len_max = ckh_dsampler_len_max(&t->sampler);
+        while (t->epoch_pos < len_max && !rc) {
+            int64_t slot = t->step + 1;
+            if ((uint64_t)slot > t->rec->max_steps) {
+                rc = tfail(t, CKH_ELIMIT, "more steps than the record holds");
+                break;
+            }
+            uint32_t *ids = t->rr->samples + (uint64_t)slot * t->rec->per_step;
+            memset(ids, 0xff, t->rec->per_step * sizeof *ids);
+            uint32_t nids = 0;
+            t->lr = ckh_ddp_sched_lr(&t->sched);
+            for (uint32_t a = 0; a < c->accum && t->epoch_pos < len_max; a++) {
+                uint64_t take = len_max - t->epoch_pos < c->batch ? len_max - t->epoch_pos : c->batch;
+                uint64_t left = ckh_dsampler_remaining(&t->sampler);
+                uint64_t mine = take < left ? take : left;
+                for (uint64_t k = 0; k < mine && !rc; k++) {
+                    uint64_t idx;
+                    rc = ckh_dsampler_get(&t->sampler, k, &idx);
+                    if (rc)
+                        break;
+                    ckh_ddp_sample(c, idx, x, y);
+                    ckh_ddp_model_backward(&t->model, x, y, c->dropout, &t->rng, scale);
+                    if (nids < t->rec->per_step)
+                        ids[nids++] = (uint32_t)idx;
+                }
+                if (!rc)
+                    rc = ckh_dsampler_advance(&t->sampler, mine);
+                t->epoch_pos += take;
+            }
+            for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
+                rc = ckh_coll_allreduce(t->env->coll, t->model.grad[i], t->model.count[i],
+                                        CKH_DT_F32, CKH_RED_SUM, c->timeout_ns);
+                if (rc)
+                    tfail(t, rc, "gradient all-reduce at step %" PRId64 ": %s", slot,
+                          ckh_strerror(rc));
+            }
+            if (rc)
+                break;
+            ckh_ddp_sgd_step(&t->model, t->lr, c->momentum, c->weight_decay);
+            t->sched.last_step++;
+            t->step = slot;
+            int64_t step_epoch = t->epoch;
+            bool epoch_end = t->epoch_pos >= len_max;
+            if (epoch_end) {
+                t->epoch++;
+                ckh_dsampler_set_epoch(&t->sampler, t->epoch);
+                t->epoch_pos = 0;
+            }
+            fill_rec(t, &t->rr->steps[slot], step_epoch);
+            bool due = (c->ckpt_every && t->step % (int64_t)c->ckpt_every == 0) ||
+                       (epoch_end && c->ckpt_epoch_end);
+            if (t->saver && due)
+                rc = save_checkpoint(t);
+            if (!rc && c->halt_after_step > 0 && t->step == c->halt_after_step)
+                rc = tfail(t, CKH_EKILLED, "halted after step %" PRId64, t->step);
+            if (epoch_end)
+                break;
+        }
+    }
+    ckh_free(t->env->alloc, x);
+    return rc;
+}
+
+/* ---- node main ---- */
+
+static int run(struct trainer *t)
+{
+    const struct ckh_ddp_config *c = t->cfg;
+    int rc = ckh_ddp_model_init(&t->model, t->env->alloc, c, t->rank);
+    if (rc)
+        return tfail(t, rc, "model init: %s", ckh_strerror(rc));
+    rc = ckh_ddp_dev_alloc(&t->rec->devices, t->rank, t->rank, 2 * ckh_ddp_model_bytes(&t->model));
+    if (rc) {
+        tfail(t, rc, "rank %d: GPU %d out of memory for the model", t->rank, t->rank);
+        goto out_model;
+    }
+    t->sched.base_lr = c->lr;
+    t->sched.min_lr = c->min_lr;
+    t->sched.warmup_steps = c->warmup_steps;
+    t->sched.total_steps = ckh_ddp_total_steps(c);
+    rc = ckh_dsampler_init(&t->sampler, t->env->alloc, c->samples, t->world, t->rank,
+                           ckh_seed_derive(c->seed, "ddp-sampler"), c->drop_last);
+    if (rc) {
+        tfail(t, rc, "sampler init");
+        goto out_model;
+    }
+    ckh_rng_seed(&t->rng, ckh_seed_derive(c->seed, "ddp-dropout") ^ ckh_mix64((uint64_t)t->rank + 1));
+    rc = ckh_atomic_init(&t->at, t->env, t->def);
+    if (rc)
+        goto out_sampler;
+    if (c->ckpt_dir) {
+        struct ckh_adir_config ac = {
+            .output_dir = c->ckpt_dir,
+            .is_master = t->rank == 0,
+            .name = c->saver_name ? c->saver_name : "ddp",
+            .keep_last = c->keep_last,
+            .strategy = c->strategy,
+            .timeout_ns = c->timeout_ns,
+            .defects = t->def,
+        };
+        rc = ckh_adir_create(t->env, &ac, &t->saver);
+        if (rc) {
+            tfail(t, rc, "checkpoint saver: %s", ckh_strerror(rc));
+            goto out_sampler;
+        }
+        rc = load_checkpoint(t);
+        if (rc)
+            goto out_saver;
+    }
+    rc = train(t);
+    if (!rc) {
+        t->rr->final_step = t->step;
+        t->rr->final_epoch = t->epoch;
+        fill_rec(t, &t->rr->final, t->epoch);
+    }
+out_saver:
+    ckh_adir_destroy(t->saver);
+out_sampler:
+    ckh_dsampler_fini(&t->sampler);
+out_model:
+    ckh_ddp_model_fini(&t->model);
+    return rc;
+}
+
+int ckh_ddp_node_main(struct ckh_env *env, void *arg)
+{
+    struct ckh_ddp_node_arg *na = arg;
+    if (!env || !na || !na->cfg || !na->rec || na->rank < 0 || na->rank >= na->rec->world ||
+        na->cfg->world != na->rec->world)
+        return CKH_EINVAL;
+    int world = ckh_coll_world_size(env->coll);
+    struct ckh_ddp_rank_rec *rr = &na->rec->ranks[na->rank];
+    rr->incarnations++;
+    rr->finished = false;
+    rr->errmsg[0] = '\0';
+    rr->resumed_step = -1;
+    /* A restarted process starts with no device memory. */
+    memset(na->rec->devices.used[na->rank], 0, sizeof na->rec->devices.used[na->rank]);
+    if (world != na->cfg->world || ckh_coll_rank(env->coll) != na->rank) {
+        rr->status = CKH_EMISMATCH;
+        snprintf(rr->errmsg, sizeof rr->errmsg, "collective group is rank %d of %d, job wants %d of %d",
+                 ckh_coll_rank(env->coll), world, na->rank, na->cfg->world);
+        return rr->status;
+    }
+    struct trainer *t = ckh_calloc(env->alloc, 1, sizeof *t);
+    if (!t) {
+        rr->status = CKH_ENOMEM;
+        return rr->status;
+    }
+    t->env = env;
+    t->cfg = na->cfg;
+    t->def = &na->cfg->defects;
+    t->rec = na->rec;
+    t->rr = rr;
+    t->rank = na->rank;
+    t->world = world;
+    int rc = run(t);
+    ckh_free(env->alloc, t);
+    rr->status = rc;
+    rr->finished = rc == 0;
+    if (rc)
+        ckh_node_logf(env->node, "ddp-train rank %d: %s (%s)", na->rank, rr->errmsg,
+                      ckh_err_name(rc));
+    return rc;
+}

@@ -1,0 +1,159 @@
+/* Scenario results and their renderers: terminal, JUnit XML, JSON.
+ *
+ * The runner fills one struct ckh_report_result per scenario; reports/
+ * only renders them. The JSON schema and the JUnit layout are specified in
+ * docs/SCENARIOS.md ("Reports") and at the top of reports/json.c and
+ * reports/junit.c.
+ *
+ * Ownership: every string in a result is owned by the result (heap copies
+ * made with the ckh_report_result_set_* helpers or ckh_strdup(NULL, ...))
+ * and released by ckh_report_result_clear(). Renderers only read.
+ */
+#ifndef CKH_REPORT_H
+#define CKH_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum ckh_verdict {
+    CKH_VERDICT_PASS = 0, /* every oracle passed */
+    CKH_VERDICT_FAIL,     /* an oracle failed: the code under test misbehaved */
+    CKH_VERDICT_ERROR,    /* bad input (scenario file) or an internal error */
+};
+
+/* One oracle's outcome. */
+struct ckh_oracle_result {
+    char *name;   /* oracle name ("totals", "latest-committed") (owned) */
+    bool passed;  /* whether it held */
+    char *detail; /* expected vs actual, or what it checked (owned, may be NULL) */
+};
+
+struct ckh_report_result {
+    char *name;                   /* scenario name (owned) */
+    char *file;                   /* scenario file path (owned, may be NULL) */
+    enum ckh_verdict verdict;     /* pass / fail / error */
+    char *failed_oracle;          /* first failed oracle (owned, NULL when none) */
+    char *message;                /* failure or error text: expected vs actual (owned, may be NULL) */
+    int64_t first_divergent_step; /* first step where runs diverged, -1: none or unknown */
+    uint64_t seed;                /* the seed of the run */
+    char *replay;                 /* command replaying it ("ckh run FILE --seed N") (owned) */
+    uint64_t virtual_ns;          /* virtual time the runs took, all runs together */
+    uint64_t wall_ms;             /* wall-clock time the scenario took */
+    uint32_t runs;                /* runs of the job (1 + restarts), reference excluded */
+    uint32_t restarts;            /* restarts performed */
+    struct ckh_oracle_result *oracles; /* per-oracle outcomes, in the order they ran (owned) */
+    size_t noracles;              /* number of oracles */
+};
+
+/* Zeroes r and sets first_divergent_step to -1. */
+void ckh_report_result_init(struct ckh_report_result *r);
+/* Frees every string and the oracle array; r is left initialised. NULL is a no-op. */
+void ckh_report_result_clear(struct ckh_report_result *r);
+/* Replaces *field (a char * of r) with a heap copy of the formatted text.
+ * Returns 0 or CKH_ENOMEM (the field is then unchanged). */
+int ckh_report_set(char **field, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends an oracle outcome (name and detail are copied; detail may be NULL).
+ * Returns 0, CKH_EINVAL (NULL r or name) or CKH_ENOMEM. */
+int ckh_report_add_oracle(struct ckh_report_result *r, const char *name, bool passed,
+                          const char *detail);
+
+/* Verdict name: "pass", "fail", "error" ("?" when out of range). */
+const char *ckh_verdict_name(enum ckh_verdict v);
+
+/* Counts over a set of results. */
+struct ckh_report_summary {
+    size_t total;      /* results */
+    size_t passed;     /* CKH_VERDICT_PASS */
+    size_t failed;     /* CKH_VERDICT_FAIL */
+    size_t errors;     /* CKH_VERDICT_ERROR */
+    uint64_t wall_ms;  /* sum of wall_ms */
+    uint64_t virtual_ns; /* sum of virtual_ns */
+};
+void ckh_report_summarize(const struct ckh_report_result *rs, size_t n,
+                          struct ckh_report_summary *out);
+
+/* What an invocation says about itself in reports. Every field may be
+ * NULL / 0; a NULL meta means all unset. */
+struct ckh_report_meta {
+    const char *suite;     /* suite name (NULL: "ckh") */
+    const char *timestamp; /* ISO 8601 start time (NULL: omitted, keeps output reproducible) */
+    const char *hostname;  /* host (NULL: omitted) */
+    const char *command;   /* the command line of the invocation (NULL: omitted) */
+};
+
+/* ---- JUnit XML (reports/junit.c) ---- */
+
+/* Writes one <testsuites> with one <testsuite> holding one <testcase> per
+ * result, in order. Returns 0, CKH_EINVAL (NULL f, or NULL rs with n > 0)
+ * or -EIO when writing fails. */
+int ckh_report_junit(FILE *f, const struct ckh_report_meta *meta,
+                     const struct ckh_report_result *rs, size_t n);
+
+/* The JUnit classname of a scenario file: its folder with '/' replaced by
+ * '.' ("scenarios/minidb/kill.yaml" -> "scenarios.minidb"); "ckh" when the
+ * file has no folder or is NULL. Writes at most size bytes (NUL included). */
+void ckh_report_junit_classname(const char *file, char *buf, size_t size);
+
+/* ---- JSON (reports/json.c) ---- */
+
+/* The version of the JSON report schema written by ckh_report_json. */
+#define CKH_REPORT_JSON_VERSION 1
+
+/* Writes the JSON report (schema in docs/SCENARIOS.md). Returns 0,
+ * CKH_EINVAL or -EIO. */
+int ckh_report_json(FILE *f, const struct ckh_report_meta *meta,
+                    const struct ckh_report_result *rs, size_t n);
+
+/* Writes s as a JSON string literal (with quotes), escaping '"', '\\',
+ * control characters and invalid UTF-8 (as U+FFFD). NULL writes null. */
+void ckh_report_json_string(FILE *f, const char *s);
+
+/* ---- terminal (reports/term.c) ---- */
+
+/* One line per scenario: "PASS name (runs, virtual time)" or
+ * "FAIL name: oracle: message" followed by an indented "replay:" line.
+ * color adds ANSI colours (use only on a terminal). */
+void ckh_report_term_result(FILE *f, const struct ckh_report_result *r, bool color);
+
+/* The closing summary: every failure again with its replay command, then
+ * "N scenarios: P passed, F failed, E errors". */
+void ckh_report_term_summary(FILE *f, const struct ckh_report_result *rs, size_t n, bool color);
+
+/* Progress of a run, for the progress line. */
+struct ckh_report_progress {
+    size_t done;        /* scenarios finished */
+    size_t total;       /* scenarios in the run */
+    size_t failed;      /* finished with CKH_VERDICT_FAIL */
+    size_t errors;      /* finished with CKH_VERDICT_ERROR */
+    uint64_t elapsed_ms; /* wall time since the start (for the estimate only) */
+};
+
+/* Formats the progress line without newline, at most width columns for
+ * the bar line (0: 80), e.g.
+ *   "[#########...........]  12/40  2 failed  0 errors  ~0:21 left"
+ * The estimate is elapsed/done * (total-done); "--:--" before the first.
+ * Returns what snprintf returns. */
+int ckh_report_progress_format(const struct ckh_report_progress *p, unsigned width, char *buf,
+                               size_t size);
+
+/* Prints progress. tty: redraws one line in place ("\r...\033[K", no
+ * newline). Not a tty: prints a plain line ("progress: 12/40 done, 2
+ * failed, 0 errors") each time it is called. */
+void ckh_report_progress_print(FILE *f, const struct ckh_report_progress *p, bool tty);
+
+/* On a tty, erases the progress line so that normal lines can follow. */
+void ckh_report_progress_clear(FILE *f, bool tty);
+
+/* ---- private to reports/ ---- */
+
+/* Decodes one UTF-8 sequence at s (s[0] != 0). Returns the bytes it
+ * takes (>= 1) and the code point in *cp, or 1 with *cp = UINT32_MAX for a
+ * byte that does not start a valid, shortest-form, non-surrogate sequence. */
+size_t ckh__report_utf8_next(const unsigned char *s, uint32_t *cp);
+
+/* Formats a virtual duration for people: "0s", "340us", "12.5ms", "1.234s". */
+void ckh__report_fmt_ns(uint64_t ns, char *buf, size_t size);
+
+#endif

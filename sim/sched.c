@@ -1,0 +1,1014 @@
+/* The simulator's scheduler, node lifecycle and fault rules.
+ *
+ * Specification (the tests in tests/test_sched.c cite it):
+ *
+ * Time. Virtual time (now_ns) only jumps: it becomes the wake time of the
+ * node that runs next. Nothing here reads a real clock.
+ *
+ * Scheduling. Every runnable node sits in a binary heap ordered by
+ * (wake_ns, tie, id). `tie` is a fresh 64-bit draw from the scheduler's
+ * stream (seeded with ckh_seed_derive(seed, "sched")) each time a node
+ * becomes runnable, so equal wake times are ordered by the seed: the same
+ * seed gives the same interleaving, other seeds give others.
+ * ckh__sim_enter charges the op's latency (wake_ns = now + latency), draws
+ * the node's tie and runs the minimum of the heap. When the running node
+ * is itself that minimum it continues without a context switch (the fast
+ * path); the choice is exactly the one the heap would make, so the trace
+ * does not depend on the fast path. Nodes switch directly to one another;
+ * the host (the caller of ckh_sim_run) is resumed only when the run ends.
+ *
+ * Blocking. ckh__sim_block takes the node out of the heap (or leaves it
+ * there keyed by its deadline); ckh__sim_wake puts it back at now.
+ *
+ * End of a run. DONE when no node is READY or RUNNING; DEADLOCK when the
+ * heap is empty but some node is blocked without a deadline (the report
+ * lists every blocked node in id order, "node NAME (rank R): PENDING",
+ * joined by "; "); TIME_LIMIT when the next wake time is past
+ * cfg.time_limit_ns (the node stays runnable); OP_LIMIT when a run has
+ * entered cfg.op_limit ops: the node entering the next op is suspended
+ * before it (the op completes in a later run). The op limit counts per
+ * ckh_sim_run call; the time limit is absolute.
+ *
+ * Lifecycle. A node is READY when added or restarted; ckh_sim_run (or a
+ * restart during a run) launches it: a fresh filesystem view, a fresh
+ * accounting allocator, a new coroutine, a START trace line (arg =
+ * incarnation). main returning or exit() records EXIT (arg = status). A
+ * kill records KILL (arg 0: process, 2: power loss); a machine crash
+ * records CRASH (arg 1) and then crashes the node's unsynced writes on
+ * each disk it mounts (ckh_simfs_crash(disk, node)); a power loss kills
+ * every node, records CRASH for node -1 (arg 2) and crashes every disk
+ * (ckh_simfs_crash(disk, -1)). In every case the view is destroyed first
+ * (page-cache content stays on the disk as pending operations), every block
+ * of the allocator is freed, the node's collective arrivals are withdrawn,
+ * and a killed node's coroutine is abandoned, never resumed; its stack is
+ * freed as soon as the simulator runs on another stack.
+ *
+ * Faults. ckh__sim_enter consults the rules in the order added, after the
+ * op's latency has been charged (so at_time_ns and the trace refer to the
+ * time the op takes effect). A rule matches when each of its set fields
+ * matches (node, kind, fnmatch(path_glob, op->path, 0), phase, epoch, step,
+ * now >= at_time_ns); every match is counted, even when another rule fires.
+ * A rule fires on its nth match (nth 0 means 1), and with `repeat` on every
+ * later match too; with probability > 0 it fires on each match with that
+ * chance, drawn from its own stream ckh_seed_derive(seed, "fault/INDEX"),
+ * once unless `repeat`. The first rule that fires gives the action; then
+ * the hook may change it. A FAULT trace line (path = op path, path2 =
+ * "OP:ACTION", off = rule index or -1 for the hook, len = keep_bytes or
+ * delay_ns, arg = err) precedes the op's own line. KILL_BEFORE,
+ * CRASH_BEFORE and POWER_LOSS are carried out here; DELAY charges more
+ * time here and is returned as NONE; KILL_AFTER is armed and executed by
+ * ckh__sim_leave after the op's trace line; ERRNO, KILL_MID and
+ * FSYNC_LOST are returned to the device. KILL_MID on an op other than
+ * write/pwrite acts as KILL_BEFORE; FSYNC_LOST on an op other than
+ * fsync/fdatasync has no effect. Rules of kind ALLOC are evaluated by the
+ * node's allocator on every allocation (any action makes it fail);
+ * rules of any other kind, including -1, never see allocations.
+ */
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckh/err.h"
+#include "ckh/simfs.h"
+#include "sim_core.h"
+#include "sim_internal.h"
+
+#define DEFAULT_STACK_BYTES (256u * 1024u)
+
+static const char *const fault_names[] = {
+    "none", "errno", "kill_before", "kill_after", "kill_mid",
+    "crash_before", "power_loss", "delay", "fsync_lost",
+};
+
+enum stop_how { HOW_EXIT, HOW_KILL, HOW_CRASH, HOW_POWER };
+
+int ckh__sim_err(struct ckh_sim *sim, int code, const char *fmt, ...)
+{
+    if (sim != NULL) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(sim->errmsg, sizeof sim->errmsg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+struct ckh__node *ckh__sim_node(const struct ckh_sim *sim, int id)
+{
+    if (sim == NULL || id < 0 || id >= sim->nnodes)
+        return NULL;
+    return sim->nodes[id];
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* ---- the run queue: a binary heap on (wake_ns, tie, id) ---- */
+
+static bool node_before(const struct ckh__node *a, const struct ckh__node *b)
+{
+    if (a->wake_ns != b->wake_ns)
+        return a->wake_ns < b->wake_ns;
+    if (a->tie != b->tie)
+        return a->tie < b->tie;
+    return a->id < b->id;
+}
+
+static void heap_set(struct ckh_sim *sim, size_t i, struct ckh__node *n)
+{
+    sim->heap[i] = n;
+    n->heap_pos = i;
+}
+
+static void heap_up(struct ckh_sim *sim, size_t i)
+{
+    struct ckh__node *n = sim->heap[i];
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!node_before(n, sim->heap[parent]))
+            break;
+        heap_set(sim, i, sim->heap[parent]);
+        i = parent;
+    }
+    heap_set(sim, i, n);
+}
+
+static void heap_down(struct ckh_sim *sim, size_t i)
+{
+    struct ckh__node *n = sim->heap[i];
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= sim->heap_len)
+            break;
+        if (child + 1 < sim->heap_len && node_before(sim->heap[child + 1], sim->heap[child]))
+            child++;
+        if (!node_before(sim->heap[child], n))
+            break;
+        heap_set(sim, i, sim->heap[child]);
+        i = child;
+    }
+    heap_set(sim, i, n);
+}
+
+static void heap_push(struct ckh_sim *sim, struct ckh__node *n)
+{
+    size_t i = sim->heap_len++;
+    heap_set(sim, i, n);
+    heap_up(sim, i);
+}
+
+static void heap_remove(struct ckh_sim *sim, struct ckh__node *n)
+{
+    size_t i = n->heap_pos;
+    if (i == SIZE_MAX)
+        return;
+    n->heap_pos = SIZE_MAX;
+    size_t last = --sim->heap_len;
+    if (i == last)
+        return;
+    heap_set(sim, i, sim->heap[last]);
+    heap_up(sim, i);
+    heap_down(sim, sim->heap[i]->heap_pos);
+}
+
+/* ---- switching ---- */
+
+static void reap(struct ckh_sim *sim)
+{
+    struct ckh__node *z = sim->zombie;
+    if (z != NULL && z != sim->cur) {
+        ckh__coro_free(&z->co);
+        z->has_coro = false;
+        sim->zombie = NULL;
+    }
+}
+
+static bool any_blocked(const struct ckh_sim *sim)
+{
+    for (int i = 0; i < sim->nnodes; i++)
+        if (sim->nodes[i]->state == CKH_NODE_RUNNING)
+            return true;
+    return false;
+}
+
+/* Pops the node to run next and sets now, or returns NULL when the run
+ * ends (outcome set). */
+static struct ckh__node *sched_pick(struct ckh_sim *sim)
+{
+    if (sim->stopping)
+        return NULL;
+    if (sim->heap_len == 0) {
+        sim->stopping = true;
+        sim->outcome = any_blocked(sim) ? CKH_SIM_DEADLOCK : CKH_SIM_DONE;
+        return NULL;
+    }
+    struct ckh__node *n = sim->heap[0];
+    if (n->wake_ns > sim->time_limit_ns) {
+        sim->stopping = true;
+        sim->outcome = CKH_SIM_TIME_LIMIT;
+        return NULL;
+    }
+    heap_remove(sim, n);
+    if (n->wake_ns > sim->now_ns)
+        sim->now_ns = n->wake_ns;
+    return n;
+}
+
+/* Switches from `from` to `to` (NULL: the host). Returns when `from` runs
+ * again; never when dying. */
+static void sched_switch(struct ckh_sim *sim, struct ckh__node *from, struct ckh__node *to,
+                         bool dying)
+{
+    struct ckh__coro *fc = from != NULL ? &from->co : &sim->host;
+    struct ckh__coro *tc = to != NULL ? &to->co : &sim->host;
+    sim->cur = to;
+    ckh__coro_switch(fc, tc, dying);
+    sim->cur = from;
+    reap(sim);
+}
+
+/* The running node is runnable at cur->wake_ns: run whoever comes first.
+ * Equivalent to heap_push(cur) followed by sched_pick, done with at most
+ * one sift. */
+static void sched_yield(struct ckh_sim *sim, struct ckh__node *cur)
+{
+    cur->tie = ckh_rng_next(&sim->sched_rng);
+    if (!sim->stopping && cur->wake_ns <= sim->time_limit_ns) {
+        if (sim->heap_len == 0 || node_before(cur, sim->heap[0])) {
+            if (cur->wake_ns > sim->now_ns)
+                sim->now_ns = cur->wake_ns; /* fast path: cur stays the first */
+            return;
+        }
+        struct ckh__node *next = sim->heap[0];
+        if (next->wake_ns <= sim->time_limit_ns) {
+            next->heap_pos = SIZE_MAX;
+            heap_set(sim, 0, cur);
+            heap_down(sim, 0);
+            if (next->wake_ns > sim->now_ns)
+                sim->now_ns = next->wake_ns;
+            sched_switch(sim, cur, next, false);
+            return;
+        }
+    }
+    heap_push(sim, cur);
+    struct ckh__node *next = sched_pick(sim);
+    if (next != cur)
+        sched_switch(sim, cur, next, false);
+}
+
+static _Noreturn void sched_leave_for_good(struct ckh_sim *sim, struct ckh__node *cur)
+{
+    sim->zombie = cur;
+    sched_switch(sim, cur, sched_pick(sim), true);
+    abort(); /* unreachable: a dying coroutine is never resumed */
+}
+
+/* ---- lifecycle ---- */
+
+static void node_stop(struct ckh_sim *sim, struct ckh__node *n, enum stop_how how, int status)
+{
+    switch (how) {
+    case HOW_EXIT:
+        ckh__trace_add(sim, n->id, CKH_OP_EXIT, NULL, NULL, 0, 0, status, 0);
+        break;
+    case HOW_KILL:
+        ckh__trace_add(sim, n->id, CKH_OP_KILL, NULL, NULL, 0, 0, 0, 0);
+        break;
+    case HOW_CRASH:
+        ckh__trace_add(sim, n->id, CKH_OP_CRASH, NULL, NULL, 0, 0, 1, 0);
+        break;
+    case HOW_POWER:
+        ckh__trace_add(sim, n->id, CKH_OP_KILL, NULL, NULL, 0, 0, 2, 0);
+        break;
+    }
+    heap_remove(sim, n);
+    if (n->view != NULL) {
+        ckh_simfs_view_destroy(n->view);
+        n->view = NULL;
+        n->env.fs = NULL;
+    }
+    if (how == HOW_CRASH) {
+        for (size_t i = 0; i < n->nmounts; i++) {
+            bool seen = false;
+            for (size_t j = 0; j < i; j++)
+                seen = seen || n->mounts[j].disk == n->mounts[i].disk;
+            if (!seen)
+                ckh_simfs_crash(n->mounts[i].disk, n->id, NULL, 0);
+        }
+    }
+    ckh__env_free_memory(n);
+    ckh__coll_node_stop(sim, n);
+    n->blocked = false;
+    n->woken = false;
+    n->kill_after = false;
+    n->pending = NULL;
+    n->state = how == HOW_EXIT ? CKH_NODE_EXITED : CKH_NODE_KILLED;
+    n->exit_status = how == HOW_EXIT ? status : 0;
+    if (n != sim->cur && n->has_coro) {
+        ckh__coro_free(&n->co);
+        n->has_coro = false;
+    }
+}
+
+static void power_loss(struct ckh_sim *sim)
+{
+    for (int i = 0; i < sim->nnodes; i++) {
+        struct ckh__node *n = sim->nodes[i];
+        if (n->state == CKH_NODE_RUNNING || n->state == CKH_NODE_READY)
+            node_stop(sim, n, HOW_POWER, 0);
+    }
+    ckh__trace_add(sim, -1, CKH_OP_CRASH, NULL, NULL, 0, 0, 2, 0);
+    for (size_t i = 0; i < sim->ndisks; i++)
+        ckh_simfs_crash(sim->disks[i], -1, NULL, 0);
+}
+
+static void node_entry(void *arg)
+{
+    struct ckh__node *n = arg;
+    struct ckh_sim *sim = n->sim;
+    reap(sim);
+    ckh__trace_add(sim, n->id, CKH_OP_START, NULL, NULL, 0, 0, (int64_t)n->incarnation, 0);
+    int status = n->main(&n->env, n->arg);
+    ckh__sim_exit_current(sim, status);
+}
+
+static int node_launch(struct ckh_sim *sim, struct ckh__node *n)
+{
+    int rc = 0;
+    if (n->nmounts > 0) {
+        rc = ckh_simfs_view_create(sim, n->id, n->mounts, n->nmounts, &n->view);
+        if (rc < 0)
+            return ckh__sim_err(sim, rc, "node %s: cannot create its filesystem view: %s",
+                                n->name, ckh_strerror(rc));
+    }
+    rc = ckh__coro_create(&n->co, sim->cfg.stack_bytes, node_entry, n);
+    if (rc < 0) {
+        if (n->view != NULL)
+            ckh_simfs_view_destroy(n->view);
+        n->view = NULL;
+        return ckh__sim_err(sim, rc, "node %s: cannot map its stack: %s", n->name,
+                            ckh_strerror(rc));
+    }
+    n->has_coro = true;
+    n->env.fs = n->view;
+    n->ops = 0;
+    n->mem_bytes = 0;
+    n->mem_peak_bytes = 0;
+    n->mem_at_end_bytes = 0;
+    n->phase = NULL;
+    n->epoch = -1;
+    n->step = -1;
+    n->exit_status = 0;
+    n->coll_seq = 0;
+    n->p2p_seq = 0;
+    ckh__coll_node_start(sim, n);
+    n->state = CKH_NODE_RUNNING;
+    n->wake_ns = sim->now_ns;
+    n->tie = ckh_rng_next(&sim->sched_rng);
+    heap_push(sim, n);
+    return 0;
+}
+
+_Noreturn void ckh__sim_exit_current(struct ckh_sim *sim, int status)
+{
+    struct ckh__node *cur = sim->cur;
+    node_stop(sim, cur, HOW_EXIT, status);
+    sched_leave_for_good(sim, cur);
+}
+
+void ckh__sim_exit_other(struct ckh_sim *sim, struct ckh__node *n, int status)
+{
+    if (n->state == CKH_NODE_RUNNING)
+        node_stop(sim, n, HOW_EXIT, status);
+}
+
+_Noreturn void ckh__sim_die(struct ckh_sim *sim, bool machine)
+{
+    struct ckh__node *cur = sim != NULL ? sim->cur : NULL;
+    if (cur == NULL) {
+        fprintf(stderr, "ckh: ckh__sim_die called outside a simulated node\n");
+        abort();
+    }
+    node_stop(sim, cur, machine ? HOW_CRASH : HOW_KILL, 0);
+    sched_leave_for_good(sim, cur);
+}
+
+/* ---- faults ---- */
+
+static bool rule_matches(const struct ckh_sim *sim, const struct ckh__fault *f,
+                         const struct ckh__node *n, const struct ckh_op *op)
+{
+    const struct ckh_fault_rule *r = &f->rule;
+    if (r->node >= 0 && r->node != n->id)
+        return false;
+    if (r->kind >= 0 && r->kind != (int)op->kind)
+        return false;
+    if (f->path_glob != NULL && (op->path == NULL || fnmatch(f->path_glob, op->path, 0) != 0))
+        return false;
+    if (f->phase != NULL && (n->phase == NULL || strcmp(f->phase, n->phase) != 0))
+        return false;
+    if (r->epoch >= 0 && r->epoch != n->epoch)
+        return false;
+    if (r->step >= 0 && r->step != n->step)
+        return false;
+    if (r->at_time_ns != 0 && sim->now_ns < r->at_time_ns)
+        return false;
+    return true;
+}
+
+static bool rule_fires(struct ckh__fault *f)
+{
+    f->matches++;
+    bool fire;
+    if (f->rule.probability > 0) {
+        fire = ckh_rng_unit(&f->rng) < f->rule.probability;
+    } else {
+        uint64_t nth = f->rule.nth == 0 ? 1 : f->rule.nth;
+        fire = f->matches == nth || (f->rule.repeat && f->matches > nth);
+    }
+    if (fire && !f->rule.repeat)
+        f->spent = true;
+    return fire;
+}
+
+static void record_fault(struct ckh_sim *sim, struct ckh__node *n, const struct ckh_op *op,
+                         const struct ckh_fault_action *act, int64_t source)
+{
+    char what[64];
+    unsigned k = (unsigned)act->kind;
+    snprintf(what, sizeof what, "%s:%s", ckh_op_name(op->kind),
+             k < sizeof fault_names / sizeof fault_names[0] ? fault_names[k] : "?");
+    uint64_t len = act->kind == CKH_FAULT_KILL_MID ? act->keep_bytes
+                   : act->kind == CKH_FAULT_DELAY  ? act->delay_ns
+                                                   : 0;
+    int64_t arg = act->kind == CKH_FAULT_ERRNO ? act->err : 0;
+    ckh__trace_add(sim, n->id, CKH_OP_FAULT, op->path, what, (uint64_t)source, len, arg, 0);
+}
+
+/* Fills *act from the rules and the hook for op by node n. */
+static void fault_eval(struct ckh_sim *sim, struct ckh__node *n, const struct ckh_op *op,
+                       struct ckh_fault_action *act)
+{
+    int64_t source = -1;
+    for (size_t i = 0; i < sim->nfaults; i++) {
+        struct ckh__fault *f = &sim->faults[i];
+        if (f->spent || f->rule.kind == CKH_OP_ALLOC || !rule_matches(sim, f, n, op))
+            continue;
+        if (!rule_fires(f) || act->kind != CKH_FAULT_NONE)
+            continue;
+        *act = f->rule.action;
+        source = (int64_t)i;
+        if (act->kind == CKH_FAULT_KILL_MID && act->keep_bytes == 0 && f->rule.keep_fraction > 0)
+            act->keep_bytes = (uint64_t)((double)op->len * f->rule.keep_fraction);
+    }
+    if (sim->hook != NULL) {
+        struct ckh_op o = *op;
+        o.node = n->id;
+        o.phase = n->phase;
+        o.epoch = n->epoch;
+        o.step = n->step;
+        struct ckh_fault_action before = *act;
+        sim->hook(sim->hook_ctx, &o, act);
+        if (memcmp(&before, act, sizeof before) != 0)
+            source = -1;
+    }
+    if (act->kind == CKH_FAULT_KILL_MID && act->keep_bytes > op->len)
+        act->keep_bytes = op->len;
+    if (act->kind != CKH_FAULT_NONE)
+        record_fault(sim, n, op, act, source);
+}
+
+bool ckh__sim_alloc_fault(struct ckh_sim *sim, struct ckh__node *n, uint64_t size_bytes)
+{
+    if (!sim->alloc_faults)
+        return false;
+    struct ckh_op op = {.kind = CKH_OP_ALLOC, .node = n->id, .len = size_bytes,
+                        .epoch = -1, .step = -1};
+    bool fail = false;
+    for (size_t i = 0; i < sim->nfaults; i++) {
+        struct ckh__fault *f = &sim->faults[i];
+        if (f->spent || f->rule.kind != CKH_OP_ALLOC || !rule_matches(sim, f, n, &op))
+            continue;
+        if (rule_fires(f) && !fail) {
+            fail = true;
+            record_fault(sim, n, &op, &f->rule.action, (int64_t)i);
+        }
+    }
+    return fail;
+}
+
+/* ---- the device contract (sim_internal.h) ---- */
+
+void ckh__sim_enter(struct ckh_sim *sim, const struct ckh_op *op, uint64_t latency_ns,
+                    struct ckh_fault_action *act)
+{
+    if (act == NULL)
+        return;
+    memset(act, 0, sizeof *act);
+    if (sim == NULL || op == NULL || sim->cur == NULL)
+        return; /* outside any node: no scheduling, no faults */
+    struct ckh__node *cur = sim->cur;
+    while (sim->cfg.op_limit != 0 && sim->run_ops >= sim->cfg.op_limit) {
+        /* Suspend before this op; a later run resumes here. */
+        sim->stopping = true;
+        sim->outcome = CKH_SIM_OP_LIMIT;
+        cur->wake_ns = sim->now_ns;
+        sched_yield(sim, cur);
+    }
+    sim->run_ops++;
+    sim->ops++;
+    cur->ops++;
+    cur->wake_ns = add_sat(sim->now_ns, latency_ns);
+    sched_yield(sim, cur);
+
+    if (sim->nfaults == 0 && sim->hook == NULL)
+        return;
+    fault_eval(sim, cur, op, act);
+    switch (act->kind) {
+    case CKH_FAULT_KILL_MID:
+        if (op->kind == CKH_OP_WRITE || op->kind == CKH_OP_PWRITE)
+            break;
+        ckh__sim_die(sim, false);
+    case CKH_FAULT_KILL_BEFORE:
+        ckh__sim_die(sim, false);
+    case CKH_FAULT_CRASH_BEFORE:
+        ckh__sim_die(sim, true);
+    case CKH_FAULT_POWER_LOSS:
+        power_loss(sim);
+        sched_leave_for_good(sim, cur);
+    case CKH_FAULT_DELAY:
+        cur->wake_ns = add_sat(sim->now_ns, act->delay_ns);
+        memset(act, 0, sizeof *act);
+        sched_yield(sim, cur);
+        break;
+    case CKH_FAULT_KILL_AFTER:
+        cur->kill_after = true;
+        memset(act, 0, sizeof *act);
+        break;
+    case CKH_FAULT_FSYNC_LOST:
+        if (op->kind != CKH_OP_FSYNC && op->kind != CKH_OP_FDATASYNC)
+            memset(act, 0, sizeof *act);
+        break;
+    default:
+        break;
+    }
+}
+
+void ckh__sim_leave(struct ckh_sim *sim, const struct ckh_op *op, int64_t result)
+{
+    if (sim == NULL || op == NULL)
+        return;
+    struct ckh__node *cur = sim->cur;
+    ckh__trace_add(sim, cur != NULL ? cur->id : op->node, op->kind, op->path, op->path2, op->off,
+                   op->len, op->arg, result);
+    if (cur != NULL && cur->kill_after) {
+        cur->kill_after = false;
+        ckh__sim_die(sim, false);
+    }
+}
+
+uint64_t ckh__sim_now_ns(struct ckh_sim *sim)
+{
+    return sim != NULL ? sim->now_ns : 0;
+}
+
+int ckh__sim_current_node(struct ckh_sim *sim)
+{
+    return sim != NULL && sim->cur != NULL ? sim->cur->id : -1;
+}
+
+int ckh__sim_block(struct ckh_sim *sim, const char *what, uint64_t deadline_ns)
+{
+    if (sim == NULL || sim->cur == NULL)
+        return CKH_ESTATE;
+    struct ckh__node *cur = sim->cur;
+    cur->blocked = true;
+    cur->woken = false;
+    cur->pending = what;
+    if (deadline_ns != UINT64_MAX) {
+        cur->wake_ns = deadline_ns > sim->now_ns ? deadline_ns : sim->now_ns;
+        cur->tie = ckh_rng_next(&sim->sched_rng);
+        heap_push(sim, cur);
+    }
+    struct ckh__node *next = sched_pick(sim);
+    if (next != cur)
+        sched_switch(sim, cur, next, false);
+    bool woken = cur->woken;
+    cur->blocked = false;
+    cur->woken = false;
+    cur->pending = NULL;
+    return woken ? 0 : CKH_ETIMEOUT;
+}
+
+void ckh__sim_wake(struct ckh_sim *sim, int node)
+{
+    struct ckh__node *n = ckh__sim_node(sim, node);
+    if (n == NULL || n->state != CKH_NODE_RUNNING || !n->blocked || n->woken)
+        return;
+    n->woken = true;
+    n->wake_ns = sim->now_ns;
+    n->tie = ckh_rng_next(&sim->sched_rng);
+    if (n->heap_pos != SIZE_MAX) {
+        heap_up(sim, n->heap_pos);
+        heap_down(sim, n->heap_pos);
+    } else {
+        heap_push(sim, n);
+    }
+}
+
+uint64_t ckh__sim_subseed(struct ckh_sim *sim, const char *name)
+{
+    return ckh_seed_derive(sim != NULL ? sim->cfg.seed : 0, name != NULL ? name : "");
+}
+
+/* ---- public API ---- */
+
+int ckh_sim_create(const struct ckh_sim_config *cfg, struct ckh_sim **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (cfg == NULL || out == NULL)
+        return CKH_EINVAL;
+    struct ckh_sim *sim = calloc(1, sizeof *sim);
+    if (sim == NULL)
+        return CKH_ENOMEM;
+    sim->cfg = *cfg;
+    if (sim->cfg.stack_bytes == 0)
+        sim->cfg.stack_bytes = DEFAULT_STACK_BYTES;
+    sim->time_limit_ns = cfg->time_limit_ns != 0 ? cfg->time_limit_ns : UINT64_MAX;
+    ckh_rng_seed(&sim->sched_rng, ckh_seed_derive(cfg->seed, "sched"));
+    ckh__coro_init_host(&sim->host);
+    ckh__trace_init(&sim->trace, cfg->keep_trace);
+    *out = sim;
+    return 0;
+}
+
+static void fault_free_strings(struct ckh__fault *f)
+{
+    free(f->path_glob);
+    free(f->phase);
+}
+
+void ckh_sim_destroy(struct ckh_sim *sim)
+{
+    if (sim == NULL)
+        return;
+    for (int i = 0; i < sim->nnodes; i++) {
+        struct ckh__node *n = sim->nodes[i];
+        if (n->has_coro)
+            ckh__coro_free(&n->co);
+        if (n->view != NULL)
+            ckh_simfs_view_destroy(n->view);
+        ckh__env_free_memory(n);
+        for (size_t m = 0; m < n->nmounts; m++)
+            free((char *)n->mounts[m].prefix);
+        free(n->mounts);
+        free(n->name);
+        free(n);
+    }
+    free(sim->nodes);
+    free(sim->heap);
+    for (size_t i = 0; i < sim->ndisks; i++)
+        ckh_simfs_destroy(sim->disks[i]);
+    free(sim->disks);
+    for (size_t i = 0; i < sim->nfaults; i++)
+        fault_free_strings(&sim->faults[i]);
+    free(sim->faults);
+    ckh__coll_free(sim);
+    ckh__trace_free(&sim->trace);
+    free(sim);
+}
+
+const char *ckh_sim_errmsg(const struct ckh_sim *sim)
+{
+    return sim != NULL ? sim->errmsg : "no simulator";
+}
+
+int ckh_sim_add_disk(struct ckh_sim *sim, const struct ckh_simfs_config *cfg, struct ckh_simfs **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (sim == NULL || cfg == NULL)
+        return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_add_disk: NULL argument");
+    struct ckh_simfs_config c = *cfg;
+    if (c.seed == 0) {
+        char name[160];
+        snprintf(name, sizeof name, "disk/%s", c.name != NULL ? c.name : "");
+        c.seed = ckh_seed_derive(sim->cfg.seed, name);
+    }
+    struct ckh_simfs **disks = realloc(sim->disks, (sim->ndisks + 1) * sizeof *disks);
+    if (disks == NULL)
+        return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_disk: out of memory");
+    sim->disks = disks;
+    struct ckh_simfs *d = NULL;
+    int rc = ckh_simfs_create(&c, &d);
+    if (rc < 0)
+        return ckh__sim_err(sim, rc, "ckh_sim_add_disk %s: %s", c.name != NULL ? c.name : "?",
+                            ckh_strerror(rc));
+    sim->disks[sim->ndisks++] = d;
+    if (out != NULL)
+        *out = d;
+    return 0;
+}
+
+static int check_node_config(struct ckh_sim *sim, const struct ckh_node_config *cfg)
+{
+    if (cfg->name == NULL || cfg->name[0] == '\0')
+        return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_add_node: node needs a name");
+    if (cfg->main == NULL)
+        return ckh__sim_err(sim, CKH_EINVAL, "node %s: no main function", cfg->name);
+    if (cfg->rank < -1)
+        return ckh__sim_err(sim, CKH_EINVAL, "node %s: bad rank %d", cfg->name, cfg->rank);
+    if (cfg->nmounts > 0 && cfg->mounts == NULL)
+        return ckh__sim_err(sim, CKH_EINVAL, "node %s: nmounts without mounts", cfg->name);
+    for (size_t i = 0; i < cfg->nmounts; i++)
+        if (cfg->mounts[i].prefix == NULL || cfg->mounts[i].prefix[0] != '/' ||
+            cfg->mounts[i].disk == NULL)
+            return ckh__sim_err(sim, CKH_EINVAL, "node %s: mount %zu needs an absolute prefix and a disk",
+                                cfg->name, i);
+    for (int i = 0; i < sim->nnodes; i++) {
+        if (strcmp(sim->nodes[i]->name, cfg->name) == 0)
+            return ckh__sim_err(sim, CKH_EEXISTS, "node %s: name already used", cfg->name);
+        if (cfg->rank >= 0 && sim->nodes[i]->rank == cfg->rank)
+            return ckh__sim_err(sim, CKH_EEXISTS, "node %s: rank %d already held by %s", cfg->name,
+                                cfg->rank, sim->nodes[i]->name);
+    }
+    return 0;
+}
+
+int ckh_sim_add_node(struct ckh_sim *sim, const struct ckh_node_config *cfg, int *id)
+{
+    if (sim == NULL || cfg == NULL)
+        return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_add_node: NULL argument");
+    int rc = check_node_config(sim, cfg);
+    if (rc < 0)
+        return rc;
+    if (sim->nnodes == sim->cap_nodes) {
+        int cap = sim->cap_nodes != 0 ? 2 * sim->cap_nodes : 8;
+        struct ckh__node **nodes = realloc(sim->nodes, (size_t)cap * sizeof *nodes);
+        if (nodes == NULL)
+            return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
+        sim->nodes = nodes;
+        struct ckh__node **heap = realloc(sim->heap, (size_t)cap * sizeof *heap);
+        if (heap == NULL)
+            return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
+        sim->heap = heap;
+        sim->cap_nodes = cap;
+    }
+    struct ckh__node *n = calloc(1, sizeof *n);
+    if (n == NULL)
+        return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
+    n->name = strdup(cfg->name);
+    if (n->name == NULL)
+        goto out_free_node;
+    if (cfg->nmounts > 0) {
+        n->mounts = calloc(cfg->nmounts, sizeof *n->mounts);
+        if (n->mounts == NULL)
+            goto out_free_name;
+        for (size_t i = 0; i < cfg->nmounts; i++) {
+            n->mounts[i].disk = cfg->mounts[i].disk;
+            n->mounts[i].prefix = strdup(cfg->mounts[i].prefix);
+            if (n->mounts[i].prefix == NULL)
+                goto out_free_mounts;
+        }
+    }
+    n->nmounts = cfg->nmounts;
+    n->sim = sim;
+    n->id = sim->nnodes;
+    n->main = cfg->main;
+    n->arg = cfg->arg;
+    n->rank = cfg->rank;
+    n->state = CKH_NODE_READY;
+    n->heap_pos = SIZE_MAX;
+    n->epoch = -1;
+    n->step = -1;
+    n->rand_seed = ckh_seed_derive(ckh_seed_derive(sim->cfg.seed, "node-rand"), n->name);
+    ckh__env_init(n);
+    sim->nodes[sim->nnodes++] = n;
+    if (id != NULL)
+        *id = n->id;
+    if (sim->running) {
+        rc = ckh__coll_prepare(sim);
+        if (rc == 0)
+            rc = node_launch(sim, n);
+        return rc;
+    }
+    return 0;
+
+out_free_mounts:
+    for (size_t i = 0; i < cfg->nmounts; i++)
+        free((char *)n->mounts[i].prefix);
+    free(n->mounts);
+out_free_name:
+    free(n->name);
+out_free_node:
+    free(n);
+    return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
+}
+
+int ckh_sim_node_count(const struct ckh_sim *sim)
+{
+    return sim != NULL ? sim->nnodes : 0;
+}
+
+int ckh_sim_node_status(const struct ckh_sim *sim, int id, struct ckh_node_status *out)
+{
+    const struct ckh__node *n = ckh__sim_node(sim, id);
+    if (n == NULL || out == NULL)
+        return ckh__sim_err((struct ckh_sim *)sim, CKH_EINVAL, "ckh_sim_node_status: bad node id %d", id);
+    memset(out, 0, sizeof *out);
+    out->state = n->state;
+    out->exit_status = n->exit_status;
+    out->ops = n->ops;
+    out->incarnation = n->incarnation;
+    out->mem_bytes = n->mem_bytes;
+    out->mem_peak_bytes = n->mem_peak_bytes;
+    out->mem_at_end_bytes = n->mem_at_end_bytes;
+    out->pending = n->state == CKH_NODE_RUNNING && n->blocked ? n->pending : NULL;
+    out->rank = n->rank;
+    return 0;
+}
+
+const char *ckh_sim_node_name(const struct ckh_sim *sim, int id)
+{
+    const struct ckh__node *n = ckh__sim_node(sim, id);
+    return n != NULL ? n->name : NULL;
+}
+
+int ckh_sim_node_id(const struct ckh_sim *sim, const char *name)
+{
+    if (sim == NULL || name == NULL)
+        return CKH_EINVAL;
+    for (int i = 0; i < sim->nnodes; i++)
+        if (strcmp(sim->nodes[i]->name, name) == 0)
+            return i;
+    return CKH_ENOTFOUND;
+}
+
+int ckh_sim_add_fault(struct ckh_sim *sim, const struct ckh_fault_rule *rule)
+{
+    if (sim == NULL || rule == NULL)
+        return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_add_fault: NULL argument");
+    const struct ckh_fault_action *a = &rule->action;
+    if ((int)a->kind <= CKH_FAULT_NONE || a->kind > CKH_FAULT_FSYNC_LOST)
+        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: bad action kind %d", (int)a->kind);
+    if (a->kind == CKH_FAULT_ERRNO && a->err <= 0)
+        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: ERRNO needs a positive errno, got %d", a->err);
+    if (rule->kind < -1 || rule->kind >= CKH_OP__COUNT)
+        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: bad op kind %d", rule->kind);
+    if (rule->node < -1)
+        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: bad node %d", rule->node);
+    if (!(rule->probability >= 0 && rule->probability <= 1))
+        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: probability must be in [0, 1]");
+    if (!(rule->keep_fraction >= 0 && rule->keep_fraction <= 1))
+        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: keep_fraction must be in [0, 1]");
+    struct ckh__fault *faults = realloc(sim->faults, (sim->nfaults + 1) * sizeof *faults);
+    if (faults == NULL)
+        return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_fault: out of memory");
+    sim->faults = faults;
+    struct ckh__fault *f = &faults[sim->nfaults];
+    memset(f, 0, sizeof *f);
+    f->rule = *rule;
+    if (rule->path_glob != NULL && (f->path_glob = strdup(rule->path_glob)) == NULL)
+        goto out_nomem;
+    if (rule->phase != NULL && (f->phase = strdup(rule->phase)) == NULL)
+        goto out_nomem;
+    f->rule.path_glob = f->path_glob;
+    f->rule.phase = f->phase;
+    char name[48];
+    snprintf(name, sizeof name, "fault/%zu", sim->nfaults);
+    ckh_rng_seed(&f->rng, ckh_seed_derive(sim->cfg.seed, name));
+    if (rule->kind == CKH_OP_ALLOC)
+        sim->alloc_faults = true;
+    sim->nfaults++;
+    return 0;
+
+out_nomem:
+    fault_free_strings(f);
+    return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_fault: out of memory");
+}
+
+void ckh_sim_clear_faults(struct ckh_sim *sim)
+{
+    if (sim == NULL)
+        return;
+    for (size_t i = 0; i < sim->nfaults; i++)
+        fault_free_strings(&sim->faults[i]);
+    sim->nfaults = 0;
+    sim->alloc_faults = false;
+}
+
+void ckh_sim_set_fault_hook(struct ckh_sim *sim, ckh_fault_hook hook, void *ctx)
+{
+    if (sim == NULL)
+        return;
+    sim->hook = hook;
+    sim->hook_ctx = ctx;
+}
+
+static void build_report(struct ckh_sim *sim, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < sim->nnodes && used < size; i++) {
+        struct ckh__node *n = sim->nodes[i];
+        if (n->state != CKH_NODE_RUNNING || !n->blocked)
+            continue;
+        char rank[32] = "";
+        if (n->rank >= 0)
+            snprintf(rank, sizeof rank, " (rank %d)", n->rank);
+        int w = snprintf(buf + used, size - used, "%snode %s%s: %s", used > 0 ? "; " : "",
+                         n->name, rank, n->pending != NULL ? n->pending : "blocked");
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+int ckh_sim_run(struct ckh_sim *sim, struct ckh_sim_result *res)
+{
+    if (sim == NULL || res == NULL)
+        return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_run: NULL argument");
+    memset(res, 0, sizeof *res);
+    if (sim->running)
+        return ckh__sim_err(sim, CKH_ESTATE, "ckh_sim_run: already running");
+    int rc = ckh__coll_prepare(sim);
+    if (rc < 0)
+        return rc;
+    for (int i = 0; i < sim->nnodes; i++) {
+        if (sim->nodes[i]->state == CKH_NODE_READY) {
+            rc = node_launch(sim, sim->nodes[i]);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    sim->running = true;
+    sim->stopping = false;
+    sim->outcome = CKH_SIM_DONE;
+    sim->run_ops = 0;
+    struct ckh__node *next = sched_pick(sim);
+    if (next != NULL)
+        sched_switch(sim, NULL, next, false);
+    sim->running = false;
+    sim->cur = NULL;
+    reap(sim);
+    res->outcome = sim->outcome;
+    res->now_ns = sim->now_ns;
+    res->ops = sim->ops;
+    res->trace_hash = sim->trace.hash;
+    if (res->outcome == CKH_SIM_DEADLOCK)
+        build_report(sim, res->report, sizeof res->report);
+    return 0;
+}
+
+int ckh_sim_kill(struct ckh_sim *sim, int id, bool machine)
+{
+    struct ckh__node *n = ckh__sim_node(sim, id);
+    if (n == NULL)
+        return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_kill: bad node id %d", id);
+    if (n->state != CKH_NODE_RUNNING && n->state != CKH_NODE_READY)
+        return ckh__sim_err(sim, CKH_ESTATE, "ckh_sim_kill: node %s is not running", n->name);
+    if (n == sim->cur)
+        ckh__sim_die(sim, machine);
+    node_stop(sim, n, machine ? HOW_CRASH : HOW_KILL, 0);
+    return 0;
+}
+
+int ckh_sim_power_loss(struct ckh_sim *sim)
+{
+    if (sim == NULL)
+        return CKH_EINVAL;
+    power_loss(sim);
+    if (sim->cur != NULL)
+        sched_leave_for_good(sim, sim->cur);
+    return 0;
+}
+
+int ckh_sim_restart(struct ckh_sim *sim, int id)
+{
+    struct ckh__node *n = ckh__sim_node(sim, id);
+    if (n == NULL)
+        return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_restart: bad node id %d", id);
+    if (n->state != CKH_NODE_EXITED && n->state != CKH_NODE_KILLED)
+        return ckh__sim_err(sim, CKH_ESTATE, "ckh_sim_restart: node %s has not stopped", n->name);
+    n->state = CKH_NODE_READY;
+    n->incarnation++;
+    if (sim->running)
+        return node_launch(sim, n);
+    return 0;
+}
+
+uint64_t ckh_sim_now_ns(const struct ckh_sim *sim)
+{
+    return sim != NULL ? sim->now_ns : 0;
+}
+
+uint64_t ckh_sim_seed(const struct ckh_sim *sim)
+{
+    return sim != NULL ? sim->cfg.seed : 0;
+}

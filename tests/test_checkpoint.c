@@ -1,0 +1,466 @@
+/* Checkpoint runtime: every case of the seed test, on the POSIX platform
+ * (a real directory under /tmp, removed afterwards), with the exact figures
+ * of the seed (totals 103 115 136 145, 4 epochs). The simulator versions of
+ * these cases live in test_workloads.c.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckh/err.h"
+#include "ckh/posix.h"
+#include "ckh/ref.h"
+
+static const int64_t EXPECTED[4] = {103, 115, 136, 145};
+static char root[256];
+static struct ckh_env *env;
+
+static void setup(void)
+{
+    snprintf(root, sizeof root, "/tmp/ckh_test_ckpt_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    ck_assert_int_eq(ckh_posix_env_create(root, 1, "test", &env), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(env->fs, "/ckpt"), 0);
+}
+
+static void teardown(void)
+{
+    char cmd[300];
+    ckh_posix_env_destroy(env);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The seed pipeline for nodes [first, first + n): n == 1 builds only
+ * trainer_<first>, else first must be 0. */
+static struct ckh_job *pipeline_job(int first, int n)
+{
+    const struct ckh_workload *wl = ckh_workload_find("seed-pipeline");
+    char only[32];
+    struct ckh_workload_spec spec = {.wl = wl, .nnodes = first + n};
+    struct ckh_job *job;
+    const char *const *nodes;
+    size_t nn;
+    ck_assert_ptr_nonnull(wl);
+    snprintf(only, sizeof only, "trainer_%d", first);
+    if (first > 0 || n == 1)
+        spec.only_node = only;
+    ck_assert_int_eq(ckh_job_create(NULL, &job), 0);
+    ck_assert_int_eq(wl->build_job(&spec, job), 0);
+    ck_assert_int_eq(ckh_job_nodes_to_checkpoint(job, &nodes, &nn), 0);
+    ck_assert_uint_eq(nn, (size_t)n);
+    ck_assert_str_eq(nodes[0], n == 1 ? only : "trainer_0");
+    return job;
+}
+
+static int64_t total_of(struct ckh_ws *ws, const char *node)
+{
+    char name[64];
+    int64_t v = -1;
+    snprintf(name, sizeof name, "%s/total", node);
+    ck_assert_int_eq(ckh_ws_get_i64(ws, name, &v), 0);
+    return v;
+}
+
+static struct ckh_ckpt *make_ckpt(bool multi)
+{
+    struct ckh_ckpt *ck;
+    char msg[256];
+    if (multi)
+        ck_assert_int_eq(ckh_ckpt_create_multi(env, "/ckpt", "minidb", NULL, &ck, msg, sizeof msg), 0);
+    else
+        ck_assert_int_eq(ckh_ckpt_create_single(env, "/ckpt", "temp_node", "minidb", NULL, &ck, msg,
+                                                sizeof msg), 0);
+    return ck;
+}
+
+static void run_with(bool multi)
+{
+    struct ckh_job *job = pipeline_job(0, 1);
+    struct ckh_ws *ws;
+    struct ckh_ckpt *ck = make_ckpt(multi);
+    struct ckh_session s = {.env = env};
+    struct ckh_runner_config cfg = {.job = job, .ckpt = ck, .resume_from_epoch = -1};
+    int64_t epochs = 0;
+
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    s.ws = ws;
+    ck_assert_int_eq(ckh_runner_run(&cfg, &s, &epochs), 0);
+    ck_assert_int_eq(epochs, 4);
+    ck_assert_int_eq(total_of(ws, "trainer_0"), 145);
+    ck_assert_uint_eq(cfg.saves_failed, 0);
+    ckh_ckpt_destroy(ck);
+    ckh_ws_destroy(ws);
+
+    for (int64_t initial = 1; initial <= epochs; initial++) {
+        struct ckh_runner_config rc = {.job = job, .resume_from_epoch = initial};
+        int64_t e = 0;
+        ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+        s.ws = ws;
+        ck = make_ckpt(multi);
+        rc.ckpt = ck;
+        ck_assert_int_eq(ckh_runner_run(&rc, &s, &e), 0);
+        /* resuming after the last epoch runs one more (empty) epoch */
+        ck_assert_int_eq(e, initial < 4 ? 4 : 5);
+        ck_assert_int_eq(rc.resumed_from, initial);
+        ck_assert_int_eq(total_of(ws, "trainer_0"), 145);
+        for (int64_t k = 1; k <= epochs; k++) {
+            ck_assert_int_eq(ckh_ckpt_load(ck, &s, k), 0);
+            ck_assert_int_eq(total_of(ws, "trainer_0"), EXPECTED[k - 1]);
+        }
+        ckh_ckpt_destroy(ck);
+        ckh_ws_destroy(ws);
+    }
+    ckh_job_destroy(job);
+}
+
+START_TEST(test_single_checkpoint)
+{
+    run_with(false);
+}
+END_TEST
+
+START_TEST(test_multi_checkpoint)
+{
+    run_with(true);
+}
+END_TEST
+
+START_TEST(test_ckpt_name)
+{
+    struct ckh_job *job = pipeline_job(0, 3);
+    struct ckh_ckpt *ck = make_ckpt(true);
+    struct ckh_ws *ws;
+    struct ckh_session s = {.env = env};
+    const char *const *nodes;
+    size_t n;
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    s.ws = ws;
+    ck_assert_int_eq(ckh_job_nodes_to_checkpoint(job, &nodes, &n), 0);
+    ck_assert_int_eq(ckh_ckpt_init(ck, &s, nodes, n, -1), 0);
+    for (int i = 0; i < 3; i++) {
+        char node[32], want[64], got[CKH_PATH_MAX];
+        snprintf(node, sizeof node, "trainer_%d", i);
+        snprintf(want, sizeof want, "/ckpt/trainer_%d.5", i);
+        ck_assert_int_eq(ckh_ckpt_db_name(ck, node, 5, got, sizeof got), 0);
+        ck_assert_str_eq(got, want);
+    }
+    ck_assert_int_eq(ckh_ckpt_db_name(ck, "trainer_9", 5, (char[64]){0}, 64), CKH_ENOTFOUND);
+    ckh_ckpt_destroy(ck);
+    ckh_ws_destroy(ws);
+    ckh_job_destroy(job);
+}
+END_TEST
+
+static void run_each_node(int nnodes, ckh_upload_fn upload, void *ctx, const char *prefix,
+                          uint64_t want_failed)
+{
+    for (int i = 0; i < nnodes; i++) {
+        struct ckh_job *job = pipeline_job(i, 1);
+        struct ckh_ws *ws;
+        struct ckh_ckpt *ck;
+        char msg[256];
+        struct ckh_session s = {.env = env};
+        struct ckh_runner_config cfg = {.resume_from_epoch = -1, .upload = upload, .upload_ctx = ctx};
+        int64_t epochs = 0;
+        char node[32];
+        ck_assert_int_eq(ckh_ckpt_create_multi(env, prefix, "minidb", NULL, &ck, msg, sizeof msg), 0);
+        ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+        s.ws = ws;
+        cfg.job = job;
+        cfg.ckpt = ck;
+        ck_assert_int_eq(ckh_runner_run(&cfg, &s, &epochs), 0);
+        ck_assert_int_eq(epochs, 4);
+        ck_assert_uint_eq(cfg.saves_failed, want_failed);
+        snprintf(node, sizeof node, "trainer_%d", i);
+        ck_assert_int_eq(total_of(ws, node), 145);
+        ckh_ckpt_destroy(ck);
+        ckh_ws_destroy(ws);
+        ckh_job_destroy(job);
+    }
+}
+
+START_TEST(test_load_model_from_ckpts)
+{
+    const char *names[] = {"trainer_1/total", "trainer_2/total"};
+    struct ckh_job *job;
+    struct ckh_ws *ws;
+    struct ckh_ckpt *ck;
+    struct ckh_session s = {.env = env};
+    struct ckh_runner_config cfg = {.resume_from_epoch = -1};
+
+    run_each_node(3, NULL, NULL, "/ckpt", 0);
+    job = pipeline_job(0, 3);
+    ck = make_ckpt(true);
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    ck_assert_uint_eq(ckh_ws_count(ws), 0);
+    s.ws = ws;
+    cfg.job = job;
+    cfg.ckpt = ck;
+    ck_assert_int_eq(ckh_runner_load_blobs_from_checkpoints(&cfg, &s, names, 2, 1), 1);
+    for (int64_t e = 1; e <= 4; e++) {
+        ck_assert_int_eq(ckh_runner_load_blobs_from_checkpoints(&cfg, &s, names, 2, e), 1);
+        ck_assert_int_eq(total_of(ws, "trainer_1"), EXPECTED[e - 1]);
+        ck_assert_int_eq(total_of(ws, "trainer_2"), EXPECTED[e - 1]);
+    }
+    ck_assert_uint_eq(ckh_ws_count(ws), 2); /* only the named blobs */
+    ck_assert_int_eq(ckh_runner_load_blobs_from_checkpoints(&cfg, &s, names, 2, 5), 0);
+    ckh_ckpt_destroy(ck);
+    ckh_ws_destroy(ws);
+    ckh_job_destroy(job);
+}
+END_TEST
+
+START_TEST(test_upload_checkpoint)
+{
+    char dir[] = "/ckpt/upload";
+    ck_assert_int_eq(ckh_fs_mkdir(env->fs, dir), 0);
+    for (int i = 0; i < 3; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "/ckpt/upload/trainer_%d", i);
+        ck_assert(!ckh_fs_exists(env->fs, p));
+    }
+    run_each_node(3, ckh_upload_to_dir, dir, "/ckpt", 0);
+    for (int i = 0; i < 3; i++) {
+        char p[64], q[64];
+        struct ckh_stat a, b;
+        snprintf(p, sizeof p, "/ckpt/upload/trainer_%d", i);
+        snprintf(q, sizeof q, "/ckpt/trainer_%d.4", i);
+        ck_assert(ckh_fs_exists(env->fs, p));
+        ck_assert_int_eq(ckh_fs_stat(env->fs, p, &a), 0);
+        ck_assert_int_eq(ckh_fs_stat(env->fs, q, &b), 0);
+        ck_assert_uint_eq(a.size_bytes, b.size_bytes);
+    }
+}
+END_TEST
+
+START_TEST(test_ckpt_save_failure)
+{
+    /* 5 saves per node (epochs 0..4), all fail; the job still runs 4 epochs. */
+    run_each_node(3, NULL, NULL, "/path_does_not_exist/", 5);
+    ck_assert(!ckh_fs_exists(env->fs, "/path_does_not_exist"));
+}
+END_TEST
+
+/* ---- download group ---- */
+
+static char order[64];
+
+static int fill8(struct ckh_session *s, const char *name, float v)
+{
+    float d[8];
+    uint64_t shape[1] = {8};
+    for (int i = 0; i < 8; i++)
+        d[i] = v;
+    return ckh_ws_set(s->ws, name, CKH_DT_F32, 1, shape, d);
+}
+
+static int dl_init(struct ckh_session *s, const char *node, void *arg)
+{
+    static const char *const names[] = {"input1", "input2", "output", "download_result"};
+    (void)node;
+    (void)arg;
+    strcat(order, "I");
+    for (int i = 0; i < 4; i++)
+        if (fill8(s, names[i], 1.0f) != 0)
+            return CKH_ENOMEM;
+    return 0;
+}
+
+static int dl_epoch(struct ckh_session *s, const char *node, void *arg)
+{
+    const struct ckh_blob *a = ckh_ws_find(s->ws, "input1"), *b = ckh_ws_find(s->ws, "input2");
+    float d[8];
+    uint64_t shape[1] = {8};
+    (void)node;
+    (void)arg;
+    strcat(order, "E");
+    for (int i = 0; i < 8; i++)
+        d[i] = ((const float *)a->data)[i] + ((const float *)b->data)[i];
+    return ckh_ws_set(s->ws, "output", CKH_DT_F32, 1, shape, d);
+}
+
+static int dl_download(struct ckh_session *s, const char *node, void *arg)
+{
+    (void)node;
+    (void)arg;
+    strcat(order, "D");
+    return ckh_ws_copy(s->ws, "output", "download_result");
+}
+
+static int dl_exit(struct ckh_session *s, const char *node, void *arg)
+{
+    (void)s;
+    (void)node;
+    (void)arg;
+    strcat(order, "X");
+    return 0;
+}
+
+START_TEST(test_download_group_simple)
+{
+    struct ckh_job *job;
+    struct ckh_ws *ws;
+    struct ckh_session s = {.env = env};
+    struct ckh_runner_config cfg = {.resume_from_epoch = -1};
+    int64_t epochs = 0;
+    const struct ckh_blob *o, *d;
+    order[0] = '\0';
+    ck_assert_int_eq(ckh_job_create(NULL, &job), 0);
+    ck_assert_int_eq(ckh_job_epoch_limiter(job, "trainer:0", 1), 0);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_INIT, "trainer:0", "init", dl_init, NULL), 0);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_EPOCH, "trainer:0", "net", dl_epoch, NULL), 0);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_DOWNLOAD, "trainer:0", "dl", dl_download, NULL), 0);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_EXIT, "trainer:0", "exit", dl_exit, NULL), 0);
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    s.ws = ws;
+    cfg.job = job;
+    ck_assert_int_eq(ckh_runner_run(&cfg, &s, &epochs), 0);
+    ck_assert_int_eq(epochs, 1);
+    ck_assert_str_eq(order, "IEDX");
+    o = ckh_ws_find(ws, "output");
+    d = ckh_ws_find(ws, "download_result");
+    for (int i = 0; i < 8; i++) {
+        ck_assert(((const float *)o->data)[i] == 2.0f);
+        ck_assert(((const float *)d->data)[i] == 2.0f);
+    }
+    ckh_ws_destroy(ws);
+    ckh_job_destroy(job);
+}
+END_TEST
+
+START_TEST(test_epoch_limiter_three)
+{
+    struct ckh_job *job;
+    struct ckh_ws *ws;
+    struct ckh_session s = {.env = env};
+    struct ckh_runner_config cfg = {.resume_from_epoch = -1};
+    int64_t epochs = 0;
+    order[0] = '\0';
+    ck_assert_int_eq(ckh_job_create(NULL, &job), 0);
+    ck_assert_int_eq(ckh_job_epoch_limiter(job, "n", 3), 0);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_DOWNLOAD, "n", "dl", dl_exit, NULL), 0);
+    ck_assert_int_eq(ckh_job_epoch_limiter(job, "n", 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    s.ws = ws;
+    cfg.job = job;
+    ck_assert_int_eq(ckh_runner_run(&cfg, &s, &epochs), 0);
+    ck_assert_int_eq(epochs, 3);
+    ck_assert_str_eq(order, "X");
+    ckh_ws_destroy(ws);
+    ckh_job_destroy(job);
+}
+END_TEST
+
+START_TEST(test_metadata_resume)
+{
+    /* With a metadata handler the runner resumes from the latest epoch
+     * complete on every node without being told. */
+    struct ckh_job *job = pipeline_job(0, 2);
+    struct ckh_meta *meta;
+    struct ckh_ckpt *ck;
+    struct ckh_ws *ws;
+    struct ckh_session s = {.env = env};
+    struct ckh_runner_config cfg = {.resume_from_epoch = -1};
+    char msg[256];
+    int64_t epochs = 0;
+    ck_assert_int_eq(ckh_meta_create(NULL, &meta), 0);
+    ck_assert_int_eq(ckh_ckpt_create_multi(env, "/ckpt", "minidb", meta, &ck, msg, sizeof msg), 0);
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    s.ws = ws;
+    cfg.job = job;
+    cfg.ckpt = ck;
+    ck_assert(ckh_ckpt_accessible(ck, -1));
+    ck_assert(!ckh_ckpt_accessible(ck, 0));
+    ck_assert_int_eq(ckh_runner_run(&cfg, &s, &epochs), 0);
+    ck_assert_int_eq(cfg.resumed_from, -1);
+    ck_assert(ckh_ckpt_accessible(ck, 4));
+    ckh_ckpt_destroy(ck);
+    ckh_meta_destroy(meta);
+    ckh_ws_destroy(ws);
+    /* node trainer_1 loses epochs 3 and 4: resume from 2 */
+    ck_assert_int_eq(ckh_fs_unlink(env->fs, "/ckpt/trainer_1.4"), 0);
+    ck_assert_int_eq(ckh_fs_unlink(env->fs, "/ckpt/trainer_1.3"), 0);
+    ck_assert_int_eq(ckh_meta_create(NULL, &meta), 0);
+    ck_assert_int_eq(ckh_ckpt_create_multi(env, "/ckpt", "minidb", meta, &ck, msg, sizeof msg), 0);
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    s.ws = ws;
+    cfg.ckpt = ck;
+    ck_assert_int_eq(ckh_runner_run(&cfg, &s, &epochs), 0);
+    ck_assert_int_eq(cfg.resumed_from, 2);
+    ck_assert_int_eq(epochs, 4);
+    ck_assert_int_eq(total_of(ws, "trainer_0"), 145);
+    ck_assert_int_eq(total_of(ws, "trainer_1"), 145);
+    {
+        struct ckh_ckpt_stat st;
+        ck_assert_int_eq(ckh_ckpt_stat_get(ck, 1, &st), 0);
+        ck_assert_str_eq(st.op, "checkpoint_save");
+        ck_assert_str_eq(st.db_name, "/ckpt/trainer_1.4");
+        ck_assert_int_eq(st.result, 0);
+    }
+    ckh_ckpt_destroy(ck);
+    ckh_meta_destroy(meta);
+    ckh_ws_destroy(ws);
+    ckh_job_destroy(job);
+}
+END_TEST
+
+START_TEST(test_bad_input)
+{
+    struct ckh_ckpt *ck = NULL;
+    char msg[256] = "";
+    ck_assert_int_eq(ckh_ckpt_create_multi(env, "/ckpt", "nosuchdb", NULL, &ck, msg, sizeof msg),
+                     CKH_ENOTFOUND);
+    ck_assert_ptr_null(ck);
+    ck_assert_ptr_nonnull(strstr(msg, "nosuchdb"));
+    ck_assert_int_eq(ckh_ckpt_create_single(env, "/ckpt", "../x", "minidb", NULL, &ck, msg, sizeof msg),
+                     CKH_EESCAPE);
+    ck_assert_int_eq(ckh_ckpt_create_single(env, "/ckpt", "", "minidb", NULL, &ck, msg, sizeof msg),
+                     CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_create_multi(NULL, "/ckpt", "minidb", NULL, &ck, msg, sizeof msg),
+                     CKH_EINVAL);
+    ck = make_ckpt(true);
+    {
+        struct ckh_ws *ws;
+        struct ckh_session s = {.env = env};
+        ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+        s.ws = ws;
+        ck_assert_int_eq(ckh_ckpt_save(ck, &s, 1), CKH_ESTATE);
+        ck_assert_int_eq(ckh_ckpt_init(ck, &s, (const char *const[]){"a/b"}, 1, -1), CKH_EESCAPE);
+        ckh_ws_destroy(ws);
+    }
+    ckh_ckpt_destroy(ck);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("checkpoint");
+    TCase *tc = tcase_create("seed");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_single_checkpoint);
+    tcase_add_test(tc, test_multi_checkpoint);
+    tcase_add_test(tc, test_ckpt_name);
+    tcase_add_test(tc, test_load_model_from_ckpts);
+    tcase_add_test(tc, test_upload_checkpoint);
+    tcase_add_test(tc, test_ckpt_save_failure);
+    tcase_add_test(tc, test_download_group_simple);
+    tcase_add_test(tc, test_epoch_limiter_three);
+    tcase_add_test(tc, test_metadata_resume);
+    tcase_add_test(tc, test_bad_input);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed != 0;
+}

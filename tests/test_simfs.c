@@ -1,0 +1,878 @@
+/* Tests for the simulated filesystem (sim/simfs.c, sim/simfs_view.c).
+ * Rule numbers (S1..S7) refer to the specification at the top of
+ * sim/simfs.c. Views here have no simulator (sim == NULL).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckh/env.h"
+#include "ckh/err.h"
+#include "ckh/fs.h"
+#include "ckh/op.h"
+#include "ckh/rng.h"
+#include "ckh/sim.h"
+#include "ckh/simfs.h"
+
+static int seeds(int full)
+{
+    return getenv("CKH_VALGRIND") ? full / 8 + 1 : full;
+}
+
+static struct ckh_simfs *mkdisk(enum ckh_crash_model model, uint64_t seed, uint64_t cap)
+{
+    struct ckh_simfs_config cfg = {.name = "t",
+                                   .model = model,
+                                   .sector_bytes = 512,
+                                   .capacity_bytes = cap,
+                                   .seed = seed};
+    struct ckh_simfs *d = NULL;
+    ck_assert_int_eq(ckh_simfs_create(&cfg, &d), 0);
+    return d;
+}
+
+/* Creates (or truncates) path with content s; no sync. */
+static void put(struct ckh_fs *fs, const char *path, const char *s)
+{
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_fs_open(fs, path, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_TRUNC, &f), 0);
+    ck_assert_int_eq(ckh_file_write_all(f, s, strlen(s)), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+}
+
+static void put_sync(struct ckh_fs *fs, const char *path, const char *s)
+{
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_fs_open(fs, path, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_TRUNC, &f), 0);
+    ck_assert_int_eq(ckh_file_write_all(f, s, strlen(s)), 0);
+    ck_assert_int_eq(ckh_file_fsync(f), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+}
+
+/* Reads a whole file into buf (NUL-terminated); returns length or error. */
+static int64_t get(struct ckh_fs *fs, const char *path, char *buf, size_t cap)
+{
+    struct ckh_file *f;
+    int rc = ckh_fs_open(fs, path, CKH_O_RDONLY, &f);
+    if (rc)
+        return rc;
+    int64_t n = ckh_file_pread(f, buf, cap - 1, 0);
+    ck_assert_int_ge(n, 0);
+    buf[n] = '\0';
+    ckh_file_close(f);
+    return n;
+}
+
+static bool exists(struct ckh_fs *fs, const char *path)
+{
+    struct ckh_stat st;
+    return ckh_fs_stat(fs, path, &st) == 0;
+}
+
+/* ---------------------------------------------------------------- basics */
+
+START_TEST(test_basic_posix)
+{
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, 1, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    char buf[256];
+    struct ckh_file *f;
+    struct ckh_stat st;
+
+    ck_assert_int_eq(ckh_fs_open(fs, "/a", CKH_O_RDONLY, &f), -ENOENT);
+    ck_assert_int_eq(ckh_fs_open(fs, "/x/a", CKH_O_RDWR | CKH_O_CREAT, &f), -ENOENT);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/x"), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/x"), -EEXIST);
+    ck_assert_int_eq(ckh_fs_open(fs, "/x/a", CKH_O_RDWR | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_write(f, "hello", 5), 5);
+    ck_assert_int_eq(ckh_file_pwrite(f, "J", 1, 0), 1);
+    ck_assert_int_eq(ckh_file_pwrite(f, "!", 1, 9), 1); /* hole reads zeros */
+    ck_assert_int_eq(ckh_file_pread(f, buf, sizeof(buf), 0), 10);
+    ck_assert_int_eq(memcmp(buf, "Jello\0\0\0\0!", 10), 0);
+    ck_assert_int_eq(ckh_file_pread(f, buf, 4, 8), 2);
+    ck_assert_int_eq(ckh_file_pread(f, buf, 4, 100), 0);
+    ck_assert_int_eq(ckh_file_ftruncate(f, 3), 0);
+    ck_assert_int_eq(ckh_fs_stat(fs, "/x/a", &st), 0);
+    ck_assert_int_eq(st.type, CKH_FT_FILE);
+    ck_assert_uint_eq(st.size_bytes, 3);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, "/x/a", CKH_O_RDWR | CKH_O_CREAT | CKH_O_EXCL, &f), -EEXIST);
+    ck_assert_int_eq(ckh_fs_open(fs, "/x", CKH_O_RDONLY, &f), -EISDIR);
+    ck_assert_int_eq(ckh_fs_open(fs, "/x/a/b", CKH_O_RDONLY, &f), -ENOTDIR);
+    ck_assert_int_eq(ckh_fs_open(fs, "/x/../a", CKH_O_RDONLY, &f), CKH_EESCAPE);
+    ck_assert_int_eq(ckh_fs_open(fs, "x", CKH_O_RDONLY, &f), CKH_EINVAL);
+
+    /* read/write access modes */
+    ck_assert_int_eq(ckh_fs_open(fs, "/x/a", CKH_O_RDONLY, &f), 0);
+    ck_assert_int_eq(ckh_file_write(f, "z", 1), -EBADF);
+    ck_assert_int_eq(ckh_file_read(f, buf, 2), 2);
+    ck_assert_int_eq(ckh_file_read(f, buf + 2, 10), 1);
+    ck_assert_int_eq(memcmp(buf, "Jel", 3), 0);
+    ckh_file_close(f);
+    ck_assert_int_eq(ckh_fs_open(fs, "/x/a", CKH_O_WRONLY | CKH_O_APPEND, &f), 0);
+    ck_assert_int_eq(ckh_file_read(f, buf, 2), -EBADF);
+    ck_assert_int_eq(ckh_file_write(f, "ly", 2), 2);
+    ckh_file_close(f);
+    ck_assert_int_eq(get(fs, "/x/a", buf, sizeof(buf)), 5);
+    ck_assert_str_eq(buf, "Jelly");
+
+    /* listdir sorted bytewise, types */
+    put(fs, "/x/b", "b");
+    put(fs, "/x/B", "B");
+    put(fs, "/x/aa", "aa");
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/x/d"), 0);
+    struct ckh_listing l;
+    ck_assert_int_eq(ckh_fs_listdir(fs, "/x", &l), 0);
+    ck_assert_uint_eq(l.count, 5);
+    ck_assert_str_eq(l.entries[0].name, "B");
+    ck_assert_str_eq(l.entries[1].name, "a");
+    ck_assert_str_eq(l.entries[2].name, "aa");
+    ck_assert_str_eq(l.entries[3].name, "b");
+    ck_assert_str_eq(l.entries[4].name, "d");
+    ck_assert_int_eq(l.entries[4].type, CKH_FT_DIR);
+    ckh_fs_listing_free(&l);
+    ck_assert_int_eq(ckh_fs_listdir(fs, "/x/a", &l), -ENOTDIR);
+    ck_assert_int_eq(ckh_fs_listdir(fs, "/nope", &l), -ENOENT);
+
+    /* unlink / rmdir */
+    ck_assert_int_eq(ckh_fs_unlink(fs, "/x/d"), -EISDIR);
+    ck_assert_int_eq(ckh_fs_rmdir(fs, "/x/b"), -ENOTDIR);
+    ck_assert_int_eq(ckh_fs_rmdir(fs, "/x"), -ENOTEMPTY);
+    ck_assert_int_eq(ckh_fs_unlink(fs, "/x/b"), 0);
+    ck_assert_int_eq(ckh_fs_unlink(fs, "/x/b"), -ENOENT);
+    ck_assert_int_eq(ckh_fs_rmdir(fs, "/x/d"), 0);
+    ck_assert(!exists(fs, "/x/d"));
+    ck_assert_int_eq(ckh_fs_rmdir(fs, "/"), -EBUSY);
+
+    /* rename */
+    ck_assert_int_eq(ckh_fs_rename(fs, "/x/B", "/x/a"), 0); /* replaces */
+    ck_assert_int_eq(get(fs, "/x/a", buf, sizeof(buf)), 1);
+    ck_assert_str_eq(buf, "B");
+    ck_assert(!exists(fs, "/x/B"));
+    ck_assert_int_eq(ckh_fs_rename(fs, "/x/B", "/x/c"), -ENOENT);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/y"), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/y/e"), 0);
+    ck_assert_int_eq(ckh_fs_rename(fs, "/x/a", "/y"), -EISDIR);
+    ck_assert_int_eq(ckh_fs_rename(fs, "/y", "/x/a"), -ENOTDIR);
+    ck_assert_int_eq(ckh_fs_rename(fs, "/y", "/y/e/z"), -EINVAL);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/z"), 0);
+    ck_assert_int_eq(ckh_fs_rename(fs, "/z", "/y"), -ENOTEMPTY);
+    ck_assert_int_eq(ckh_fs_rename(fs, "/y", "/z"), 0); /* dir over empty dir */
+    ck_assert(exists(fs, "/z/e"));
+    ck_assert(!exists(fs, "/y"));
+    ck_assert_int_eq(ckh_fs_rename(fs, "/x/a", "/x/a"), 0);
+
+    /* symlinks */
+    ck_assert_int_eq(ckh_fs_symlink(fs, "a", "/x/l"), 0);
+    ck_assert_int_eq(ckh_fs_symlink(fs, "a", "/x/l"), -EEXIST);
+    ck_assert_int_eq(ckh_fs_stat(fs, "/x/l", &st), 0);
+    ck_assert_int_eq(st.type, CKH_FT_SYMLINK);
+    ck_assert_uint_eq(st.size_bytes, 1);
+    ck_assert_int_eq(ckh_fs_readlink(fs, "/x/l", buf, sizeof(buf)), 1);
+    ck_assert_str_eq(buf, "a");
+    ck_assert_int_eq(ckh_fs_readlink(fs, "/x/a", buf, sizeof(buf)), -EINVAL);
+    ck_assert_int_eq(get(fs, "/x/l", buf, sizeof(buf)), 1); /* open follows */
+    ck_assert_str_eq(buf, "B");
+    ck_assert_int_eq(ckh_fs_symlink(fs, "../z", "/x/up"), 0);
+    ck_assert_int_eq(ckh_fs_listdir(fs, "/x/up", &l), 0); /* relative, ".." */
+    ck_assert_uint_eq(l.count, 1);
+    ckh_fs_listing_free(&l);
+    ck_assert_int_eq(ckh_fs_symlink(fs, "/x/aa", "/abs"), 0);
+    ck_assert_int_eq(get(fs, "/abs", buf, sizeof(buf)), 2);
+    ck_assert_int_eq(ckh_fs_symlink(fs, "loop2", "/x/loop1"), 0);
+    ck_assert_int_eq(ckh_fs_symlink(fs, "loop1", "/x/loop2"), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, "/x/loop1", CKH_O_RDONLY, &f), -ELOOP);
+    ck_assert_int_eq(ckh_fs_symlink(fs, "nothere", "/x/dangling"), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, "/x/dangling", CKH_O_RDONLY, &f), -ENOENT);
+    ck_assert_int_eq(ckh_fs_open(fs, "/x/dangling", CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ckh_file_close(f);
+    ck_assert(exists(fs, "/x/nothere"));
+    ck_assert_int_eq(ckh_fs_unlink(fs, "/x/l"), 0); /* removes the link only */
+    ck_assert(exists(fs, "/x/a"));
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/x/a"), -ENOTDIR);
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/x"), 0);
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+START_TEST(test_open_file_is_inode)
+{
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, 2, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    char buf[64];
+    struct ckh_file *f, *g;
+    put(fs, "/a", "one");
+    ck_assert_int_eq(ckh_fs_open(fs, "/a", CKH_O_RDWR, &f), 0);
+    ck_assert_int_eq(ckh_fs_rename(fs, "/a", "/b"), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, "ONE", 3, 0), 3);
+    ck_assert_int_eq(get(fs, "/b", buf, sizeof(buf)), 3);
+    ck_assert_str_eq(buf, "ONE");
+    ck_assert_int_eq(ckh_fs_open(fs, "/b", CKH_O_RDONLY, &g), 0);
+    ck_assert_int_eq(ckh_fs_unlink(fs, "/b"), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, "two", 3, 3), 3);
+    ck_assert_int_eq(ckh_file_pread(g, buf, sizeof(buf), 0), 6);
+    ck_assert_int_eq(memcmp(buf, "ONEtwo", 6), 0);
+    ck_assert(!exists(fs, "/b"));
+    ck_assert_uint_eq(ckh_simfs_used_bytes(d), 6);
+    ckh_file_close(f);
+    ckh_file_close(g);
+    ck_assert_uint_eq(ckh_simfs_used_bytes(d), 0); /* inode freed */
+    ckh_simfs_sync_all(d);
+    ck_assert_uint_eq(ckh_simfs_pending_count(d), 0);
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+START_TEST(test_views_and_mounts)
+{
+    struct ckh_simfs *loc = mkdisk(CKH_CRASH_POSIX_WEAK, 3, 0);
+    struct ckh_simfs *sh = mkdisk(CKH_CRASH_POSIX_WEAK, 4, 0);
+    struct ckh_simfs_mount m[] = {{"/", loc}, {"/shared", sh}};
+    struct ckh_fs *v;
+    ck_assert_int_eq(ckh_simfs_view_create(NULL, 7, m, 2, &v), 0);
+    char buf[64];
+    put(v, "/x", "local");
+    put(v, "/shared/y", "shared");
+    ck_assert(exists(ckh_simfs_fs(loc), "/x"));
+    ck_assert(exists(ckh_simfs_fs(sh), "/y"));
+    ck_assert_int_eq(ckh_fs_rename(v, "/x", "/shared/x"), -EXDEV);
+    ck_assert_int_eq(ckh_fs_symlink(v, "/shared/y", "/ly"), 0); /* resolved in the view */
+    ck_assert_int_eq(get(v, "/ly", buf, sizeof(buf)), 6);
+    ck_assert_int_eq(ckh_fs_rename(v, "/ly", "/shared/z"), -EXDEV);
+    struct ckh_simfs_pending_info pi;
+    ck_assert_uint_eq(ckh_simfs_pending_count(sh), 2);
+    ck_assert_int_eq(ckh_simfs_pending_get(sh, 0, &pi), 0);
+    ck_assert_int_eq(pi.node, 7);
+    ck_assert_int_eq(pi.kind, CKH_OP_OPEN);
+    ck_assert_str_eq(pi.path, "/y");
+    ck_assert_int_eq(ckh_simfs_pending_get(sh, 1, &pi), 0);
+    ck_assert_int_eq(pi.kind, CKH_OP_PWRITE);
+    ck_assert_uint_eq(pi.len, 6);
+    ck_assert_uint_eq(pi.sectors, 1);
+    ck_assert_int_eq(ckh_simfs_pending_get(sh, 2, &pi), CKH_EINVAL);
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_fs_open(v, "/shared/y", CKH_O_RDWR, &f), 0);
+    ckh_simfs_view_destroy(v); /* closes f without flushing */
+    ck_assert_uint_eq(ckh_simfs_pending_count(sh), 2);
+    ck_assert_int_eq(ckh_simfs_view_create(NULL, 0, m, 0, &v), CKH_EINVAL);
+    struct ckh_simfs_mount bad[] = {{"/a", loc}, {"/a", sh}};
+    ck_assert_int_eq(ckh_simfs_view_create(NULL, 0, bad, 2, &v), CKH_EINVAL);
+    ckh_simfs_destroy(loc);
+    ckh_simfs_destroy(sh);
+}
+END_TEST
+
+START_TEST(test_bad_input)
+{
+    struct ckh_simfs_config cfg = {.sector_bytes = 1000};
+    struct ckh_simfs *d = NULL;
+    ck_assert_int_eq(ckh_simfs_create(&cfg, &d), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_create(NULL, &d), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_crash(NULL, -1, NULL, 0), CKH_EINVAL);
+    d = mkdisk(CKH_CRASH_POSIX_WEAK, 5, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    put(fs, "/a", "x");
+    enum ckh_crash_choice ch[2] = {CKH_CRASH_TORN_ZERO, CKH_CRASH_APPLY};
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, ch, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, ch, 2), CKH_EINVAL); /* torn link */
+    ck_assert_uint_eq(ckh_simfs_pending_count(d), 2);            /* unchanged */
+    ck_assert_int_eq(ckh_simfs_flip_bit(d, "/a", 8), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_flip_bit(d, "/nope", 0), -ENOENT);
+    ck_assert_int_eq(ckh_simfs_flip_bit(d, "/", 0), -EISDIR);
+    ck_assert_int_eq(ckh_simfs_remove_tree(d, "/"), -EBUSY);
+    ck_assert_int_eq(ckh_simfs_remove_tree(d, "bad"), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_fail_next(d, CKH_OP_OPEN, NULL, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_fs_symlink(fs, "", "/l"), CKH_EINVAL);
+    ck_assert_ptr_null(ckh_simfs_fs(NULL));
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+/* ------------------------------------------------------------- durability */
+
+/* S4: data synced before a crash survives; files whose last op was a sync
+ * read back exactly; reads always match a shadow model of the live copy. */
+START_TEST(test_synced_survives)
+{
+    uint64_t seed = (uint64_t)_i;
+    struct ckh_rng rng;
+    ckh_rng_seed(&rng, seed * 7919);
+    struct ckh_simfs *d = mkdisk(_i % 2 ? CKH_CRASH_EXT4_ORDERED : CKH_CRASH_POSIX_WEAK, seed, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    enum { NF = 4, MAXSZ = 4096 };
+    static unsigned char live[NF][MAXSZ], dur[NF][MAXSZ];
+    uint64_t lsz[NF] = {0}, dsz[NF] = {0};
+    bool clean[NF];
+    struct ckh_file *f[NF];
+    char path[32];
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/d"), 0);
+    for (int i = 0; i < NF; i++) {
+        snprintf(path, sizeof(path), "/d/f%d", i);
+        ck_assert_int_eq(ckh_fs_open(fs, path, CKH_O_RDWR | CKH_O_CREAT, &f[i]), 0);
+        clean[i] = true;
+    }
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/"), 0);
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/d"), 0);
+    for (int step = 0; step < 60; step++) {
+        int i = (int)ckh_rng_below(&rng, NF);
+        uint64_t r = ckh_rng_below(&rng, 10);
+        if (r < 6) {
+            uint64_t off = ckh_rng_below(&rng, MAXSZ - 600);
+            uint64_t n = 1 + ckh_rng_below(&rng, 600);
+            unsigned char b[600];
+            for (uint64_t k = 0; k < n; k++)
+                b[k] = (unsigned char)ckh_rng_next(&rng);
+            ck_assert_int_eq(ckh_file_pwrite(f[i], b, n, off), (int64_t)n);
+            if (off > lsz[i])
+                memset(live[i] + lsz[i], 0, off - lsz[i]);
+            memcpy(live[i] + off, b, n);
+            if (off + n > lsz[i])
+                lsz[i] = off + n;
+            clean[i] = false;
+        } else if (r < 7) {
+            uint64_t n = ckh_rng_below(&rng, MAXSZ);
+            ck_assert_int_eq(ckh_file_ftruncate(f[i], n), 0);
+            if (n > lsz[i])
+                memset(live[i] + lsz[i], 0, n - lsz[i]);
+            lsz[i] = n;
+            clean[i] = false;
+        } else {
+            ck_assert_int_eq(ckh_file_fsync(f[i]), 0);
+            memcpy(dur[i], live[i], lsz[i]);
+            dsz[i] = lsz[i];
+            clean[i] = true;
+        }
+        unsigned char rb[MAXSZ];
+        ck_assert_int_eq(ckh_file_pread(f[i], rb, MAXSZ, 0), (int64_t)lsz[i]);
+        ck_assert_int_eq(memcmp(rb, live[i], lsz[i]), 0);
+    }
+    for (int i = 0; i < NF; i++)
+        ckh_file_close(f[i]);
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, NULL, 0), 0);
+    ck_assert_uint_eq(ckh_simfs_pending_count(d), 0);
+    for (int i = 0; i < NF; i++) {
+        snprintf(path, sizeof(path), "/d/f%d", i);
+        static char rb[MAXSZ + 1];
+        int64_t n = get(fs, path, rb, sizeof(rb));
+        ck_assert_int_ge(n, 0); /* entries were fsynced: never vanish */
+        if (clean[i]) {
+            ck_assert_int_eq(n, (int64_t)dsz[i]);
+            ck_assert_int_eq(memcmp(rb, dur[i], dsz[i]), 0);
+        }
+    }
+    ck_assert_uint_eq(ckh_simfs_digest(d, false), ckh_simfs_digest(d, true));
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+/* S5: one unsynced write over durable content A reads back as A, as the new
+ * content B, or as B up to a sector boundary then zeros or garbage. */
+START_TEST(test_unsynced_write_outcomes)
+{
+    uint64_t seed = (uint64_t)_i + 100;
+    struct ckh_rng rng;
+    ckh_rng_seed(&rng, seed);
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, seed, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    enum { SZ = 8 * 512 };
+    static unsigned char a[SZ], b[SZ], got[SZ + 1];
+    for (int k = 0; k < SZ; k++) {
+        a[k] = (unsigned char)(1 + ckh_rng_below(&rng, 100));
+        b[k] = (unsigned char)(a[k] + 100);
+    }
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_fs_open(fs, "/f", CKH_O_RDWR | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, a, SZ, 0), SZ);
+    ck_assert_int_eq(ckh_file_fsync(f), 0);
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/"), 0);
+    uint64_t off = ckh_rng_below(&rng, SZ - 1);
+    uint64_t n = 1 + ckh_rng_below(&rng, SZ - off);
+    ck_assert_int_eq(ckh_file_pwrite(f, b + off, n, off), (int64_t)n);
+    ckh_file_close(f);
+    ck_assert_uint_eq(ckh_simfs_pending_count(d), 1);
+    bool explicit_zero = _i % 3 == 0;
+    enum ckh_crash_choice ch = CKH_CRASH_TORN_ZERO;
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, explicit_zero ? &ch : NULL, explicit_zero), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, "/f", CKH_O_RDONLY, &f), 0);
+    ck_assert_int_eq(ckh_file_pread(f, got, SZ, 0), SZ);
+    ckh_file_close(f);
+    ck_assert_int_eq(memcmp(got, a, off), 0);
+    ck_assert_int_eq(memcmp(got + off + n, a + off + n, SZ - off - n), 0);
+    if (!explicit_zero && memcmp(got + off, a + off, n) == 0)
+        goto out; /* dropped */
+    if (memcmp(got + off, b + off, n) == 0)
+        goto out; /* applied (or torn past the end) */
+    /* Torn: some cut (the write's start or a sector boundary inside it)
+     * with the new bytes before it and zeros or garbage after it. */
+    bool found = false;
+    for (uint64_t c = off; c < off + n && !found; c = (c / 512 + 1) * 512) {
+        if (memcmp(got + off, b + off, c - off) != 0)
+            break;
+        bool zeros = true;
+        for (uint64_t k = c; k < off + n; k++)
+            zeros = zeros && got[k] == 0;
+        found = zeros || (!explicit_zero && memcmp(got + c, b + c, off + n - c) != 0);
+    }
+    ck_assert_msg(found, "write [%llu, +%llu) read back in a state the model forbids",
+                  (unsigned long long)off, (unsigned long long)n);
+out:
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+/* S4: a created and fsynced file whose directory was never fsynced may
+ * vanish (POSIX_WEAK); after fsync_dir it never does. */
+START_TEST(test_dir_fsync_needed)
+{
+    int vanished = 0;
+    for (int s = 0; s < seeds(40); s++) {
+        for (int dirsync = 0; dirsync < 2; dirsync++) {
+            struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, (uint64_t)s, 0);
+            struct ckh_fs *fs = ckh_simfs_fs(d);
+            put_sync(fs, "/f", "data");
+            if (dirsync)
+                ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/"), 0);
+            ck_assert_int_eq(ckh_simfs_crash(d, -1, NULL, 0), 0);
+            char buf[16];
+            int64_t n = get(fs, "/f", buf, sizeof(buf));
+            if (dirsync || n >= 0) {
+                ck_assert_int_eq(n, 4);
+                ck_assert_str_eq(buf, "data");
+            } else {
+                ck_assert_int_eq(n, -ENOENT);
+                vanished++;
+            }
+            ckh_simfs_destroy(d);
+        }
+    }
+    ck_assert_int_gt(vanished, 0);
+    /* Explicit: dropping the creation drops the file whatever else. */
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, 1, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    put(fs, "/g", "xyz");
+    ck_assert_uint_eq(ckh_simfs_pending_count(d), 2);
+    enum ckh_crash_choice ch[2] = {CKH_CRASH_DROP, CKH_CRASH_APPLY};
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, ch, 2), 0);
+    ck_assert(!exists(fs, "/g"));
+    /* A file in a directory whose creation was dropped is unreachable. */
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/dd"), 0);
+    put_sync(fs, "/dd/h", "h");
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/dd"), 0);
+    enum ckh_crash_choice drop = CKH_CRASH_DROP;
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, &drop, 1), 0);
+    ck_assert(!exists(fs, "/dd"));
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+/* S3/S4: rename over a durable target is atomic at a crash. */
+START_TEST(test_rename_atomic)
+{
+    uint64_t seed = (uint64_t)_i;
+    struct ckh_simfs *d = mkdisk(_i % 2 ? CKH_CRASH_EXT4_ORDERED : CKH_CRASH_POSIX_WEAK, seed, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    put_sync(fs, "/ckpt", "old-content");
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/"), 0);
+    put(fs, "/ckpt.tmp", "new-content!");
+    if (_i % 4 < 2) {
+        struct ckh_file *f;
+        ck_assert_int_eq(ckh_fs_open(fs, "/ckpt.tmp", CKH_O_RDWR, &f), 0);
+        ck_assert_int_eq(ckh_file_fsync(f), 0);
+        ckh_file_close(f);
+    }
+    ck_assert_int_eq(ckh_fs_rename(fs, "/ckpt.tmp", "/ckpt"), 0);
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, NULL, 0), 0);
+    char buf[64];
+    int64_t n = get(fs, "/ckpt", buf, sizeof(buf));
+    ck_assert_int_ge(n, 0); /* never missing */
+    if (strcmp(buf, "old-content") != 0) {
+        /* the new file: complete when its data was fsynced, or under
+         * EXT4_ORDERED (data=ordered before the rename) */
+        if (_i % 4 < 2 || _i % 2)
+            ck_assert_str_eq(buf, "new-content!");
+        else
+            ck_assert_int_eq(n, 12);
+    }
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+START_TEST(test_ext4_ordered)
+{
+    /* An fsynced new file keeps its entry: fsync commits the journal. */
+    for (int s = 0; s < seeds(20); s++) {
+        struct ckh_simfs *d = mkdisk(CKH_CRASH_EXT4_ORDERED, (uint64_t)s, 0);
+        struct ckh_fs *fs = ckh_simfs_fs(d);
+        put_sync(fs, "/f", "data");
+        ck_assert_int_eq(ckh_simfs_crash(d, -1, NULL, 0), 0);
+        char buf[16];
+        ck_assert_int_eq(get(fs, "/f", buf, sizeof(buf)), 4);
+        ckh_simfs_destroy(d);
+    }
+    /* Journal prefix: dropping one entry op drops all later ones. */
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_EXT4_ORDERED, 9, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/a"), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/b"), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/c"), 0);
+    enum ckh_crash_choice ch[3] = {CKH_CRASH_APPLY, CKH_CRASH_DROP, CKH_CRASH_APPLY};
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, ch, 3), 0);
+    ck_assert(exists(fs, "/a"));
+    ck_assert(!exists(fs, "/b"));
+    ck_assert(!exists(fs, "/c"));
+    /* POSIX_WEAK keeps the same choices independent. */
+    struct ckh_simfs *p = mkdisk(CKH_CRASH_POSIX_WEAK, 9, 0);
+    struct ckh_fs *pfs = ckh_simfs_fs(p);
+    ck_assert_int_eq(ckh_fs_mkdir(pfs, "/a"), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(pfs, "/b"), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(pfs, "/c"), 0);
+    ck_assert_int_eq(ckh_simfs_crash(p, -1, ch, 3), 0);
+    ck_assert(exists(pfs, "/a") && !exists(pfs, "/b") && exists(pfs, "/c"));
+    /* data=ordered: the rename persists, so the data written before it does,
+     * even when its choice said drop. */
+    put_sync(fs, "/t", "");
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/"), 0);
+    put(fs, "/t", "fresh");         /* trunc (none: empty) + write */
+    ck_assert_int_eq(ckh_fs_rename(fs, "/t", "/final"), 0);
+    ck_assert_uint_eq(ckh_simfs_pending_count(d), 2);
+    enum ckh_crash_choice ch2[2] = {CKH_CRASH_DROP, CKH_CRASH_APPLY};
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, ch2, 2), 0);
+    char buf[16];
+    ck_assert_int_eq(get(fs, "/final", buf, sizeof(buf)), 5);
+    ck_assert_str_eq(buf, "fresh");
+    /* POSIX_WEAK: the same choices lose the data. */
+    put_sync(pfs, "/t", "");
+    ck_assert_int_eq(ckh_fs_fsync_dir(pfs, "/"), 0);
+    put(pfs, "/t", "fresh");
+    ck_assert_int_eq(ckh_fs_rename(pfs, "/t", "/final"), 0);
+    ck_assert_int_eq(ckh_simfs_crash(p, -1, ch2, 2), 0);
+    ck_assert_int_eq(get(pfs, "/final", buf, sizeof(buf)), 0);
+    ckh_simfs_destroy(d);
+    ckh_simfs_destroy(p);
+}
+END_TEST
+
+/* Builds the same history on a disk; used for determinism checks. */
+static void history(struct ckh_fs *fs)
+{
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/ck"), 0);
+    put_sync(fs, "/ck/a", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/ck"), 0);
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_fs_open(fs, "/ck/b", CKH_O_RDWR | CKH_O_CREAT, &f), 0);
+    struct ckh_gen g = {.seed = 5, .stream = 1, .offset = 0};
+    ck_assert_int_eq(ckh_file_pwrite_gen(f, &g, 5000, 0), 5000);
+    ck_assert_int_eq(ckh_file_pwrite(f, "zz", 2, 700), 2);
+    ckh_file_close(f);
+    ck_assert_int_eq(ckh_fs_rename(fs, "/ck/b", "/ck/a"), 0);
+    ck_assert_int_eq(ckh_fs_symlink(fs, "a", "/ck/latest"), 0);
+    ck_assert_int_eq(ckh_fs_unlink(fs, "/ck/latest"), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/ck/sub"), 0);
+    put(fs, "/ck/sub/c", "c");
+}
+
+START_TEST(test_determinism)
+{
+    uint64_t seed = (uint64_t)_i;
+    struct ckh_simfs *d1 = mkdisk(CKH_CRASH_POSIX_WEAK, seed, 0);
+    struct ckh_simfs *d2 = mkdisk(CKH_CRASH_POSIX_WEAK, seed, 0);
+    history(ckh_simfs_fs(d1));
+    history(ckh_simfs_fs(d2));
+    ck_assert_uint_eq(ckh_simfs_digest(d1, false), ckh_simfs_digest(d2, false));
+    ck_assert_int_eq(ckh_simfs_crash(d1, -1, NULL, 0), 0);
+    ck_assert_int_eq(ckh_simfs_crash(d2, -1, NULL, 0), 0);
+    ck_assert_uint_eq(ckh_simfs_digest(d1, false), ckh_simfs_digest(d2, false));
+    ckh_simfs_destroy(d1);
+    ckh_simfs_destroy(d2);
+
+    /* Explicit choices: the same list gives the same state on any seed. */
+    struct ckh_simfs *e1 = mkdisk(CKH_CRASH_POSIX_WEAK, 77, 0);
+    struct ckh_simfs *e2 = mkdisk(CKH_CRASH_POSIX_WEAK, 77, 0);
+    history(ckh_simfs_fs(e1));
+    history(ckh_simfs_fs(e2));
+    size_t n = ckh_simfs_pending_count(e1);
+    ck_assert_uint_eq(n, ckh_simfs_pending_count(e2));
+    enum ckh_crash_choice ch[32];
+    ck_assert_uint_le(n, 32);
+    struct ckh_rng rng;
+    ckh_rng_seed(&rng, seed);
+    for (size_t i = 0; i < n; i++) {
+        struct ckh_simfs_pending_info pi;
+        ck_assert_int_eq(ckh_simfs_pending_get(e1, i, &pi), 0);
+        uint64_t r = ckh_rng_below(&rng, pi.sectors ? 4 : 2);
+        ch[i] = (enum ckh_crash_choice)r;
+    }
+    ck_assert_int_eq(ckh_simfs_crash(e1, -1, ch, n), 0);
+    ck_assert_int_eq(ckh_simfs_crash(e2, -1, ch, n), 0);
+    ck_assert_uint_eq(ckh_simfs_digest(e1, false), ckh_simfs_digest(e2, false));
+    ck_assert_uint_eq(ckh_simfs_digest(e1, true), ckh_simfs_digest(e1, false));
+    ckh_simfs_destroy(e1);
+    ckh_simfs_destroy(e2);
+}
+END_TEST
+
+/* S1: generated data costs O(1) memory; 16 GiB in 4 MiB chunks. */
+START_TEST(test_generated_extents)
+{
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, 1, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_fs_open(fs, "/big", CKH_O_RDWR | CKH_O_CREAT, &f), 0);
+    uint64_t before = ckh_simfs_heap_bytes(d);
+    const uint64_t chunk = 4ull << 20, total = 16ull << 30;
+    for (uint64_t off = 0; off < total; off += chunk) {
+        struct ckh_gen g = {.seed = 42, .stream = 3, .offset = off};
+        ck_assert_int_eq(ckh_file_pwrite_gen(f, &g, chunk, off), (int64_t)chunk);
+    }
+    ck_assert_uint_lt(ckh_simfs_heap_bytes(d) - before, 64 * 1024);
+    ck_assert_uint_eq(ckh_simfs_pending_count(d), 2); /* creation + one merged write */
+    ck_assert_int_eq(ckh_file_fsync(f), 0);
+    ck_assert_uint_lt(ckh_simfs_heap_bytes(d) - before, 64 * 1024);
+    ck_assert_uint_eq(ckh_simfs_used_bytes(d), total);
+    unsigned char got[256], want[256];
+    struct ckh_gen g0 = {.seed = 42, .stream = 3, .offset = 0};
+    uint64_t probe = total - 1000;
+    ck_assert_int_eq(ckh_file_pread(f, got, sizeof(got), probe), (int64_t)sizeof(got));
+    ckh_gen_fill(&g0, probe, want, sizeof(want));
+    ck_assert_int_eq(memcmp(got, want, sizeof(got)), 0);
+
+    /* Overlapping literal write splits the extent; reads stitch it. */
+    ck_assert_int_eq(ckh_file_pwrite(f, "XY", 2, probe + 10), 2);
+    ck_assert_int_eq(ckh_file_pread(f, got, sizeof(got), probe), (int64_t)sizeof(got));
+    want[10] = 'X';
+    want[11] = 'Y';
+    ck_assert_int_eq(ckh_file_fsync(f), 0);
+    ck_assert_int_eq(memcmp(got, want, sizeof(got)), 0);
+
+    /* Faults at rest (S6) split extents and store only changed bytes. */
+    ck_assert_int_eq(ckh_simfs_flip_bit(d, "/big", (probe + 20) * 8 + 3), 0);
+    ck_assert_int_eq(ckh_simfs_zero_range(d, "/big", probe + 30, 5), 0);
+    ck_assert_int_eq(ckh_file_pread(f, got, sizeof(got), probe), (int64_t)sizeof(got));
+    want[20] ^= 8;
+    memset(want + 30, 0, 5);
+    ck_assert_int_eq(memcmp(got, want, sizeof(got)), 0);
+    ck_assert_int_eq(ckh_simfs_truncate_at_rest(d, "/big", probe + 100), 0);
+    ck_assert_int_eq(ckh_file_pread(f, got, sizeof(got), probe), 100);
+    ck_assert_uint_lt(ckh_simfs_heap_bytes(d) - before, 64 * 1024);
+    ckh_file_close(f);
+    /* Faults at rest reach the durable copy: they survive a crash. */
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/"), 0);
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, NULL, 0), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, "/big", CKH_O_RDONLY, &f), 0);
+    ck_assert_int_eq(ckh_file_pread(f, got, sizeof(got), probe), 100);
+    ck_assert_int_eq(memcmp(got, want, 100), 0);
+    ckh_file_close(f);
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+START_TEST(test_remove_tree)
+{
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, 1, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    ck_assert_int_eq(ckh_fs_mkdirs(fs, "/r/s"), 0);
+    put_sync(fs, "/r/s/f", "f");
+    ckh_simfs_sync_all(d);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/r/t"), 0); /* pending */
+    ck_assert_int_eq(ckh_simfs_remove_tree(d, "/r"), 0);
+    ck_assert(!exists(fs, "/r"));
+    ck_assert_int_eq(ckh_simfs_remove_tree(d, "/r"), -ENOENT);
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, NULL, 0), 0);
+    ck_assert(!exists(fs, "/r"));
+    ck_assert_uint_eq(ckh_simfs_used_bytes(d), 0);
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+/* S7 */
+START_TEST(test_capacity)
+{
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, 1, 1000);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    struct ckh_file *f;
+    static char buf[2000];
+    ck_assert_int_eq(ckh_fs_open(fs, "/f", CKH_O_RDWR | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, buf, 900, 0), 900);
+    ck_assert_int_eq(ckh_file_pwrite(f, buf, 200, 850), -ENOSPC);
+    ck_assert_uint_eq(ckh_simfs_used_bytes(d), 900); /* nothing written */
+    ck_assert_int_eq(ckh_file_pwrite(f, buf, 100, 800), 100); /* overwrite fits */
+    ck_assert_int_eq(ckh_file_ftruncate(f, 1001), -ENOSPC);
+    ck_assert_int_eq(ckh_file_ftruncate(f, 100), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, buf, 900, 100), 900);
+    ck_assert_uint_eq(ckh_simfs_used_bytes(d), 1000);
+    ckh_file_close(f);
+    ck_assert_int_eq(ckh_fs_unlink(fs, "/f"), 0);
+    ck_assert_uint_eq(ckh_simfs_used_bytes(d), 0);
+    ck_assert_ptr_nonnull(ckh_simfs_errmsg(d));
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+/* S6: Linux fsync error semantics. */
+START_TEST(test_fsync_lost)
+{
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, 1, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    put_sync(fs, "/f", "old");
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/"), 0);
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_fs_open(fs, "/f", CKH_O_RDWR, &f), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, "NEW", 3, 0), 3);
+    struct ckh_fault_action act = {.kind = CKH_FAULT_FSYNC_LOST};
+    ck_assert_int_eq(ckh_simfs_fault_next(d, CKH_OP_FSYNC, "/f", &act), 0);
+    ck_assert_int_eq(ckh_file_fsync(f), -EIO);
+    char buf[8];
+    ck_assert_int_eq(ckh_file_pread(f, buf, 3, 0), 3); /* cache still shows it */
+    ck_assert_int_eq(memcmp(buf, "NEW", 3), 0);
+    ck_assert_uint_eq(ckh_simfs_pending_count(d), 0);
+    ck_assert_int_eq(ckh_file_fsync(f), 0); /* retry: nothing dirty */
+    ckh_file_close(f);
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, NULL, 0), 0);
+    ck_assert_int_eq(get(fs, "/f", buf, sizeof(buf)), 3);
+    ck_assert_str_eq(buf, "old"); /* the data never reached the disk */
+
+    /* errno injection: the op fails and has no effect */
+    ck_assert_int_eq(ckh_simfs_fail_next(d, CKH_OP_MKDIR, "/m", ENOSPC), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/other"), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/m"), -ENOSPC);
+    ck_assert(!exists(fs, "/m"));
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/m"), 0);
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+/* S5: on a shared disk a node's crash resolves only its own ops. */
+START_TEST(test_shared_node_crash)
+{
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, (uint64_t)_i, 0);
+    struct ckh_simfs_mount m[] = {{"/shared", d}};
+    struct ckh_fs *v0, *v1;
+    ck_assert_int_eq(ckh_simfs_view_create(NULL, 0, m, 1, &v0), 0);
+    ck_assert_int_eq(ckh_simfs_view_create(NULL, 1, m, 1, &v1), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(v0, "/shared/d"), 0);
+    ck_assert_int_eq(ckh_fs_fsync_dir(v0, "/shared"), 0);
+    put(v0, "/shared/d/n0", "zero");
+    put(v1, "/shared/d/n1", "one");
+    /* node 1's fsync_dir does not flush node 0's entries */
+    ck_assert_int_eq(ckh_fs_fsync_dir(v1, "/shared/d"), 0);
+    ck_assert_uint_eq(ckh_simfs_pending_count(d), 3);
+    enum ckh_crash_choice drop[2] = {CKH_CRASH_DROP, CKH_CRASH_DROP};
+    ck_assert_int_eq(ckh_simfs_crash(d, 0, _i % 2 ? NULL : drop, _i % 2 ? 0 : 2), 0);
+    char buf[16];
+    ck_assert_int_eq(get(v1, "/shared/d/n1", buf, sizeof(buf)), 3);
+    ck_assert_uint_eq(ckh_simfs_pending_count(d), 1); /* node 1's write */
+    if (_i % 2 == 0)
+        ck_assert(!exists(v1, "/shared/d/n0"));
+    ck_assert_int_eq(ckh_simfs_crash(d, 1, NULL, 0), 0);
+    ck_assert_uint_eq(ckh_simfs_pending_count(d), 0);
+    ck_assert(exists(v1, "/shared/d/n1")); /* its entry was durable */
+    ckh_simfs_view_destroy(v0);
+    ckh_simfs_view_destroy(v1);
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+/* ---------------------------------------------------- with the simulator */
+
+static int64_t sim_results[4];
+
+static int prog_sim(struct ckh_env *env, void *arg)
+{
+    (void)arg;
+    static char buf[10000];
+    memset(buf, 'q', sizeof(buf));
+    struct ckh_file *f = NULL;
+    ck_assert_int_eq(ckh_fs_open(env->fs, "/w", CKH_O_RDWR | CKH_O_CREAT, &f), 0);
+    sim_results[0] = ckh_fs_mkdir(env->fs, "/m");                 /* ERRNO rule */
+    sim_results[1] = ckh_file_pwrite(f, buf, 100, 0);
+    sim_results[2] = ckh_file_fsync(f);                           /* FSYNC_LOST rule */
+    sim_results[3] = ckh_file_fsync(f);
+    ckh_file_pwrite(f, buf, sizeof(buf), 0);                      /* KILL_MID rule */
+    sim_results[0] = 999; /* never reached */
+    return 0;
+}
+
+START_TEST(test_with_sim)
+{
+    struct ckh_sim_config sc = {.seed = 3};
+    struct ckh_sim *sim = NULL;
+    ck_assert_int_eq(ckh_sim_create(&sc, &sim), 0);
+    struct ckh_simfs_config dc = {.name = "local0", .sector_bytes = 512, .seed = 5,
+                                  .latency_ns = 1000, .ns_per_kib = 10};
+    struct ckh_simfs *disk = NULL;
+    ck_assert_int_eq(ckh_sim_add_disk(sim, &dc, &disk), 0);
+    struct ckh_simfs_mount m = {.prefix = "/", .disk = disk};
+    struct ckh_node_config nc = {.name = "n0", .main = prog_sim, .rank = -1,
+                                 .mounts = &m, .nmounts = 1};
+    int id = -1;
+    ck_assert_int_eq(ckh_sim_add_node(sim, &nc, &id), 0);
+    struct ckh_fault_rule r = {.node = -1, .kind = CKH_OP_MKDIR, .epoch = -1, .step = -1};
+    r.action = (struct ckh_fault_action){.kind = CKH_FAULT_ERRNO, .err = EROFS};
+    ck_assert_int_eq(ckh_sim_add_fault(sim, &r), 0);
+    r.kind = CKH_OP_FSYNC;
+    r.action = (struct ckh_fault_action){.kind = CKH_FAULT_FSYNC_LOST};
+    ck_assert_int_eq(ckh_sim_add_fault(sim, &r), 0);
+    r.kind = CKH_OP_PWRITE;
+    r.nth = 2;
+    r.action = (struct ckh_fault_action){.kind = CKH_FAULT_KILL_MID, .keep_bytes = 3000};
+    ck_assert_int_eq(ckh_sim_add_fault(sim, &r), 0);
+    struct ckh_sim_result res;
+    ck_assert_int_eq(ckh_sim_run(sim, &res), 0);
+    ck_assert_int_eq(sim_results[0], -EROFS);
+    ck_assert_int_eq(sim_results[1], 100);
+    ck_assert_int_eq(sim_results[2], -EIO);
+    ck_assert_int_eq(sim_results[3], 0);
+    struct ckh_node_status st;
+    ck_assert_int_eq(ckh_sim_node_status(sim, id, &st), 0);
+    ck_assert_int_eq(st.state, CKH_NODE_KILLED);
+    struct ckh_fs *fs = ckh_simfs_fs(disk);
+    ck_assert(!exists(fs, "/m"));
+    struct ckh_stat sst;
+    ck_assert_int_eq(ckh_fs_stat(fs, "/w", &sst), 0);
+    ck_assert_uint_eq(sst.size_bytes, 3000); /* keep_bytes reached the cache */
+    ck_assert_uint_gt(ckh_sim_now_ns(sim), 0);
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+static Suite *simfs_suite(void)
+{
+    Suite *s = suite_create("simfs");
+    TCase *tc = tcase_create("posix");
+    tcase_add_test(tc, test_basic_posix);
+    tcase_add_test(tc, test_open_file_is_inode);
+    tcase_add_test(tc, test_views_and_mounts);
+    tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_capacity);
+    tcase_add_test(tc, test_fsync_lost);
+    tcase_add_test(tc, test_remove_tree);
+    suite_add_tcase(s, tc);
+    TCase *tcc = tcase_create("crash");
+    tcase_set_timeout(tcc, 60);
+    tcase_add_loop_test(tcc, test_synced_survives, 0, seeds(64));
+    tcase_add_loop_test(tcc, test_unsynced_write_outcomes, 0, seeds(96));
+    tcase_add_test(tcc, test_dir_fsync_needed);
+    tcase_add_loop_test(tcc, test_rename_atomic, 0, seeds(64));
+    tcase_add_test(tcc, test_ext4_ordered);
+    tcase_add_loop_test(tcc, test_determinism, 0, seeds(16));
+    tcase_add_loop_test(tcc, test_shared_node_crash, 0, 4);
+    suite_add_tcase(s, tcc);
+    TCase *tcg = tcase_create("generated");
+    tcase_set_timeout(tcg, 60);
+    tcase_add_test(tcg, test_generated_extents);
+    suite_add_tcase(s, tcg);
+    TCase *tcs = tcase_create("sim");
+    tcase_add_test(tcs, test_with_sim);
+    suite_add_tcase(s, tcs);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(simfs_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed != 0;
+}
