@@ -134,7 +134,7 @@ enum ckh_scn_corrupt_mode {
     CKH_SCN_CORRUPT_OLDER_VERSION, /* replace with its content `back` saves ago */
 };
 
-/* When is the fault's run number unset? CKH_SCN_RUN_ANY matches every run. */
+/* struct ckh_scn_trigger.run value that matches every run of the job. */
 #define CKH_SCN_RUN_ANY 0
 
 struct ckh_scn_trigger {

@@ -10,7 +10,8 @@
  * Protocol (sync strategies: every rank calls each step; async: each rank
  * alone, as its own master):
  *   create:  all-gather {strategy, is_master}: every rank must agree on the
- *            strategy and (sync) exactly one rank is master.
+ *            strategy and (sync) exactly one rank is master; a missing D is
+ *            created and its entry fsynced up to the root.
  *   prepare: vote force_save with an all-reduce (sync_any: max, sync_all:
  *            min); barrier; the master cleans up (removes temporary links,
  *            every folder without a commit marker except the one the pointer
@@ -168,8 +169,19 @@ int ckh_adir_create(struct ckh_env *env, const struct ckh_adir_config *cfg, stru
                       name, ckh_err_name(rc));
         goto out_free;
     }
-    if (d->is_master) {
+    if (d->is_master && !ckh_fs_exists(env->fs, d->out_dir)) {
+        /* Created here: make its entry (and its parents') durable, else
+         * a crash could take every checkpoint with it. */
         rc = ckh_fs_mkdirs(env->fs, d->out_dir);
+        char dir[CKH_PATH_MAX + 1];
+        snprintf(dir, sizeof dir, "%s", d->out_dir);
+        while (!rc && strcmp(dir, "/") != 0 && !no_fsync(d)) {
+            char parent[CKH_PATH_MAX + 1];
+            rc = ckh_path_dirname(dir, parent, sizeof parent);
+            if (!rc)
+                rc = ckh_fs_fsync_dir(env->fs, parent);
+            snprintf(dir, sizeof dir, "%s", parent);
+        }
         if (rc)
             goto out_free;
     }

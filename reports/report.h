@@ -130,8 +130,8 @@ struct ckh_report_progress {
     uint64_t elapsed_ms; /* wall time since the start (for the estimate only) */
 };
 
-/* Formats the progress line without newline, at most width columns for
- * the bar line (0: 80), e.g.
+/* Formats the progress line without newline, fitting width columns (0:
+ * 80; the bar keeps at least 10 cells, so a very narrow width overflows), e.g.
  *   "[#########...........]  12/40  2 failed  0 errors  ~0:21 left"
  * The estimate is elapsed/done * (total-done); "--:--" before the first.
  * Returns what snprintf returns. */

@@ -408,6 +408,17 @@ static int coll_call(struct ckh__node *n, const struct ckh__arrival *a, uint64_t
                         .len = len, .arg = arg};
     struct ckh_fault_action act;
     ckh__sim_enter(sim, &op, sim->cfg.coll_latency_ns, &act);
+    struct ckh__arrival alt;
+    if (act.kind == CKH_FAULT_MISMATCH) {
+        /* Join a different collective than the peers: no buffer of this
+         * call is touched, since a mismatched collective never completes. */
+        alt = *a;
+        alt.kind = a->kind == CKH_OP_BARRIER ? CKH_OP_ALLREDUCE : CKH_OP_BARRIER;
+        alt.count = 0;
+        alt.sbuf = NULL;
+        alt.rbuf = NULL;
+        a = &alt;
+    }
     int rc = act.kind == CKH_FAULT_ERRNO ? -act.err : coll_arrive(sim, n, a, timeout_ns);
     ckh__sim_leave(sim, &op, rc);
     return rc;

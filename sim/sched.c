@@ -58,7 +58,9 @@
  * CRASH_BEFORE and POWER_LOSS are carried out here; DELAY charges more
  * time here and is returned as NONE; KILL_AFTER is armed and executed by
  * ckh__sim_leave after the op's trace line; ERRNO, KILL_MID and
- * FSYNC_LOST are returned to the device. KILL_MID on an op other than
+ * FSYNC_LOST are returned to the device; CALL runs its callback here (the
+ * op then proceeds as if no fault fired); MISMATCH is returned to the
+ * collective layer (no effect on other ops). KILL_MID on an op other than
  * write/pwrite acts as KILL_BEFORE; FSYNC_LOST on an op other than
  * fsync/fdatasync has no effect. Rules of kind ALLOC are evaluated by the
  * node's allocator on every allocation (any action makes it fail);
@@ -80,7 +82,7 @@
 
 static const char *const fault_names[] = {
     "none", "errno", "kill_before", "kill_after", "kill_mid",
-    "crash_before", "power_loss", "delay", "fsync_lost",
+    "crash_before", "power_loss", "delay", "fsync_lost", "call", "mismatch",
 };
 
 enum stop_how { HOW_EXIT, HOW_KILL, HOW_CRASH, HOW_POWER };
@@ -554,6 +556,21 @@ void ckh__sim_enter(struct ckh_sim *sim, const struct ckh_op *op, uint64_t laten
         if (op->kind != CKH_OP_FSYNC && op->kind != CKH_OP_FDATASYNC)
             memset(act, 0, sizeof *act);
         break;
+    case CKH_FAULT_CALL: {
+        struct ckh_op o = *op;
+        o.node = cur->id;
+        o.phase = cur->phase;
+        o.epoch = cur->epoch;
+        o.step = cur->step;
+        if (act->call != NULL)
+            act->call(act->call_ctx, &o);
+        memset(act, 0, sizeof *act);
+        break;
+    }
+    case CKH_FAULT_MISMATCH:
+        if (ckh_op_class(op->kind) != CKH_OPC_COLL)
+            memset(act, 0, sizeof *act);
+        break;
     default:
         break;
     }
@@ -850,13 +867,27 @@ int ckh_sim_node_id(const struct ckh_sim *sim, const char *name)
     return CKH_ENOTFOUND;
 }
 
+void ckh_fault_rule_init(struct ckh_fault_rule *r)
+{
+    if (r == NULL)
+        return;
+    memset(r, 0, sizeof *r);
+    r->node = -1;
+    r->kind = -1;
+    r->epoch = -1;
+    r->step = -1;
+    r->nth = 1;
+}
+
 int ckh_sim_add_fault(struct ckh_sim *sim, const struct ckh_fault_rule *rule)
 {
     if (sim == NULL || rule == NULL)
         return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_add_fault: NULL argument");
     const struct ckh_fault_action *a = &rule->action;
-    if ((int)a->kind <= CKH_FAULT_NONE || a->kind > CKH_FAULT_FSYNC_LOST)
+    if ((int)a->kind <= CKH_FAULT_NONE || a->kind > CKH_FAULT_MISMATCH)
         return ckh__sim_err(sim, CKH_EINVAL, "fault rule: bad action kind %d", (int)a->kind);
+    if (a->kind == CKH_FAULT_CALL && a->call == NULL)
+        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: CALL needs a callback");
     if (a->kind == CKH_FAULT_ERRNO && a->err <= 0)
         return ckh__sim_err(sim, CKH_EINVAL, "fault rule: ERRNO needs a positive errno, got %d", a->err);
     if (rule->kind < -1 || rule->kind >= CKH_OP__COUNT)

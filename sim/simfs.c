@@ -1367,6 +1367,14 @@ static int rest_file(struct ckh_simfs *d, const char *path, struct sf_inode **ou
     return 0;
 }
 
+int ckh_simfs_set_capacity(struct ckh_simfs *d, uint64_t capacity_bytes)
+{
+    if (d == NULL)
+        return CKH_EINVAL;
+    d->cfg.capacity_bytes = capacity_bytes;
+    return 0;
+}
+
 int ckh_simfs_flip_bit(struct ckh_simfs *d, const char *path, uint64_t bit_off)
 {
     if (!d)

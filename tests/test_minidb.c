@@ -119,6 +119,37 @@ START_TEST(test_big_described_is_small)
 }
 END_TEST
 
+/* A large inline blob (streamed with its record written after its data)
+ * round-trips, and damage in its data or its record is refused. */
+START_TEST(test_large_inline)
+{
+    uint64_t n = (2u << 20) + 3, size;
+    unsigned char *d = malloc(n);
+    struct ckh_ws *back;
+    for (uint64_t i = 0; i < n; i++)
+        d[i] = (unsigned char)(i * 7 + (i >> 9));
+    ck_assert_int_eq(ckh_ws_set(ws, "n/big", CKH_DT_U8, 1, (uint64_t[]){n}, d), 0);
+    free(d);
+    ck_assert_int_eq(ckh_ws_set_i64(ws, "n/z", 5), 0);
+    ck_assert_int_eq(ckh_backend_save(db, "n", 1, ws, NULL, 0), 0);
+    size = file_size("/ckpt/n.1");
+    ck_assert_int_eq(ckh_ws_create(NULL, &back), 0);
+    ck_assert_int_eq(ckh_backend_load(db, "n", 1, back, NULL, 0, 0, NULL), 0);
+    ck_assert_uint_eq(ckh_ws_digest(back, NULL), ckh_ws_digest(ws, NULL));
+    ckh_ws_clear(back);
+    /* header is < 64 bytes; the big blob's record follows it */
+    ck_assert_int_eq(ckh_simfs_flip_bit(disk, "/ckpt/n.1", 8 * 70 + 3), 0);
+    ck_assert_int_eq(ckh_backend_load(db, "n", 1, back, NULL, 0, 0, NULL), CKH_ECORRUPT);
+    ck_assert_int_eq(ckh_simfs_flip_bit(disk, "/ckpt/n.1", 8 * 70 + 3), 0);
+    ck_assert_int_eq(ckh_simfs_flip_bit(disk, "/ckpt/n.1", 8 * (size / 2)), 0);
+    ck_assert_int_eq(ckh_backend_load(db, "n", 1, back, NULL, 0, 0, NULL), CKH_ECORRUPT);
+    ck_assert_uint_eq(ckh_ws_count(back), 0);
+    ck_assert_int_eq(ckh_backend_load(db, "n", 1, back, (const char *const[]){"n/z"}, 1, 0, NULL), 0);
+    ck_assert_uint_eq(ckh_ws_count(back), 1); /* a partial load reads only what it loads */
+    ckh_ws_destroy(back);
+}
+END_TEST
+
 /* Every truncation length is refused as truncated; ws stays untouched. */
 START_TEST(test_truncated)
 {
@@ -364,6 +395,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_roundtrip);
     tcase_add_test(tc, test_roundtrip_materialized);
     tcase_add_test(tc, test_big_described_is_small);
+    tcase_add_test(tc, test_large_inline);
     tcase_add_test(tc, test_truncated);
     tcase_add_test(tc, test_corrupt_every_bit);
     tcase_add_test(tc, test_foreign_and_not_a_file);

@@ -547,6 +547,39 @@ START_TEST(test_out_of_memory)
 }
 END_TEST
 
+/* Every prefix and a byte-flipped copy of every position of the full
+ * example parse or fail cleanly (no crash, no leak, error set). */
+START_TEST(test_truncations)
+{
+    FILE *f = fopen(data_path("good/full.yaml"), "rb");
+    ck_assert_ptr_nonnull(f);
+    static char text[8192];
+    size_t len = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    size_t stride = getenv("CKH_VALGRIND") ? 13 : 1;
+    for (size_t n = 0; n <= len; n += stride) {
+        for (int flip = 0; flip < 2; flip++) {
+            char saved = text[n];
+            if (flip && n < len)
+                text[n] = (char)(text[n] ^ 0x20);
+            struct ckh_scenario *s = NULL;
+            struct ckh_scn_error err;
+            int rc = ckh_scenario_parse_string(text, flip ? len : n, "cut.yaml", &opts, &s, &err);
+            text[n] = saved;
+            if (rc == 0) {
+                ck_assert_ptr_nonnull(s);
+                ckh_scenario_free(s);
+            } else {
+                ck_assert_msg(rc == CKH_EINVAL || rc == CKH_EPARSE, "len %zu: rc %d", n, rc);
+                ck_assert_ptr_null(s);
+                ck_assert_int_eq(err.code, rc);
+                ck_assert(err.msg[0] != '\0');
+            }
+        }
+    }
+}
+END_TEST
+
 /* ---- bad input: code, position and message ---- */
 
 #define J "job: {workload: seed-pipeline, nodes: 2}\n"
@@ -772,6 +805,7 @@ static Suite *scenario_suite(void)
     tcase_set_timeout(bad, 60);
     tcase_add_loop_test(bad, test_bad_input, 0, (int)(sizeof(bad_cases) / sizeof(bad_cases[0])));
     tcase_add_test(bad, test_bad_file_format);
+    tcase_add_test(bad, test_truncations);
     suite_add_tcase(s, bad);
     TCase *dir = tcase_create("folders");
     tcase_set_timeout(dir, 60);

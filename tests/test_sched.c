@@ -650,6 +650,62 @@ START_TEST(fs_trace_deterministic)
 }
 END_TEST
 
+START_TEST(kill_mid_write)
+{
+    int done = -1;
+    struct ckh_sim *sim = disk_sim(14, &done);
+    struct ckh_fault_rule r = rule_any();
+    r.kind = CKH_OP_PWRITE;
+    r.path_glob = "/d/f1";
+    r.keep_fraction = 0.5;
+    r.action.kind = CKH_FAULT_KILL_MID;
+    ck_assert_int_eq(ckh_sim_add_fault(sim, &r), 0);
+    run(sim);
+    ck_assert_int_eq(done, 0);
+    int64_t fi = find_rec(sim, 0, CKH_OP_FAULT, "/d/f1");
+    ck_assert_int_ge(fi, 0);
+    struct ckh_trace_rec fr;
+    ck_assert_int_eq(ckh_sim_trace_get(sim, (uint64_t)fi, &fr), 0);
+    ck_assert_str_eq(fr.path2, "pwrite:kill_mid");
+    ck_assert_uint_eq(fr.len, 2048);
+    ck_assert_int_ge(find_rec(sim, 0, CKH_OP_KILL, NULL), fi);
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+struct hook_ctx {
+    int calls;     /* ops seen */
+    int delay_at;  /* which op (1-based) to delay */
+};
+
+static void delay_hook(void *ctx, const struct ckh_op *op, struct ckh_fault_action *act)
+{
+    struct hook_ctx *h = ctx;
+    if (op->kind == CKH_OP_LOG && ++h->calls == h->delay_at) {
+        act->kind = CKH_FAULT_DELAY;
+        act->delay_ns = 1000000;
+    }
+}
+
+START_TEST(fault_hook)
+{
+    struct ckh_sim *sim = make_sim(2, true);
+    add_node(sim, "w", prog_msgs, NULL, -1);
+    struct hook_ctx h = {.delay_at = 3};
+    ckh_sim_set_fault_hook(sim, delay_hook, &h);
+    struct ckh_sim_result res = run(sim);
+    ck_assert_int_eq(h.calls, 10);
+    ck_assert_uint_eq(res.now_ns, 100 + 1000000);
+    int64_t fi = find_rec(sim, 0, CKH_OP_FAULT, "msg 2");
+    ck_assert_int_ge(fi, 0);
+    struct ckh_trace_rec fr;
+    ck_assert_int_eq(ckh_sim_trace_get(sim, (uint64_t)fi, &fr), 0);
+    ck_assert_int_eq((int64_t)fr.off, -1); /* from the hook */
+    ck_assert_uint_eq(fr.time_ns, 20);
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
     Suite *s = suite_create("sched");
@@ -671,6 +727,8 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, kill_at_nth_fs_op);
     tcase_add_test(tc, crash_and_power_loss);
     tcase_add_test(tc, fs_trace_deterministic);
+    tcase_add_test(tc, kill_mid_write);
+    tcase_add_test(tc, fault_hook);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -49,6 +49,11 @@ enum ckh_fault_kind {
     CKH_FAULT_DELAY,       /* the op takes delay_ns more virtual time */
     CKH_FAULT_FSYNC_LOST,  /* fsync: dirty data of the file is dropped, -EIO returned
                               (Linux semantics: a retry then reports success) */
+    CKH_FAULT_CALL,        /* call(call_ctx, op) runs, then the op proceeds normally
+                              (the harness changes data at rest at a trigger) */
+    CKH_FAULT_MISMATCH,    /* collective: this rank joins a different collective than
+                              its peers (a barrier for anything else, an allreduce for a
+                              barrier), so the group mismatches */
 };
 
 struct ckh_fault_action {
@@ -56,6 +61,8 @@ struct ckh_fault_action {
     int err;                  /* CKH_FAULT_ERRNO: positive errno (EIO, ENOSPC, ...) */
     uint64_t keep_bytes;      /* CKH_FAULT_KILL_MID: bytes of the write that land */
     uint64_t delay_ns;        /* CKH_FAULT_DELAY: extra virtual time */
+    void (*call)(void *ctx, const struct ckh_op *op); /* CKH_FAULT_CALL: the callback */
+    void *call_ctx;           /* CKH_FAULT_CALL: its context (borrowed) */
 };
 
 /* A scripted fault: fires on the nth (1-based) op that matches. */
@@ -73,6 +80,10 @@ struct ckh_fault_rule {
     bool repeat;               /* keep firing on every later match too */
     struct ckh_fault_action action; /* what to do */
 };
+
+/* Sets every selector of r to "any" (node, kind, epoch, step -1), nth 1,
+ * and the action to NONE; fill in what the rule needs afterwards. */
+void ckh_fault_rule_init(struct ckh_fault_rule *r);
 
 /* A hook consulted on every op after the rules; may set *act. */
 typedef void (*ckh_fault_hook)(void *ctx, const struct ckh_op *op, struct ckh_fault_action *act);

@@ -115,6 +115,10 @@ const char *ckh_simfs_errmsg(const struct ckh_simfs *d);
  * Materializes file contents in chunks: O(bytes) time, O(1) memory. */
 uint64_t ckh_simfs_digest(const struct ckh_simfs *d, bool durable);
 
+/* Changes the capacity limit (0: unlimited) from now on; data already
+ * written stays even when it exceeds the new limit. */
+int ckh_simfs_set_capacity(struct ckh_simfs *d, uint64_t capacity_bytes);
+
 /* Bytes currently used: the sum of live file sizes (what capacity_bytes
  * limits; holes count). */
 uint64_t ckh_simfs_used_bytes(const struct ckh_simfs *d);
