@@ -253,7 +253,7 @@ static void free_folders(struct ckh_adir *d, struct folder *f, size_t n)
 static int scan_folders(struct ckh_adir *d, struct folder **out, size_t *count)
 {
     struct ckh_listing l = {0};
-    int rc = ckh_fs_listdir(d->env->fs, d->out_dir, &l);
+    int rc = ckh_atomic_listdir(d->env->fs, d->env->alloc, d->out_dir, &l);
     if (rc)
         return dfail(d, rc, "listdir '%s': %s", d->out_dir, ckh_strerror(rc));
     struct folder *f = ckh_calloc(d->env->alloc, l.count ? l.count : 1, sizeof *f);
@@ -287,7 +287,7 @@ static int scan_folders(struct ckh_adir *d, struct folder **out, size_t *count)
     *out = f;
     *count = n;
 out_listing:
-    ckh_fs_listing_free(&l);
+    ckh_atomic_listing_free(d->env->alloc, &l);
     return rc;
 }
 
@@ -331,7 +331,7 @@ static int remove_tree(struct ckh_adir *d, const char *path, bool top)
         }
     }
     struct ckh_listing l = {0};
-    rc = ckh_fs_listdir(fs, path, &l);
+    rc = ckh_atomic_listdir(fs, d->env->alloc, path, &l);
     if (rc)
         return dfail(d, rc, "listdir '%s': %s", path, ckh_strerror(rc));
     for (size_t i = 0; i < l.count && !rc; i++) {
@@ -349,7 +349,7 @@ static int remove_tree(struct ckh_adir *d, const char *path, bool top)
         if (rc)
             dfail(d, rc, "removing '%s': %s", child, ckh_strerror(rc));
     }
-    ckh_fs_listing_free(&l);
+    ckh_atomic_listing_free(d->env->alloc, &l);
     if (rc)
         return rc;
     rc = ckh_fs_rmdir(fs, path);
@@ -376,7 +376,7 @@ static int cleanup(struct ckh_adir *d, uint64_t *next_n)
     char tmp_prefix[CKH_PATH_MAX + 1];
     snprintf(tmp_prefix, sizeof tmp_prefix, "%s.latest_checkpoint.tmp.", d->name);
     struct ckh_listing l = {0};
-    rc = ckh_fs_listdir(fs, d->out_dir, &l);
+    rc = ckh_atomic_listdir(fs, d->env->alloc, d->out_dir, &l);
     if (rc)
         return dfail(d, rc, "listdir '%s': %s", d->out_dir, ckh_strerror(rc));
     for (size_t i = 0; i < l.count && !rc; i++) {
@@ -393,7 +393,7 @@ static int cleanup(struct ckh_adir *d, uint64_t *next_n)
             dfail(d, rc, "unlink '%s': %s", p, ckh_strerror(rc));
         removed = true;
     }
-    ckh_fs_listing_free(&l);
+    ckh_atomic_listing_free(d->env->alloc, &l);
     if (rc)
         return rc;
 

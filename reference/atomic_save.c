@@ -41,6 +41,7 @@ int ckh_atomic_init(struct ckh_atomic *a, struct ckh_env *env, const struct ckh_
     memset(a, 0, sizeof *a);
     a->fs = env->fs;
     a->defects = defects;
+    a->alloc = env->alloc;
     const char *name = env->node ? ckh_node_name(env->node) : "node";
     size_t i = 0;
     /* Keep only characters that are safe inside a file name. */
@@ -66,6 +67,49 @@ int ckh_atomic_tmp_prefix(const char *path, const char *node, char *buf, size_t 
     return len < 0 || (size_t)len >= n ? CKH_EINVAL : 0;
 }
 
+int ckh_atomic_listdir(struct ckh_fs *fs, struct ckh_alloc *alloc, const char *dir,
+                       struct ckh_listing *out)
+{
+    if (!fs || !dir || !out)
+        return CKH_EINVAL;
+    struct ckh_listing l = {0};
+    int rc = ckh_fs_listdir(fs, dir, &l);
+    if (rc)
+        return rc;
+    struct ckh_listing c = {0};
+    c.entries = ckh_calloc(alloc, l.count ? l.count : 1, sizeof *c.entries);
+    if (!c.entries) {
+        rc = CKH_ENOMEM;
+        goto out_listing;
+    }
+    for (size_t i = 0; i < l.count; i++) {
+        c.entries[i].name = ckh_strdup(alloc, l.entries[i].name);
+        c.entries[i].type = l.entries[i].type;
+        if (!c.entries[i].name) {
+            c.count = i;
+            ckh_atomic_listing_free(alloc, &c);
+            rc = CKH_ENOMEM;
+            goto out_listing;
+        }
+    }
+    c.count = l.count;
+    *out = c;
+out_listing:
+    ckh_fs_listing_free(&l);
+    return rc;
+}
+
+void ckh_atomic_listing_free(struct ckh_alloc *alloc, struct ckh_listing *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->count; i++)
+        ckh_free(alloc, l->entries[i].name);
+    ckh_free(alloc, l->entries);
+    l->entries = NULL;
+    l->count = 0;
+}
+
 static bool no_fsync(const struct ckh_atomic *a)
 {
     return ckh_defect_on(a->defects, CKH_DEFECT_NO_FSYNC);
@@ -84,7 +128,7 @@ int ckh_atomic_clean_stale(struct ckh_atomic *a, const char *path)
         return afail(a, CKH_EINVAL, "path too long: '%s'", path);
     snprintf(fixed, sizeof fixed, "%s.temp", strrchr(path, '/') + 1);
     struct ckh_listing l = {0};
-    rc = ckh_fs_listdir(a->fs, dir, &l);
+    rc = ckh_atomic_listdir(a->fs, a->alloc, dir, &l);
     if (rc)
         return afail(a, rc, "listdir '%s': %s", dir, ckh_strerror(rc));
     size_t plen = strlen(prefix);
@@ -100,12 +144,12 @@ int ckh_atomic_clean_stale(struct ckh_atomic *a, const char *path)
             continue;
         rc = ckh_fs_unlink(a->fs, full);
         if (rc && rc != -ENOENT) {
-            ckh_fs_listing_free(&l);
+            ckh_atomic_listing_free(a->alloc, &l);
             return afail(a, rc, "unlink stale '%s': %s", full, ckh_strerror(rc));
         }
         removed += rc == 0;
     }
-    ckh_fs_listing_free(&l);
+    ckh_atomic_listing_free(a->alloc, &l);
     return removed;
 }
 

@@ -50,6 +50,11 @@ int ckh_backend_find(const char *name, const struct ckh_backend_ops **out, char 
     return CKH_ENOTFOUND;
 }
 
+const struct ckh_backend_ops *ckh_backend_at(size_t i)
+{
+    return i < registry_count ? registry[i] : NULL;
+}
+
 int ckh_backend_register(const struct ckh_backend_ops *ops)
 {
     if (!ops || !ops->name || !ops->name[0])

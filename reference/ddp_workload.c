@@ -306,6 +306,11 @@ static int load_train(struct trainer *t, const char *folder)
         t->model.mom_device[i] = dev;
         memcpy(t->model.mom[i], e->data, e->size_bytes);
     }
+    const struct ckh_ddp_sd_entry *lr = rc ? NULL : ckh_ddp_sd_find(&sd, "optim.lr");
+    if (!rc && (!lr || lr->size_bytes != sizeof t->lr))
+        rc = tfail(t, CKH_ENOTFOUND, "checkpoint lacks 'optim.lr'");
+    if (!rc)
+        memcpy(&t->lr, lr->data, sizeof t->lr);
     if (!rc)
         rc = get_i64(t, &sd, "sched.last_step", &last_step);
     if (!rc)

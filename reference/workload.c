@@ -496,7 +496,9 @@ int ckh_workload_node_main(struct ckh_env *env, void *arg)
         return rc;
     snprintf(a->result->node, sizeof a->result->node, "%s", node);
     a->result->finished = false;
-    return run_session(a->spec, env, node, -1, a->node_index, 1, a->result);
+    return run_session(a->spec, env, node,
+                       a->spec->resume_set && a->spec->resume_epoch >= 0 ? a->spec->resume_epoch : -1,
+                       a->node_index, 1, a->result);
 }
 
 int ckh_workload_run_local(const struct ckh_workload_spec *spec, struct ckh_env *env,

@@ -293,7 +293,9 @@ static int check_disk(struct ckh_simfs *disk, const struct crash_job *j)
             (void)num;
             /* The content names its own save count; it must be complete. */
             int k = 0;
-            if (n < 11 || sscanf(buf, "checkpoint %d", &k) != 1)
+            char text[64] = {0};
+            memcpy(text, buf, n < sizeof text - 1 ? n : sizeof text - 1);
+            if (n < 11 || sscanf(text, "checkpoint %d", &k) != 1)
                 bad = 5;
             snprintf(want, sizeof want, "checkpoint %d with some payload", k);
             if (!bad && (n != strlen(want) || memcmp(buf, want, n) != 0))

@@ -30,6 +30,7 @@
  * caller owns it (no heap). */
 struct ckh_atomic {
     struct ckh_fs *fs;                    /* target filesystem (borrowed) */
+    struct ckh_alloc *alloc;              /* scratch memory (the node's allocator) */
     char node[64];                        /* node name used in temporary names */
     struct ckh_rng rng;                   /* temporary-name stream */
     const struct ckh_defect_set *defects; /* switched-on defects (borrowed, may be NULL) */
@@ -60,6 +61,13 @@ int ckh_atomic_clean_stale(struct ckh_atomic *a, const char *path);
  * frees it with ckh_free(alloc, ...)), *n its size. */
 int ckh_atomic_read(struct ckh_fs *fs, struct ckh_alloc *alloc, const char *path, void **out,
                     size_t *n);
+/* Lists dir like ckh_fs_listdir, but into memory from alloc (NULL:
+ * system): the listing is released before any further op, so a node killed
+ * while walking it leaks nothing outside its allocator. Free with
+ * ckh_atomic_listing_free(alloc, ...). */
+int ckh_atomic_listdir(struct ckh_fs *fs, struct ckh_alloc *alloc, const char *dir,
+                       struct ckh_listing *out);
+void ckh_atomic_listing_free(struct ckh_alloc *alloc, struct ckh_listing *l);
 /* The temporary-name pattern prefix of path for node: "<path>.tmp.<node>.". */
 int ckh_atomic_tmp_prefix(const char *path, const char *node, char *buf, size_t n);
 

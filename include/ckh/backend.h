@@ -93,6 +93,8 @@ struct ckh_backend {
 /* Finds a backend by name: 0 and *out, or CKH_ENOTFOUND with a message in
  * msg (may be NULL) listing the known names. The returned table is static. */
 int ckh_backend_find(const char *name, const struct ckh_backend_ops **out, char *msg, size_t msglen);
+/* The i-th registered backend (NULL past the end), for listings. */
+const struct ckh_backend_ops *ckh_backend_at(size_t i);
 /* Adds a backend (static table, borrowed for the program's life).
  * CKH_EEXISTS for a taken name, CKH_EVERSION for version < 1 or above
  * CKH_BACKEND_ABI_VERSION, CKH_ELIMIT past 16 backends. */

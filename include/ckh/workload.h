@@ -36,6 +36,8 @@ struct ckh_workload_spec {
     const char *db_type;           /* backend (NULL: "minidb") */
     bool no_checkpoint;            /* run without a checkpoint manager */
     const char *only_node;         /* seed-pipeline: build only this node's tasks (NULL: all) */
+    bool resume_set;               /* node_main: resume from resume_epoch (else metadata decides) */
+    int64_t resume_epoch;          /* the epoch to resume from when resume_set */
 };
 
 #define CKH_WORKLOAD_BLOBS_MAX 1024

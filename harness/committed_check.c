@@ -1,0 +1,42 @@
+/* Oracle "committed": after every crash, the state on disk resolves to a
+ * fully committed checkpoint that loads (the metadata's resume point, or
+ * the `latest` pointer), as a restarted node would see it. */
+#include <stdio.h>
+
+#include "oracle.h"
+
+static bool applies(const struct ckh_scenario_run *r)
+{
+    if (ckh_oracle_faults_touch_data(r))
+        return false;
+    for (size_t i = 0; i < r->nruns; i++)
+        if (r->runs[i].crashed && r->runs[i].committed_detail[0])
+            return true;
+    return false;
+}
+
+static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int64_t *divergent)
+{
+    (void)divergent;
+    size_t crashes = 0;
+    for (size_t i = 0; i < r->nruns; i++) {
+        const struct ckh_run_info *ri = &r->runs[i];
+        if (!ri->crashed || !ri->committed_detail[0])
+            continue;
+        crashes++;
+        if (!ri->committed_ok) {
+            snprintf(detail, n, "after the crash in run %d: %s", ri->run, ri->committed_detail);
+            return false;
+        }
+    }
+    snprintf(detail, n, "after %zu crash%s the disks resolve to a committed checkpoint", crashes,
+             crashes == 1 ? "" : "es");
+    return true;
+}
+
+const struct ckh_oracle_ops ckh__oracle_committed = {
+    .name = "committed",
+    .description = "after every crash, latest/metadata resolves to a fully committed checkpoint",
+    .applies = applies,
+    .check = check,
+};

@@ -1,0 +1,53 @@
+/* Oracle "outcome": the job ended the way the scenario expects (pass,
+ * corruption-detected, deadlock, timeout, job-fails, save-fails). */
+#include <stdio.h>
+
+#include "oracle.h"
+
+static const char *observed(const struct ckh_scenario_run *r)
+{
+    if (r->deadlock_seen)
+        return "deadlock";
+    if (r->corruption_seen)
+        return "corruption-detected";
+    if (r->timeout_seen)
+        return "timeout";
+    if (!r->completed)
+        return "job-fails";
+    if (r->saves_failed > 0)
+        return "save-fails";
+    return "pass";
+}
+
+static bool applies(const struct ckh_scenario_run *r)
+{
+    (void)r;
+    return true;
+}
+
+static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int64_t *divergent)
+{
+    (void)divergent;
+    bool ok;
+    switch (r->sc->expect.outcome) {
+    case CKH_SCN_OUTCOME_PASS: ok = r->completed && !r->deadlock_seen; break;
+    case CKH_SCN_OUTCOME_CORRUPTION_DETECTED: ok = r->corruption_seen; break;
+    case CKH_SCN_OUTCOME_DEADLOCK: ok = r->deadlock_seen; break;
+    case CKH_SCN_OUTCOME_TIMEOUT: ok = r->timeout_seen; break;
+    case CKH_SCN_OUTCOME_JOB_FAILS: ok = !r->completed; break;
+    case CKH_SCN_OUTCOME_SAVE_FAILS: ok = r->completed && r->saves_failed > 0; break;
+    default: ok = false; break;
+    }
+    snprintf(detail, n, "expected outcome %s, got %s (%zu run%s, %llu failed save%s)",
+             ckh_scn_outcome_name(r->sc->expect.outcome), observed(r), r->nruns,
+             r->nruns == 1 ? "" : "s", (unsigned long long)r->saves_failed,
+             r->saves_failed == 1 ? "" : "s");
+    return ok;
+}
+
+const struct ckh_oracle_ops ckh__oracle_outcome = {
+    .name = "outcome",
+    .description = "the job ends as expected: pass, corruption-detected, deadlock, timeout, ...",
+    .applies = applies,
+    .check = check,
+};

@@ -1,0 +1,374 @@
+/* Tests for the DDP workload (reference/ddp_*.c) in the simulator: the
+ * schedule and state dicts, bit-identical resume after a halt at every
+ * step (world sizes 1, 2, 4, 8; accumulation 1 and 4; three saver
+ * strategies and keep_last 1, 2, unlimited), a machine crash at every
+ * filesystem op of a save, device mapping (GPU 0 out of memory at 8 ranks
+ * without it), strict and normalizing loads of "module." keys, and each
+ * DDP defect caught by the oracles. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckh/ddp.h"
+#include "ckh/err.h"
+#include "ckh/sim.h"
+#include "ckh/simfs.h"
+
+static bool under_valgrind(void)
+{
+    return getenv("CKH_VALGRIND") != NULL;
+}
+
+struct job {
+    struct ckh_sim *sim;                        /* the simulator */
+    struct ckh_simfs *disk;                     /* shared disk at "/" */
+    struct ckh_ddp_record *rec;                 /* oracle record */
+    struct ckh_ddp_node_arg args[CKH_DDP_MAX_RANKS]; /* node args */
+    int ids[CKH_DDP_MAX_RANKS];                 /* node ids */
+};
+
+static void job_start(struct job *j, struct ckh_ddp_config *cfg, uint64_t seed)
+{
+    memset(j, 0, sizeof *j);
+    struct ckh_sim_config sc = {.seed = seed};
+    ck_assert_int_eq(ckh_sim_create(&sc, &j->sim), 0);
+    struct ckh_simfs_config dc = {.name = "shared", .model = CKH_CRASH_POSIX_WEAK, .sector_bytes = 512};
+    ck_assert_int_eq(ckh_sim_add_disk(j->sim, &dc, &j->disk), 0);
+    ck_assert_int_eq(ckh_ddp_record_create(cfg, &j->rec), 0);
+    struct ckh_simfs_mount m = {"/", j->disk};
+    for (int r = 0; r < cfg->world; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "trainer_%d", r);
+        j->args[r] = (struct ckh_ddp_node_arg){cfg, r, j->rec};
+        struct ckh_node_config nc = {.name = name, .main = ckh_ddp_node_main, .arg = &j->args[r],
+                                     .mounts = &m, .nmounts = 1, .rank = r};
+        ck_assert_int_eq(ckh_sim_add_node(j->sim, &nc, &j->ids[r]), 0);
+    }
+}
+
+/* Runs until every node stops; a deadlock (a dead peer) kills the rest. */
+static void job_run(struct job *j, int world)
+{
+    struct ckh_sim_result res;
+    ck_assert_int_eq(ckh_sim_run(j->sim, &res), 0);
+    if (res.outcome == CKH_SIM_DEADLOCK) {
+        for (int r = 0; r < world; r++) {
+            struct ckh_node_status st;
+            ckh_sim_node_status(j->sim, j->ids[r], &st);
+            if (st.state == CKH_NODE_RUNNING)
+                ck_assert_int_eq(ckh_sim_kill(j->sim, j->ids[r], false), 0);
+        }
+    } else {
+        ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    }
+}
+
+static void job_restart(struct job *j, int world)
+{
+    ckh_sim_clear_faults(j->sim);
+    for (int r = 0; r < world; r++)
+        ck_assert_int_eq(ckh_sim_restart(j->sim, j->ids[r]), 0);
+    job_run(j, world);
+}
+
+static void job_end(struct job *j)
+{
+    ckh_sim_destroy(j->sim);
+}
+
+/* The uninterrupted run of cfg. */
+static struct ckh_ddp_record *reference_run(const struct ckh_ddp_config *cfg0)
+{
+    struct ckh_ddp_config cfg = *cfg0;
+    cfg.halt_after_step = 0;
+    cfg.defects.bits = 0;
+    struct job j;
+    job_start(&j, &cfg, 1);
+    job_run(&j, cfg.world);
+    ck_assert_msg(ckh_ddp_record_finished(j.rec), "reference run failed: %s",
+                  j.rec->ranks[0].errmsg);
+    struct ckh_ddp_record *rec = j.rec;
+    job_end(&j);
+    return rec;
+}
+
+/* Halts after step `halt`, resumes; returns the record (caller frees). */
+static struct ckh_ddp_record *halted_run(struct ckh_ddp_config *cfg, int64_t halt)
+{
+    struct job j;
+    cfg->halt_after_step = halt;
+    job_start(&j, cfg, 1);
+    job_run(&j, cfg->world);
+    cfg->halt_after_step = 0;
+    job_restart(&j, cfg->world);
+    struct ckh_ddp_record *rec = j.rec;
+    job_end(&j);
+    return rec;
+}
+
+static void expect_same(const struct ckh_ddp_record *ref, const struct ckh_ddp_record *run,
+                        const char *what)
+{
+    char msg[512];
+    int64_t first = -1;
+    int rc = ckh_ddp_record_compare(ref, run, &first, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s: diverges at step %lld: %s", what, (long long)first, msg);
+    rc = ckh_ddp_record_check_epochs(ref, run, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "%s: %s", what, msg);
+}
+
+START_TEST(test_schedule_and_sd)
+{
+    struct ckh_ddp_sched s = {.base_lr = 1.0f, .min_lr = 0.0f, .warmup_steps = 4, .total_steps = 14};
+    ck_assert_float_eq(ckh_ddp_sched_lr(&s), 0.25f);
+    s.last_step = 3;
+    ck_assert_float_eq(ckh_ddp_sched_lr(&s), 1.0f);
+    s.last_step = 8;
+    ck_assert_float_eq_tol(ckh_ddp_sched_lr(&s), 0.5f, 1e-6f);
+    s.last_step = 13;
+    ck_assert_float_eq_tol(ckh_ddp_sched_lr(&s), 0.0f, 1e-6f);
+
+    struct ckh_ddp_sd sd, back;
+    ckh_ddp_sd_init(&sd, NULL);
+    float w[3] = {1, 2, 3};
+    ck_assert_int_eq(ckh_ddp_sd_put(&sd, "module.fc1.weight", CKH_DT_F32, 0, w, sizeof w), 0);
+    ck_assert_int_eq(ckh_ddp_sd_put(&sd, "module.fc1.weight", CKH_DT_F32, 0, w, sizeof w), CKH_EEXISTS);
+    ck_assert_int_eq(ckh_ddp_sd_put(&sd, "x", CKH_DT_F32, 0, w, 5), CKH_EINVAL);
+    void *buf;
+    size_t n;
+    ck_assert_int_eq(ckh_ddp_sd_serialize(&sd, &buf, &n), 0);
+    ckh_ddp_sd_init(&back, NULL);
+    ck_assert_int_eq(ckh_ddp_sd_parse(&back, buf, n), 0);
+    ck_assert_uint_eq(back.count, 1);
+    ck_assert_int_eq(back.entries[0].device, 0);
+    ckh_ddp_sd_fini(&back);
+    ((unsigned char *)buf)[n / 2] ^= 4;
+    ck_assert_int_eq(ckh_ddp_sd_parse(&back, buf, n), CKH_ECORRUPT);
+    ck_assert_int_eq(ckh_ddp_sd_parse(&back, buf, 12), CKH_ETRUNCATED);
+    free(buf);
+
+    /* Strict and normalizing key matching. */
+    static const char *const want[] = {"fc1.weight", "fc1.bias"};
+    size_t idx[2];
+    char msg[256];
+    ck_assert_int_eq(ckh_ddp_match_keys(&sd, want, 2, CKH_DDP_KEYS_STRICT, idx, msg, sizeof msg),
+                     CKH_EMISMATCH);
+    ck_assert_str_eq(msg, "missing keys: [fc1.weight, fc1.bias]; unexpected keys: [module.fc1.weight]");
+    ck_assert_int_eq(ckh_ddp_match_keys(&sd, want, 2, CKH_DDP_KEYS_NORMALIZE, idx, msg, sizeof msg),
+                     CKH_EMISMATCH);
+    ck_assert_str_eq(msg, "missing keys: [fc1.bias]; unexpected keys: []");
+    ck_assert_int_eq(ckh_ddp_match_keys(&sd, want, 1, CKH_DDP_KEYS_NORMALIZE, idx, msg, sizeof msg), 0);
+    ck_assert_uint_eq(idx[0], 0);
+    ckh_ddp_sd_fini(&sd);
+}
+END_TEST
+
+/* Resume after a halt at every step: world sizes x accumulation. */
+START_TEST(test_resume_every_step)
+{
+    static const int worlds[] = {1, 2, 4, 8};
+    struct ckh_ddp_config cfg;
+    ckh_ddp_config_default(&cfg);
+    cfg.world = worlds[_i % 4];
+    cfg.accum = _i >= 4 ? 4 : 1;
+    cfg.batch = 2;
+    cfg.samples = 40;
+    cfg.epochs = 2;
+    cfg.ckpt_every = 3;
+    struct ckh_ddp_record *ref = reference_run(&cfg);
+    int64_t total = ref->ranks[0].final_step;
+    ck_assert_int_eq(total, (int64_t)ckh_ddp_total_steps(&cfg));
+    ck_assert_int_eq(ref->ranks[0].final_epoch, 2);
+    int64_t stride = under_valgrind() ? total / 2 + 1 : 1;
+    for (int64_t h = 1; h < total; h += stride) {
+        struct ckh_ddp_record *run = halted_run(&cfg, h);
+        char what[64];
+        snprintf(what, sizeof what, "world %d accum %u halt %lld", cfg.world, cfg.accum, (long long)h);
+        expect_same(ref, run, what);
+        ck_assert_int_eq(run->ranks[0].incarnations, 2);
+        ckh_ddp_record_destroy(run);
+    }
+    ckh_ddp_record_destroy(ref);
+}
+END_TEST
+
+/* Strategies x keep_last, with a halt mid-epoch and at an epoch end. */
+START_TEST(test_strategies)
+{
+    static const enum ckh_adir_strategy strat[] = {CKH_ADIR_SYNC_ANY, CKH_ADIR_SYNC_ALL,
+                                                   CKH_ADIR_ASYNC};
+    static const int keeps[] = {1, 2, -1};
+    struct ckh_ddp_config cfg;
+    ckh_ddp_config_default(&cfg);
+    cfg.world = 2;
+    cfg.strategy = strat[_i % 3];
+    cfg.keep_last = keeps[_i / 3];
+    struct ckh_ddp_record *ref = reference_run(&cfg);
+    int64_t per_epoch = ref->ranks[0].final_step / cfg.epochs;
+    int64_t halts[] = {per_epoch, per_epoch + 4, 2 * per_epoch - 1};
+    for (int k = 0; k < 3; k++) {
+        struct ckh_ddp_record *run = halted_run(&cfg, halts[k]);
+        expect_same(ref, run, "strategy");
+        ckh_ddp_record_destroy(run);
+    }
+    ckh_ddp_record_destroy(ref);
+}
+END_TEST
+
+/* A machine crash of rank 0 at every fs op of one save, then a restart of
+ * all ranks: the end is bit-identical to the reference. */
+START_TEST(test_crash_every_save_op)
+{
+    struct ckh_ddp_config cfg;
+    ckh_ddp_config_default(&cfg);
+    cfg.world = 2;
+    cfg.keep_last = 1;
+    struct ckh_ddp_record *ref = reference_run(&cfg);
+    int crashes = 0;
+    for (uint64_t k = 1; k < 400; k++) {
+        struct job j;
+        job_start(&j, &cfg, 1);
+        struct ckh_fault_rule r = {.node = j.ids[0], .kind = -1, .phase = "save", .epoch = -1,
+                                   .step = 10, .nth = k, .action = {.kind = CKH_FAULT_CRASH_BEFORE}};
+        ck_assert_int_eq(ckh_sim_add_fault(j.sim, &r), 0);
+        job_run(&j, cfg.world);
+        struct ckh_node_status st;
+        ckh_sim_node_status(j.sim, j.ids[0], &st);
+        bool crashed = st.state == CKH_NODE_KILLED;
+        if (crashed) {
+            crashes++;
+            job_restart(&j, cfg.world);
+            char what[64];
+            snprintf(what, sizeof what, "crash before save op %llu", (unsigned long long)k);
+            expect_same(ref, j.rec, what);
+        }
+        ckh_ddp_record_destroy(j.rec);
+        job_end(&j);
+        if (!crashed)
+            break;
+        if (under_valgrind())
+            k += 4;
+    }
+    ck_assert_int_gt(crashes, 10);
+    ckh_ddp_record_destroy(ref);
+}
+END_TEST
+
+/* Without a device mapping every rank loads onto GPU 0: out of memory at
+ * 8 ranks with a small capacity; with the mapping the run matches. */
+START_TEST(test_device_mapping)
+{
+    struct ckh_ddp_config cfg;
+    ckh_ddp_config_default(&cfg);
+    cfg.world = 8;
+    cfg.epochs = 1;
+    cfg.samples = 128;
+    cfg.ckpt_every = 1;
+    struct ckh_ddp_model m;
+    ck_assert_int_eq(ckh_ddp_model_init(&m, NULL, &cfg, 0), 0);
+    uint64_t mb = ckh_ddp_model_bytes(&m);
+    ckh_ddp_model_fini(&m);
+    cfg.device_capacity_bytes = 6 * mb; /* own weights + momentum + staging, with room */
+    struct ckh_ddp_record *ref = reference_run(&cfg);
+    struct ckh_ddp_record *run = halted_run(&cfg, 3);
+    expect_same(ref, run, "mapped load");
+    ckh_ddp_record_destroy(run);
+
+    cfg.no_map_location = true;
+    run = halted_run(&cfg, 3);
+    ck_assert(!ckh_ddp_record_finished(run));
+    int oom = 0;
+    for (int r = 0; r < cfg.world; r++) {
+        if (run->ranks[r].status == CKH_EOOM_DEVICE) {
+            oom++;
+            ck_assert_msg(strstr(run->ranks[r].errmsg, "GPU 0 out of memory") != NULL, "%s",
+                          run->ranks[r].errmsg);
+        }
+    }
+    ck_assert_int_gt(oom, 0);
+    ck_assert_uint_ge(run->devices.peak[0], 5 * mb);
+    ckh_ddp_record_destroy(run);
+    cfg.no_map_location = false;
+
+    /* The defect with room enough: no OOM, but momentum lives on GPU 0. */
+    cfg.device_capacity_bytes = 0;
+    cfg.world = 2;
+    ckh_ddp_record_destroy(ref);
+    ref = reference_run(&cfg);
+    ckh_defect_enable(&cfg.defects, CKH_DEFECT_NO_DEVICE_MAP);
+    run = halted_run(&cfg, 3);
+    ck_assert_int_ne(ckh_ddp_record_compare(ref, run, NULL, NULL, 0), 0);
+    ckh_ddp_record_destroy(run);
+    ckh_ddp_record_destroy(ref);
+}
+END_TEST
+
+START_TEST(test_module_prefix)
+{
+    struct ckh_ddp_config cfg;
+    ckh_ddp_config_default(&cfg);
+    struct ckh_ddp_record *ref = reference_run(&cfg);
+    ckh_defect_enable(&cfg.defects, CKH_DEFECT_MODULE_PREFIX_SAVED);
+    struct ckh_ddp_record *run = halted_run(&cfg, 6);
+    ck_assert(!ckh_ddp_record_finished(run));
+    ck_assert_int_eq(run->ranks[1].status, CKH_EMISMATCH);
+    ck_assert_msg(strstr(run->ranks[1].errmsg, "missing keys: [fc1.weight, fc1.bias, fc2.weight, "
+                                               "fc2.bias]; unexpected keys: [module.fc1.weight") != NULL,
+                  "%s", run->ranks[1].errmsg);
+    ckh_ddp_record_destroy(run);
+    cfg.keymode = CKH_DDP_KEYS_NORMALIZE;
+    run = halted_run(&cfg, 6);
+    expect_same(ref, run, "normalizing load");
+    ckh_ddp_record_destroy(run);
+    ckh_ddp_record_destroy(ref);
+}
+END_TEST
+
+/* Each DDP defect makes a mid-epoch resume differ from the reference. */
+START_TEST(test_ddp_defects_caught)
+{
+    static const enum ckh_defect defects[] = {
+        CKH_DEFECT_SAMPLER_PROGRESS_NOT_SAVED, CKH_DEFECT_RNG_NOT_SAVED,
+        CKH_DEFECT_SCHEDULER_REBUILT_AFTER_OPTIMIZER, CKH_DEFECT_RESUME_EPOCH_FROM_START};
+    struct ckh_ddp_config cfg;
+    ckh_ddp_config_default(&cfg);
+    struct ckh_ddp_record *ref = reference_run(&cfg);
+    ckh_defect_enable(&cfg.defects, defects[_i]);
+    struct ckh_ddp_record *run = halted_run(&cfg, 5);
+    char msg[256];
+    bool caught = ckh_ddp_record_compare(ref, run, NULL, msg, sizeof msg) != 0 ||
+                  ckh_ddp_record_check_epochs(ref, run, msg, sizeof msg) != 0;
+    ck_assert_msg(caught, "defect %s not caught", ckh_defect_name(defects[_i]));
+    if (defects[_i] == CKH_DEFECT_SAMPLER_PROGRESS_NOT_SAVED ||
+        defects[_i] == CKH_DEFECT_RESUME_EPOCH_FROM_START)
+        ck_assert_int_eq(ckh_ddp_record_check_epochs(ref, run, msg, sizeof msg), CKH_EMISMATCH);
+    ckh_ddp_record_destroy(run);
+    ckh_ddp_record_destroy(ref);
+}
+END_TEST
+
+static Suite *ddp_suite(void)
+{
+    Suite *s = suite_create("ddp");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, test_schedule_and_sd);
+    tcase_add_loop_test(tc, test_resume_every_step, 0, 8);
+    tcase_add_loop_test(tc, test_strategies, 0, 9);
+    tcase_add_test(tc, test_crash_every_save_op);
+    tcase_add_test(tc, test_device_mapping);
+    tcase_add_test(tc, test_module_prefix);
+    tcase_add_loop_test(tc, test_ddp_defects_caught, 0, 4);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(ddp_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed != 0;
+}
