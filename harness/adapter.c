@@ -7,6 +7,7 @@
 static const struct ckh_adapter_ops *const adapters[] = {
     &ckh__adapter_seed_pipeline,
     &ckh__adapter_param_server,
+    &ckh__adapter_ddp_train,
 };
 
 const struct ckh_adapter_ops *ckh_adapter_find(const char *workload)

@@ -69,10 +69,11 @@ struct ckh_adapter_ops {
     const char *name;        /* workload name as scenarios write it */
     const char *description; /* one line for `ckh list` */
     bool step_based;         /* progress and checkpoint cadence count steps, not epochs */
-    /* Builds an instance for sc's job. reference: a fault-free reference run
-     * (defect switches off). Bad options -> CKH_EINVAL with msg naming them. */
-    int (*create)(const struct ckh_scenario *sc, bool reference, void **out, char *msg,
-                  size_t msglen);
+    /* Builds an instance for sc's job run with seed. reference: a
+     * fault-free reference run (defect switches off). Bad options ->
+     * CKH_EINVAL with msg naming them. */
+    int (*create)(const struct ckh_scenario *sc, uint64_t seed, bool reference, void **out,
+                  char *msg, size_t msglen);
     void (*destroy)(void *inst);
     int (*node_count)(void *inst);
     /* Node i's name, collective rank (-1: none), program and argument. */
@@ -98,6 +99,7 @@ const struct ckh_adapter_ops *ckh_adapter_at(size_t i);
 /* The adapters (private to harness/; listed by adapter.c). */
 extern const struct ckh_adapter_ops ckh__adapter_seed_pipeline;
 extern const struct ckh_adapter_ops ckh__adapter_param_server;
+extern const struct ckh_adapter_ops ckh__adapter_ddp_train;
 
 /* True when rc is how a load reports refusing corrupt data. */
 bool ckh_rc_is_corruption(int rc);

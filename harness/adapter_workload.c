@@ -73,10 +73,11 @@ static void wl_destroy(void *p)
     free(w);
 }
 
-static int wl_create(const struct ckh_scenario *sc, bool reference, void **out, char *msg,
-                     size_t msglen)
+static int wl_create(const struct ckh_scenario *sc, uint64_t seed, bool reference, void **out,
+                     char *msg, size_t msglen)
 {
-    (void)reference; /* these workloads have no defect switches */
+    (void)seed;      /* these jobs draw nothing from the seed but their interleaving */
+    (void)reference; /* and have no defect switches */
     const struct ckh_workload *wl = ckh_workload_find(sc->job.workload);
     if (!wl) {
         snprintf(msg, msglen, "unknown workload '%s'", sc->job.workload);

@@ -4,19 +4,23 @@
 
 #include "oracle.h"
 
-static const char *observed(const struct ckh_scenario_run *r)
+/* How the job ended, then what happened on the way. */
+static void observed(const struct ckh_scenario_run *r, char *buf, size_t n)
 {
+    const char *end = !r->completed ? "job-fails" : r->saves_failed > 0 ? "save-fails" : "pass";
+    size_t used = (size_t)snprintf(buf, n, "%s", end);
+    const char *seen[4];
+    size_t k = 0;
     if (r->deadlock_seen)
-        return "deadlock";
+        seen[k++] = "deadlock";
     if (r->corruption_seen)
-        return "corruption-detected";
+        seen[k++] = "corruption-detected";
     if (r->timeout_seen)
-        return "timeout";
-    if (!r->completed)
-        return "job-fails";
-    if (r->saves_failed > 0)
-        return "save-fails";
-    return "pass";
+        seen[k++] = "collective timeout";
+    if (r->oom_seen)
+        seen[k++] = "device out of memory";
+    for (size_t i = 0; i < k && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "; seen: ", seen[i]);
 }
 
 static bool applies(const struct ckh_scenario_run *r)
@@ -38,8 +42,10 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
     case CKH_SCN_OUTCOME_SAVE_FAILS: ok = r->completed && r->saves_failed > 0; break;
     default: ok = false; break;
     }
+    char got[160];
+    observed(r, got, sizeof got);
     snprintf(detail, n, "expected outcome %s, got %s (%zu run%s, %llu failed save%s)",
-             ckh_scn_outcome_name(r->sc->expect.outcome), observed(r), r->nruns,
+             ckh_scn_outcome_name(r->sc->expect.outcome), got, r->nruns,
              r->nruns == 1 ? "" : "s", (unsigned long long)r->saves_failed,
              r->saves_failed == 1 ? "" : "s");
     return ok;

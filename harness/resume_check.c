@@ -21,10 +21,11 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
     for (size_t i = 0; i < ns; i++) {
         const struct ckh_step_record *w = &want->steps[i], *g = &got->steps[i];
         if (w->step != g->step || w->digest != g->digest) {
-            snprintf(detail, n, "step %" PRId64 ": state digest %016" PRIx64 ", reference %016" PRIx64 "%s%s",
-                     w->step, g->digest, w->digest, g->what[0] ? " (" : "", g->what[0] ? g->what : "");
-            if (g->what[0])
-                snprintf(detail + strlen(detail), n - strlen(detail), ")");
+            snprintf(detail, n,
+                     "first divergent step %" PRId64 ": state %016" PRIx64 ", reference %016" PRIx64
+                     "%s%s%s%s%s",
+                     w->step, g->digest, w->digest, g->what[0] ? "; got " : "", g->what,
+                     w->what[0] ? "; reference " : "", w->what, w->what[0] ? " (component digests)" : "");
             *divergent = w->step;
             return false;
         }

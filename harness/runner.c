@@ -441,7 +441,7 @@ static int build_sim(struct run_ctx *c, const struct ckh_scenario *sc, uint64_t 
     c->ad = ckh_adapter_find(sc->job.workload);
     if (!c->ad)
         return fail(c, CKH_EINVAL, "no adapter for workload '%s'", sc->job.workload);
-    if ((rc = c->ad->create(sc, reference, &c->inst, c->err, sizeof c->err)) != 0)
+    if ((rc = c->ad->create(sc, seed, reference, &c->inst, c->err, sizeof c->err)) != 0)
         return rc;
     c->step_based = c->ad->step_based;
     c->n = c->ad->node_count(c->inst);

@@ -508,6 +508,9 @@ static int train(struct trainer *t)
                 t->epoch_pos = 0;
             }
             fill_rec(t, &t->rr->steps[slot], step_epoch);
+            /* Each finished step is announced: triggers aim at steps, and
+             * the harness measures work lost to a crash in steps. */
+            ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
             bool due = (c->ckpt_every && t->step % (int64_t)c->ckpt_every == 0) ||
                        (epoch_end && c->ckpt_epoch_end);
             if (t->saver && due)

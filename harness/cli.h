@@ -1,0 +1,20 @@
+/* The `ckh` command line (harness/cli.c); harness/main.c only calls it. */
+#ifndef CKH_CLI_H
+#define CKH_CLI_H
+
+/* Exit statuses of the ckh command. */
+enum {
+    CKH_EXIT_OK = 0,        /* every scenario passed */
+    CKH_EXIT_FAILED = 1,    /* an oracle failed: the code under test misbehaved */
+    CKH_EXIT_BAD_INPUT = 2, /* malformed scenario, unknown option, missing file */
+    CKH_EXIT_INTERNAL = 3,  /* ckh itself failed, or a worker crashed or hung */
+};
+
+/* Runs the ckh command with argv (argv[0] is the program name); returns
+ * the exit status. Writes to stdout/stderr; may fork workers. */
+int ckh_cli_main(int argc, char **argv);
+
+/* `ckh validate-backend` (harness/validate.c): argv[0] is the verb. */
+int ckh_validate_main(int argc, char **argv);
+
+#endif

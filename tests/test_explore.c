@@ -1,0 +1,134 @@
+/* Tests of the crash-state explorer (harness/explore.c): every negative
+ * control in tests/backends/ is flagged with its diagnosis (rule E5), the
+ * correct backends (minidb, bk_good) pass every crash state, the fault
+ * catalogue (E7) and the bounds (E2, E3). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckh/err.h"
+#include "explore.h"
+#include "plugin.h"
+
+#ifndef CKH_BACKENDS_DIR
+#define CKH_BACKENDS_DIR "backends"
+#endif
+
+static struct ckh_plugin *load(const char *name)
+{
+    char path[1024], msg[512];
+    struct ckh_plugin *p = NULL;
+    snprintf(path, sizeof(path), "%s/lib%s.so", CKH_BACKENDS_DIR, name);
+    int rc = ckh_plugin_load(path, &p, msg, sizeof(msg));
+    ck_assert_msg(rc == 0, "%s: %s", path, msg);
+    return p;
+}
+
+static void cfg_init(struct ckh_explore_config *c, const struct ckh_backend_ops *ops,
+                     unsigned scenarios)
+{
+    memset(c, 0, sizeof(*c));
+    c->ops = ops;
+    c->model = CKH_CRASH_POSIX_WEAK;
+    c->sector_bytes = 512;
+    c->seed = 7;
+    c->scenarios = scenarios;
+}
+
+static void dump(const char *name, const struct ckh_explore_result *r)
+{
+    if (!getenv("CKH_EXPLORE_VERBOSE"))
+        return;
+    printf("%s: %llu states, %llu checked\n", name, (unsigned long long)r->stats.states,
+           (unsigned long long)r->stats.states_checked);
+    for (size_t i = 0; i < r->nvulns; i++)
+        printf("  [%s] %s: %s\n    state: %s\n    step: %s\n", r->vulns[i].scenario,
+               ckh_vuln_name(r->vulns[i].kind), r->vulns[i].symptom, r->vulns[i].state,
+               r->vulns[i].step);
+}
+
+/* Explores `name` and asserts that `expect` is among the findings (or that
+ * nothing is found when expect < 0). */
+static void expect_control(const char *name, unsigned scenarios, int expect)
+{
+    struct ckh_plugin *p = load(name);
+    struct ckh_explore_config c;
+    struct ckh_explore_result r;
+    char msg[256];
+    cfg_init(&c, ckh_plugin_ops(p), scenarios);
+    ck_assert_int_eq(ckh_explore_run(&c, &r, msg, sizeof(msg)), 0);
+    dump(name, &r);
+    if (expect < 0) {
+        ck_assert_msg(r.nvulns == 0, "%s: unexpected %s: %s / %s", name,
+                      ckh_vuln_name(r.nvulns ? r.vulns[0].kind : 0),
+                      r.nvulns ? r.vulns[0].symptom : "", r.nvulns ? r.vulns[0].step : "");
+        ck_assert_uint_gt(r.stats.states_checked, 0);
+    } else {
+        ck_assert_msg(ckh_explore_has(&r, (enum ckh_vuln_kind)expect), "%s: %s not found (%zu findings%s%s)",
+                      name, ckh_vuln_name((enum ckh_vuln_kind)expect), r.nvulns,
+                      r.nvulns ? ", first " : "", r.nvulns ? ckh_vuln_name(r.vulns[0].kind) : "");
+        for (size_t i = 0; i < r.nvulns; i++)
+            if (r.vulns[i].kind == (enum ckh_vuln_kind)expect)
+                ck_assert_msg(r.vulns[i].step[0] && r.vulns[i].state[0], "no step/state");
+    }
+    ckh_explore_result_free(&r);
+    ckh_plugin_unload(p);
+}
+
+START_TEST(test_minidb_passes)
+{
+    struct ckh_explore_config c;
+    struct ckh_explore_result r;
+    char msg[256];
+    cfg_init(&c, &ckh_minidb_ops, CKH_EXPLORE_ALL);
+    ck_assert_int_eq(ckh_explore_run(&c, &r, msg, sizeof(msg)), 0);
+    dump("minidb", &r);
+    ck_assert_msg(r.nvulns == 0, "minidb: %s: %s / %s / %s", ckh_vuln_name(r.nvulns ? r.vulns[0].kind : 0),
+                  r.nvulns ? r.vulns[0].symptom : "", r.nvulns ? r.vulns[0].state : "",
+                  r.nvulns ? r.vulns[0].step : "");
+    ck_assert_uint_gt(r.stats.states_checked, 5);
+    ckh_explore_result_free(&r);
+}
+END_TEST
+
+START_TEST(test_good_passes) { expect_control("bk_good", CKH_EXPLORE_ALL, -1); }
+END_TEST
+START_TEST(test_in_place) { expect_control("bk_in_place", CKH_EXPLORE_CRASHES, CKH_VULN_OVERWRITE_IN_PLACE); }
+END_TEST
+START_TEST(test_rename_nofsync) { expect_control("bk_rename_nofsync", CKH_EXPLORE_CRASHES, CKH_VULN_RENAME_BEFORE_DATA); }
+END_TEST
+START_TEST(test_no_dir_fsync) { expect_control("bk_no_dir_fsync", CKH_EXPLORE_CRASHES, CKH_VULN_NO_DIR_FSYNC); }
+END_TEST
+START_TEST(test_pointer_first) { expect_control("bk_pointer_first", CKH_EXPLORE_CRASHES, CKH_VULN_POINTER_BEFORE_DATA); }
+END_TEST
+START_TEST(test_retention_first) { expect_control("bk_retention_first", CKH_EXPLORE_CRASHES, CKH_VULN_RETENTION_BEFORE_COMMIT); }
+END_TEST
+START_TEST(test_fixed_tmp) { expect_control("bk_fixed_tmp", CKH_EXPLORE_TWO_RANKS, CKH_VULN_SHARED_TEMP_NAME); }
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("explore");
+    TCase *tc = tcase_create("controls");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_minidb_passes);
+    tcase_add_test(tc, test_good_passes);
+    tcase_add_test(tc, test_in_place);
+    tcase_add_test(tc, test_rename_nofsync);
+    tcase_add_test(tc, test_no_dir_fsync);
+    tcase_add_test(tc, test_pointer_first);
+    tcase_add_test(tc, test_retention_first);
+    tcase_add_test(tc, test_fixed_tmp);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed != 0;
+}
