@@ -200,10 +200,12 @@ static int ddp_create(const struct ckh_scenario *sc, uint64_t seed, bool referen
                 goto out_free;
             }
         }
-        /* gpu-oom faults shrink the emulated devices of the faulted run. */
+        /* gpu-oom faults shrink the emulated devices of the faulted run
+         * to what one rank needs: its weights and momentum plus one staged
+         * copy of a checkpoint, with a little room (5x the weights). */
         for (size_t i = 0; i < sc->nfaults; i++)
             if (sc->faults[i].act.kind == CKH_SCN_ACT_GPU_OOM && !cfg->device_capacity_bytes)
-                cfg->device_capacity_bytes = 3 * ((uint64_t)cfg->in_dim * cfg->hidden +
+                cfg->device_capacity_bytes = 5 * ((uint64_t)cfg->in_dim * cfg->hidden +
                                                   cfg->hidden + (uint64_t)cfg->hidden * cfg->out_dim +
                                                   cfg->out_dim) * sizeof(float);
     }

@@ -23,7 +23,8 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
                 continue; /* it finished: nothing to resume */
             if (was->progress < 0)
                 continue; /* died before any epoch started */
-            int64_t lost = was->progress - now->resumed_from;
+            /* Starting from scratch resumes from epoch/step 0's state. */
+            int64_t lost = was->progress - (now->resumed_from > 0 ? now->resumed_from : 0);
             if (lost > worst)
                 worst = lost;
             if (lost > r->interval) {

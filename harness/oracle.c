@@ -4,7 +4,7 @@
 #include "oracle.h"
 
 static const struct ckh_oracle_ops *const oracles[] = {
-    &ckh__oracle_outcome,   &ckh__oracle_liveness,       &ckh__oracle_hang,
+    &ckh__oracle_faults_fired, &ckh__oracle_outcome, &ckh__oracle_liveness, &ckh__oracle_hang,
     &ckh__oracle_reference, &ckh__oracle_golden,         &ckh__oracle_values,
     &ckh__oracle_resume,    &ckh__oracle_lost_work,      &ckh__oracle_committed,
     &ckh__oracle_no_corrupt_load, &ckh__oracle_determinism,
@@ -30,8 +30,6 @@ bool ckh_oracle_expects_pass(const struct ckh_scenario_run *r)
 
 bool ckh_oracle_faults_touch_data(const struct ckh_scenario_run *r)
 {
-    if (r->sc->job.ndefects > 0)
-        return true;
     for (size_t i = 0; i < r->sc->nfaults; i++) {
         switch (r->sc->faults[i].act.kind) {
         case CKH_SCN_ACT_ERRNO:

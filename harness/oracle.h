@@ -33,10 +33,12 @@ const struct ckh_oracle_ops *ckh_oracle_find(const char *name);
 /* Whether the scenario expects the job to complete normally (outcome pass). */
 bool ckh_oracle_expects_pass(const struct ckh_scenario_run *r);
 /* Whether the scenario's fault script can legitimately lose or refuse
- * data (errno, fsync, disk-full, corruption or removal faults, or defect
- * switches), so that crash-only properties do not apply. */
+ * data (errno, fsync, disk-full, corruption or removal faults), so that
+ * crash-only properties do not apply. Defect switches do not count: they
+ * are bugs the crash-only properties exist to catch. */
 bool ckh_oracle_faults_touch_data(const struct ckh_scenario_run *r);
 
+extern const struct ckh_oracle_ops ckh__oracle_faults_fired;
 extern const struct ckh_oracle_ops ckh__oracle_outcome;
 extern const struct ckh_oracle_ops ckh__oracle_reference;
 extern const struct ckh_oracle_ops ckh__oracle_golden;

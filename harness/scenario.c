@@ -1339,8 +1339,8 @@ static int parse_restart(struct pctx *p, const yaml_node_t *n, struct ckh_scn_re
 
 /* ---- expect ---- */
 
-static const char *const expect_keys[] = {"outcome", "reference", "golden",
-                                          "values",  "oracles",   "skip"};
+static const char *const expect_keys[] = {"outcome", "reference", "golden", "values",
+                                          "oracles", "skip",      "detect"};
 
 static int parse_expect(struct pctx *p, const yaml_node_t *n, struct ckh_scn_expect *x)
 {
@@ -1366,13 +1366,18 @@ static int parse_expect(struct pctx *p, const yaml_node_t *n, struct ckh_scn_exp
         (rc = get_name_list(p, v, "expect.oracles", o ? &o->oracles : NULL, &x->oracles,
                             &x->noracles)))
         return rc;
-    if ((v = get(p, n, "skip")) &&
-        (rc = get_name_list(p, v, "expect.skip", o ? &o->oracles : NULL, &x->skip, &x->nskip)))
+    const yaml_node_t *skip_node = get(p, n, "skip");
+    if (skip_node && (rc = get_name_list(p, skip_node, "expect.skip", o ? &o->oracles : NULL,
+                                         &x->skip, &x->nskip)))
+        return rc;
+    if ((v = get(p, n, "detect")) &&
+        (rc = get_name_list(p, v, "expect.detect", o ? &o->oracles : NULL, &x->detect,
+                            &x->ndetect)))
         return rc;
     for (size_t i = 0; i < x->nskip; i++)
         for (size_t j = 0; j < x->noracles; j++)
             if (!strcmp(x->skip[i], x->oracles[j]))
-                return fail(p, v, CKH_EINVAL, "oracle '%s' is both in 'oracles' and 'skip'",
+                return fail(p, skip_node, CKH_EINVAL, "oracle '%s' is both in 'oracles' and 'skip'",
                             x->skip[i]);
     return 0;
 }

@@ -234,6 +234,9 @@ struct ckh_scn_expect {
     size_t noracles;              /* number of oracles */
     const char **skip;            /* never run these */
     size_t nskip;                 /* number of skipped oracles */
+    const char **detect;          /* a planted defect must be detected: the scenario passes
+                                     only when each of these oracles reports a violation */
+    size_t ndetect;               /* number of oracles that must detect it */
 };
 
 /* ---- the scenario ---- */

@@ -464,6 +464,7 @@ static void fault_eval(struct ckh_sim *sim, struct ckh__node *n, const struct ck
         if (!rule_fires(f) || act->kind != CKH_FAULT_NONE)
             continue;
         *act = f->rule.action;
+        f->fired++;
         source = (int64_t)i;
         if (act->kind == CKH_FAULT_KILL_MID && act->keep_bytes == 0 && f->rule.keep_fraction > 0)
             act->keep_bytes = (uint64_t)((double)op->len * f->rule.keep_fraction);
@@ -498,6 +499,7 @@ bool ckh__sim_alloc_fault(struct ckh_sim *sim, struct ckh__node *n, uint64_t siz
             continue;
         if (rule_fires(f) && !fail) {
             fail = true;
+            f->fired++;
             record_fault(sim, n, &op, &f->rule.action, (int64_t)i);
         }
     }
@@ -922,6 +924,11 @@ int ckh_sim_add_fault(struct ckh_sim *sim, const struct ckh_fault_rule *rule)
 out_nomem:
     fault_free_strings(f);
     return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_fault: out of memory");
+}
+
+uint64_t ckh_sim_fault_fired(const struct ckh_sim *sim, size_t rule)
+{
+    return sim != NULL && rule < sim->nfaults ? sim->faults[rule].fired : 0;
 }
 
 void ckh_sim_clear_faults(struct ckh_sim *sim)

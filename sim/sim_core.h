@@ -101,6 +101,7 @@ struct ckh__fault {
     char *phase;                     /* owned copy */
     uint64_t matches;                /* matching ops seen */
     bool spent;                      /* fired and not repeating */
+    uint64_t fired;                  /* times its action was applied */
     struct ckh_rng rng;              /* probability draws */
 };
 

@@ -159,6 +159,9 @@ int ckh_sim_node_id(const struct ckh_sim *sim, const char *name);
 
 int ckh_sim_add_fault(struct ckh_sim *sim, const struct ckh_fault_rule *rule);
 void ckh_sim_clear_faults(struct ckh_sim *sim);
+/* How many times rule number `rule` (0-based, in order of addition since
+ * the last clear) applied its action; 0 for an unknown rule. */
+uint64_t ckh_sim_fault_fired(const struct ckh_sim *sim, size_t rule);
 void ckh_sim_set_fault_hook(struct ckh_sim *sim, ckh_fault_hook hook, void *ctx);
 
 /* Runs until every node has stopped, a deadlock, or a limit. */
