@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "fuzz.h"
 #include "oracle.h"
 
 #define RUN_TIME_LIMIT_NS (48ull * 3600 * 1000000000ull) /* a run hangs past 48 virtual hours */
@@ -65,6 +66,9 @@ struct run_ctx {
     struct ckh_simfs_mount *mounts;      /* [n * ndisks] */
     struct track *track;                 /* [n] */
     struct call_ctx *calls;              /* [nfaults] */
+    size_t *rule_fault;                  /* [nfaults]: scenario fault of each armed rule */
+    size_t nrules;                       /* rules armed for the current run */
+    struct ckh_scenario_run *rec;        /* where firing counts go (NULL: not counted) */
     bool step_based;                     /* progress counted in steps (training jobs) */
     char err[512];                       /* set-up error */
 };
@@ -316,6 +320,7 @@ static void call_at_trigger(void *ctx, const struct ckh_op *op)
 static int arm_faults(struct run_ctx *c, int run)
 {
     ckh_sim_clear_faults(c->sim);
+    c->nrules = 0;
     for (size_t i = 0; i < c->sc->nfaults; i++) {
         const struct ckh_scn_fault *f = &c->sc->faults[i];
         if (f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != run)
@@ -324,10 +329,17 @@ static int arm_faults(struct run_ctx *c, int run)
         if (node == -2)
             return fail(c, CKH_EINVAL, "line %d: the fault names a node the job does not have", f->line);
         bool at_rest_kind = ckh_scn_action_is_at_rest(f->act.kind) || f->act.kind == CKH_SCN_ACT_DISK_FULL;
+        if (c->rec) {
+            c->rec->fault_armed[i] = true;
+            if (f->act.kind == CKH_SCN_ACT_GPU_OOM)
+                c->rec->fault_fired[i]++; /* applied by the adapter to the devices */
+        }
         if (at_rest_kind && !f->on.matches_ops) {
             int rc = apply_at_rest(c, f, node);
             if (rc)
                 return rc;
+            if (c->rec)
+                c->rec->fault_fired[i]++;
             continue;
         }
         struct ckh_fault_rule r;
@@ -395,6 +407,7 @@ static int arm_faults(struct run_ctx *c, int run)
         }
         if (ckh_sim_add_fault(c->sim, &r) != 0)
             return fail(c, CKH_EINVAL, "line %d: %s", f->line, ckh_sim_errmsg(c->sim));
+        c->rule_fault[c->nrules++] = i;
     }
     return 0;
 }
@@ -428,6 +441,7 @@ static void ctx_free(struct run_ctx *c)
     free(c->mounts);
     free(c->track);
     free(c->calls);
+    free(c->rule_fault);
     memset(c, 0, sizeof *c);
 }
 
@@ -454,7 +468,8 @@ static int build_sim(struct run_ctx *c, const struct ckh_scenario *sc, uint64_t 
     c->mounts = calloc(nd * (size_t)c->n, sizeof *c->mounts);
     c->track = calloc((size_t)c->n, sizeof *c->track);
     c->calls = calloc(sc->nfaults ? sc->nfaults : 1, sizeof *c->calls);
-    if (!c->names || !c->disks || !c->mounts || !c->track || !c->calls)
+    c->rule_fault = calloc(sc->nfaults ? sc->nfaults : 1, sizeof *c->rule_fault);
+    if (!c->names || !c->disks || !c->mounts || !c->track || !c->calls || !c->rule_fault)
         return fail(c, CKH_ENOMEM, "out of memory");
 
     struct ckh_sim_config cfg = {
@@ -572,6 +587,10 @@ void ckh_scenario_run_free(struct ckh_scenario_run *r)
     for (size_t i = 0; i < r->nruns; i++)
         free(r->runs[i].nodes);
     free(r->runs);
+    free(r->fault_fired);
+    free(r->fault_armed);
+    r->fault_fired = NULL;
+    r->fault_armed = NULL;
     r->runs = NULL;
     r->nruns = 0;
 }
@@ -591,6 +610,15 @@ static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_fa
     out->runs = calloc(max_runs, sizeof *out->runs);
     if (!out->runs)
         return fail(c, CKH_ENOMEM, "out of memory");
+    if (with_faults) {
+        free(out->fault_fired);
+        free(out->fault_armed);
+        out->fault_fired = calloc(sc->nfaults ? sc->nfaults : 1, sizeof *out->fault_fired);
+        out->fault_armed = calloc(sc->nfaults ? sc->nfaults : 1, sizeof *out->fault_armed);
+        if (!out->fault_fired || !out->fault_armed)
+            return fail(c, CKH_ENOMEM, "out of memory");
+        c->rec = out;
+    }
     int rc;
     for (uint32_t run = 1; run <= max_runs; run++) {
         struct ckh_run_info *ri = &out->runs[out->nruns++];
@@ -613,6 +641,9 @@ static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_fa
         if ((rc = ckh_sim_run(c->sim, &res)) != 0)
             return fail(c, rc, "simulator: %s", ckh_sim_errmsg(c->sim));
         ri->outcome = res.outcome;
+        for (size_t k = 0; with_faults && c->rec && k < c->nrules; k++)
+            c->rec->fault_fired[c->rule_fault[k]] += ckh_sim_fault_fired(c->sim, k);
+        ri->trace_end = ckh_sim_trace_len(c->sim);
         snprintf(ri->report, sizeof ri->report, "%s", res.report);
         out->virtual_ns = res.now_ns;
         if (res.outcome == CKH_SIM_DEADLOCK)
@@ -822,23 +853,68 @@ static bool oracle_selected(const struct ckh_scenario *sc, const char *name)
     return false;
 }
 
+static bool must_detect(const struct ckh_scenario *sc, const char *name)
+{
+    for (size_t i = 0; i < sc->expect.ndetect; i++)
+        if (strcmp(sc->expect.detect[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* Runs every selected oracle that applies. Normally the first failing one
+ * fails the scenario. With expect.detect (a planted defect), the scenario
+ * passes only when each named oracle applies and reports a violation; the
+ * other oracles are recorded for information. */
 static void judge(const struct ckh_scenario_run *r, struct ckh_report_result *out)
 {
+    const struct ckh_scenario *sc = r->sc;
+    bool detect_mode = sc->expect.ndetect > 0;
+    size_t detected = 0;
     out->verdict = CKH_VERDICT_PASS;
     for (size_t i = 0; ckh_oracle_at(i); i++) {
         const struct ckh_oracle_ops *o = ckh_oracle_at(i);
-        if (!oracle_selected(r->sc, o->name) || !o->applies(r))
+        bool wanted = must_detect(sc, o->name);
+        if (!wanted && !oracle_selected(sc, o->name))
             continue;
+        if (!o->applies(r)) {
+            if (wanted && out->verdict == CKH_VERDICT_PASS) {
+                out->verdict = CKH_VERDICT_FAIL;
+                ckh_report_set(&out->failed_oracle, "%s", o->name);
+                ckh_report_set(&out->message, "the planted defect was to be detected by '%s', "
+                               "which does not apply to this run", o->name);
+            }
+            continue;
+        }
         char detail[1536] = "";
         int64_t divergent = -1;
         bool ok = o->check(r, detail, sizeof detail, &divergent);
+        if (detect_mode && wanted) {
+            char shown[1600];
+            snprintf(shown, sizeof shown, "%s: %s", ok ? "missed the planted defect" : "detected the planted defect", detail);
+            ckh_report_add_oracle(out, o->name, !ok, shown);
+            if (!ok) {
+                detected++;
+                if (out->first_divergent_step < 0)
+                    out->first_divergent_step = divergent;
+            } else if (out->verdict == CKH_VERDICT_PASS) {
+                out->verdict = CKH_VERDICT_FAIL;
+                ckh_report_set(&out->failed_oracle, "%s", o->name);
+                ckh_report_set(&out->message, "the planted defect went undetected: %s", detail);
+            }
+            continue;
+        }
         ckh_report_add_oracle(out, o->name, ok, detail);
-        if (!ok && out->verdict == CKH_VERDICT_PASS) {
+        if (!ok && !detect_mode && out->verdict == CKH_VERDICT_PASS) {
             out->verdict = CKH_VERDICT_FAIL;
             ckh_report_set(&out->failed_oracle, "%s", o->name);
             ckh_report_set(&out->message, "%s", detail);
             out->first_divergent_step = divergent;
         }
+    }
+    if (detect_mode && out->verdict == CKH_VERDICT_PASS && detected < sc->expect.ndetect) {
+        out->verdict = CKH_VERDICT_FAIL;
+        ckh_report_set(&out->message, "expected oracle(s) to detect the planted defect: %zu of %zu did",
+                       detected, sc->expect.ndetect);
     }
 }
 
@@ -867,10 +943,15 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
 
     if ((rc = reference(sc, seed, o, &r, err, sizeof err)) != 0)
         goto out_error;
-    if ((rc = build_sim(&c, sc, seed, false, false)) != 0 || (rc = execute(&c, &r, true)) != 0) {
+    if ((rc = build_sim(&c, sc, seed, false, o->on_trace || o->timeline)) != 0 ||
+        (rc = execute(&c, &r, true)) != 0) {
         snprintf(err, sizeof err, "%s", c.err);
         goto out_error;
     }
+    if (o->on_trace)
+        o->on_trace(o->on_trace_ctx, c.sim, &r);
+    if (o->timeline)
+        ckh_timeline_build(c.sim, &r, &out->timeline); /* harness/fuzz_timeline.c */
     if (o->check_determinism) {
         struct run_ctx c2;
         struct ckh_scenario_run r2;

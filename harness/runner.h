@@ -24,6 +24,8 @@
 
 #define CKH_RUNNER_MAX_NODES 1024
 
+struct ckh_scenario_run;
+
 struct ckh_run_options {
     bool seed_set;          /* use seed instead of the scenario's */
     uint64_t seed;          /* the --seed override */
@@ -31,6 +33,12 @@ struct ckh_run_options {
     const char *cache_dir;  /* reference-run cache folder (NULL: no cache) */
     const char *argv0;      /* the ckh command, for replay lines (NULL: "ckh") */
     bool check_determinism; /* run the faulted job twice and compare trace hashes */
+    /* Called with the faulted job's simulator (trace kept) and its record
+     * after the runs and before the oracles; NULL: no trace is kept. The
+     * simulator and record are borrowed for the call (harness/fuzz.c). */
+    void (*on_trace)(void *ctx, const struct ckh_sim *sim, const struct ckh_scenario_run *r);
+    void *on_trace_ctx;     /* passed to on_trace */
+    bool timeline;          /* fill out->timeline with the runs' per-node events */
 };
 
 /* Where a node stood when a run ended. */
@@ -57,6 +65,7 @@ struct ckh_run_info {
     char committed_detail[512];     /* what the committed look found */
     struct ckh_node_end *nodes;     /* per node (owned by the record) */
     size_t nnodes;                  /* number of nodes */
+    uint64_t trace_end;             /* trace length when the run ended */
 };
 
 /* A copy of an adapter's job result that outlives the adapter. */
@@ -84,6 +93,8 @@ struct ckh_scenario_run {
     bool timeout_seen;              /* some collective failed (timeout, dead peer, mismatch) */
     bool oom_seen;                  /* an emulated device ran out of memory */
     uint64_t saves_failed;          /* failed saves over all runs */
+    uint64_t *fault_fired;          /* per scenario fault: times it fired (owned) */
+    bool *fault_armed;              /* per scenario fault: armed in some run that happened (owned) */
     uint64_t virtual_ns;            /* virtual time, all runs */
     uint64_t trace_hash;            /* trace hash of the faulted job */
     uint64_t trace_hash2;           /* second execution when checking determinism (else 0) */
