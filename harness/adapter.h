@@ -79,6 +79,9 @@ struct ckh_adapter_ops {
     /* Node i's name, collective rank (-1: none), program and argument. */
     int (*node)(void *inst, int i, char *name, size_t namelen, int *rank, ckh_node_main *main,
                 void **arg);
+    /* The checkpoint interval in progress units (epochs, or steps when
+     * step_based): the most work a crash may cost. */
+    int64_t (*interval)(void *inst);
     /* Called before run `run` (1-based): resume_epoch -1 means "latest". */
     void (*before_run)(void *inst, int run, int64_t resume_epoch);
     /* Fills *out from the nodes' results (valid until destroy). */

@@ -253,6 +253,15 @@ static int ddp_node(void *p, int i, char *name, size_t namelen, int *rank, ckh_n
     return 0;
 }
 
+static int64_t ddp_interval(void *p)
+{
+    const struct ckh_ddp_config *c = &((struct ddp_inst *)p)->cfg;
+    if (c->ckpt_every)
+        return (int64_t)c->ckpt_every;
+    uint64_t per_epoch = ckh_ddp_total_steps(c) / (uint64_t)(c->epochs > 0 ? c->epochs : 1);
+    return per_epoch ? (int64_t)per_epoch : 1;
+}
+
 static void ddp_before_run(void *p, int run, int64_t resume_epoch)
 {
     (void)p, (void)run, (void)resume_epoch; /* ranks always resume from the latest commit */
@@ -432,6 +441,7 @@ const struct ckh_adapter_ops ckh__adapter_ddp_train = {
     .destroy = ddp_destroy,
     .node_count = ddp_node_count,
     .node = ddp_node,
+    .interval = ddp_interval,
     .before_run = ddp_before_run,
     .collect = ddp_collect,
     .verify = ddp_verify,

@@ -142,6 +142,12 @@ static int wl_node(void *p, int i, char *name, size_t namelen, int *rank, ckh_no
     return 0;
 }
 
+static int64_t wl_interval(void *p)
+{
+    (void)p;
+    return 1; /* the job runner checkpoints after every epoch */
+}
+
 static void wl_before_run(void *p, int run, int64_t resume_epoch)
 {
     struct wl_inst *w = p;
@@ -241,6 +247,7 @@ const struct ckh_adapter_ops ckh__adapter_seed_pipeline = {
     .destroy = wl_destroy,
     .node_count = wl_node_count,
     .node = wl_node,
+    .interval = wl_interval,
     .before_run = wl_before_run,
     .collect = wl_collect,
     .verify = wl_verify,
@@ -253,6 +260,7 @@ const struct ckh_adapter_ops ckh__adapter_param_server = {
     .destroy = wl_destroy,
     .node_count = wl_node_count,
     .node = wl_node,
+    .interval = wl_interval,
     .before_run = wl_before_run,
     .collect = wl_collect,
     .verify = wl_verify,

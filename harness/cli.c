@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "adapter.h"
+#include "fuzz.h"
+#include "shrink.h"
 #include "ckh/defects.h"
 #include "ckh/err.h"
 #include "ckh/ref.h"
@@ -351,7 +353,7 @@ static int cmd_run(int argc, char **argv, const char *argv0)
     memset(&a, 0, sizeof a);
     a.jobs = 1;
     a.ro.argv0 = argv0;
-    optind = 1;
+    optind = 0; /* 0: GNU getopt re-initializes (ckh_cli_main may run more than once) */
     int c;
     while ((c = getopt_long(argc, argv, "s:j:f:qh", longopts, NULL)) != -1) {
         char *end = NULL;
@@ -661,7 +663,7 @@ static int cmd_replay(int argc, char **argv)
     struct ckh_run_options ro;
     memset(&ro, 0, sizeof ro);
     const char *node = NULL, *op = NULL;
-    optind = 1;
+    optind = 0; /* 0: GNU getopt re-initializes (ckh_cli_main may run more than once) */
     int c;
     while ((c = getopt_long(argc, argv, "s:h", longopts, NULL)) != -1) {
         char *end = NULL;
@@ -721,6 +723,8 @@ static void print_usage(FILE *f)
             "  replay FILE --seed N    print the trace of one scenario's faulted job\n"
             "  validate-backend LIB    put a backend plugin through the fault catalogue and\n"
             "                          every crash state of its save protocol\n"
+            "  fuzz                    random fault schedules over many seeds, failures shrunk\n"
+            "  shrink FILE             minimize a failing scenario to its essential faults\n"
             "  help [COMMAND]          this help, or a command's\n"
             "\n"
             "Reference: docs/CLI.md. Scenario format: docs/SCENARIOS.md.\n");
@@ -752,6 +756,10 @@ int ckh_cli_main(int argc, char **argv)
         return cmd_replay(argc - 1, argv + 1);
     if (strcmp(cmd, "validate-backend") == 0)
         return ckh_validate_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "fuzz") == 0)
+        return ckh_fuzz_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "shrink") == 0)
+        return ckh_shrink_main(argc - 1, argv + 1);
     fprintf(stderr, "ckh: unknown command '%s'\n", cmd);
     print_usage(stderr);
     return CKH_EXIT_BAD_INPUT;

@@ -934,7 +934,6 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     r.sc = sc;
     r.seed = seed;
     r.source_dir = o->source_dir ? o->source_dir : ".";
-    r.interval = sc->job.every_epochs ? sc->job.every_epochs : sc->job.every_steps ? (int64_t)sc->job.every_steps : 1;
 
     ckh_report_set(&out->name, "%s", sc->name);
     ckh_report_set(&out->file, "%s", sc->file);
@@ -948,6 +947,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
         snprintf(err, sizeof err, "%s", c.err);
         goto out_error;
     }
+    r.interval = c.ad->interval ? c.ad->interval(c.inst) : 1;
     if (o->on_trace)
         o->on_trace(o->on_trace_ctx, c.sim, &r);
     if (o->timeline)

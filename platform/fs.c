@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/alloc.h"
 #include "ckh/err.h"
 #include "ckh/fs.h"
 
@@ -160,6 +161,7 @@ int ckh_fs_listdir(struct ckh_fs *fs, const char *path, struct ckh_listing *out)
         return CKH_EINVAL;
     out->entries = NULL;
     out->count = 0;
+    out->alloc = NULL;
     FS_CALL(fs, listdir, fs, path, out);
 }
 
@@ -196,8 +198,8 @@ void ckh_fs_listing_free(struct ckh_listing *l)
     if (!l)
         return;
     for (size_t i = 0; i < l->count; i++)
-        free(l->entries[i].name);
-    free(l->entries);
+        ckh_free(l->alloc, l->entries[i].name);
+    ckh_free(l->alloc, l->entries);
     l->entries = NULL;
     l->count = 0;
 }

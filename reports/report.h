@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct ckh_report_timeline;
+
 enum ckh_verdict {
     CKH_VERDICT_PASS = 0, /* every oracle passed */
     CKH_VERDICT_FAIL,     /* an oracle failed: the code under test misbehaved */
@@ -45,6 +47,8 @@ struct ckh_report_result {
     uint32_t restarts;            /* restarts performed */
     struct ckh_oracle_result *oracles; /* per-oracle outcomes, in the order they ran (owned) */
     size_t noracles;              /* number of oracles */
+    struct ckh_report_timeline *timeline; /* per-node events of every run for the HTML
+                                     report (owned; NULL: none; see the end of this file) */
 };
 
 /* Zeroes r and sets first_divergent_step to -1. */
@@ -155,5 +159,100 @@ size_t ckh__report_utf8_next(const unsigned char *s, uint32_t *cp);
 
 /* Formats a virtual duration for people: "0s", "340us", "12.5ms", "1.234s". */
 void ckh__report_fmt_ns(uint64_t ns, char *buf, size_t size);
+
+/* ==== HTML report and run timelines (reports/html.c) ====================
+ * Everything from here to the end of the file belongs to reports/html.c.
+ *
+ * A timeline is what the HTML report draws for one scenario: for every run
+ * of the faulted job, one row per node with its phases (epochs, steps,
+ * saves and loads as bars with their durations), collectives, faults as
+ * markers, crashes, kills, restarts and exits. The runner fills it when
+ * struct ckh_run_options.timeline is set (harness/fuzz_timeline.c builds
+ * it from the simulator's trace). Virtual time runs on across runs.
+ */
+
+/* X(ENUM, "name") */
+#define CKH_TL_KIND_MAP(X)                                                     \
+    X(PHASE, "phase")           /* a phase other than the ones below: bar */  \
+    X(EPOCH, "epoch")           /* an epoch or training step: bar */          \
+    X(SAVE, "save")             /* a checkpoint save: bar */                  \
+    X(LOAD, "load")             /* a checkpoint load: bar */                  \
+    X(COLLECTIVE, "collective") /* a collective operation: bar */             \
+    X(FAULT, "fault")           /* an injected fault fired: marker */         \
+    X(CRASH, "crash")           /* the node's machine crashed: marker */      \
+    X(KILL, "kill")             /* the node's process died: marker */         \
+    X(RESTART, "restart")       /* the node started again: marker */          \
+    X(EXIT, "exit")             /* the node's program returned: marker */
+
+enum ckh_tl_kind {
+#define CKH__TL_ENUM(e, s) CKH_TL_##e,
+    CKH_TL_KIND_MAP(CKH__TL_ENUM)
+#undef CKH__TL_ENUM
+        CKH_TL__COUNT
+};
+
+#define CKH_TL_LABEL_LEN 96
+#define CKH_TL_NODE_LEN 64
+#define CKH_TL_MAX_EVENTS 20000 /* further events are counted in `dropped` */
+
+struct ckh_report_tl_event {
+    uint32_t run;               /* 1-based run of the job */
+    int32_t node;               /* node index (row) */
+    enum ckh_tl_kind kind;      /* what */
+    uint64_t start_ns;          /* virtual start */
+    uint64_t end_ns;            /* virtual end (== start for markers) */
+    char label[CKH_TL_LABEL_LEN]; /* "epoch 3", "kill before pwrite /ckpt/a.3" */
+};
+
+struct ckh_report_tl_run {
+    uint64_t start_ns; /* virtual time when the run started */
+    uint64_t end_ns;   /* virtual time when it ended */
+};
+
+struct ckh_report_timeline {
+    char (*nodes)[CKH_TL_NODE_LEN];  /* node names, one row each (owned) */
+    uint32_t nnodes;                 /* rows */
+    struct ckh_report_tl_run *runs;  /* per run (owned) */
+    uint32_t nruns;                  /* runs */
+    struct ckh_report_tl_event *ev;  /* events, ordered by run then start (owned) */
+    size_t n;                        /* events */
+    size_t cap;                      /* allocated events */
+    uint64_t dropped;                /* events past CKH_TL_MAX_EVENTS, not kept */
+};
+
+/* Creates an empty timeline with nnodes rows and nruns runs (names "" and
+ * times 0 until set). *out is owned by the caller (ckh_report_timeline_free).
+ * Returns 0, CKH_EINVAL or CKH_ENOMEM. */
+int ckh_report_timeline_new(uint32_t nnodes, uint32_t nruns, struct ckh_report_timeline **out);
+/* Frees t and everything it owns. NULL is a no-op. */
+void ckh_report_timeline_free(struct ckh_report_timeline *t);
+/* Appends one event (label copied, truncated). Past CKH_TL_MAX_EVENTS the
+ * event is only counted. Returns 0, CKH_EINVAL or CKH_ENOMEM. */
+int ckh_report_timeline_add(struct ckh_report_timeline *t, uint32_t run, int32_t node,
+                            enum ckh_tl_kind kind, uint64_t start_ns, uint64_t end_ns,
+                            const char *label);
+/* Stable kind name ("save"); "?" out of range. */
+const char *ckh_tl_kind_name(enum ckh_tl_kind k);
+/* Binary transport (for forked workers): writes t to f / reads one back
+ * into *out (owned by the caller). A NULL t is written as "none" and read
+ * back as NULL. Returns 0, -EIO, CKH_ETRUNCATED, CKH_ECORRUPT, CKH_ENOMEM. */
+int ckh_report_timeline_write(FILE *f, const struct ckh_report_timeline *t);
+int ckh_report_timeline_read(FILE *f, struct ckh_report_timeline **out);
+
+/* Writes one self-contained HTML page (inline CSS, SVG and script; no
+ * external reference, opens offline): the summary, every scenario with its
+ * verdict and oracles, for a failure the oracle's detail (expected against
+ * actual) and the replay command, and for every scenario with a timeline
+ * one SVG per run with a row per node. The page's script marks itself
+ * done by adding an element with id "ckh-ok" (or "ckh-error" with the
+ * message when a script error happens), which browser tests look for.
+ * Returns 0, CKH_EINVAL (NULL f, or NULL rs with n > 0) or -EIO. */
+int ckh_report_html(FILE *f, const struct ckh_report_meta *meta, const struct ckh_report_result *rs,
+                    size_t n);
+
+/* Writes s with & < > " ' escaped as HTML entities; control characters
+ * other than newline and tab and invalid UTF-8 become U+FFFD. NULL writes
+ * nothing. */
+void ckh_report_html_escape(FILE *f, const char *s);
 
 #endif

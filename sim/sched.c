@@ -596,6 +596,14 @@ uint64_t ckh__sim_now_ns(struct ckh_sim *sim)
     return sim != NULL ? sim->now_ns : 0;
 }
 
+struct ckh_alloc *ckh__sim_node_alloc(struct ckh_sim *sim, int node)
+{
+    if (sim == NULL || node < 0 || node >= sim->nnodes)
+        return NULL;
+    struct ckh__node *n = sim->nodes[node];
+    return n->state == CKH_NODE_RUNNING ? &n->alloc : NULL;
+}
+
 int ckh__sim_current_node(struct ckh_sim *sim)
 {
     return sim != NULL && sim->cur != NULL ? sim->cur->id : -1;

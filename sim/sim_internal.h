@@ -56,6 +56,10 @@ int ckh__sim_block(struct ckh_sim *sim, const char *what, uint64_t deadline_ns);
 /* Makes a blocked node runnable at the current virtual time. */
 void ckh__sim_wake(struct ckh_sim *sim, int node);
 
+/* The accounting allocator of node id's current incarnation (memory from
+ * it is freed when the node dies), or NULL outside a running node. */
+struct ckh_alloc *ckh__sim_node_alloc(struct ckh_sim *sim, int node);
+
 /* A stream of the simulation's seeded randomness for a component, e.g.
  * the crash-model choices of a disk. Stable for (seed, name). */
 uint64_t ckh__sim_subseed(struct ckh_sim *sim, const char *name);

@@ -638,14 +638,17 @@ static int do_listdir(struct sf_view *v, const char *path, struct ckh_listing *o
     if (r.ino->type != CKH_FT_DIR)
         return -ENOTDIR;
     const struct sf_dir *dir = &r.ino->dir[SF_LIVE];
-    struct ckh_dirent *e = calloc(dir->nlive ? dir->nlive : 1, sizeof(*e));
+    /* Entries belong to the calling node's memory (freed if it dies). */
+    struct ckh_alloc *a = v->sim != NULL && v->node >= 0 ? ckh__sim_node_alloc(v->sim, v->node) : NULL;
+    struct ckh_dirent *e = ckh_calloc(a, dir->nlive ? dir->nlive : 1, sizeof(*e));
     if (!e)
         return CKH_ENOMEM;
+    out->alloc = a;
     size_t k = 0;
     for (uint32_t i = 0; i < dir->n; i++) {
         if (!dir->v[i].ino)
             continue;
-        e[k].name = strdup(dir->v[i].name);
+        e[k].name = ckh_strdup(a, dir->v[i].name);
         e[k].type = dir->v[i].ino->type;
         if (!e[k].name) {
             out->entries = e;

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckh/alloc.h"
 #include "ckh/rng.h"
 
 struct ckh_fs;
@@ -54,10 +55,13 @@ struct ckh_dirent {
 };
 
 /* A directory listing, sorted by name (bytewise) so iteration order is
- * deterministic. Free with ckh_fs_listing_free(). */
+ * deterministic. Free with ckh_fs_listing_free(). In the simulator the
+ * entries come from the calling node's allocator, so a node killed while
+ * it holds a listing leaks nothing. */
 struct ckh_listing {
     struct ckh_dirent *entries; /* count entries */
     size_t count;               /* number of entries */
+    struct ckh_alloc *alloc;    /* allocator of entries and names (NULL: the system's) */
 };
 
 struct ckh_fs_ops {
@@ -121,7 +125,7 @@ int ckh_fs_symlink(struct ckh_fs *fs, const char *target, const char *linkpath);
 int64_t ckh_fs_readlink(struct ckh_fs *fs, const char *path, char *buf, size_t bufsize);
 int ckh_fs_fsync_dir(struct ckh_fs *fs, const char *path);
 
-/* Frees a listing filled by ckh_fs_listdir (entries were malloc'd). */
+/* Frees a listing filled by ckh_fs_listdir (with the allocator it names). */
 void ckh_fs_listing_free(struct ckh_listing *l);
 
 /* Helpers built only on the ops (usable with any implementation). */

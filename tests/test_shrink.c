@@ -1,0 +1,214 @@
+/* Tests of shrinking (harness/shrink.c): the scenario writer round-trips
+ * every key; a hand-written failing scenario with irrelevant faults
+ * shrinks to the fault that matters, failing the same oracle, and the
+ * result replays deterministically; a probability trigger becomes an
+ * exact one; a passing or malformed scenario is refused. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckh/err.h"
+#include "runner.h"
+#include "shrink.h"
+
+static char *write_str(const struct ckh_scenario *sc)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(ckh_scenario_write(f, sc), 0);
+    fclose(f);
+    return buf;
+}
+
+static struct ckh_scenario *parse(const char *text)
+{
+    struct ckh_scn_options so;
+    ckh_fuzz_scn_options(&so);
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    int rc = ckh_scenario_parse_string(text, strlen(text), "t.yaml", &so, &sc, &err);
+    if (rc) {
+        char m[700];
+        ckh_scn_error_format(&err, m, sizeof m);
+        ck_abort_msg("does not parse: %s\n%s", m, text);
+    }
+    return sc;
+}
+
+static const char rich[] =
+    "name: rich\n"
+    "description: \"every kind of key\"\n"
+    "seed: 42\n"
+    "tags: [a, b]\n"
+    "job:\n"
+    "  workload: seed-pipeline\n"
+    "  nodes: 2\n"
+    "  epochs: 3\n"
+    "  backend: minidb\n"
+    "  checkpoint_dir: /data/ckpt\n"
+    "  checkpoint_every: {epochs: 1}\n"
+    "  options: {label: \"007\", flag: true}\n"
+    "  disks:\n"
+    "    - {name: shared, mount: /data, crash_model: ext4-ordered, sector: 512, capacity: 1MiB, latency: 2ms}\n"
+    "    - {name: local, mount: /local, shared: false}\n"
+    "  collective_timeout: 2s\n"
+    "faults:\n"
+    "  - {on: {node: 1, op: pwrite, path: \"/data/ckpt/*\", phase: save, nth: 2}, do: kill}\n"
+    "  - {on: {op: write}, do: kill, when: mid-write, at: 25%}\n"
+    "  - {on: {op: write, nth: 3}, do: kill, when: mid-write, at: 100}\n"
+    "  - {on: {op: open, epoch: 2, step: 1, time: 10ms, run: any}, do: errno, errno: EACCES}\n"
+    "  - {on: {op: fsync, probability: 0.25, repeat: true}, do: fsync-fail}\n"
+    "  - {do: disk-full, after: 4096, disk: shared}\n"
+    "  - {on: {op: fsync}, do: delay, duration: 50ms}\n"
+    "  - {on: {run: 2}, do: corrupt, mode: bit-flip, path: /data/ckpt/x, offset: 7, bit: 3}\n"
+    "  - {on: {run: 2}, do: corrupt, mode: zero-range, path: /data/ckpt/x, offset: 8, length: 16}\n"
+    "  - {on: {run: 2}, do: corrupt, mode: older-version, path: /data/ckpt/x.3, back: 2}\n"
+    "  - {on: {run: 2}, do: remove-dir, path: /data/ckpt}\n"
+    "  - {on: {run: 2}, do: stale-latest, path: /data/ckpt/latest}\n"
+    "  - {on: {run: 3}, do: dangling-latest}\n"
+    "  - {on: {node: trainer_0, op: fsync}, do: crash}\n"
+    "restart: {resume: epoch 2, max_restarts: 5, world_size: 1}\n"
+    "expect:\n"
+    "  outcome: corruption-detected\n"
+    "  reference: false\n"
+    "  values: {total.trainer_0: 145, blobs.trainer_0: \"a,b\"}\n"
+    "  skip: [liveness]\n";
+
+START_TEST(test_writer_round_trip)
+{
+    struct ckh_scenario *a = parse(rich);
+    char *t1 = write_str(a);
+    struct ckh_scenario *b = parse(t1);
+    char *t2 = write_str(b);
+    ck_assert_str_eq(t1, t2);
+    ck_assert_uint_eq(b->nfaults, a->nfaults);
+    ck_assert_uint_eq(b->job.ndisks, 2);
+    ck_assert_int_eq(b->faults[1].act.u.kill.at_is_fraction, true);
+    ck_assert(b->faults[1].act.u.kill.at_fraction == 0.25);
+    ck_assert_uint_eq(b->faults[2].act.u.kill.at_bytes, 100);
+    ck_assert(b->faults[4].on.probability == 0.25);
+    ck_assert_uint_eq(b->faults[3].on.run, CKH_SCN_RUN_ANY);
+    ck_assert_str_eq(b->faults[13].on.node_name, "trainer_0");
+    ck_assert_int_eq(b->restart.resume_epoch, 2);
+    ck_assert_int_eq(b->expect.outcome, CKH_SCN_OUTCOME_CORRUPTION_DETECTED);
+    ck_assert_str_eq(b->job.options[0].text, "007");
+    ck_assert_int_eq(b->job.options[0].type, CKH_SCN_STR);
+    ck_assert_str_eq(b->expect.values[1].text, "a,b");
+    ckh_scenario_free(a);
+    ckh_scenario_free(b);
+    free(t1);
+    free(t2);
+    ck_assert_int_eq(ckh_scenario_write(NULL, NULL), CKH_EINVAL);
+}
+END_TEST
+
+/* A defect plus a kill: the kill matters, the delays and the errno on a
+ * path nobody opens do not. */
+static const char failing[] =
+    "name: hand-written\n"
+    "job:\n"
+    "  workload: ddp-train\n"
+    "  ranks: 2\n"
+    "  epochs: 2\n"
+    "  saver: atomic-dir\n"
+    "  checkpoint_every: {steps: 2}\n"
+    "  defects: [rng-not-saved]\n"
+    "faults:\n"
+    "  - {on: {op: fsync, nth: 2}, do: delay, duration: 3ms}\n"
+    "  - {on: {op: open, path: /nowhere}, do: errno, errno: EIO}\n"
+    "  - {on: {node: 1, op: rename, nth: 3}, do: kill}\n"
+    "  - {on: {op: write, probability: 0.3, repeat: true}, do: delay, duration: 1ms}\n"
+    "  - {on: {op: stat, nth: 2, run: 2}, do: delay, duration: 2ms}\n"
+    "restart: {max_restarts: 3}\n";
+
+static void replay(const char *text, struct ckh_report_result *rr)
+{
+    struct ckh_scenario *sc = parse(text);
+    struct ckh_run_options ro = {0};
+    ckh_report_result_init(rr);
+    ck_assert_int_eq(ckh_harness_run(sc, &ro, rr), 0);
+    ckh_scenario_free(sc);
+}
+
+START_TEST(test_shrink_hand_written)
+{
+    if (!ckh_adapter_find("ddp-train")) {
+        fprintf(stderr, "test_shrink: SKIP: no ddp-train adapter\n");
+        return;
+    }
+    struct ckh_report_result before;
+    replay(failing, &before);
+    ck_assert_int_eq(before.verdict, CKH_VERDICT_FAIL);
+    char *out = NULL, msg[512];
+    struct ckh_shrink_stats st;
+    ck_assert_int_eq(ckh_shrink_text(failing, strlen(failing), "hand.yaml", NULL, &out, &st, msg, sizeof msg), 0);
+    ck_assert_str_eq(st.oracle, before.failed_oracle);
+    ck_assert_uint_eq(st.faults_before, 5);
+    ck_assert_uint_eq(st.faults_after, 1);
+    ck_assert(st.concrete);
+    ck_assert_uint_eq(st.nodes_before, 2);
+    ck_assert_ptr_nonnull(strstr(out, "do: kill"));
+    ck_assert_ptr_null(strstr(out, "probability"));
+    ck_assert_ptr_nonnull(strstr(out, st.oracle));
+    struct ckh_report_result a, b;
+    replay(out, &a);
+    replay(out, &b);
+    ck_assert_int_eq(a.verdict, CKH_VERDICT_FAIL);
+    ck_assert_str_eq(a.failed_oracle, before.failed_oracle);
+    ck_assert_str_eq(a.message, b.message);
+    /* Shrinking the result again changes nothing but the description. */
+    char *again = NULL;
+    struct ckh_shrink_stats st2;
+    ck_assert_int_eq(ckh_shrink_text(out, strlen(out), "hand.yaml", NULL, &again, &st2, msg, sizeof msg), 0);
+    ck_assert_uint_eq(st2.faults_after, 1);
+    ckh_report_result_clear(&before);
+    ckh_report_result_clear(&a);
+    ckh_report_result_clear(&b);
+    free(out);
+    free(again);
+}
+END_TEST
+
+START_TEST(test_shrink_refuses)
+{
+    char *out = NULL, msg[512];
+    const char pass[] = "job: {workload: seed-pipeline}\n";
+    ck_assert_int_eq(ckh_shrink_text(pass, strlen(pass), "pass.yaml", NULL, &out, NULL, msg, sizeof msg),
+                     CKH_EINVAL);
+    ck_assert_ptr_nonnull(strstr(msg, "does not fail"));
+    ck_assert_ptr_null(out);
+    const char bad[] = "job: {workload: seed-pipeline, epocs: 3}\n";
+    ck_assert_int_eq(ckh_shrink_text(bad, strlen(bad), "bad.yaml", NULL, &out, NULL, msg, sizeof msg),
+                     CKH_EINVAL);
+    ck_assert_ptr_nonnull(strstr(msg, "epocs"));
+    ck_assert_int_eq(ckh_shrink_text(NULL, 0, NULL, NULL, &out, NULL, NULL, 0), CKH_EINVAL);
+    char *argv[] = {"shrink", NULL};
+    ck_assert_int_eq(ckh_shrink_main(1, argv), 2);
+    char *argv2[] = {"shrink", "/nonexistent/file.yaml", NULL};
+    ck_assert_int_eq(ckh_shrink_main(2, argv2), 2);
+}
+END_TEST
+
+static Suite *shrink_suite(void)
+{
+    Suite *s = suite_create("shrink");
+    TCase *tc = tcase_create("shrink");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_writer_round_trip);
+    tcase_add_test(tc, test_shrink_hand_written);
+    tcase_add_test(tc, test_shrink_refuses);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(shrink_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
