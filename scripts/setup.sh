@@ -10,7 +10,9 @@ CKH_BUILD=${CKH_BUILD:-$CKH_ROOT/build}
 # package name -> a file or command that shows it is installed
 need=()
 check_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed" || need+=("$1"); }
-for p in build-essential cmake pkg-config check lcov valgrind libjemalloc-dev libyaml-dev; do
+# CKH_SETUP_EXTRA names more packages a caller needs (scripts/test.sh adds
+# chromium, the headless browser the HTML report test renders in).
+for p in build-essential cmake pkg-config check lcov valgrind libjemalloc-dev libyaml-dev ${CKH_SETUP_EXTRA:-}; do
   check_pkg "$p"
 done
 

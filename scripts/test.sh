@@ -5,7 +5,7 @@
 # run the suite under valgrind memcheck. Exit status 0 only if all pass.
 set -euo pipefail
 CKH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$CKH_ROOT/scripts/setup.sh"
+CKH_SETUP_EXTRA="chromium" bash "$CKH_ROOT/scripts/setup.sh"
 
 jobs=$(nproc)
 echo "== tests (optimized build)"
