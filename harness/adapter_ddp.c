@@ -287,6 +287,7 @@ static int ddp_collect(void *p, struct ckh_job_result *out)
         o->epochs = rr->final_epoch;
         o->total = rr->final_step;
         o->resumed_from = rr->resumed_step;
+        o->saves_failed = rr->saves_failed;
         uint64_t h = CKH_HASH_INIT;
         h = fold(h, rr->final.weights);
         h = fold(h, rr->final.optim);

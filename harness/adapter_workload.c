@@ -94,6 +94,7 @@ static int wl_create(const struct ckh_scenario *sc, uint64_t seed, bool referenc
     snprintf(w->backend, sizeof w->backend, "%s", sc->job.backend ? sc->job.backend : "minidb");
     w->spec.prefix = w->prefix;
     w->spec.db_type = w->backend;
+    w->spec.coll_timeout_ns = sc->job.collective_timeout_ns;
     if ((rc = apply_options(sc, &w->spec, msg, msglen)) != 0)
         goto out_free;
     w->n = wl->node_count(&w->spec);
@@ -136,7 +137,7 @@ static int wl_node(void *p, int i, char *name, size_t namelen, int *rank, ckh_no
     int rc = w->spec.wl->node_name(&w->spec, i, name, namelen);
     if (rc)
         return rc;
-    *rank = i; /* param-server transfers use point-to-point by node index */
+    *rank = w->spec.wl->collective ? i : -1; /* param-server: point-to-point by node index */
     *main = w->spec.wl->node_main;
     *arg = &w->args[i];
     return 0;

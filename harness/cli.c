@@ -143,6 +143,12 @@ static int result_write(const char *path, const struct ckh_report_result *r)
         fwrite(&passed, 1, 1, f);
         put_str(f, r->oracles[i].detail);
     }
+    uint8_t has_timeline = r->timeline != NULL;
+    fwrite(&has_timeline, 1, 1, f);
+    if (has_timeline && ckh_report_timeline_write(f, r->timeline) != 0) {
+        fclose(f);
+        return -EIO;
+    }
     return fclose(f) == 0 ? 0 : -EIO;
 }
 
@@ -184,6 +190,12 @@ static int result_read(const char *path, struct ckh_report_result *r)
         free(name);
         free(detail);
     }
+    uint8_t has_timeline = 0;
+    rc = CKH_ETRUNCATED;
+    if (fread(&has_timeline, 1, 1, f) != 1)
+        goto out;
+    if (has_timeline && (rc = ckh_report_timeline_read(f, &r->timeline)) != 0)
+        goto out;
     rc = 0;
 out:
     fclose(f);
@@ -236,6 +248,7 @@ struct run_args {
     const char *filter;        /* --filter */
     const char *junit;         /* --junit FILE */
     const char *json;          /* --json FILE */
+    const char *html;          /* --html FILE */
     bool quiet;                /* --quiet: summary only */
 };
 
@@ -261,6 +274,7 @@ static void print_usage_run(FILE *f)
             "  --filter GLOBS       only scenarios whose name matches a comma-separated glob\n"
             "  --junit FILE         write a JUnit XML report\n"
             "  --json FILE          write a JSON report (schema: docs/SCENARIOS.md)\n"
+            "  --html FILE          write a self-contained HTML report with per-node timelines\n"
             "  --check-determinism  run each faulted job twice and compare trace hashes\n"
             "  --quiet              print only failures and the summary\n"
             "  -h, --help           this help\n"
@@ -346,6 +360,7 @@ static int cmd_run(int argc, char **argv, const char *argv0)
         {"seed", required_argument, NULL, 's'},  {"jobs", required_argument, NULL, 'j'},
         {"filter", required_argument, NULL, 'f'}, {"junit", required_argument, NULL, 'J'},
         {"json", required_argument, NULL, 'O'},  {"check-determinism", no_argument, NULL, 'D'},
+        {"html", required_argument, NULL, 'H'},
         {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -377,6 +392,10 @@ static int cmd_run(int argc, char **argv, const char *argv0)
         case 'f': a.filter = optarg; break;
         case 'J': a.junit = optarg; break;
         case 'O': a.json = optarg; break;
+        case 'H':
+            a.html = optarg;
+            a.ro.timeline = true;
+            break;
         case 'D': a.ro.check_determinism = true; break;
         case 'q': a.quiet = true; break;
         case 'h': print_usage_run(stdout); return CKH_EXIT_OK;
@@ -526,6 +545,11 @@ static int cmd_run(int argc, char **argv, const char *argv0)
         }
         if (a.json) {
             int w = write_report(a.json, "JSON", rs, total, ckh_report_json);
+            if (w > exit_code)
+                exit_code = w;
+        }
+        if (a.html) {
+            int w = write_report(a.html, "HTML", rs, total, ckh_report_html);
             if (w > exit_code)
                 exit_code = w;
         }

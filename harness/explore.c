@@ -17,13 +17,18 @@
  *
  * E2. Crash points. For each prefix length k of the action's trace (k = 0
  *     .. N, skipping k whose last op changes nothing: reads, stat, close,
- *     open without create/truncate), the action is replayed on a fresh
- *     disk with the shim refusing op k and every later one (CKH_EKILLED),
- *     so the disk holds exactly the effects of ops [0, k). Replays must
- *     issue the same op kinds as the recorded trace (else NONDETERMINISTIC).
+ *     open without create/truncate), the disk as it was after ops [0, k).
+ *     The action runs once; the shim snapshots the disk (ckh_simfs_clone)
+ *     before each op that follows a crash point, and after the last op.
+ *     That equals replaying the action on a fresh disk with op k and
+ *     every later one refused, as ops refused after a kill change
+ *     nothing, at the cost of one run instead of N. A second full run
+ *     must issue the same op kinds as the recorded trace (else
+ *     NONDETERMINISTIC).
  *
  * E3. Crash states. The disk's n pending ops are resolved by a power loss
- *     (ckh_simfs_crash, node -1) with each of these choice vectors:
+ *     (ckh_simfs_crash, node -1, on a fresh clone of the crash point's
+ *     snapshot for each vector) with each of these choice vectors:
  *     all applied (a process kill: the page cache survives); all dropped;
  *     each single op dropped while every other persists (reordering
  *     within a sync window; directory ops reorder only as the model lets
@@ -57,7 +62,12 @@
  *        stored in (db_name), created by the save: OVERWRITE_IN_PLACE
  *        (written under its final name);
  *     f. NOT_DURABLE with a dropped entry op: NO_DIR_FSYNC;
+ *     g. a rename of the save persisted while an op that creates or fills
+ *        a file of the save had not even been issued (the pointer moved
+ *        to data not yet written): POINTER_BEFORE_DATA;
  *     otherwise the symptom stays. One finding per (scenario, diagnosis).
+ *     Rule b also applies to RECOVERY_FAILS (a pointer left naming a
+ *     folder whose commit record retention already deleted).
  *
  * E6. Two ranks: schedules "rank0 runs s ops, then rank1 to its end, then
  *     rank0" for every s, and strict alternation. No crash: both saves
@@ -196,6 +206,17 @@ struct xrun {
     int fail_err;               /* positive errno, or 0 with fsync_lost */
     bool fsync_lost;            /* fail_at loses the fsync's data (S6) */
     struct ckh__coro *host;     /* two ranks: the host context to yield to */
+    bool snapshot;              /* clone the disk at every crash point (E2) */
+    struct xsnap *snaps;        /* the clones, k ascending (owned) */
+    size_t nsnaps;              /* number taken */
+    size_t snapcap;             /* allocated */
+    int snap_err;               /* first failure to take one (0: none) */
+};
+
+/* The disk as it was after the first k ops of the action (E2). */
+struct xsnap {
+    uint64_t k;              /* ops applied */
+    struct ckh_simfs *disk;  /* clone (owned) */
 };
 
 struct xshim {
@@ -261,6 +282,36 @@ static void op_desc(const struct xop *o, char *buf, size_t n)
     }
 }
 
+/* Appends a clone of r->disk as the state after k ops. */
+static void snap_take(struct xrun *r, uint64_t k)
+{
+    if (r->snap_err)
+        return;
+    if (r->nsnaps == r->snapcap) {
+        size_t cap = r->snapcap ? r->snapcap * 2 : 64;
+        struct xsnap *v = realloc(r->snaps, cap * sizeof(*v));
+        if (!v) {
+            r->snap_err = CKH_ENOMEM;
+            return;
+        }
+        r->snaps = v;
+        r->snapcap = cap;
+    }
+    struct xsnap *sn = &r->snaps[r->nsnaps];
+    sn->k = k;
+    if ((r->snap_err = ckh_simfs_clone(r->disk, &sn->disk)) == 0)
+        r->nsnaps++;
+}
+
+static void run_free_snaps(struct xrun *r)
+{
+    for (size_t i = 0; i < r->nsnaps; i++)
+        ckh_simfs_destroy(r->snaps[i].disk);
+    free(r->snaps);
+    r->snaps = NULL;
+    r->nsnaps = r->snapcap = 0;
+}
+
 static void run_free_trace(struct xrun *r)
 {
     for (size_t i = 0; i < r->ntrace; i++) {
@@ -286,7 +337,11 @@ static int gate(struct xshim *s, int kind, const char *path, const char *path2, 
         r->killed = true;
         return CKH_EKILLED;
     }
-    uint64_t idx = r->nops++;
+    uint64_t idx = r->nops;
+    /* E2: a crash point before op idx unless op idx-1 changed nothing. */
+    if (r->snapshot && (idx == 0 || op_changes(&r->trace[idx - 1])))
+        snap_take(r, idx);
+    r->nops++;
     if (r->ref && (idx >= r->nref || r->ref[idx].kind != kind))
         r->diverged = true;
     if (r->record) {
@@ -843,7 +898,8 @@ static int final_name(struct xctx *x, int64_t epoch, char *buf, size_t n)
 }
 
 /* E5: refines kind into a diagnosis; writes the responsible step. */
-static int diagnose(struct xctx *x, int scen, const struct xop *t, size_t k, const struct xpend *p,
+static int diagnose(struct xctx *x, int scen, const struct xop *t, size_t k, size_t total,
+                    const struct xpend *p,
                     const enum ckh_crash_choice *ch, size_t n, int kind, int64_t epoch,
                     bool returned, char *step, size_t sn)
 {
@@ -860,7 +916,8 @@ static int diagnose(struct xctx *x, int scen, const struct xop *t, size_t k, con
         }
     }
     /* b. retention before commit */
-    if (kind == CKH_VULN_NO_CHECKPOINT || kind == CKH_VULN_LISTED_REFUSED) {
+    if (kind == CKH_VULN_NO_CHECKPOINT || kind == CKH_VULN_LISTED_REFUSED ||
+        kind == CKH_VULN_RECOVERY_FAILS) {
         for (size_t i = 0; i < k; i++) {
             const struct xop *o = &t[i];
             if (o->phase == PH_SAVE && o->kind == CKH_OP_UNLINK && was_pre(x, o->path)) {
@@ -954,6 +1011,27 @@ static int diagnose(struct xctx *x, int scen, const struct xop *t, size_t k, con
                          "committed name of epoch %" PRId64 " (write a temporary, fsync it, "
                          "rename it over, fsync the directory)", i, od, final, epoch);
                 return CKH_VULN_OVERWRITE_IN_PLACE;
+            }
+        }
+    }
+    /* g. a rename persisted before the save had written the data it names */
+    if (kind != CKH_VULN_NOT_DURABLE && kind != CKH_VULN_NEXT_SAVE_FAILS) {
+        for (size_t i = 0; i < k; i++) {
+            const struct xop *o = &t[i];
+            if (o->kind != CKH_OP_RENAME || o->phase != PH_SAVE || !entry_kept(o, p, ch, n))
+                continue;
+            for (size_t j = k; j < total; j++) {
+                const struct xop *w = &t[j];
+                bool fills = is_data(w->kind) || (w->kind == CKH_OP_OPEN && (w->flags & CKH_O_CREAT));
+                if (w->phase != PH_SAVE || !fills)
+                    continue;
+                char wd[400];
+                op_desc(o, od, sizeof(od));
+                op_desc(w, wd, sizeof(wd));
+                snprintf(step, sn, "op #%zu %s persisted before the save wrote the data it "
+                         "points to (op #%zu %s comes later; write and fsync the data, then "
+                         "update what points to it)", i, od, j, wd);
+                return CKH_VULN_POINTER_BEFORE_DATA;
             }
         }
     }
@@ -1105,24 +1183,73 @@ static int pend_copy(struct ckh_simfs *d, struct xpend **out, size_t *nout)
     return 0;
 }
 
-/* Replays the action on a fresh setup disk, killed after k ops. */
-static int replay(struct xctx *x, int scen, const struct xrun *ref, uint64_t k, struct xrun *r,
-                  int *save_rc, uint64_t *save_end)
-{
-    run_init(r);
-    int rc = setup(x, scen, &r->disk);
-    if (rc)
-        return rc;
-    r->limit = k;
-    r->ref = ref->trace;
-    r->nref = ref->ntrace;
-    act(x, scen, r, save_rc, save_end);
-    return 0;
-}
-
 static bool bounded(const struct xctx *x)
 {
     return x->cfg->max_states && x->res->stats.states >= x->cfg->max_states;
+}
+
+/* Replays the whole action on a fresh setup disk and reports whether it
+ * issued the recorded op kinds (E2's determinism check). */
+static int replay_same(struct xctx *x, int scen, const struct xrun *ref, bool *same)
+{
+    struct xrun r;
+    int src;
+    uint64_t send;
+    run_init(&r);
+    int rc = setup(x, scen, &r.disk);
+    if (rc)
+        return rc;
+    r.ref = ref->trace;
+    r.nref = ref->ntrace;
+    act(x, scen, &r, &src, &send);
+    *same = !r.diverged && r.nops == ref->ntrace;
+    ckh_simfs_destroy(r.disk);
+    return 0;
+}
+
+/* E3 on one crash point: every choice vector resolves a clone of sn. */
+static int explore_point(struct xctx *x, int scen, const struct xrun *ref, const struct xsnap *sn,
+                         uint64_t save_end)
+{
+    const char *sname = scen_names[scen];
+    char sym[320], state[1024], step[512];
+    size_t k = (size_t)sn->k, total = ref->ntrace;
+    bool returned = k >= save_end;
+    struct xpend *p = NULL;
+    size_t n = 0;
+    int rc = pend_copy(sn->disk, &p, &n);
+    if (rc)
+        return rc;
+    enum ckh_crash_choice *ch = calloc(n ? n : 1, sizeof(*ch));
+    if (!ch) {
+        pend_free(p, n);
+        return CKH_ENOMEM;
+    }
+    for (size_t v = 0; vector(v, p, n, ch) && !bounded(x); v++) {
+        struct ckh_simfs *d;
+        if ((rc = ckh_simfs_clone(sn->disk, &d)) != 0)
+            break;
+        int crc = ckh_simfs_crash(d, -1, ch, n);
+        x->res->stats.states++;
+        if (crc != 0 || !seen_insert(x, ckh_simfs_digest(d, true))) {
+            ckh_simfs_destroy(d);
+            continue;
+        }
+        x->res->stats.states_checked++;
+        int64_t epoch;
+        int kind = check_state(x, scen, d, returned, sym, sizeof(sym), &epoch);
+        ckh_simfs_destroy(d);
+        if (kind < 0)
+            continue;
+        kind = diagnose(x, scen, ref->trace, k, total, p, ch, n, kind, epoch, returned, step,
+                        sizeof(step));
+        state_desc(ref->trace, k, total, p, ch, n, returned, state, sizeof(state));
+        if ((rc = vuln_add(x->res, (enum ckh_vuln_kind)kind, sname, sym, state, step)) != 0)
+            break;
+    }
+    free(ch);
+    pend_free(p, n);
+    return rc;
 }
 
 static int explore_scenario(struct xctx *x, int scen)
@@ -1131,7 +1258,8 @@ static int explore_scenario(struct xctx *x, int scen)
     int save_rc;
     uint64_t save_end;
     const char *sname = scen_names[scen];
-    char sym[320], state[1024], step[512];
+    char sym[320];
+    bool same = true;
     run_init(&ref);
     int rc = setup(x, scen, &ref.disk);
     if (rc) {
@@ -1142,78 +1270,37 @@ static int explore_scenario(struct xctx *x, int scen)
     if ((rc = collect_files(ckh_simfs_fs(ref.disk), X_PREFIX, &x->pre, &x->npre)) != 0)
         goto out_ref;
     ref.record = true;
+    ref.snapshot = true;
     act(x, scen, &ref, &save_rc, &save_end);
+    if (ref.snap_err == 0)
+        snap_take(&ref, ref.ntrace); /* the end of the trace is always a crash point */
+    if ((rc = ref.snap_err) != 0)
+        goto out_ref;
     x->res->stats.trace_ops += ref.ntrace;
     if (save_rc != 0) {
         snprintf(sym, sizeof(sym), "save failed without faults: %s", ckh_err_name(save_rc));
         rc = vuln_add(x->res, CKH_VULN_BASELINE_FAILS, sname, sym, "no crash", "save");
         goto out_ref;
     }
-    size_t total = ref.ntrace;
-    for (size_t k = 0; k <= total && !bounded(x); k++) {
-        if (k > 0 && k < total && !op_changes(&ref.trace[k - 1]))
-            continue;
+    if ((rc = replay_same(x, scen, &ref, &same)) != 0)
+        goto out_ref;
+    if (!same) {
+        rc = vuln_add(x->res, CKH_VULN_NONDETERMINISTIC, sname,
+                      "a replay of the save issued different operations", "no crash",
+                      "the backend depends on something other than its inputs");
+        goto out_ref;
+    }
+    for (size_t i = 0; i < ref.nsnaps && rc == 0 && !bounded(x); i++) {
         x->res->stats.prefixes++;
-        struct xrun r;
-        int src;
-        uint64_t send;
-        if ((rc = replay(x, scen, &ref, k, &r, &src, &send)) != 0)
-            goto out_ref;
-        if (r.diverged) {
-            ckh_simfs_destroy(r.disk);
-            rc = vuln_add(x->res, CKH_VULN_NONDETERMINISTIC, sname,
-                          "a replay of the save issued different operations", "no crash",
-                          "the backend depends on something other than its inputs");
-            goto out_ref;
-        }
-        bool returned = k >= save_end;
-        struct xpend *p = NULL;
-        size_t n = 0;
-        if ((rc = pend_copy(r.disk, &p, &n)) != 0) {
-            ckh_simfs_destroy(r.disk);
-            goto out_ref;
-        }
-        enum ckh_crash_choice *ch = calloc(n ? n : 1, sizeof(*ch));
-        if (!ch) {
-            pend_free(p, n);
-            ckh_simfs_destroy(r.disk);
-            rc = CKH_ENOMEM;
-            goto out_ref;
-        }
-        for (size_t v = 0; vector(v, p, n, ch) && !bounded(x); v++) {
-            if (v > 0 && (rc = replay(x, scen, &ref, k, &r, &src, &send)) != 0)
-                break;
-            int crc = ckh_simfs_crash(r.disk, -1, ch, n);
-            x->res->stats.states++;
-            if (crc != 0 || !seen_insert(x, ckh_simfs_digest(r.disk, true))) {
-                ckh_simfs_destroy(r.disk);
-                r.disk = NULL;
-                continue;
-            }
-            x->res->stats.states_checked++;
-            int64_t epoch;
-            int kind = check_state(x, scen, r.disk, returned, sym, sizeof(sym), &epoch);
-            ckh_simfs_destroy(r.disk);
-            r.disk = NULL;
-            if (kind < 0)
-                continue;
-            kind = diagnose(x, scen, ref.trace, k, p, ch, n, kind, epoch, returned, step,
-                            sizeof(step));
-            state_desc(ref.trace, k, total, p, ch, n, returned, state, sizeof(state));
-            if ((rc = vuln_add(x->res, (enum ckh_vuln_kind)kind, sname, sym, state, step)) != 0)
-                break;
-        }
-        if (r.disk)
-            ckh_simfs_destroy(r.disk);
-        free(ch);
-        pend_free(p, n);
-        if (rc)
-            goto out_ref;
+        rc = explore_point(x, scen, &ref, &ref.snaps[i], save_end);
+        ckh_simfs_destroy(ref.snaps[i].disk); /* done with it: keep memory flat */
+        ref.snaps[i].disk = NULL;
     }
 out_ref:
     free_strv(x->pre, x->npre);
     x->pre = NULL;
     x->npre = 0;
+    run_free_snaps(&ref);
     run_free_trace(&ref);
     ckh_simfs_destroy(ref.disk);
     return rc;

@@ -710,7 +710,8 @@ static void worker_loop(const struct fuzz_plan *p, uint32_t w, struct worker_shm
     m->current = UINT64_MAX;
 }
 
-/* Runs the plan in p->jobs forked workers; fills *total (summed). */
+/* Runs the plan in p->jobs forked workers; fills *total (summed; heap
+ * memory of the caller, released in the workers). */
 static int run_workers(const struct fuzz_plan *p, struct worker_shm *total)
 {
     uint32_t jobs = p->jobs ? p->jobs : 1;
@@ -730,6 +731,8 @@ static int run_workers(const struct fuzz_plan *p, struct worker_shm *total)
         shm[w].current = UINT64_MAX;
         pids[w] = fork();
         if (pids[w] == 0) {
+            free(pids);
+            free(total); /* the worker owns neither */
             worker_loop(p, w, &shm[w]);
             _exit(0);
         }
@@ -769,6 +772,8 @@ static int run_workers(const struct fuzz_plan *p, struct worker_shm *total)
             m->current = UINT64_MAX;
             pids[w] = fork();
             if (pids[w] == 0) {
+                free(pids);
+                free(total);
                 worker_loop(p, w, &shm[w]);
                 _exit(0);
             }
@@ -1014,6 +1019,6 @@ int ckh_fuzz_main(int argc, char **argv)
     return status;
 
 bad_value:
-    fprintf(stderr, "ckh fuzz: bad value '%s' for %s\n", optarg, argv[optind - 1]);
+    fprintf(stderr, "ckh fuzz: bad value '%s'\n", optarg);
     return 2;
 }

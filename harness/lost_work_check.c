@@ -23,16 +23,17 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
                 continue; /* it finished: nothing to resume */
             if (was->progress < 0)
                 continue; /* died before any epoch started */
-            /* Starting from scratch resumes from epoch/step 0's state. */
-            int64_t lost = was->progress - (now->resumed_from > 0 ? now->resumed_from : 0);
+            if (!now->resume_known)
+                continue; /* died again before working: its resume point is unknown */
+            int64_t lost = was->progress - now->resume_point;
             if (lost > worst)
                 worst = lost;
             if (lost > r->interval) {
                 snprintf(detail, n,
                          "node %zu reached %" PRId64 " in run %d but run %d resumed from %" PRId64
                          ": lost %" PRId64 " (interval %" PRId64 ")",
-                         k, was->progress, ri->run, next->run, now->resumed_from, lost, r->interval);
-                *divergent = now->resumed_from + 1;
+                         k, was->progress, ri->run, next->run, now->resume_point, lost, r->interval);
+                *divergent = now->resume_point + 1;
                 return false;
             }
         }

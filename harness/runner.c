@@ -42,8 +42,12 @@
 
 /* Per-node tracking of progress, fed by the fault hook on every op. */
 struct track {
-    int64_t progress; /* highest epoch/step seen in an "epoch" or "save" phase */
-    char phase[16];   /* last phase announced */
+    int64_t progress;     /* highest epoch/step seen in an "epoch" or "save" phase */
+    char phase[16];       /* last phase announced */
+    bool load_seen;       /* the node loaded a checkpoint in this run */
+    int64_t load_epoch;   /* the epoch it loaded (epoch-based jobs) */
+    bool resume_known;    /* the node started working in this run */
+    int64_t resume_point; /* the epoch/step its work in this run started from */
 };
 
 struct run_ctx;
@@ -422,8 +426,20 @@ static void track_hook(void *ctx, const struct ckh_op *op, struct ckh_fault_acti
     struct track *t = &c->track[op->node];
     if (strcmp(t->phase, op->phase) != 0)
         snprintf(t->phase, sizeof t->phase, "%s", op->phase);
+    if (strcmp(op->phase, "load") == 0) {
+        t->load_seen = true;
+        if (op->epoch >= 0)
+            t->load_epoch = op->epoch;
+    }
     if (strcmp(op->phase, "epoch") == 0 || strcmp(op->phase, "save") == 0) {
         int64_t v = c->step_based ? op->step : op->epoch;
+        /* The first working op of a run tells where the run resumed: a
+         * training job announces the step it continues from, an epoch job
+         * the epoch it loaded (or 0 from scratch). */
+        if (!t->resume_known) {
+            t->resume_known = true;
+            t->resume_point = c->step_based ? (v > 0 ? v : 0) : (t->load_seen ? t->load_epoch : 0);
+        }
         if (v > t->progress)
             t->progress = v;
     }
@@ -632,8 +648,8 @@ static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_fa
         if (with_faults && (rc = arm_faults(c, (int)run)) != 0)
             return rc;
         for (int i = 0; i < c->n; i++) {
+            memset(&c->track[i], 0, sizeof c->track[i]);
             c->track[i].progress = -1;
-            c->track[i].phase[0] = '\0';
         }
         uint64_t trace_before = ckh_sim_trace_len(c->sim);
         (void)trace_before;
@@ -659,6 +675,8 @@ static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_fa
             ne->state = st.state;
             ne->exit_status = st.exit_status;
             ne->progress = c->track[i].progress;
+            ne->resume_known = c->track[i].resume_known;
+            ne->resume_point = c->track[i].resume_point;
             snprintf(ne->phase, sizeof ne->phase, "%s", c->track[i].phase);
             if (st.pending)
                 snprintf(ne->pending, sizeof ne->pending, "%s", st.pending);
@@ -710,10 +728,21 @@ static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_fa
         }
         if (run == max_runs)
             break;
+        /* Restart what did not finish. Ranks form one group: when any rank
+         * failed, every rank restarts (as a job launcher restarts all
+         * workers), since a lone restarted rank could never meet the others. */
+        bool group_failed = false;
         for (int i = 0; i < c->n; i++) {
             struct ckh_node_status st;
             ckh_sim_node_status(c->sim, i, &st);
-            if (st.state == CKH_NODE_EXITED && st.exit_status == 0)
+            if (st.rank >= 0 && !(st.state == CKH_NODE_EXITED && st.exit_status == 0))
+                group_failed = true;
+        }
+        for (int i = 0; i < c->n; i++) {
+            struct ckh_node_status st;
+            ckh_sim_node_status(c->sim, i, &st);
+            bool done = st.state == CKH_NODE_EXITED && st.exit_status == 0;
+            if (done && !(group_failed && st.rank >= 0))
                 continue;
             if ((rc = ckh_sim_restart(c->sim, i)) != 0)
                 return fail(c, rc, "restart of %s: %s", c->names[i], ckh_sim_errmsg(c->sim));

@@ -48,7 +48,9 @@ struct ckh_node_end {
     int64_t progress;          /* highest epoch (or step) the node worked on */
     char phase[16];            /* last phase it announced ("" if none) */
     char pending[160];         /* blocked op at a deadlock ("" if none) */
-    int64_t resumed_from;      /* epoch (or step) the node resumed from in this run (-1: scratch) */
+    int64_t resumed_from;      /* what the workload reported as its resume point (-1: scratch) */
+    bool resume_known;         /* the node started working in this run (seen by ckh) */
+    int64_t resume_point;      /* if so, the epoch/step its work started from (0: scratch) */
     int rc;                    /* the job's return code on the node (0 if it did not finish) */
 };
 

@@ -599,11 +599,14 @@ int ckh_adir_commit(struct ckh_adir *d, const char *folder)
         rc = ckh_coll_broadcast(coll, &st, sizeof st, d->master_rank, d->timeout_ns);
         if (rc)
             return dfail(d, rc, "broadcast of the commit status: %s", ckh_strerror(rc));
-        if (st && !d->is_master)
-            return dfail(d, st, "master failed to commit: %s", ckh_strerror(st));
+        /* Every rank takes the closing barrier, the master's failure
+         * notwithstanding: a rank that skipped it would leave the others
+         * waiting for it until their collective timeout. */
         rc = ckh_coll_barrier(coll, d->timeout_ns);
         if (rc)
             return dfail(d, rc, "barrier after commit: %s", ckh_strerror(rc));
+        if (st && !d->is_master)
+            return dfail(d, st, "master failed to commit: %s", ckh_strerror(st));
     }
     return status;
 }

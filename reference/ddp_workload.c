@@ -169,6 +169,7 @@ static int save_checkpoint(struct trainer *t)
     if (rc) {
         ckh_node_logf(t->env->node, "checkpoint at step %" PRId64 " not prepared: %s",
                       t->step, ckh_adir_errmsg(t->saver));
+        t->rr->saves_failed++;
         ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
         /* Prepare fails on every rank together (the status is broadcast). */
         return rc == CKH_ETIMEOUT || rc == CKH_EPEER_DEAD || rc == CKH_EMISMATCH ? rc : 0;
@@ -184,9 +185,12 @@ static int save_checkpoint(struct trainer *t)
         if (rc)
             return tfail(t, rc, "vote on checkpoint files: %s", ckh_strerror(rc));
     }
+    if (failed)
+        t->rr->saves_failed++;
     if (!failed) {
         rc = ckh_adir_commit(t->saver, folder);
         if (rc) {
+            t->rr->saves_failed++;
             ckh_node_logf(t->env->node, "checkpoint commit at step %" PRId64 " failed: %s",
                           t->step, ckh_adir_errmsg(t->saver));
             if (rc == CKH_ETIMEOUT || rc == CKH_EPEER_DEAD)

@@ -253,7 +253,8 @@ static int ps_download(struct ckh_session *s, const char *node, void *arg)
     b = ckh_ws_find(s->ws, name);
     if (!b || b->described)
         return CKH_ESTATE;
-    return ckh_coll_send(s->env->coll, b->data, (size_t)b->size_bytes, 0, t->index, 0);
+    return ckh_coll_send(s->env->coll, b->data, (size_t)b->size_bytes, 0, t->index,
+                         t->spec->coll_timeout_ns);
 }
 
 /* Download, trainer_0 side: "trainer_0/model/ps_<j>" for every shard. */
@@ -283,7 +284,8 @@ static int tr_download(struct ckh_session *s, const char *node, void *arg)
                 ckh_blob_release(a, &b);
                 return CKH_ENOMEM;
             }
-            rc = ckh_coll_recv(s->env->coll, b.data, (size_t)n, t->spec->nnodes + j, j, 0);
+            rc = ckh_coll_recv(s->env->coll, b.data, (size_t)n, t->spec->nnodes + j, j,
+                               t->spec->coll_timeout_ns);
             if (rc == 0)
                 rc = ckh_ws_adopt(s->ws, &b);
             if (rc != 0)
@@ -356,6 +358,7 @@ static const struct ckh_workload workloads[] = {
     {
         .name = "param-server",
         .description = "trainers and parameter servers; shards downloaded to trainer_0 after training",
+        .collective = true,
         .node_count = psv_count,
         .node_name = psv_name,
         .build_job = psv_build,

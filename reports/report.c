@@ -30,6 +30,7 @@ void ckh_report_result_clear(struct ckh_report_result *r)
         ckh_free(NULL, r->oracles[i].detail);
     }
     ckh_free(NULL, r->oracles);
+    ckh_report_timeline_free(r->timeline);
     ckh_report_result_init(r);
 }
 

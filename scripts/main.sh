@@ -8,6 +8,7 @@ bash "$CKH_ROOT/scripts/setup.sh"
 if [ -x "$CKH_ROOT/build/ckh" ]; then
   mkdir -p "$CKH_ROOT/reports/out"
   exec "$CKH_ROOT/build/ckh" run "$CKH_ROOT/scenarios" \
-    --junit "$CKH_ROOT/reports/out/junit.xml" --json "$CKH_ROOT/reports/out/results.json" "$@"
+    --junit "$CKH_ROOT/reports/out/junit.xml" --json "$CKH_ROOT/reports/out/results.json" \
+    --html "$CKH_ROOT/reports/out/report.html" "$@"
 fi
 exec "$CKH_ROOT/build/ckh_demo" "$@"

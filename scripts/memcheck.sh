@@ -11,6 +11,7 @@ for t in "$build"/test_*; do
   log="$build/memcheck-$name.log"
   if CK_FORK=no CKH_VALGRIND=1 CKH_SOURCE_DIR="$(cd "$(dirname "$0")/.." && pwd)" \
      valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+              --suppressions="$(cd "$(dirname "$0")/.." && pwd)/tests/valgrind.supp" \
               --quiet --log-file="$log" "$t" >/dev/null 2>&1; then
     echo "memcheck: $name ok"
   else

@@ -91,6 +91,10 @@
  *     nothing and fails with -ENOSPC (all or nothing, no short write, so
  *     that a checker sees one clean failure).
  *
+ * S8. Snapshots. ckh_simfs_clone copies a disk (pending ops included) so
+ *     that each copy can be crashed on its own; specified in
+ *     sim/simfs_clone.c (C1-C4).
+ *
  * Map: memory | extents | directories | inodes | pending table | applying
  * ops | issuing ops | durability | crash | public API.
  */
@@ -117,7 +121,8 @@ void ckh__sf_free(struct ckh_simfs *d, void *p, size_t n)
 {
     if (!p)
         return;
-    d->heap_bytes -= n;
+    /* Saturating: a clone may drop bytes another disk counted (simfs_clone.c C3). */
+    d->heap_bytes -= n < d->heap_bytes ? n : d->heap_bytes;
     free(p);
 }
 

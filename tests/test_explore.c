@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/atomic.h"
 #include "ckh/err.h"
 #include "explore.h"
 #include "plugin.h"
@@ -107,6 +108,129 @@ END_TEST
 START_TEST(test_fixed_tmp) { expect_control("bk_fixed_tmp", CKH_EXPLORE_TWO_RANKS, CKH_VULN_SHARED_TEMP_NAME); }
 END_TEST
 
+/* ---- the atomic directory saver as a backend (tests/backends/bk_adir.h) ---- */
+
+/* Runs the explorer on `name` under `model`; returns the result. */
+static void explore_plugin(const char *name, enum ckh_crash_model model, unsigned scenarios,
+                           struct ckh_plugin **pl, struct ckh_explore_result *r)
+{
+    struct ckh_explore_config c;
+    char msg[256];
+    *pl = load(name);
+    cfg_init(&c, ckh_plugin_ops(*pl), scenarios);
+    c.model = model;
+    ck_assert_int_eq(ckh_explore_run(&c, r, msg, sizeof(msg)), 0);
+    dump(name, r);
+}
+
+/* Saves a small workspace as epoch e through b. */
+static void save_epoch(struct ckh_backend *b, int64_t e)
+{
+    struct ckh_ws *ws;
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    ck_assert_int_eq(ckh_ws_set_i64(ws, "step", e * 10), 0);
+    ck_assert_int_eq(ckh_backend_save(b, "rank0", e, ws, NULL, 0), 0);
+    ckh_ws_destroy(ws);
+}
+
+/* The adapter keeps the saver's layout (A1-A4 in tests/backends/bk_adir.h):
+ * numbered folders, the pointer on the newest, keep_last folders kept,
+ * and list/load agree with what the saver itself reports. */
+START_TEST(test_adir_layout)
+{
+    struct ckh_plugin *p = load("bk_adir_keep2");
+    struct ckh_simfs_config dc = {.name = "adir", .sector_bytes = 512, .seed = 1};
+    struct ckh_simfs *d;
+    struct ckh_backend_config bc = {.prefix = "/ckpt"};
+    struct ckh_backend *b;
+    ck_assert_int_eq(ckh_simfs_create(&dc, &d), 0);
+    bc.fs = ckh_simfs_fs(d);
+    ck_assert_int_eq(ckh_fs_mkdirs(bc.fs, "/ckpt"), 0);
+    ck_assert_int_eq(ckh_plugin_ops(p)->open(&bc, &b), 0);
+    for (int64_t e = 1; e <= 3; e++)
+        save_epoch(b, e);
+
+    struct ckh_env env = {.fs = bc.fs};
+    struct ckh_adir_config ac = {.output_dir = "/ckpt", .is_master = true, .name = "rank0",
+                                 .keep_last = 2};
+    struct ckh_adir *s;
+    char latest[CKH_PATH_MAX + 1], **names;
+    size_t n;
+    ck_assert_int_eq(ckh_adir_create(&env, &ac, &s), 0);
+    ck_assert_int_eq(ckh_adir_latest(s, latest, sizeof(latest)), 0);
+    ck_assert_str_eq(latest, "/ckpt/rank0_checkpoint_3");
+    ck_assert_int_eq(ckh_adir_list(s, &names, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(names[0], "rank0_checkpoint_2");
+    ck_assert_str_eq(names[1], "rank0_checkpoint_3");
+    ckh_adir_list_free(s, names, n);
+    ckh_adir_destroy(s);
+
+    int64_t *ep;
+    ck_assert_int_eq(ckh_backend_list_epochs(b, "rank0", &ep, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(ep[0], 2);
+    ck_assert_int_eq(ep[1], 3);
+    ckh_free(NULL, ep);
+    char path[CKH_PATH_MAX + 1];
+    ck_assert_int_eq(ckh_backend_db_name(b, "rank0", 3, path, sizeof(path)), 0);
+    ck_assert_str_eq(path, "/ckpt/rank0_checkpoint_3/rank0.3");
+    struct ckh_ws *ws;
+    int64_t step = 0;
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    ck_assert_int_eq(ckh_backend_load(b, "rank0", 3, ws, NULL, 0, 0, NULL), 0);
+    ck_assert_int_eq(ckh_ws_get_i64(ws, "step", &step), 0);
+    ck_assert_int_eq(step, 30);
+    ck_assert_int_eq(ckh_backend_load(b, "rank0", 1, ws, NULL, 0, 0, NULL), CKH_ENOTFOUND);
+    ckh_ws_destroy(ws);
+    ckh_backend_close(b);
+    ckh_simfs_destroy(d);
+    ckh_plugin_unload(p);
+}
+END_TEST
+
+static const char *const adir_good[] = {"bk_adir", "bk_adir_keep2"};
+
+/* keep_last 1 and 2, both crash models: every crash state passes. */
+START_TEST(test_adir_passes)
+{
+    struct ckh_plugin *p;
+    struct ckh_explore_result r;
+    explore_plugin(adir_good[_i / 2], _i % 2 ? CKH_CRASH_EXT4_ORDERED : CKH_CRASH_POSIX_WEAK,
+                   CKH_EXPLORE_ALL, &p, &r);
+    ck_assert_msg(r.nvulns == 0, "%s: %s: %s / %s / %s", adir_good[_i / 2],
+                  ckh_vuln_name(r.nvulns ? r.vulns[0].kind : 0), r.nvulns ? r.vulns[0].symptom : "",
+                  r.nvulns ? r.vulns[0].state : "", r.nvulns ? r.vulns[0].step : "");
+    ck_assert_uint_gt(r.stats.states_checked, 20);
+    ckh_explore_result_free(&r);
+    ckh_plugin_unload(p);
+}
+END_TEST
+
+static void adir_defect(const char *name, unsigned scenarios)
+{
+    struct ckh_plugin *p;
+    struct ckh_explore_result r;
+    explore_plugin(name, CKH_CRASH_POSIX_WEAK, scenarios, &p, &r);
+    printf("%s: %zu findings\n", name, r.nvulns);
+    for (size_t i = 0; i < r.nvulns; i++)
+        printf("  [%s] %s: %s\n    state: %s\n    step: %s\n", r.vulns[i].scenario,
+               ckh_vuln_name(r.vulns[i].kind), r.vulns[i].symptom, r.vulns[i].state,
+               r.vulns[i].step);
+    ckh_explore_result_free(&r);
+    ckh_plugin_unload(p);
+}
+
+START_TEST(test_adir_defects)
+{
+    adir_defect("bk_adir_no_fsync", CKH_EXPLORE_ALL);
+    adir_defect("bk_adir_pointer_first", CKH_EXPLORE_ALL);
+    adir_defect("bk_adir_retention_live", CKH_EXPLORE_ALL);
+    adir_defect("bk_adir_in_place", CKH_EXPLORE_ALL);
+    adir_defect("bk_adir_fixed_tmp", CKH_EXPLORE_ALL);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("explore");
@@ -120,6 +244,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_pointer_first);
     tcase_add_test(tc, test_retention_first);
     tcase_add_test(tc, test_fixed_tmp);
+    tcase_add_test(tc, test_adir_layout);
+    tcase_add_loop_test(tc, test_adir_passes, 0, 4);
+    tcase_add_test(tc, test_adir_defects);
     suite_add_tcase(s, tc);
     return s;
 }

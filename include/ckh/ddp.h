@@ -217,6 +217,7 @@ struct ckh_ddp_rank_rec {
     char errmsg[256];         /* what failed */
     uint64_t incarnations;    /* node main calls */
     int64_t resumed_step;     /* step the last incarnation resumed from (-1 none) */
+    uint64_t saves_failed;    /* checkpoints this rank saw fail (logged, training went on) */
     int64_t final_step;       /* steps at the end */
     int64_t final_epoch;      /* epochs at the end */
     struct ckh_ddp_step_rec final; /* digests at the end */

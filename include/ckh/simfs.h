@@ -84,6 +84,16 @@ int ckh_simfs_pending_get(const struct ckh_simfs *d, size_t i, struct ckh_simfs_
  * ops of other nodes stay pending and visible. */
 int ckh_simfs_crash(struct ckh_simfs *d, int node, const enum ckh_crash_choice *choices, size_t n);
 
+/* Snapshot: *out becomes an independent copy of d (both copies of every
+ * inode, the pending operations with their seqs and dependencies, the
+ * crash-choice stream, waiting injected faults); open handles are not
+ * copied. Literal bytes are shared by reference count, so a clone costs
+ * O(inodes + extents + pending ops). Crashing or changing either disk
+ * afterwards never affects the other. *out is owned by the caller
+ * (ckh_simfs_destroy); each disk may be destroyed first. CKH_EINVAL for a
+ * NULL argument, CKH_ENOMEM (nothing to free). Spec: sim/simfs_clone.c. */
+int ckh_simfs_clone(const struct ckh_simfs *d, struct ckh_simfs **out);
+
 /* Makes everything durable (as if every file and directory was synced). */
 void ckh_simfs_sync_all(struct ckh_simfs *d);
 

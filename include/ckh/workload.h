@@ -36,6 +36,7 @@ struct ckh_workload_spec {
     const char *db_type;           /* backend (NULL: "minidb") */
     bool no_checkpoint;            /* run without a checkpoint manager */
     const char *only_node;         /* seed-pipeline: build only this node's tasks (NULL: all) */
+    uint64_t coll_timeout_ns;      /* param-server: timeout of its transfers (0: wait forever) */
     bool resume_set;               /* node_main: resume from resume_epoch (else metadata decides) */
     int64_t resume_epoch;          /* the epoch to resume from when resume_set */
 };
@@ -66,6 +67,8 @@ struct ckh_workload_node_arg {
 struct ckh_workload {
     const char *name;        /* registry name */
     const char *description; /* one line */
+    bool collective;         /* nodes talk through env->coll (rank = node index), so
+                                a failure of one restarts them all */
     /* Number of nodes the spec's job has. */
     int (*node_count)(const struct ckh_workload_spec *spec);
     /* Name of node index (the name the simulated node must have). */
