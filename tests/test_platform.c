@@ -78,6 +78,35 @@ START_TEST(test_hash_and_crc)
 }
 END_TEST
 
+/* The three-way path (blocks of 3 x 4 KiB) must agree with the one-stream
+ * path used for short pieces, at every alignment and length. */
+START_TEST(test_crc_long_buffers)
+{
+    size_t n = 100000 + 37;
+    unsigned char *buf = malloc(n);
+    struct ckh_rng r;
+    ckh_rng_seed(&r, 5);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (unsigned char)ckh_rng_next(&r);
+    for (size_t start = 0; start < 9; start++) {
+        uint32_t whole = ckh_crc32c(0, buf + start, n - start);
+        uint32_t pieces = 0;
+        for (size_t off = start; off < n;) {
+            size_t k = 1 + ckh_rng_below(&r, 5000);
+            if (k > n - off)
+                k = n - off;
+            pieces = ckh_crc32c(pieces, buf + off, k);
+            off += k;
+        }
+        ck_assert_uint_eq(whole, pieces);
+    }
+    /* 12 KiB of zeros: exactly one three-way block, against two single-stream pieces. */
+    memset(buf, 0, 12288);
+    ck_assert_uint_eq(ckh_crc32c(0, buf, 12288), ckh_crc32c(ckh_crc32c(0, buf, 5000), buf, 7288));
+    free(buf);
+}
+END_TEST
+
 START_TEST(test_gen_random_access)
 {
     struct ckh_gen g = {.seed = 9, .stream = 3, .offset = 5};
@@ -249,6 +278,7 @@ static Suite *platform_suite(void)
     tcase_add_test(tc, test_rng_determinism);
     tcase_add_test(tc, test_rng_uniform);
     tcase_add_test(tc, test_hash_and_crc);
+    tcase_add_test(tc, test_crc_long_buffers);
     tcase_add_test(tc, test_gen_random_access);
     tcase_add_test(tc, test_paths);
     tcase_add_test(tc, test_op_names);
