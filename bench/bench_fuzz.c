@@ -5,8 +5,8 @@
  *                                           workers (target for
  *                                           seed-pipeline: >= 1,000,000)
  *   fuzz_seeds_to_find_<defect>             first failing ddp-train seed with
- *                                           the defect switch on (0: not
- *                                           found within the limit)
+ *                                           the defect switch on, or
+ *                                           "not_found_within N" 
  * Usage: bench_fuzz [SEEDS_PER_WORKER]. Asserts nothing about time.
  */
 #include <stdio.h>
@@ -77,7 +77,11 @@ int main(int argc, char **argv)
             if (r0.verdict == CKH_VERDICT_PASS)
                 found = s;
         }
-        printf("fuzz_seeds_to_find_%s %llu seeds\n", name, (unsigned long long)found);
+        if (found)
+            printf("fuzz_seeds_to_find_%s %llu seeds\n", name, (unsigned long long)found);
+        else
+            printf("fuzz_seeds_to_find_%s not_found_within %llu seeds\n", name,
+                   (unsigned long long)limit);
     }
     return 0;
 }
