@@ -1,7 +1,9 @@
 /* Tests of the crash-state explorer (harness/explore.c): every negative
  * control in tests/backends/ is flagged with its diagnosis (rule E5), the
- * correct backends (minidb, bk_good) pass every crash state, the fault
- * catalogue (E7) and the bounds (E2, E3). */
+ * correct backends (minidb, bk_good, the atomic directory saver with
+ * keep_last 1 and 2) pass every crash state, the saver's defect switches
+ * are diagnosed, and the disk snapshots the explorer crashes
+ * (ckh_simfs_clone, sim/simfs_clone.c C1-C4) are independent. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include "ckh/err.h"
 #include "explore.h"
 #include "plugin.h"
+#include "validate.h"
 
 #ifndef CKH_BACKENDS_DIR
 #define CKH_BACKENDS_DIR "backends"
@@ -207,27 +210,130 @@ START_TEST(test_adir_passes)
 }
 END_TEST
 
-static void adir_defect(const char *name, unsigned scenarios)
+/* `ckh validate-backend` on the saver with keep_last 1 and 2: every case
+ * (crash states, fault catalogue, at rest, leak) passes, exit status 0. */
+START_TEST(test_adir_validate)
 {
-    struct ckh_plugin *p;
-    struct ckh_explore_result r;
-    explore_plugin(name, CKH_CRASH_POSIX_WEAK, scenarios, &p, &r);
-    printf("%s: %zu findings\n", name, r.nvulns);
-    for (size_t i = 0; i < r.nvulns; i++)
-        printf("  [%s] %s: %s\n    state: %s\n    step: %s\n", r.vulns[i].scenario,
-               ckh_vuln_name(r.vulns[i].kind), r.vulns[i].symptom, r.vulns[i].state,
-               r.vulns[i].step);
-    ckh_explore_result_free(&r);
-    ckh_plugin_unload(p);
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/lib%s.so", CKH_BACKENDS_DIR, adir_good[_i]);
+    char *argv[] = {"validate-backend", path, "--quiet", NULL};
+    ck_assert_int_eq(ckh_validate_main(3, argv), CKH_VALIDATE_OK);
+}
+END_TEST
+
+/* The saver's defect switches that apply to it, each with its diagnosis:
+ * no-fsync: a data file renamed into the folder before its bytes were
+ * durable; pointer-before-data: the pointer moved at prepare, before any
+ * data; retention-deletes-live: the live folder deleted before the new
+ * pointer was durable; overwrite-in-place: files land under their final
+ * names without the atomic save's directory fsync, so the pointer can
+ * name a folder whose commit marker never became durable. */
+START_TEST(test_adir_no_fsync) { expect_control("bk_adir_no_fsync", CKH_EXPLORE_CRASHES, CKH_VULN_RENAME_BEFORE_DATA); }
+END_TEST
+START_TEST(test_adir_pointer_first) { expect_control("bk_adir_pointer_first", CKH_EXPLORE_CRASHES, CKH_VULN_POINTER_BEFORE_DATA); }
+END_TEST
+START_TEST(test_adir_retention_live) { expect_control("bk_adir_retention_live", CKH_EXPLORE_CRASHES, CKH_VULN_RETENTION_BEFORE_COMMIT); }
+END_TEST
+START_TEST(test_adir_in_place) { expect_control("bk_adir_in_place", CKH_EXPLORE_CRASHES, CKH_VULN_POINTER_BEFORE_DATA); }
+END_TEST
+/* fixed-temp-name does not apply: temporaries live inside a node's own
+ * folder, and two ranks' savers never share one, so nothing collides. */
+START_TEST(test_adir_fixed_tmp) { expect_control("bk_adir_fixed_tmp", CKH_EXPLORE_ALL, -1); }
+END_TEST
+
+/* ---- ckh_simfs_clone (sim/simfs_clone.c C1-C4) ---- */
+
+static struct ckh_simfs *clone_fixture(void)
+{
+    struct ckh_simfs_config dc = {.name = "c", .sector_bytes = 512, .seed = 5};
+    struct ckh_simfs *d;
+    struct ckh_fs *fs;
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_simfs_create(&dc, &d), 0);
+    fs = ckh_simfs_fs(d);
+    ck_assert_int_eq(ckh_fs_mkdirs(fs, "/a/b"), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, "/a/b/f", CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, "durable bytes", 13, 0), 13);
+    ck_assert_int_eq(ckh_file_fsync(f), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ckh_simfs_sync_all(d);
+    /* Pending: a write, a new file, a rename, an open handle on an unlinked file. */
+    ck_assert_int_eq(ckh_fs_open(fs, "/a/b/f", CKH_O_WRONLY, &f), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, "PENDING", 7, 2000), 7);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, "/a/new", CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, "x", 1, 0), 1);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_eq(ckh_fs_rename(fs, "/a/new", "/a/renamed"), 0);
+    return d;
 }
 
-START_TEST(test_adir_defects)
+/* C1: equal digests and pending lists at clone time; same crash choices
+ * give the same durable tree; changes to one never show in the other. */
+START_TEST(test_clone_independent)
 {
-    adir_defect("bk_adir_no_fsync", CKH_EXPLORE_ALL);
-    adir_defect("bk_adir_pointer_first", CKH_EXPLORE_ALL);
-    adir_defect("bk_adir_retention_live", CKH_EXPLORE_ALL);
-    adir_defect("bk_adir_in_place", CKH_EXPLORE_ALL);
-    adir_defect("bk_adir_fixed_tmp", CKH_EXPLORE_ALL);
+    struct ckh_simfs *d = clone_fixture(), *c;
+    struct ckh_file *f, *held;
+    ck_assert_int_eq(ckh_fs_open(ckh_simfs_fs(d), "/a/renamed", CKH_O_RDONLY, &held), 0);
+    ck_assert_int_eq(ckh_fs_unlink(ckh_simfs_fs(d), "/a/renamed"), 0);
+    ck_assert_int_eq(ckh_simfs_clone(d, &c), 0);
+    ck_assert_uint_eq(ckh_simfs_digest(c, false), ckh_simfs_digest(d, false));
+    ck_assert_uint_eq(ckh_simfs_digest(c, true), ckh_simfs_digest(d, true));
+    ck_assert_uint_eq(ckh_simfs_pending_count(c), ckh_simfs_pending_count(d));
+    ck_assert_uint_eq(ckh_simfs_used_bytes(c), ckh_simfs_used_bytes(d) - 1); /* C2: no handle */
+    for (size_t i = 0; i < ckh_simfs_pending_count(d); i++) {
+        struct ckh_simfs_pending_info a, b;
+        ck_assert_int_eq(ckh_simfs_pending_get(d, i, &a), 0);
+        ck_assert_int_eq(ckh_simfs_pending_get(c, i, &b), 0);
+        ck_assert_uint_eq(a.seq, b.seq);
+        ck_assert_int_eq(a.kind, b.kind);
+        ck_assert_str_eq(a.path, b.path);
+    }
+    uint64_t live0 = ckh_simfs_digest(d, false), dur0 = ckh_simfs_digest(d, true);
+
+    /* Changes and a crash on the clone leave the original alone. */
+    ck_assert_int_eq(ckh_fs_open(ckh_simfs_fs(c), "/a/b/f", CKH_O_WRONLY, &f), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, "clone", 5, 0), 5);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_eq(ckh_simfs_crash(c, -1, NULL, 0), 0);
+    ck_assert_uint_eq(ckh_simfs_digest(d, false), live0);
+    ck_assert_uint_eq(ckh_simfs_digest(d, true), dur0);
+    ck_assert_uint_eq(ckh_simfs_pending_count(d), 5); /* write, create, write, rename, unlink */
+
+    /* The same explicit choices on the original and on a fresh clone give
+     * the same durable tree (torn write included: tear points follow seqs). */
+    struct ckh_simfs *c2;
+    ck_assert_int_eq(ckh_simfs_clone(d, &c2), 0);
+    enum ckh_crash_choice ch[5] = {CKH_CRASH_TORN_GARBAGE, CKH_CRASH_APPLY, CKH_CRASH_APPLY,
+                                   CKH_CRASH_APPLY, CKH_CRASH_DROP};
+    ck_assert_int_eq(ckh_simfs_crash(c2, -1, ch, 5), 0);
+    ckh_simfs_destroy(c); /* destroy order is free; c2 still works */
+    ck_assert_int_eq(ckh_file_close(held), 0);
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, ch, 5), 0);
+    ck_assert_int_eq(ckh_fs_exists(ckh_simfs_fs(c2), "/a/renamed"), true); /* unlink dropped */
+    ck_assert_uint_eq(ckh_simfs_digest(c2, true), ckh_simfs_digest(d, true));
+    ck_assert_uint_eq(ckh_simfs_digest(c2, false), ckh_simfs_digest(d, false));
+    /* Changes on the original leave the clone alone. */
+    ck_assert_int_eq(ckh_fs_unlink(ckh_simfs_fs(d), "/a/b/f"), 0);
+    ck_assert_int_eq(ckh_fs_exists(ckh_simfs_fs(c2), "/a/b/f"), true);
+    ckh_simfs_destroy(d);
+    char buf[16] = "";
+    ck_assert_int_eq(ckh_fs_open(ckh_simfs_fs(c2), "/a/b/f", CKH_O_RDONLY, &f), 0);
+    ck_assert_int_eq(ckh_file_pread(f, buf, 7, 0), 7);
+    ck_assert_int_eq(memcmp(buf, "durable", 7), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ckh_simfs_destroy(c2);
+}
+END_TEST
+
+START_TEST(test_clone_bad_input)
+{
+    struct ckh_simfs *c = (struct ckh_simfs *)1;
+    ck_assert_int_eq(ckh_simfs_clone(NULL, &c), CKH_EINVAL);
+    ck_assert_ptr_null(c);
+    struct ckh_simfs *d = clone_fixture();
+    ck_assert_int_eq(ckh_simfs_clone(d, NULL), CKH_EINVAL);
+    ckh_simfs_destroy(d);
 }
 END_TEST
 
@@ -246,7 +352,14 @@ static Suite *suite(void)
     tcase_add_test(tc, test_fixed_tmp);
     tcase_add_test(tc, test_adir_layout);
     tcase_add_loop_test(tc, test_adir_passes, 0, 4);
-    tcase_add_test(tc, test_adir_defects);
+    tcase_add_loop_test(tc, test_adir_validate, 0, 2);
+    tcase_add_test(tc, test_adir_no_fsync);
+    tcase_add_test(tc, test_adir_pointer_first);
+    tcase_add_test(tc, test_adir_retention_live);
+    tcase_add_test(tc, test_adir_in_place);
+    tcase_add_test(tc, test_adir_fixed_tmp);
+    tcase_add_test(tc, test_clone_independent);
+    tcase_add_test(tc, test_clone_bad_input);
     suite_add_tcase(s, tc);
     return s;
 }
