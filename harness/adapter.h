@@ -46,7 +46,8 @@ struct ckh_step_record {
                         the adapter when it knows: "rank 1 rng"), else "" */
 };
 
-/* Per-epoch sample-consumption record (multiset digest and count). */
+/* Per-epoch sample-consumption record (multiset digest and count; the
+ * per-id counts, where kept, are struct ckh_job_result.sample_counts). */
 struct ckh_epoch_samples {
     int64_t epoch;      /* epoch */
     uint64_t count;     /* samples consumed */
@@ -61,6 +62,12 @@ struct ckh_job_result {
     size_t nsteps;                     /* number of step records */
     const struct ckh_epoch_samples *samples; /* per-epoch sample records (may be NULL) */
     size_t nsamples;                   /* number of epoch records */
+    const uint32_t *sample_counts;     /* [nsamples * dataset_size]: row e counts how often
+                                          epoch e consumed each sample id (NULL: not kept) */
+    uint64_t dataset_size;             /* sample ids per row of sample_counts */
+    const int *epoch_world;            /* [nsamples]: ranks that ran epoch e's first step
+                                          (0: none ran it; NULL: not kept) */
+    bool drop_last;                    /* the sampler truncates epochs instead of padding */
     bool corruption_detected;          /* a load refused a corrupt/truncated/foreign file */
     bool device_oom;                   /* an emulated device ran out of memory */
 };
@@ -92,6 +99,17 @@ struct ckh_adapter_ops {
      * resumes from scratch); else a negative code and msg says what is
      * wrong. NULL: not checked. */
     int (*verify)(void *inst, struct ckh_fs *fs, char *msg, size_t msglen);
+    /* A restart with another world size (scenario restart.world_size);
+     * NULL: the workload cannot, and the runner refuses the setting.
+     * Protocol: a non-reference instance of a scenario with
+     * restart.world_size W' is created for max(W, W') nodes (W: the job's
+     * own world); node() reports rank -1 for the nodes beyond W, which the
+     * runner parks. Before the first restart the runner calls
+     * set_world(inst, W'); from then on node() reports each node's rank in
+     * the new world (-1: parked) and the job runs with W' ranks. A
+     * reference instance ignores restart.world_size. Returns 0, or
+     * CKH_EINVAL with msg saying why. */
+    int (*set_world)(void *inst, int world, char *msg, size_t msglen);
 };
 
 /* Finds the adapter of a workload; NULL if none. */

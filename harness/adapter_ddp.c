@@ -12,12 +12,21 @@
  * (integers), lr, min_lr, momentum, weight_decay, dropout (numbers),
  * drop_last, map_location, reshard (bools), keys (strict | normalize).
  *
+ * World size on restart (restart.world_size W', faulted runs only): the
+ * instance holds max(W, W') nodes "rank_<i>" (node i is always rank i when
+ * it runs); nodes beyond the current world report rank -1 and are parked
+ * by the runner. set_world(W') switches the job to W' ranks with
+ * cfg.reshard set (include/ckh/ddp.h: what a resized resume restores).
+ * The record has rank slots for the larger world and step slots for the
+ * smaller one; results cover every node.
+ *
  * Results: per rank, epochs = final epoch, total = final step,
  * resumed_from = the step the last incarnation resumed from, digest = the
  * final state; per step a digest of every rank's weights, optimizer, lr,
  * RNG and sampler state (with per-component digests so the oracle can say
  * which differs); per epoch the count and multiset digest of the sample
- * ids consumed by all ranks.
+ * ids consumed by all ranks, with the per-id counts and the number of
+ * ranks that ran the epoch's first step (the reshard oracle).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,6 +39,8 @@
 #include "ckh/defects.h"
 #include "ckh/err.h"
 
+#define MAX_COUNTS (1u << 22) /* per-id sample counts kept up to epochs * samples */
+
 struct ddp_inst {
     struct ckh_ddp_config cfg;             /* the job */
     char dir[CKH_PATH_MAX];                /* saver output directory */
@@ -39,6 +50,11 @@ struct ddp_inst {
     struct ckh_node_result out[CKH_DDP_MAX_RANKS];   /* generic results */
     struct ckh_step_record *steps;         /* per step */
     struct ckh_epoch_samples *samples;     /* per epoch */
+    int nodes;                             /* nodes of the job: max(world, world_restart) */
+    int world_first;                       /* ranks of run 1 */
+    int world_restart;                     /* ranks after a restart (= world_first if unchanged) */
+    uint32_t *counts;                      /* [epochs * samples] per-epoch sample-id counts */
+    int *epoch_world;                      /* [epochs] ranks that ran each epoch's first step */
 };
 
 static int opt_fail(char *msg, size_t n, const struct ckh_scn_kv *kv, const char *what)
@@ -150,6 +166,8 @@ static void ddp_destroy(void *p)
     ckh_ddp_record_destroy(d->rec);
     free(d->steps);
     free(d->samples);
+    free(d->counts);
+    free(d->epoch_world);
     free(d);
 }
 
@@ -214,17 +232,43 @@ static int ddp_create(const struct ckh_scenario *sc, uint64_t seed, bool referen
         rc = CKH_EINVAL;
         goto out_free;
     }
-    if ((rc = ckh_ddp_record_create(cfg, &d->rec)) != 0) {
+    /* A reference instance runs the job as written: restart.world_size
+     * plays no part in it. */
+    d->world_restart = reference || !sc->restart.world_size ? cfg->world : (int)sc->restart.world_size;
+    if (d->world_restart > CKH_DDP_MAX_RANKS) {
+        snprintf(msg, msglen, "restart.world_size: ddp-train supports at most %d ranks, got %d",
+                 CKH_DDP_MAX_RANKS, d->world_restart);
+        rc = CKH_EINVAL;
+        goto out_free;
+    }
+    struct ckh_ddp_config restarted = *cfg;
+    restarted.world = d->world_restart;
+    if (ckh_ddp_total_steps(&restarted) == 0 ||
+        (cfg->drop_last && cfg->samples < (uint64_t)d->world_restart)) {
+        snprintf(msg, msglen, "restart.world_size: with %d ranks this job has no optimizer step "
+                 "(check samples, batch, accum, drop_last)", d->world_restart);
+        rc = CKH_EINVAL;
+        goto out_free;
+    }
+    d->world_first = cfg->world;
+    d->nodes = cfg->world > d->world_restart ? cfg->world : d->world_restart;
+    if ((rc = ckh_ddp_record_create_worlds(cfg, d->world_restart, &d->rec)) != 0) {
         snprintf(msg, msglen, "ddp-train: cannot allocate the oracle record");
         goto out_free;
     }
     d->steps = calloc(d->rec->max_steps + 1, sizeof *d->steps);
     d->samples = calloc((size_t)cfg->epochs + 1, sizeof *d->samples);
-    if (!d->steps || !d->samples) {
+    /* Per-id counts for jobs of a sane size (else the reshard oracle
+     * has nothing to judge). */
+    if ((uint64_t)cfg->epochs * cfg->samples <= MAX_COUNTS)
+        d->counts = calloc((size_t)cfg->epochs * cfg->samples + 1, sizeof *d->counts);
+    d->epoch_world = calloc((size_t)cfg->epochs + 1, sizeof *d->epoch_world);
+    if (!d->steps || !d->samples || !d->epoch_world ||
+        (!d->counts && (uint64_t)cfg->epochs * cfg->samples <= MAX_COUNTS)) {
         rc = CKH_ENOMEM;
         goto out_free;
     }
-    for (int r = 0; r < cfg->world; r++) {
+    for (int r = 0; r < d->nodes; r++) {
         d->args[r].cfg = cfg;
         d->args[r].rank = r;
         d->args[r].rec = d->rec;
@@ -238,16 +282,16 @@ out_free:
 
 static int ddp_node_count(void *p)
 {
-    return ((struct ddp_inst *)p)->cfg.world;
+    return ((struct ddp_inst *)p)->nodes;
 }
 
 static int ddp_node(void *p, int i, char *name, size_t namelen, int *rank, ckh_node_main *main, void **arg)
 {
     struct ddp_inst *d = p;
-    if (i < 0 || i >= d->cfg.world)
+    if (i < 0 || i >= d->nodes)
         return CKH_EINVAL;
     snprintf(name, namelen, "rank_%d", i);
-    *rank = i;
+    *rank = i < d->cfg.world ? i : -1;
     *main = ckh_ddp_node_main;
     *arg = &d->args[i];
     return 0;
@@ -255,11 +299,28 @@ static int ddp_node(void *p, int i, char *name, size_t namelen, int *rank, ckh_n
 
 static int64_t ddp_interval(void *p)
 {
-    const struct ckh_ddp_config *c = &((struct ddp_inst *)p)->cfg;
+    const struct ddp_inst *d = p;
+    const struct ckh_ddp_config *c = &d->cfg;
     if (c->ckpt_every)
         return (int64_t)c->ckpt_every;
-    uint64_t per_epoch = ckh_ddp_total_steps(c) / (uint64_t)(c->epochs > 0 ? c->epochs : 1);
+    /* Epoch-end checkpoints: an epoch of the smaller world (the longer one). */
+    struct ckh_ddp_config small = *c;
+    small.world = d->world_first < d->world_restart ? d->world_first : d->world_restart;
+    uint64_t per_epoch = ckh_ddp_total_steps(&small) / (uint64_t)(c->epochs > 0 ? c->epochs : 1);
     return per_epoch ? (int64_t)per_epoch : 1;
+}
+
+static int ddp_set_world(void *p, int world, char *msg, size_t msglen)
+{
+    struct ddp_inst *d = p;
+    if (world < 1 || world > d->nodes) {
+        snprintf(msg, msglen, "restart.world_size: the job was built for at most %d ranks, got %d",
+                 d->nodes, world);
+        return CKH_EINVAL;
+    }
+    d->cfg.world = world;
+    d->cfg.reshard = true;
+    return 0;
 }
 
 static void ddp_before_run(void *p, int run, int64_t resume_epoch)
@@ -277,7 +338,7 @@ static int ddp_collect(void *p, struct ckh_job_result *out)
     struct ddp_inst *d = p;
     const struct ckh_ddp_record *rec = d->rec;
     memset(out, 0, sizeof *out);
-    for (int r = 0; r < d->cfg.world; r++) {
+    for (int r = 0; r < d->nodes; r++) {
         const struct ckh_ddp_rank_rec *rr = &rec->ranks[r];
         struct ckh_node_result *o = &d->out[r];
         memset(o, 0, sizeof *o);
@@ -307,7 +368,7 @@ static int ddp_collect(void *p, struct ckh_job_result *out)
         bool any = false;
         char what[96] = "";
         uint64_t comp[5] = {CKH_HASH_INIT, CKH_HASH_INIT, CKH_HASH_INIT, CKH_HASH_INIT, CKH_HASH_INIT};
-        for (int r = 0; r < d->cfg.world; r++) {
+        for (int r = 0; r < d->nodes; r++) {
             const struct ckh_ddp_step_rec *sr = &rec->ranks[r].steps[s];
             if (!sr->valid)
                 continue;
@@ -334,12 +395,16 @@ static int ddp_collect(void *p, struct ckh_job_result *out)
     out->steps = d->steps;
     out->nsteps = ns;
     /* Per epoch: count and an order-independent digest of the sample ids. */
+    uint64_t n = d->cfg.samples;
+    if (d->counts)
+        memset(d->counts, 0, (size_t)d->cfg.epochs * n * sizeof *d->counts);
     for (int64_t e = 0; e < d->cfg.epochs; e++) {
         d->samples[e].epoch = e;
         d->samples[e].count = 0;
         d->samples[e].multiset = 0;
+        d->epoch_world[e] = 0;
     }
-    for (int r = 0; r < d->cfg.world; r++) {
+    for (int r = 0; r < d->nodes; r++) {
         const struct ckh_ddp_rank_rec *rr = &rec->ranks[r];
         for (uint64_t s = 1; s <= rec->max_steps; s++) {
             const struct ckh_ddp_step_rec *sr = &rr->steps[s];
@@ -351,13 +416,36 @@ static int ddp_collect(void *p, struct ckh_job_result *out)
                     continue;
                 d->samples[sr->epoch].count++;
                 d->samples[sr->epoch].multiset += ckh_mix64((uint64_t)ids[j] + 1);
+                if (d->counts && ids[j] < n)
+                    d->counts[(uint64_t)sr->epoch * n + ids[j]]++;
             }
         }
     }
+    /* The ranks that ran each epoch's first step (the step slot is shared
+     * by every rank of the run that took it). */
+    for (uint64_t s = 1; s <= rec->max_steps; s++) {
+        int64_t e = -1;
+        int ranks = 0;
+        for (int r = 0; r < d->nodes; r++) {
+            const struct ckh_ddp_step_rec *sr = &rec->ranks[r].steps[s];
+            if (!sr->valid || sr->epoch < 0 || sr->epoch >= d->cfg.epochs)
+                continue;
+            if (e < 0)
+                e = sr->epoch;
+            if (sr->epoch == e)
+                ranks++;
+        }
+        if (e >= 0 && d->epoch_world[e] == 0)
+            d->epoch_world[e] = ranks;
+    }
     out->samples = d->samples;
     out->nsamples = (size_t)d->cfg.epochs;
+    out->sample_counts = d->counts;
+    out->dataset_size = d->counts ? n : 0;
+    out->epoch_world = d->epoch_world;
+    out->drop_last = d->cfg.drop_last;
     out->nodes = d->out;
-    out->nnodes = (size_t)d->cfg.world;
+    out->nnodes = (size_t)d->nodes;
     return 0;
 }
 
@@ -446,4 +534,5 @@ const struct ckh_adapter_ops ckh__adapter_ddp_train = {
     .before_run = ddp_before_run,
     .collect = ddp_collect,
     .verify = ddp_verify,
+    .set_world = ddp_set_world,
 };

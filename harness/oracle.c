@@ -7,7 +7,7 @@ static const struct ckh_oracle_ops *const oracles[] = {
     &ckh__oracle_faults_fired, &ckh__oracle_outcome, &ckh__oracle_liveness, &ckh__oracle_hang,
     &ckh__oracle_reference, &ckh__oracle_golden,         &ckh__oracle_values,
     &ckh__oracle_resume,    &ckh__oracle_lost_work,      &ckh__oracle_committed,
-    &ckh__oracle_no_corrupt_load, &ckh__oracle_determinism,
+    &ckh__oracle_no_corrupt_load, &ckh__oracle_determinism, &ckh__oracle_reshard,
 };
 
 const struct ckh_oracle_ops *ckh_oracle_at(size_t i)
@@ -45,4 +45,9 @@ bool ckh_oracle_faults_touch_data(const struct ckh_scenario_run *r)
         }
     }
     return false;
+}
+
+bool ckh_oracle_resizes(const struct ckh_scenario_run *r)
+{
+    return r->world_restart != r->world;
 }

@@ -38,6 +38,12 @@ bool ckh_oracle_expects_pass(const struct ckh_scenario_run *r);
  * are bugs the crash-only properties exist to catch. */
 bool ckh_oracle_faults_touch_data(const struct ckh_scenario_run *r);
 
+/* Whether the scenario restarts the job with another world size
+ * (restart.world_size differs from run 1's world), whether or not a
+ * restart happened: step digests and per-node results are then not
+ * comparable with the reference run, which runs at the first world. */
+bool ckh_oracle_resizes(const struct ckh_scenario_run *r);
+
 extern const struct ckh_oracle_ops ckh__oracle_faults_fired;
 extern const struct ckh_oracle_ops ckh__oracle_outcome;
 extern const struct ckh_oracle_ops ckh__oracle_reference;
@@ -50,5 +56,6 @@ extern const struct ckh_oracle_ops ckh__oracle_no_corrupt_load;
 extern const struct ckh_oracle_ops ckh__oracle_hang;
 extern const struct ckh_oracle_ops ckh__oracle_resume;
 extern const struct ckh_oracle_ops ckh__oracle_determinism;
+extern const struct ckh_oracle_ops ckh__oracle_reshard;
 
 #endif

@@ -18,6 +18,25 @@
  *
  * Determinism: everything derives from the scenario seed (or --seed); the
  * simulator's trace hash of the faulted job is the run's fingerprint.
+ *
+ * World size on restart (restart.world_size W', the job's own world W):
+ *   - only workloads whose adapter has set_world support it; for the
+ *     others the setting is an input error naming restart.world_size;
+ *   - W' == W changes nothing; otherwise the faulted job is built with
+ *     max(W, W') nodes, and those the adapter gives rank -1 (the ranks
+ *     beyond W) are parked (ckh_sim_park) before run 1;
+ *   - before run 2 (the first restart) the runner calls set_world(W'),
+ *     takes every node's rank from the adapter again and gives it to the
+ *     simulator (ckh_sim_set_rank): ranks 0..W'-1 all restart (a resized
+ *     group restarts whole, even a rank that had finished), the others
+ *     are parked; later restarts keep W';
+ *   - parked nodes count neither as crashed nor as unfinished;
+ *   - the reference run is the job as written, at W (cache key unchanged);
+ *     the record says world, world_restart and resized, and the oracles
+ *     that compare with the reference step by step or node by node
+ *     (resume-equivalence, reference, no-corrupt-load) do not apply to a
+ *     resizing scenario (ckh_oracle_resizes); "reshard" judges the
+ *     epochs instead. docs/SCENARIOS.md (restart) says the same for users.
  */
 #include "runner.h"
 
@@ -74,6 +93,8 @@ struct run_ctx {
     size_t nrules;                       /* rules armed for the current run */
     struct ckh_scenario_run *rec;        /* where firing counts go (NULL: not counted) */
     bool step_based;                     /* progress counted in steps (training jobs) */
+    int world_first;                     /* ranks of run 1 */
+    int world_restart;                   /* ranks of runs 2.. (world_first: unchanged) */
     char err[512];                       /* set-up error */
 };
 
@@ -461,6 +482,20 @@ static void ctx_free(struct run_ctx *c)
     memset(c, 0, sizeof *c);
 }
 
+/* restart.world_size is an input error for a workload that cannot
+ * change its world size. */
+static int check_world_size(const struct ckh_scenario *sc, const struct ckh_adapter_ops *ad,
+                            char *err, size_t errlen)
+{
+    if (!sc->restart.world_size || ad->set_world)
+        return 0;
+    snprintf(err, errlen,
+             "restart.world_size: workload '%s' cannot restart with another world size "
+             "(its nodes are fixed); remove restart.world_size",
+             ad->name);
+    return CKH_EINVAL;
+}
+
 static int build_sim(struct run_ctx *c, const struct ckh_scenario *sc, uint64_t seed, bool reference,
                      bool keep_trace)
 {
@@ -474,6 +509,8 @@ static int build_sim(struct run_ctx *c, const struct ckh_scenario *sc, uint64_t 
     if ((rc = c->ad->create(sc, seed, reference, &c->inst, c->err, sizeof c->err)) != 0)
         return rc;
     c->step_based = c->ad->step_based;
+    if ((rc = check_world_size(sc, c->ad, c->err, sizeof c->err)) != 0)
+        return rc;
     c->n = c->ad->node_count(c->inst);
     if (c->n < 1 || c->n > CKH_RUNNER_MAX_NODES)
         return fail(c, CKH_EINVAL, "workload '%s' has %d nodes (1..%d)", sc->job.workload, c->n,
@@ -548,6 +585,17 @@ static int build_sim(struct run_ctx *c, const struct ckh_scenario *sc, uint64_t 
         if ((rc = ckh_sim_add_node(c->sim, &nc, &id)) != 0)
             return fail(c, rc, "node %s: %s", c->names[i], ckh_sim_errmsg(c->sim));
     }
+    /* A resizing job: nodes outside the first world wait, parked. */
+    for (int i = 0; i < c->n; i++)
+        if (ranks[i] >= 0)
+            c->world_first++;
+    c->world_restart = c->world_first;
+    if (!reference && c->ad->set_world && sc->restart.world_size) {
+        c->world_restart = (int)sc->restart.world_size;
+        for (int i = 0; i < c->n && c->world_restart != c->world_first; i++)
+            if (ranks[i] < 0 && (rc = ckh_sim_park(c->sim, i)) != 0)
+                return fail(c, rc, "node %s: %s", c->names[i], ckh_sim_errmsg(c->sim));
+    }
     /* The job's directories exist (and are durable) before it starts. */
     if ((rc = for_each_disk(c, -1, sc->job.checkpoint_dir, make_dir_fn, NULL)) != 0)
         return rc;
@@ -562,17 +610,31 @@ static void job_copy_free(struct ckh_job_copy *j)
     free(j->nodes);
     free(j->steps);
     free(j->samples);
+    free(j->sample_counts);
+    free(j->epoch_world);
     memset(j, 0, sizeof *j);
+}
+
+/* Entries of src->sample_counts (0 when not kept). */
+static size_t counts_len(const struct ckh_job_result *src)
+{
+    return src->sample_counts && src->dataset_size ? src->nsamples * (size_t)src->dataset_size : 0;
 }
 
 static int job_copy(struct ckh_job_copy *dst, const struct ckh_job_result *src)
 {
     job_copy_free(dst);
     dst->r = *src;
+    size_t ncounts = counts_len(src);
     dst->nodes = calloc(src->nnodes ? src->nnodes : 1, sizeof *dst->nodes);
     dst->steps = calloc(src->nsteps ? src->nsteps : 1, sizeof *dst->steps);
     dst->samples = calloc(src->nsamples ? src->nsamples : 1, sizeof *dst->samples);
-    if (!dst->nodes || !dst->steps || !dst->samples)
+    if (ncounts)
+        dst->sample_counts = calloc(ncounts, sizeof *dst->sample_counts);
+    if (src->epoch_world)
+        dst->epoch_world = calloc(src->nsamples ? src->nsamples : 1, sizeof *dst->epoch_world);
+    if (!dst->nodes || !dst->steps || !dst->samples || (ncounts && !dst->sample_counts) ||
+        (src->epoch_world && !dst->epoch_world))
         return CKH_ENOMEM;
     if (src->nnodes)
         memcpy(dst->nodes, src->nodes, src->nnodes * sizeof *dst->nodes);
@@ -580,9 +642,16 @@ static int job_copy(struct ckh_job_copy *dst, const struct ckh_job_result *src)
         memcpy(dst->steps, src->steps, src->nsteps * sizeof *dst->steps);
     if (src->nsamples)
         memcpy(dst->samples, src->samples, src->nsamples * sizeof *dst->samples);
+    if (ncounts)
+        memcpy(dst->sample_counts, src->sample_counts, ncounts * sizeof *dst->sample_counts);
+    if (src->epoch_world && src->nsamples)
+        memcpy(dst->epoch_world, src->epoch_world, src->nsamples * sizeof *dst->epoch_world);
     dst->r.nodes = dst->nodes;
     dst->r.steps = dst->steps;
     dst->r.samples = dst->samples;
+    dst->r.sample_counts = dst->sample_counts;
+    dst->r.dataset_size = ncounts ? src->dataset_size : 0;
+    dst->r.epoch_world = dst->epoch_world;
     return 0;
 }
 
@@ -618,6 +687,44 @@ static bool rc_is_collective_failure(int rc)
     return rc == CKH_ETIMEOUT || rc == CKH_EPEER_DEAD || rc == CKH_EMISMATCH;
 }
 
+/* Between run 1 and run 2 of a resizing job: the adapter switches to the
+ * new world, every node takes its new rank (all ranks first leave the
+ * group, so no two nodes ever hold one rank), the ranked nodes restart and
+ * the others are parked. */
+static int resize(struct run_ctx *c)
+{
+    int rc;
+    char msg[256] = "";
+    if ((rc = c->ad->set_world(c->inst, c->world_restart, msg, sizeof msg)) != 0)
+        return fail(c, rc, "%s", msg[0] ? msg : "restart.world_size: the workload refused it");
+    for (int i = 0; i < c->n; i++)
+        if ((rc = ckh_sim_set_rank(c->sim, i, -1)) != 0)
+            return fail(c, rc, "node %s: %s", c->names[i], ckh_sim_errmsg(c->sim));
+    int world = 0;
+    for (int i = 0; i < c->n; i++) {
+        char name[CKH_NODE_NAME_LEN];
+        int rank = -1;
+        ckh_node_main main_fn;
+        void *arg;
+        if ((rc = c->ad->node(c->inst, i, name, sizeof name, &rank, &main_fn, &arg)) != 0)
+            return fail(c, rc, "workload '%s': node %d: %s", c->sc->job.workload, i, ckh_strerror(rc));
+        if (rank >= 0) {
+            world++;
+            rc = ckh_sim_set_rank(c->sim, i, rank);
+            if (rc == 0)
+                rc = ckh_sim_restart(c->sim, i);
+        } else {
+            rc = ckh_sim_park(c->sim, i);
+        }
+        if (rc != 0)
+            return fail(c, rc, "node %s: %s", c->names[i], ckh_sim_errmsg(c->sim));
+    }
+    if (world != c->world_restart)
+        return fail(c, CKH_EINVAL, "restart.world_size: workload '%s' gave %d ranks for world size %d",
+                    c->sc->job.workload, world, c->world_restart);
+    return 0;
+}
+
 /* Runs the job with restarts; fills the run records of out. */
 static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_faults)
 {
@@ -635,6 +742,8 @@ static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_fa
             return fail(c, CKH_ENOMEM, "out of memory");
         c->rec = out;
     }
+    out->world = c->world_first;
+    out->world_restart = c->world_restart;
     int rc;
     for (uint32_t run = 1; run <= max_runs; run++) {
         struct ckh_run_info *ri = &out->runs[out->nruns++];
@@ -680,6 +789,8 @@ static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_fa
             snprintf(ne->phase, sizeof ne->phase, "%s", c->track[i].phase);
             if (st.pending)
                 snprintf(ne->pending, sizeof ne->pending, "%s", st.pending);
+            if (st.state == CKH_NODE_PARKED)
+                continue; /* not part of this run's world */
             if (st.state == CKH_NODE_KILLED)
                 ri->crashed = true;
             if (st.state != CKH_NODE_EXITED || st.exit_status != 0)
@@ -728,6 +839,12 @@ static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_fa
         }
         if (run == max_runs)
             break;
+        if (run == 1 && c->world_restart != c->world_first) {
+            if ((rc = resize(c)) != 0)
+                return rc;
+            out->resized = true;
+            continue;
+        }
         /* Restart what did not finish. Ranks form one group: when any rank
          * failed, every rank restarts (as a job launcher restarts all
          * workers), since a lone restarted rank could never meet the others. */
@@ -742,7 +859,7 @@ static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_fa
             struct ckh_node_status st;
             ckh_sim_node_status(c->sim, i, &st);
             bool done = st.state == CKH_NODE_EXITED && st.exit_status == 0;
-            if (done && !(group_failed && st.rank >= 0))
+            if (st.state == CKH_NODE_PARKED || (done && !(group_failed && st.rank >= 0)))
                 continue;
             if ((rc = ckh_sim_restart(c->sim, i)) != 0)
                 return fail(c, rc, "restart of %s: %s", c->names[i], ckh_sim_errmsg(c->sim));
@@ -780,8 +897,14 @@ static uint64_t job_key(const struct ckh_scenario *sc, uint64_t seed)
     return h;
 }
 
-#define CACHE_MAGIC 0x31464552484b43ull /* "CKHREF1" */
+#define CACHE_MAGIC 0x32464552484b43ull /* "CKHREF2" */
 
+/* Cache file: u64 header {magic, key, nnodes, nsteps, nsamples, flags,
+ * dataset_size, reserved}, then the node, step and epoch records, then
+ * (flag bit 3) nsamples * dataset_size u32 sample counts, then (flag bit 4)
+ * nsamples i32 epoch worlds. Flags: bit 0 corruption, 1 device OOM, 2 the
+ * reference completed, 3 counts, 4 epoch worlds, 5 drop_last. Host byte
+ * order: a cache belongs to one machine. */
 static int cache_load(const char *dir, uint64_t key, struct ckh_job_copy *dst, bool *ok)
 {
     char path[1024];
@@ -789,32 +912,46 @@ static int cache_load(const char *dir, uint64_t key, struct ckh_job_copy *dst, b
     FILE *f = fopen(path, "rb");
     if (!f)
         return CKH_ENOTFOUND;
-    uint64_t hdr[6];
+    uint64_t hdr[8];
     int rc = CKH_ECORRUPT;
     struct ckh_job_result r;
     memset(&r, 0, sizeof r);
     if (fread(hdr, sizeof hdr, 1, f) == 1 && hdr[0] == CACHE_MAGIC && hdr[1] == key &&
-        hdr[2] < 1u << 20 && hdr[3] < 1u << 26 && hdr[4] < 1u << 20) {
+        hdr[2] < 1u << 20 && hdr[3] < 1u << 26 && hdr[4] < 1u << 20 && hdr[6] < 1u << 26 &&
+        hdr[4] * hdr[6] < 1u << 26) {
         r.nnodes = hdr[2];
         r.nsteps = hdr[3];
         r.nsamples = hdr[4];
         r.corruption_detected = hdr[5] & 1;
         r.device_oom = (hdr[5] >> 1) & 1;
         *ok = (hdr[5] >> 2) & 1;
+        bool has_counts = (hdr[5] >> 3) & 1, has_world = (hdr[5] >> 4) & 1;
+        r.drop_last = (hdr[5] >> 5) & 1;
+        size_t ncounts = has_counts ? r.nsamples * (size_t)hdr[6] : 0;
         struct ckh_node_result *nodes = calloc(r.nnodes + 1, sizeof *nodes);
         struct ckh_step_record *steps = calloc(r.nsteps + 1, sizeof *steps);
         struct ckh_epoch_samples *samples = calloc(r.nsamples + 1, sizeof *samples);
-        if (nodes && steps && samples && fread(nodes, sizeof *nodes, r.nnodes, f) == r.nnodes &&
+        uint32_t *counts = calloc(ncounts + 1, sizeof *counts);
+        int *worlds = calloc(r.nsamples + 1, sizeof *worlds);
+        if (nodes && steps && samples && counts && worlds &&
+            fread(nodes, sizeof *nodes, r.nnodes, f) == r.nnodes &&
             fread(steps, sizeof *steps, r.nsteps, f) == r.nsteps &&
-            fread(samples, sizeof *samples, r.nsamples, f) == r.nsamples) {
+            fread(samples, sizeof *samples, r.nsamples, f) == r.nsamples &&
+            fread(counts, sizeof *counts, ncounts, f) == ncounts &&
+            (!has_world || fread(worlds, sizeof *worlds, r.nsamples, f) == r.nsamples)) {
             r.nodes = nodes;
             r.steps = steps;
             r.samples = samples;
+            r.sample_counts = ncounts ? counts : NULL;
+            r.dataset_size = ncounts ? hdr[6] : 0;
+            r.epoch_world = has_world ? worlds : NULL;
             rc = job_copy(dst, &r);
         }
         free(nodes);
         free(steps);
         free(samples);
+        free(counts);
+        free(worlds);
     }
     fclose(f);
     return rc;
@@ -828,13 +965,20 @@ static void cache_store(const char *dir, uint64_t key, const struct ckh_job_copy
     FILE *f = fopen(tmp, "wb");
     if (!f)
         return;
-    uint64_t hdr[6] = {CACHE_MAGIC, key, src->r.nnodes, src->r.nsteps, src->r.nsamples,
+    size_t ncounts = counts_len(&src->r);
+    bool has_world = src->r.epoch_world != NULL;
+    uint64_t hdr[8] = {CACHE_MAGIC, key, src->r.nnodes, src->r.nsteps, src->r.nsamples,
                        (uint64_t)src->r.corruption_detected | (uint64_t)src->r.device_oom << 1 |
-                           (uint64_t)ok << 2};
+                           (uint64_t)ok << 2 | (uint64_t)(ncounts > 0) << 3 |
+                           (uint64_t)has_world << 4 | (uint64_t)src->r.drop_last << 5,
+                       ncounts ? src->r.dataset_size : 0, 0};
     bool good = fwrite(hdr, sizeof hdr, 1, f) == 1 &&
                 fwrite(src->r.nodes, sizeof *src->r.nodes, src->r.nnodes, f) == src->r.nnodes &&
                 fwrite(src->r.steps, sizeof *src->r.steps, src->r.nsteps, f) == src->r.nsteps &&
-                fwrite(src->r.samples, sizeof *src->r.samples, src->r.nsamples, f) == src->r.nsamples;
+                fwrite(src->r.samples, sizeof *src->r.samples, src->r.nsamples, f) == src->r.nsamples &&
+                (!ncounts || fwrite(src->r.sample_counts, sizeof *src->r.sample_counts, ncounts, f) == ncounts) &&
+                (!has_world || fwrite(src->r.epoch_world, sizeof *src->r.epoch_world, src->r.nsamples, f) ==
+                                   src->r.nsamples);
     good = fclose(f) == 0 && good;
     if (good)
         rename(tmp, path); /* atomic: concurrent workers never see half a file */
@@ -969,6 +1113,9 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     out->seed = seed;
     ckh_report_set(&out->replay, "%s run %s --seed %" PRIu64, o->argv0 ? o->argv0 : "ckh", sc->file, seed);
 
+    const struct ckh_adapter_ops *ad = ckh_adapter_find(sc->job.workload);
+    if (ad && (rc = check_world_size(sc, ad, err, sizeof err)) != 0)
+        goto out_error;
     if ((rc = reference(sc, seed, o, &r, err, sizeof err)) != 0)
         goto out_error;
     if ((rc = build_sim(&c, sc, seed, false, o->on_trace || o->timeline)) != 0 ||

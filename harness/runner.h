@@ -76,6 +76,8 @@ struct ckh_job_copy {
     struct ckh_node_result *nodes;       /* owned */
     struct ckh_step_record *steps;       /* owned */
     struct ckh_epoch_samples *samples;   /* owned */
+    uint32_t *sample_counts;             /* owned (NULL: none) */
+    int *epoch_world;                    /* owned (NULL: none) */
 };
 
 /* Everything the oracles judge. */
@@ -101,6 +103,10 @@ struct ckh_scenario_run {
     uint64_t trace_hash;            /* trace hash of the faulted job */
     uint64_t trace_hash2;           /* second execution when checking determinism (else 0) */
     int64_t interval;               /* checkpoint interval in epochs (or steps) */
+    int world;                      /* ranks of run 1 (0: the workload has none) */
+    int world_restart;              /* ranks planned for runs 2.. (restart.world_size;
+                                       == world when unchanged) */
+    bool resized;                   /* some run ran with world_restart ranks != world */
 };
 
 /* Runs sc and fills *out (initialised by the caller with

@@ -10,23 +10,40 @@
 
 int ckh_ddp_record_create(const struct ckh_ddp_config *cfg, struct ckh_ddp_record **out)
 {
-    if (!cfg || !out || cfg->world < 1 || cfg->world > CKH_DDP_MAX_RANKS)
+    return ckh_ddp_record_create_worlds(cfg, cfg ? cfg->world : 0, out);
+}
+
+int ckh_ddp_record_create_worlds(const struct ckh_ddp_config *cfg, int world_restart,
+                                 struct ckh_ddp_record **out)
+{
+    if (out)
+        *out = NULL;
+    if (!cfg || !out || cfg->world < 1 || cfg->world > CKH_DDP_MAX_RANKS || world_restart < 1 ||
+        world_restart > CKH_DDP_MAX_RANKS)
         return CKH_EINVAL;
-    uint64_t steps = ckh_ddp_total_steps(cfg);
-    if (!steps)
+    int ranks = cfg->world > world_restart ? cfg->world : world_restart;
+    /* The smaller world takes the most steps per epoch. */
+    struct ckh_ddp_config small = *cfg;
+    small.world = cfg->world < world_restart ? cfg->world : world_restart;
+    uint64_t steps = ckh_ddp_total_steps(&small);
+    uint64_t big_steps = ckh_ddp_total_steps(cfg);
+    if (!steps || !big_steps)
         return CKH_EINVAL;
     struct ckh_ddp_record *r = calloc(1, sizeof *r);
     if (!r)
         return CKH_ENOMEM;
-    r->world = cfg->world;
+    r->world = ranks;
     /* A defective resume may take more steps than the reference: room for
-     * twice as many. */
+     * twice as many. A world change mid-epoch splits one epoch between the
+     * two worlds: one more epoch of the smaller world and a step. */
     r->max_steps = steps * 2 + 2;
+    if (world_restart != cfg->world)
+        r->max_steps += steps / (uint64_t)(cfg->epochs > 0 ? cfg->epochs : 1) + 1;
     r->per_step = cfg->batch * cfg->accum;
     r->samples = cfg->samples;
-    r->devices.count = cfg->world;
+    r->devices.count = ranks;
     r->devices.capacity_bytes = cfg->device_capacity_bytes;
-    for (int i = 0; i < cfg->world; i++) {
+    for (int i = 0; i < ranks; i++) {
         struct ckh_ddp_rank_rec *rr = &r->ranks[i];
         rr->steps = calloc(r->max_steps + 1, sizeof *rr->steps);
         rr->samples = malloc((r->max_steps + 1) * r->per_step * sizeof *rr->samples);
@@ -39,6 +56,20 @@ int ckh_ddp_record_create(const struct ckh_ddp_config *cfg, struct ckh_ddp_recor
     }
     *out = r;
     return 0;
+}
+
+void ckh_ddp_record_forget_after(struct ckh_ddp_record *r, int rank, int64_t step)
+{
+    if (!r || rank < 0 || rank >= r->world || !r->ranks[rank].steps)
+        return;
+    struct ckh_ddp_rank_rec *rr = &r->ranks[rank];
+    uint64_t first = step < 0 ? 0 : (uint64_t)step + 1;
+    for (uint64_t s = first; s <= r->max_steps; s++) {
+        if (!rr->steps[s].valid)
+            continue;
+        memset(&rr->steps[s], 0, sizeof rr->steps[s]);
+        memset(rr->samples + s * r->per_step, 0xff, r->per_step * sizeof *rr->samples);
+    }
 }
 
 void ckh_ddp_record_destroy(struct ckh_ddp_record *r)

@@ -325,7 +325,8 @@ static int load_train(struct trainer *t, const char *folder)
     if (!rc && !smp)
         rc = tfail(t, CKH_ENOTFOUND, "checkpoint lacks the sampler state");
     if (!rc) {
-        rc = ckh_dsampler_load(&t->sampler, smp->data, smp->size_bytes, t->cfg->reshard);
+        rc = ckh_dsampler_load_defects(&t->sampler, smp->data, smp->size_bytes, t->cfg->reshard,
+                                       t->def);
         if (rc)
             tfail(t, rc, "sampler: %s", t->sampler.errmsg);
     }
@@ -575,6 +576,14 @@ static int run(struct trainer *t)
         if (rc)
             goto out_saver;
     }
+    if (c->reshard) {
+        /* A resized job's record keeps only the history that led here:
+         * steps after the resume point are rewritten by this run or were
+         * lost with the old world. */
+        ckh_ddp_record_forget_after(t->rec, t->rank, t->step);
+        for (int r = t->world; t->rank == 0 && r < t->rec->world; r++)
+            ckh_ddp_record_forget_after(t->rec, r, t->step);
+    }
     rc = train(t);
     if (!rc) {
         t->rr->final_step = t->step;
@@ -594,7 +603,7 @@ int ckh_ddp_node_main(struct ckh_env *env, void *arg)
 {
     struct ckh_ddp_node_arg *na = arg;
     if (!env || !na || !na->cfg || !na->rec || na->rank < 0 || na->rank >= na->rec->world ||
-        na->cfg->world != na->rec->world)
+        na->cfg->world < 1 || na->cfg->world > na->rec->world)
         return CKH_EINVAL;
     int world = ckh_coll_world_size(env->coll);
     struct ckh_ddp_rank_rec *rr = &na->rec->ranks[na->rank];

@@ -262,6 +262,12 @@ int ckh_dsampler_save(const struct ckh_dsampler *s, const struct ckh_defect_set 
 
 int ckh_dsampler_load(struct ckh_dsampler *s, const void *buf, size_t n, bool reshard)
 {
+    return ckh_dsampler_load_defects(s, buf, n, reshard, NULL);
+}
+
+int ckh_dsampler_load_defects(struct ckh_dsampler *s, const void *buf, size_t n, bool reshard,
+                              const struct ckh_defect_set *defects)
+{
     if (!s)
         return CKH_EINVAL;
     struct state st;
@@ -298,6 +304,16 @@ int ckh_dsampler_load(struct ckh_dsampler *s, const void *buf, size_t n, bool re
                          "%d; ask for resharding to redistribute the rest of epoch %lld",
                          st.world, s->world, (long long)st.epoch);
         uint64_t consumed = st.epoch_offset + st.progress * st.world;
+        if (ckh_defect_on(defects, CKH_DEFECT_RESHARD_IGNORED)) {
+            ckh_dsampler_set_epoch(s, st.epoch);
+            uint64_t len = ckh_dsampler_len(s);
+            s->progress = st.progress < len ? st.progress : len;
+            return 0;
+        }
+        if (consumed == 0) {
+            ckh_dsampler_set_epoch(s, st.epoch); /* untouched: a fresh epoch for this world */
+            return 0;
+        }
         s->epoch = st.epoch;
         s->epoch_world = (int)st.epoch_world;
         s->epoch_offset = consumed < total ? consumed : total;

@@ -41,7 +41,12 @@
  * (page-cache content stays on the disk as pending operations), every block
  * of the allocator is freed, the node's collective arrivals are withdrawn,
  * and a killed node's coroutine is abandoned, never resumed; its stack is
- * freed as soon as the simulator runs on another stack.
+ * freed as soon as the simulator runs on another stack. ckh_sim_park sets
+ * a node that is not running aside (PARKED, nothing traced): runs skip it,
+ * power losses do not touch it, ckh_sim_restart brings it back as READY.
+ * ckh_sim_set_rank changes a stopped node's rank between runs; the next
+ * run rebuilds the group (sim/coll.c) and every ranked node launched
+ * after it joins a new generation.
  *
  * Faults. ckh__sim_enter consults the rules in the order added, after the
  * op's latency has been charged (so at_time_ns and the trace refer to the
@@ -1040,12 +1045,50 @@ int ckh_sim_restart(struct ckh_sim *sim, int id)
     struct ckh__node *n = ckh__sim_node(sim, id);
     if (n == NULL)
         return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_restart: bad node id %d", id);
-    if (n->state != CKH_NODE_EXITED && n->state != CKH_NODE_KILLED)
+    if (n->state != CKH_NODE_EXITED && n->state != CKH_NODE_KILLED && n->state != CKH_NODE_PARKED)
         return ckh__sim_err(sim, CKH_ESTATE, "ckh_sim_restart: node %s has not stopped", n->name);
     n->state = CKH_NODE_READY;
     n->incarnation++;
     if (sim->running)
         return node_launch(sim, n);
+    return 0;
+}
+
+int ckh_sim_park(struct ckh_sim *sim, int id)
+{
+    struct ckh__node *n = ckh__sim_node(sim, id);
+    if (n == NULL)
+        return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_park: bad node id %d", id);
+    if (n->state == CKH_NODE_RUNNING)
+        return ckh__sim_err(sim, CKH_ESTATE, "ckh_sim_park: node %s is running", n->name);
+    n->state = CKH_NODE_PARKED;
+    return 0;
+}
+
+int ckh_sim_set_rank(struct ckh_sim *sim, int id, int rank)
+{
+    struct ckh__node *n = ckh__sim_node(sim, id);
+    if (n == NULL)
+        return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_set_rank: bad node id %d", id);
+    if (rank < -1)
+        return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_set_rank: node %s: bad rank %d", n->name, rank);
+    if (sim->running)
+        return ckh__sim_err(sim, CKH_ESTATE, "ckh_sim_set_rank: node %s: not during a run", n->name);
+    if (n->state == CKH_NODE_RUNNING)
+        return ckh__sim_err(sim, CKH_ESTATE, "ckh_sim_set_rank: node %s is running", n->name);
+    if (n->rank == rank)
+        return 0;
+    for (int i = 0; rank >= 0 && i < sim->nnodes; i++)
+        if (i != id && sim->nodes[i]->rank == rank)
+            return ckh__sim_err(sim, CKH_EEXISTS, "ckh_sim_set_rank: node %s: rank %d already held by %s",
+                                n->name, rank, sim->nodes[i]->name);
+    n->rank = rank;
+    n->env.coll = rank >= 0 ? &n->coll : NULL; /* as ckh__env_init gives it */
+    /* The group's shape changed even when its size did not: the next run
+     * rebuilds the rank map (a world no group has) and opens a new
+     * generation, so nothing of the old group can match the new one. */
+    sim->coll.world = -1;
+    sim->coll.broken = true;
     return 0;
 }
 

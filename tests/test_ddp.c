@@ -348,6 +348,148 @@ START_TEST(test_ddp_defects_caught)
 }
 END_TEST
 
+/* Runs cfg with w0 ranks until the halt after step `halt`, then resumes it
+ * with w1 ranks (resharding, as the harness does for restart.world_size):
+ * nodes beyond the current world are parked with rank -1. Returns the
+ * record (caller frees). */
+static struct ckh_ddp_record *resized_run(const struct ckh_ddp_config *cfg0, int w1, int64_t halt)
+{
+    struct ckh_ddp_config cfg = *cfg0;
+    int w0 = cfg.world, n = w0 > w1 ? w0 : w1;
+    struct ckh_sim_config sc = {.seed = 3};
+    struct ckh_sim *sim = NULL;
+    struct ckh_simfs *disk = NULL;
+    struct ckh_ddp_record *rec = NULL;
+    struct ckh_ddp_node_arg args[CKH_DDP_MAX_RANKS];
+    ck_assert_int_eq(ckh_sim_create(&sc, &sim), 0);
+    struct ckh_simfs_config dc = {.name = "shared", .model = CKH_CRASH_POSIX_WEAK, .sector_bytes = 512};
+    ck_assert_int_eq(ckh_sim_add_disk(sim, &dc, &disk), 0);
+    ck_assert_int_eq(ckh_ddp_record_create_worlds(&cfg, w1, &rec), 0);
+    ck_assert_int_eq(rec->world, n);
+    struct ckh_simfs_mount m = {"/", disk};
+    for (int r = 0; r < n; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "trainer_%d", r);
+        args[r] = (struct ckh_ddp_node_arg){&cfg, r, rec};
+        struct ckh_node_config nc = {.name = name, .main = ckh_ddp_node_main, .arg = &args[r],
+                                     .mounts = &m, .nmounts = 1, .rank = r < w0 ? r : -1};
+        ck_assert_int_eq(ckh_sim_add_node(sim, &nc, NULL), 0);
+        if (r >= w0)
+            ck_assert_int_eq(ckh_sim_park(sim, r), 0);
+    }
+    cfg.halt_after_step = halt;
+    struct ckh_sim_result res;
+    ck_assert_int_eq(ckh_sim_run(sim, &res), 0);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    for (int r = 0; r < w0; r++)
+        ck_assert_int_eq(rec->ranks[r].status, CKH_EKILLED);
+    cfg.halt_after_step = 0;
+    cfg.world = w1;
+    cfg.reshard = true;
+    for (int r = 0; r < n; r++)
+        ck_assert_int_eq(ckh_sim_set_rank(sim, r, -1), 0);
+    for (int r = 0; r < n; r++) {
+        if (r < w1) {
+            ck_assert_int_eq(ckh_sim_set_rank(sim, r, r), 0);
+            ck_assert_int_eq(ckh_sim_restart(sim, r), 0);
+        } else {
+            ck_assert_int_eq(ckh_sim_park(sim, r), 0);
+        }
+    }
+    ck_assert_int_eq(ckh_sim_run(sim, &res), 0);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    ckh_sim_destroy(sim);
+    return rec;
+}
+
+/* Grow 2 -> 4 and shrink 4 -> 2 after a halt mid-epoch: the new world
+ * finishes from the checkpoint, the record forgets what came after the
+ * resume step (for parked ranks too), new ranks start from their fresh
+ * streams, every epoch reads each sample once (64 samples: no padding at 2
+ * or 4 ranks), and the whole thing is deterministic. */
+START_TEST(test_world_size_change)
+{
+    static const int w[][2] = {{2, 4}, {4, 2}};
+    int w0 = w[_i][0], w1 = w[_i][1];
+    struct ckh_ddp_config cfg;
+    ckh_ddp_config_default(&cfg);
+    cfg.world = w0;
+    cfg.ckpt_every = 3;
+    int64_t halt = w0 == 2 ? 11 : 7; /* checkpoint at 9 (epoch 1) or 6 (epoch 1) */
+    int64_t resume = w0 == 2 ? 9 : 6;
+    struct ckh_ddp_record *rec = resized_run(&cfg, w1, halt);
+    for (int r = 0; r < w1; r++) {
+        const struct ckh_ddp_rank_rec *rr = &rec->ranks[r];
+        ck_assert_msg(rr->finished, "rank %d: %s", r, rr->errmsg);
+        ck_assert_int_eq(rr->resumed_step, resume);
+        ck_assert_int_eq(rr->final_epoch, 3);
+    }
+    for (int r = 0; r < rec->world; r++)
+        for (uint64_t s = 1; s <= rec->max_steps; s++) {
+            bool valid = rec->ranks[r].steps[s].valid;
+            bool ran = (int64_t)s <= resume ? r < w0 : r < w1 && (int64_t)s <= rec->ranks[0].final_step;
+            ck_assert_msg(valid == ran, "rank %d step %llu: valid %d", r, (unsigned long long)s, valid);
+        }
+    /* Each epoch: every sample exactly once (64 divides by 2 and 4). */
+    for (int64_t e = 0; e < 3; e++) {
+        uint32_t counts[64] = {0};
+        for (int r = 0; r < rec->world; r++)
+            for (uint64_t s = 1; s <= rec->max_steps; s++) {
+                if (!rec->ranks[r].steps[s].valid || rec->ranks[r].steps[s].epoch != e)
+                    continue;
+                const uint32_t *ids = rec->ranks[r].samples + s * rec->per_step;
+                for (uint32_t k = 0; k < rec->per_step; k++)
+                    if (ids[k] < 64)
+                        counts[ids[k]]++;
+            }
+        for (int i = 0; i < 64; i++)
+            ck_assert_msg(counts[i] == 1, "epoch %lld sample %d read %u times", (long long)e, i,
+                          counts[i]);
+    }
+    /* A new rank's stream is its own (not a copy of an old rank's). */
+    if (w1 > w0) {
+        int64_t s = resume + 1;
+        ck_assert_uint_ne(rec->ranks[w0].steps[s].rng, rec->ranks[0].steps[s].rng);
+        ck_assert_uint_ne(rec->ranks[w0].steps[s].rng, rec->ranks[w0 + 1].steps[s].rng);
+    }
+    struct ckh_ddp_record *again = resized_run(&cfg, w1, halt);
+    char msg[256];
+    ck_assert_msg(ckh_ddp_record_compare(rec, again, NULL, msg, sizeof msg) == 0, "%s", msg);
+    ckh_ddp_record_destroy(again);
+    ckh_ddp_record_destroy(rec);
+}
+END_TEST
+
+START_TEST(test_record_worlds_and_forget)
+{
+    struct ckh_ddp_config cfg;
+    ckh_ddp_config_default(&cfg);
+    cfg.world = 4;
+    struct ckh_ddp_record *r = NULL;
+    ck_assert_int_eq(ckh_ddp_record_create_worlds(&cfg, 0, &r), CKH_EINVAL);
+    ck_assert_ptr_null(r);
+    ck_assert_int_eq(ckh_ddp_record_create_worlds(&cfg, CKH_DDP_MAX_RANKS + 1, &r), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ddp_record_create_worlds(NULL, 2, &r), CKH_EINVAL);
+    /* 64 samples, batch 4: 8 steps per epoch at 2 ranks, 4 at 4. */
+    ck_assert_int_eq(ckh_ddp_record_create_worlds(&cfg, 2, &r), 0);
+    ck_assert_int_eq(r->world, 4);
+    ck_assert_uint_eq(r->max_steps, 24 * 2 + 2 + 8 + 1);
+    r->ranks[1].steps[3].valid = true;
+    r->ranks[1].steps[5].valid = true;
+    r->ranks[1].samples[5 * r->per_step] = 7;
+    ckh_ddp_record_forget_after(r, 1, 4);
+    ck_assert(r->ranks[1].steps[3].valid);
+    ck_assert(!r->ranks[1].steps[5].valid);
+    ck_assert_uint_eq(r->ranks[1].samples[5 * r->per_step], UINT32_MAX);
+    ckh_ddp_record_forget_after(r, 9, 0); /* no such rank: no-op */
+    ckh_ddp_record_forget_after(NULL, 0, 0);
+    ckh_ddp_record_destroy(r);
+    ck_assert_int_eq(ckh_ddp_record_create(&cfg, &r), 0);
+    ck_assert_uint_eq(r->max_steps, 12 * 2 + 2);
+    ckh_ddp_record_destroy(r);
+}
+END_TEST
+
 static Suite *ddp_suite(void)
 {
     Suite *s = suite_create("ddp");
@@ -360,6 +502,8 @@ static Suite *ddp_suite(void)
     tcase_add_test(tc, test_device_mapping);
     tcase_add_test(tc, test_module_prefix);
     tcase_add_loop_test(tc, test_ddp_defects_caught, 0, 4);
+    tcase_add_loop_test(tc, test_world_size_change, 0, 2);
+    tcase_add_test(tc, test_record_worlds_and_forget);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -339,6 +339,316 @@ START_TEST(test_cli_list_replay_help)
 }
 END_TEST
 
+/* ---- restart with another world size (harness/runner.c, ddp-train) ---- */
+
+/* Parses the library scenario at CKH_SOURCE_DIR/rel and runs it. */
+static int run_file(const char *rel, struct ckh_report_result *res)
+{
+    char path[1024];
+    const char *root = getenv("CKH_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    int rc = ckh_scenario_parse_file(path, NULL, &sc, &err);
+    if (rc != 0) {
+        fprintf(stderr, "parse %s: %d:%d: %s\n", path, err.line, err.column, err.msg);
+        return rc;
+    }
+    struct ckh_run_options o = {.source_dir = root};
+    ckh_report_result_init(res);
+    rc = ckh_harness_run(sc, &o, res);
+    ckh_scenario_free(sc);
+    return rc;
+}
+
+/* Shrink (4 -> 2) and grow (2 -> 4) after a kill mid-epoch: both pass in
+ * two runs, "reshard" judges every epoch, and the oracles that compare
+ * with the reference run at the first world stay out. */
+START_TEST(test_world_size_changes)
+{
+    static const char *const files[] = {"scenarios/ddp/world-size-shrink.yaml",
+                                         "scenarios/ddp/world-size-grow.yaml"};
+    static const char *const worlds[] = {"world 4 -> 2", "world 2 -> 4"};
+    struct ckh_report_result r;
+    ck_assert_int_eq(run_file(files[_i], &r), 0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s: %s", files[_i], r.message);
+    ck_assert_uint_eq(r.runs, 2);
+    const struct ckh_oracle_result *o = oracle(&r, "reshard");
+    ck_assert_ptr_nonnull(o);
+    ck_assert(o->passed);
+    ck_assert_ptr_nonnull(strstr(o->detail, worlds[_i]));
+    ck_assert_ptr_nonnull(strstr(o->detail, "each of 3 epochs read all 66 samples"));
+    ck_assert(oracle(&r, "values")->passed); /* resumed mid-epoch, from the scenario */
+    ck_assert(oracle(&r, "liveness")->passed);
+    ck_assert(oracle(&r, "lost-work")->passed);
+    ck_assert_ptr_null(oracle(&r, "resume-equivalence"));
+    ck_assert_ptr_null(oracle(&r, "reference"));
+    ck_assert_ptr_null(oracle(&r, "no-corrupt-load"));
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* The crash comes after an epoch-end checkpoint: the interrupted epoch was
+ * untouched, so the new world starts it afresh (padded for 3 ranks). */
+START_TEST(test_world_size_at_epoch_boundary)
+{
+    struct ckh_report_result r;
+    ck_assert_int_eq(run_text("job: {workload: ddp-train, nodes: 2, epochs: 2, collective_timeout: 5s,\n"
+                              "      options: {samples: 64}}\n"
+                              "faults:\n"
+                              "  - {on: {node: rank_1, op: allreduce, phase: epoch, epoch: 1, nth: 6},"
+                              " do: kill}\n"
+                              "restart: {world_size: 3}\n"
+                              "expect: {values: {runs: 2, resumed_from.rank_2: 8}}\n",
+                              &r, false),
+                     0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message);
+    const struct ckh_oracle_result *o = oracle(&r, "reshard");
+    ck_assert(o && o->passed);
+    ck_assert_ptr_nonnull(strstr(o->detail, "world 2 -> 3: each of 2 epochs read all 64 samples"));
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* The planted defect: the old world's sampler state loaded without
+ * resharding repeats part of the interrupted epoch; "reshard" names it. */
+START_TEST(test_world_size_defect_detected)
+{
+    struct ckh_report_result r;
+    ck_assert_int_eq(run_file("scenarios/defects/reshard-ignored.yaml", &r), 0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message);
+    const struct ckh_oracle_result *o = oracle(&r, "reshard");
+    ck_assert(o && o->passed);
+    ck_assert_ptr_nonnull(strstr(o->detail, "detected the planted defect: epoch 1 read 74 entries, "
+                                            "expected 68"));
+    ck_assert_ptr_nonnull(strstr(o->detail, "repeated"));
+    ck_assert_int_eq(r.first_divergent_step, 1);
+    ckh_report_result_clear(&r);
+    /* The same job without the defect passes the oracle. */
+    ck_assert_int_eq(run_text("job:\n  workload: ddp-train\n  nodes: 4\n  epochs: 3\n"
+                              "  checkpoint_every: {steps: 2}\n  collective_timeout: 5s\n"
+                              "  options: {samples: 66}\n"
+                              "faults:\n  - {on: {node: rank_1, op: allreduce, phase: epoch, epoch: 1, "
+                              "nth: 7}, do: kill}\n"
+                              "restart: {world_size: 2}\n",
+                              &r, false),
+                     0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message);
+    ck_assert(oracle(&r, "reshard")->passed);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* world_size equal to the job's world changes nothing; a resizing job that
+ * never restarts runs at its first world and "reshard" does not apply. */
+START_TEST(test_world_size_unchanged_or_unused)
+{
+    struct ckh_report_result r;
+    ck_assert_int_eq(run_text("job: {workload: ddp-train, nodes: 2, epochs: 2, collective_timeout: 5s}\n"
+                              "faults:\n  - {on: {node: rank_1, op: allreduce, step: 5}, do: kill}\n"
+                              "restart: {world_size: 2}\n",
+                              &r, false),
+                     0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message);
+    ck_assert_uint_eq(r.runs, 2);
+    ck_assert(oracle(&r, "resume-equivalence") && oracle(&r, "resume-equivalence")->passed);
+    ck_assert_ptr_null(oracle(&r, "reshard"));
+    ckh_report_result_clear(&r);
+    ck_assert_int_eq(run_text("job: {workload: ddp-train, nodes: 2, epochs: 1}\n"
+                              "restart: {world_size: 4}\n",
+                              &r, false),
+                     0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message);
+    ck_assert_uint_eq(r.runs, 1);
+    ck_assert_ptr_null(oracle(&r, "reshard"));
+    ck_assert_ptr_null(oracle(&r, "resume-equivalence"));
+    ck_assert_ptr_null(oracle(&r, "reference"));
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* Workloads with a fixed set of nodes refuse restart.world_size. */
+START_TEST(test_world_size_refused)
+{
+    static const char *const workloads[] = {"seed-pipeline", "param-server"};
+    char text[256], want[160];
+    snprintf(text, sizeof text, "job: {workload: %s, nodes: 3}\nrestart: {world_size: 2}\n",
+             workloads[_i]);
+    struct ckh_report_result r;
+    ck_assert_int_eq(run_text(text, &r, false), CKH_EINVAL);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_ERROR);
+    snprintf(want, sizeof want,
+             "restart.world_size: workload '%s' cannot restart with another world size",
+             workloads[_i]);
+    ck_assert_msg(strstr(r.message, want) != NULL, "message: %s", r.message);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* ---- the simulator's park and set_rank (sim/sched.c) ---- */
+
+struct world_probe {
+    int rank[4];  /* ckh_coll_rank per node, -2: not run */
+    int world[4]; /* ckh_coll_world_size per node */
+    int64_t sum[4]; /* all-reduce of the ranks */
+    int starts[4]; /* incarnations started */
+};
+
+static int prog_world(struct ckh_env *env, void *arg)
+{
+    struct world_probe *p = arg;
+    int id = ckh_node_name(env->node)[1] - '0'; /* nodes are "n0".."n3" */
+    p->starts[id]++;
+    if (!env->coll) {
+        p->rank[id] = -1;
+        return 0;
+    }
+    p->rank[id] = ckh_coll_rank(env->coll);
+    p->world[id] = ckh_coll_world_size(env->coll);
+    int64_t v = p->rank[id];
+    if (ckh_coll_allreduce(env->coll, &v, 1, CKH_DT_I64, CKH_RED_SUM, 0) != 0)
+        return 1;
+    p->sum[id] = v;
+    return 0;
+}
+
+static struct ckh_sim *world_sim(struct world_probe *p, int ranked)
+{
+    struct ckh_sim_config cfg = {.seed = 5, .keep_trace = true, .stack_bytes = 64 * 1024};
+    struct ckh_sim *sim = NULL;
+    ck_assert_int_eq(ckh_sim_create(&cfg, &sim), 0);
+    memset(p, 0, sizeof *p);
+    for (int i = 0; i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", i);
+        struct ckh_node_config nc = {.name = name, .main = prog_world, .arg = p,
+                                     .rank = i < ranked ? i : -1};
+        ck_assert_int_eq(ckh_sim_add_node(sim, &nc, NULL), 0);
+        p->rank[i] = -2;
+    }
+    return sim;
+}
+
+/* A parked node is not launched, leaves no trace line, survives a kill
+ * attempt, and runs again after ckh_sim_restart; ranks move between runs
+ * (a shrink with two ranks swapped, then a grow), and the group follows. */
+START_TEST(test_sim_park_and_set_rank)
+{
+    struct world_probe p;
+    struct ckh_sim *sim = world_sim(&p, 2);
+    ck_assert_int_eq(ckh_sim_park(sim, 2), 0);
+    ck_assert_int_eq(ckh_sim_park(sim, 3), 0);
+    ck_assert_int_eq(ckh_sim_park(sim, 3), 0); /* already parked: no-op */
+    ck_assert_int_eq(ckh_sim_trace_len(sim), 0);
+    struct ckh_sim_result res;
+    ck_assert_int_eq(ckh_sim_run(sim, &res), 0);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    ck_assert_int_eq(p.world[0], 2);
+    ck_assert_int_eq(p.sum[1], 1);
+    ck_assert_int_eq(p.starts[2] + p.starts[3], 0);
+    struct ckh_node_status st;
+    ck_assert_int_eq(ckh_sim_node_status(sim, 3, &st), 0);
+    ck_assert_int_eq(st.state, CKH_NODE_PARKED);
+    ck_assert_int_eq(ckh_sim_kill(sim, 3, false), CKH_ESTATE);
+    for (uint64_t i = 0; i < ckh_sim_trace_len(sim); i++) {
+        struct ckh_trace_rec tr;
+        ck_assert_int_eq(ckh_sim_trace_get(sim, i, &tr), 0);
+        ck_assert_int_lt(tr.node, 2);
+    }
+
+    /* Grow to 4: the parked nodes join as ranks 2 and 3. */
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(ckh_sim_set_rank(sim, i, i), 0);
+        ck_assert_int_eq(ckh_sim_restart(sim, i), 0);
+    }
+    ck_assert_int_eq(ckh_sim_node_status(sim, 2, &st), 0);
+    ck_assert_int_eq(st.state, CKH_NODE_READY);
+    ck_assert_int_eq(st.rank, 2);
+    ck_assert_int_eq(ckh_sim_run(sim, &res), 0);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(p.rank[i], i);
+        ck_assert_int_eq(p.world[i], 4);
+        ck_assert_int_eq(p.sum[i], 6);
+    }
+
+    /* Shrink to 2 with the two ranks on other nodes and swapped: the size
+     * of the group is back to 2, its rank map is new. */
+    ck_assert_int_eq(ckh_sim_set_rank(sim, 3, 0), CKH_EEXISTS); /* node 0 holds rank 0 */
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(ckh_sim_set_rank(sim, i, -1), 0);
+    ck_assert_int_eq(ckh_sim_set_rank(sim, 3, 0), 0);
+    ck_assert_int_eq(ckh_sim_set_rank(sim, 2, 1), 0);
+    ck_assert_int_eq(ckh_sim_park(sim, 0), 0);
+    ck_assert_int_eq(ckh_sim_park(sim, 1), 0);
+    ck_assert_int_eq(ckh_sim_restart(sim, 2), 0);
+    ck_assert_int_eq(ckh_sim_restart(sim, 3), 0);
+    ck_assert_int_eq(ckh_sim_run(sim, &res), 0);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    ck_assert_int_eq(p.rank[3], 0);
+    ck_assert_int_eq(p.rank[2], 1);
+    ck_assert_int_eq(p.world[2], 2);
+    ck_assert_int_eq(p.sum[3], 1);
+    ck_assert_int_eq(p.starts[0], 2);
+    ck_assert_int_eq(p.starts[3], 2);
+    ck_assert_int_eq(ckh_sim_node_status(sim, 3, &st), 0);
+    ck_assert_uint_eq(st.incarnation, 2);
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+static int prog_set_rank_inside(struct ckh_env *env, void *arg)
+{
+    (void)env;
+    struct ckh_sim *sim = arg;
+    return ckh_sim_set_rank(sim, 1, 1) == CKH_ESTATE ? 0 : 1;
+}
+
+/* Bad input and wrong states get their codes; nothing changes. */
+START_TEST(test_sim_set_rank_errors)
+{
+    struct world_probe p;
+    struct ckh_sim *sim = world_sim(&p, 4);
+    ck_assert_int_eq(ckh_sim_set_rank(NULL, 0, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_sim_set_rank(sim, 4, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_sim_set_rank(sim, 0, -2), CKH_EINVAL);
+    ck_assert_int_eq(ckh_sim_set_rank(sim, 0, 1), CKH_EEXISTS);
+    ck_assert_ptr_nonnull(strstr(ckh_sim_errmsg(sim), "rank 1 already held by n1"));
+    ck_assert_int_eq(ckh_sim_set_rank(sim, 0, 0), 0); /* unchanged: fine */
+    ck_assert_int_eq(ckh_sim_park(NULL, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_sim_park(sim, -1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_sim_restart(sim, 0), CKH_ESTATE); /* READY: not stopped */
+    /* A gap in the ranks is refused when the run starts. */
+    ck_assert_int_eq(ckh_sim_set_rank(sim, 3, -1), 0);
+    ck_assert_int_eq(ckh_sim_set_rank(sim, 2, 3), 0);
+    struct ckh_sim_result res;
+    ck_assert_int_eq(ckh_sim_run(sim, &res), CKH_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ckh_sim_errmsg(sim), "ranks must be 0..2"));
+    ckh_sim_destroy(sim);
+
+    /* RUNNING (stopped by the op limit), and inside a run. */
+    struct ckh_sim_config cfg = {.seed = 1, .op_limit = 1, .stack_bytes = 64 * 1024};
+    ck_assert_int_eq(ckh_sim_create(&cfg, &sim), 0);
+    struct ckh_node_config a = {.name = "a", .main = prog_set_rank_inside, .arg = sim, .rank = 0};
+    struct ckh_node_config b = {.name = "b", .main = prog_set_rank_inside, .arg = sim, .rank = 1};
+    ck_assert_int_eq(ckh_sim_add_node(sim, &a, NULL), 0);
+    ck_assert_int_eq(ckh_sim_add_node(sim, &b, NULL), 0);
+    ck_assert_int_eq(ckh_sim_run(sim, &res), 0);
+    struct ckh_node_status st;
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(ckh_sim_node_status(sim, i, &st), 0);
+        if (st.state == CKH_NODE_RUNNING) {
+            ck_assert_int_eq(ckh_sim_set_rank(sim, i, -1), CKH_ESTATE);
+            ck_assert_int_eq(ckh_sim_park(sim, i), CKH_ESTATE);
+        } else {
+            ck_assert_int_eq(st.state, CKH_NODE_EXITED);
+            ck_assert_int_eq(st.exit_status, 0); /* set_rank inside the run: CKH_ESTATE */
+        }
+    }
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
 static Suite *runner_suite(void)
 {
     Suite *s = suite_create("runner");
@@ -353,7 +663,17 @@ static Suite *runner_suite(void)
     tcase_add_test(tc, test_defect_detected_only_with_fault);
     tcase_add_test(tc, test_determinism_check);
     tcase_add_test(tc, test_bad_fault_node_is_input_error);
+    tcase_add_loop_test(tc, test_world_size_changes, 0, 2);
+    tcase_add_test(tc, test_world_size_at_epoch_boundary);
+    tcase_add_test(tc, test_world_size_defect_detected);
+    tcase_add_test(tc, test_world_size_unchanged_or_unused);
+    tcase_add_loop_test(tc, test_world_size_refused, 0, 2);
     suite_add_tcase(s, tc);
+    TCase *sim = tcase_create("sim-world");
+    tcase_set_timeout(sim, 30);
+    tcase_add_test(sim, test_sim_park_and_set_rank);
+    tcase_add_test(sim, test_sim_set_rank_errors);
+    suite_add_tcase(s, sim);
     TCase *cli = tcase_create("cli");
     tcase_set_timeout(cli, 120);
     tcase_add_checked_fixture(cli, cli_setup, cli_teardown);

@@ -226,6 +226,116 @@ START_TEST(test_sharded)
 }
 END_TEST
 
+/* A state saved at an epoch boundary (nothing of the epoch consumed) is not
+ * resharded but started afresh for the new world: the new ranks read
+ * exactly what fresh samplers of that world read. */
+START_TEST(test_reshard_untouched_epoch_is_fresh)
+{
+    static const int worlds[] = {1, 2, 3, 4, 8};
+    int w0 = worlds[_i % 5], w1 = worlds[(_i / 5) % 5];
+    bool drop = _i >= 25;
+    const uint64_t n = 37;
+    uint64_t ref[64] = {0}, got[64] = {0}, total = 0;
+    epoch_indices(n, w1, drop, 3, ref, &total);
+    struct ckh_dsampler s;
+    ck_assert_int_eq(ckh_dsampler_init(&s, NULL, n, w0, 0, 99, drop), 0);
+    ck_assert_int_eq(ckh_dsampler_set_epoch(&s, 3), 0);
+    unsigned char buf[CKH_SAMPLER_STATE_BYTES];
+    ck_assert_int_eq(ckh_dsampler_save(&s, NULL, buf, sizeof buf), 0);
+    uint64_t lens = 0;
+    for (int r = 0; r < w1; r++) {
+        struct ckh_dsampler nw, fresh;
+        ck_assert_int_eq(ckh_dsampler_init(&nw, NULL, n, w1, r, 99, drop), 0);
+        ck_assert_int_eq(ckh_dsampler_init(&fresh, NULL, n, w1, r, 99, drop), 0);
+        ck_assert_int_eq(ckh_dsampler_load(&nw, buf, sizeof buf, true), 0);
+        ck_assert_int_eq(ckh_dsampler_set_epoch(&fresh, 3), 0);
+        ck_assert_int_eq(nw.epoch, 3);
+        ck_assert_int_eq(nw.epoch_world, w1);
+        ck_assert_uint_eq(nw.epoch_offset, 0);
+        ck_assert_uint_eq(ckh_dsampler_digest(&nw), ckh_dsampler_digest(&fresh));
+        uint64_t len = ckh_dsampler_remaining(&nw);
+        lens += len;
+        for (uint64_t k = 0; k < len; k++) {
+            uint64_t a, b;
+            ck_assert_int_eq(ckh_dsampler_get(&nw, k, &a), 0);
+            ck_assert_int_eq(ckh_dsampler_get(&fresh, k, &b), 0);
+            ck_assert_uint_eq(a, b);
+            got[a]++;
+        }
+        ckh_dsampler_fini(&nw);
+        ckh_dsampler_fini(&fresh);
+    }
+    ck_assert_uint_eq(lens, total);
+    for (uint64_t i = 0; i < n; i++)
+        ck_assert_uint_eq(got[i], ref[i]);
+    ckh_dsampler_fini(&s);
+}
+END_TEST
+
+/* The reshard-ignored defect: the saved per-rank progress is kept in an
+ * epoch rebuilt for the new world. Shrinking 4 -> 2 at progress 3 then
+ * reads 6 entries of the order a second time (12 consumed, 6 skipped). */
+START_TEST(test_reshard_ignored_defect)
+{
+    const uint64_t n = 40;
+    struct ckh_defect_set def = {0};
+    ck_assert_int_eq(ckh_defect_enable(&def, CKH_DEFECT_RESHARD_IGNORED), 0);
+    uint64_t got[40] = {0};
+    for (int r = 0; r < 4; r++) { /* the old world reads 3 entries per rank */
+        struct ckh_dsampler o;
+        ck_assert_int_eq(ckh_dsampler_init(&o, NULL, n, 4, r, 99, false), 0);
+        ckh_dsampler_set_epoch(&o, 1);
+        for (uint64_t k = 0; k < 3; k++) {
+            uint64_t idx;
+            ck_assert_int_eq(ckh_dsampler_get(&o, k, &idx), 0);
+            got[idx]++;
+        }
+        ckh_dsampler_fini(&o);
+    }
+    struct ckh_dsampler s;
+    ck_assert_int_eq(ckh_dsampler_init(&s, NULL, n, 4, 0, 99, false), 0);
+    ckh_dsampler_set_epoch(&s, 1);
+    ck_assert_int_eq(ckh_dsampler_advance(&s, 3), 0);
+    unsigned char buf[CKH_SAMPLER_STATE_BYTES];
+    ckh_dsampler_save(&s, NULL, buf, sizeof buf);
+    for (int r = 0; r < 2; r++) {
+        struct ckh_dsampler nw;
+        ck_assert_int_eq(ckh_dsampler_init(&nw, NULL, n, 2, r, 99, false), 0);
+        ck_assert_int_eq(ckh_dsampler_load_defects(&nw, buf, sizeof buf, true, &def), 0);
+        ck_assert_int_eq(nw.epoch_world, 2);
+        ck_assert_uint_eq(nw.progress, 3);
+        uint64_t len = ckh_dsampler_remaining(&nw);
+        ck_assert_uint_eq(len, 17);
+        for (uint64_t k = 0; k < len; k++) {
+            uint64_t idx;
+            ck_assert_int_eq(ckh_dsampler_get(&nw, k, &idx), 0);
+            got[idx]++;
+        }
+        ckh_dsampler_fini(&nw);
+    }
+    uint64_t twice = 0, never = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        twice += got[i] == 2;
+        never += got[i] == 0;
+    }
+    ck_assert_uint_eq(twice, 6);
+    ck_assert_uint_eq(never, 0);
+    /* Without the defect (NULL set) the same state reshards correctly. */
+    memset(got, 0, sizeof got);
+    uint64_t lens = 0;
+    for (int r = 0; r < 2; r++) {
+        struct ckh_dsampler nw;
+        ck_assert_int_eq(ckh_dsampler_init(&nw, NULL, n, 2, r, 99, false), 0);
+        ck_assert_int_eq(ckh_dsampler_load_defects(&nw, buf, sizeof buf, true, NULL), 0);
+        ck_assert_uint_eq(nw.epoch_offset, 12);
+        lens += ckh_dsampler_remaining(&nw);
+        ckh_dsampler_fini(&nw);
+    }
+    ck_assert_uint_eq(lens, 28);
+    ckh_dsampler_fini(&s);
+}
+END_TEST
+
 static Suite *sampler_suite(void)
 {
     Suite *s = suite_create("sampler");
@@ -237,6 +347,8 @@ static Suite *sampler_suite(void)
     tcase_add_test(tc, test_world_mismatch);
     tcase_add_loop_test(tc, test_reshard_loses_nothing, 0, 50);
     tcase_add_test(tc, test_sharded);
+    tcase_add_loop_test(tc, test_reshard_untouched_epoch_is_fresh, 0, 50);
+    tcase_add_test(tc, test_reshard_ignored_defect);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -145,7 +145,9 @@ struct ckh_ddp_config {
     uint64_t device_capacity_bytes; /* per emulated device (0: unlimited) */
     bool no_map_location;     /* load onto the saved device (also the no-device-map defect) */
     enum ckh_ddp_keymode keymode; /* model key handling on load */
-    bool reshard;             /* a sampler state of another world size is resharded */
+    bool reshard;             /* a sampler state of another world size is resharded, a
+                                 missing rng_rank_<R>.ckh keeps the fresh stream, and
+                                 the record forgets what comes after the resume point */
     uint64_t timeout_ns;      /* collective timeout (0: forever) */
     int64_t halt_after_step;  /* test hook: return CKH_EKILLED after this step (0: never) */
     struct ckh_defect_set defects; /* switched-on defects */
@@ -226,7 +228,7 @@ struct ckh_ddp_rank_rec {
 };
 
 struct ckh_ddp_record {
-    int world;                /* ranks */
+    int world;                /* rank slots (the larger world of a resized job) */
     uint64_t max_steps;       /* step slots */
     uint32_t per_step;        /* sample slots per rank and step (batch * accum) */
     uint64_t samples;         /* dataset size (sample IDs are below it) */
@@ -237,6 +239,18 @@ struct ckh_ddp_record {
 /* Allocates a record for cfg (system allocator: outside node memory).
  * Free with ckh_ddp_record_destroy. */
 int ckh_ddp_record_create(const struct ckh_ddp_config *cfg, struct ckh_ddp_record **out);
+/* The same for a job that starts with cfg->world ranks and is restarted
+ * with world_restart ranks: rank slots for the larger world, step slots
+ * for the smaller one (it takes more steps per epoch) plus one epoch for
+ * the epoch split between the two. world_restart == cfg->world is
+ * ckh_ddp_record_create. CKH_EINVAL for a world outside
+ * 1..CKH_DDP_MAX_RANKS or a job without steps. */
+int ckh_ddp_record_create_worlds(const struct ckh_ddp_config *cfg, int world_restart,
+                                 struct ckh_ddp_record **out);
+/* Forgets what rank recorded for the steps after `step` (slots cleared,
+ * sample ids none): a resumed run keeps only the history that led to its
+ * state. No-op for a bad rank. */
+void ckh_ddp_record_forget_after(struct ckh_ddp_record *r, int rank, int64_t step);
 void ckh_ddp_record_destroy(struct ckh_ddp_record *r);
 /* Compares two runs: 0 when every rank's steps, final state and counts are
  * identical; else CKH_EMISMATCH, *first_step (may be NULL) the first
@@ -260,7 +274,21 @@ struct ckh_ddp_node_arg {
 };
 
 /* The node program of "ddp-train": trains (resuming from the latest
- * committed checkpoint if any) and fills rec. Returns 0, or the error
+ * committed checkpoint if any) and fills rec. The record may have more
+ * rank slots than cfg->world (a job restarted with another world size);
+ * the collective group must be exactly cfg->world ranks.
+ *
+ * Another world size on resume (cfg->reshard set, cfg->world changed
+ * between runs): model, optimizer and scheduler load unchanged; rank 0's
+ * sampler state, saved for the old world, is resharded (include/ckh/
+ * sampler.h) so the rest of the interrupted epoch is read exactly once by
+ * the new ranks; rank R restores rng_rank_<R>.ckh when the checkpoint has
+ * it, else keeps the stream every fresh rank R starts with, seeded from
+ * (cfg->seed, "ddp-dropout") mixed with R + 1; files of ranks that no
+ * longer exist are not read. Each rank then forgets its record after the
+ * resume step, and rank 0 also forgets it for the record's ranks beyond
+ * cfg->world, so the record holds only the history that led to the final
+ * state. Returns 0, or the error
  * (CKH_EOOM_DEVICE for a device out of memory, CKH_EKILLED at the test
  * halt), also stored in rec->ranks[rank].status / errmsg. */
 int ckh_ddp_node_main(struct ckh_env *env, void *arg);

@@ -31,6 +31,10 @@
  *    epoch from its first sample instead of from the saved progress.
  *  - module-prefix-saved (ddp): the model is saved from the wrapped module,
  *    with every key prefixed "module.", and loaded strictly.
+ *  - reshard-ignored (sampler): a sampler state saved under another world
+ *    size is loaded as if saved under the current one: each new rank keeps
+ *    the saved per-rank progress in an epoch rebuilt for the new world, so
+ *    the rest of the interrupted epoch is lost in part or read twice.
  */
 #ifndef CKH_DEFECTS_H
 #define CKH_DEFECTS_H
@@ -59,7 +63,9 @@
     X(RESUME_EPOCH_FROM_START, "resume-epoch-from-start", "ddp",                                \
       "a resumed run restarts the interrupted epoch from its first sample")                     \
     X(MODULE_PREFIX_SAVED, "module-prefix-saved", "ddp",                                        \
-      "model keys are saved with the \"module.\" prefix of the wrapped model")
+      "model keys are saved with the \"module.\" prefix of the wrapped model")                  \
+    X(RESHARD_IGNORED, "reshard-ignored", "sampler",                                            \
+      "a sampler state of another world size is loaded without resharding the epoch")
 
 enum ckh_defect {
 #define CKH__DEFECT_ENUM(e, name, comp, desc) CKH_DEFECT_##e,

@@ -13,7 +13,11 @@
  * reshard set keeps G and hands out the remaining entries G[p*W0 ..] to the
  * W1 ranks round-robin (epoch_offset = p*W0), so no entry of the epoch is
  * lost or repeated; ranks may then get one sample more than others. The
- * next epoch is built for W1 again.
+ * next epoch is built for W1 again. An epoch nothing of which was
+ * consumed (p*W0 plus any earlier offset is 0, as in a state saved at an
+ * epoch boundary) is not resharded but started afresh for W1: its order
+ * is padded for W1. So an epoch's order is always padded for the world
+ * that reads its first entry.
  *
  * ckh_ssampler is the interruptible sampler over a distributed sharded
  * dataset: rank r holds m = ceil(n * pct / 100) samples, indices
@@ -82,6 +86,12 @@ int ckh_dsampler_save(const struct ckh_dsampler *s, const struct ckh_defect_set 
  * reshard is true. CKH_EFOREIGN / CKH_ECORRUPT / CKH_ETRUNCATED for bad
  * bytes. On error s is unchanged. */
 int ckh_dsampler_load(struct ckh_dsampler *s, const void *buf, size_t n, bool reshard);
+/* ckh_dsampler_load with defect switches (NULL: none): with
+ * reshard-ignored, a state of another world size loads (when reshard is
+ * set) as if saved under the current world: the saved progress becomes
+ * this rank's progress in an epoch padded for the current world. */
+int ckh_dsampler_load_defects(struct ckh_dsampler *s, const void *buf, size_t n, bool reshard,
+                              const struct ckh_defect_set *defects);
 /* 64-bit digest of the state (epoch, progress, seed, world, offsets). */
 uint64_t ckh_dsampler_digest(const struct ckh_dsampler *s);
 

@@ -105,6 +105,7 @@ enum ckh_node_state {
     CKH_NODE_RUNNING,   /* runnable or blocked */
     CKH_NODE_EXITED,    /* main returned or called exit */
     CKH_NODE_KILLED,    /* killed by a fault or ckh_sim_kill */
+    CKH_NODE_PARKED,    /* set aside by ckh_sim_park: not launched until restarted */
 };
 
 struct ckh_node_status {
@@ -172,9 +173,31 @@ int ckh_sim_run(struct ckh_sim *sim, struct ckh_sim_result *res);
 int ckh_sim_kill(struct ckh_sim *sim, int id, bool machine);
 /* Power loss: kills every node and crashes every disk. */
 int ckh_sim_power_loss(struct ckh_sim *sim);
-/* Restarts a stopped node with fresh memory: its main runs again at the
- * next ckh_sim_run, seeing only what its filesystems kept. */
+/* Restarts a stopped (EXITED, KILLED) or parked node with fresh memory:
+ * its main runs again at the next ckh_sim_run, seeing only what its
+ * filesystems kept. Its incarnation counts one more. */
 int ckh_sim_restart(struct ckh_sim *sim, int id);
+
+/* ---- changing the job's shape between runs ----
+ * A job restarted with another world size keeps one node per rank it ever
+ * has; ranks beyond the current world are parked. */
+
+/* Parks a node that is not running (READY, EXITED or KILLED; already
+ * PARKED is a no-op): ckh_sim_run leaves it alone until ckh_sim_restart.
+ * Nothing is traced and nothing else changes: its disks keep what they
+ * hold, its rank stays (give it rank -1 with ckh_sim_set_rank to take it
+ * out of the collective group). CKH_ESTATE for a RUNNING node, CKH_EINVAL
+ * for a bad id. */
+int ckh_sim_park(struct ckh_sim *sim, int id);
+/* Gives a node that is not running (READY, EXITED, KILLED or PARKED)
+ * collective rank `rank` (-1: out of the group). Allowed only between
+ * runs (CKH_ESTATE inside ckh_sim_run or for a RUNNING node);
+ * CKH_EEXISTS when another node holds the rank; CKH_EINVAL for a bad id or
+ * a rank below -1. The group is rebuilt at the next ckh_sim_run, which
+ * checks that the ranks are exactly 0..W-1 (W: nodes with rank >= 0);
+ * survivors of the old group, if any, cannot meet the new one (the next
+ * launch opens a new generation, as after any stop). */
+int ckh_sim_set_rank(struct ckh_sim *sim, int id, int rank);
 
 /* ---- trace ---- */
 struct ckh_trace_rec {
