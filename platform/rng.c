@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "ckh/endian.h"
 #include "ckh/rng.h"
 
 static inline uint64_t rotl(uint64_t x, int k)
@@ -66,27 +67,19 @@ double ckh_rng_unit(struct ckh_rng *r)
     return (double)(ckh_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-static inline uint64_t load_le64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 uint64_t ckh_hash64(uint64_t h, const void *data, size_t len)
 {
     const unsigned char *p = data;
     size_t n = len;
     while (n >= 8) {
-        h = ckh_mix64((h ^ load_le64(p)) * 0xff51afd7ed558ccdull);
+        h = ckh_mix64((h ^ ckh_get_le64(p)) * 0xff51afd7ed558ccdull);
         p += 8;
         n -= 8;
     }
     if (n) {
         unsigned char tail[8] = {0};
         memcpy(tail, p, n);
-        h = ckh_mix64((h ^ load_le64(tail)) * 0xff51afd7ed558ccdull);
+        h = ckh_mix64((h ^ ckh_get_le64(tail)) * 0xff51afd7ed558ccdull);
     }
     return ckh_mix64(h ^ (uint64_t)len);
 }
@@ -120,7 +113,7 @@ static uint32_t crc_sw(uint32_t crc, const unsigned char *p, size_t n)
     if (!crc_ready)
         crc_init();
     while (n >= 8) {
-        uint64_t w = load_le64(p) ^ crc;
+        uint64_t w = ckh_get_le64(p) ^ crc;
         crc = crc_table[7][w & 0xff] ^ crc_table[6][(w >> 8) & 0xff] ^
               crc_table[5][(w >> 16) & 0xff] ^ crc_table[4][(w >> 24) & 0xff] ^
               crc_table[3][(w >> 32) & 0xff] ^ crc_table[2][(w >> 40) & 0xff] ^

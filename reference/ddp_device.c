@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ckh/endian.h"
 #include "ckh/ddp.h"
 #include "ckh/err.h"
 
@@ -107,31 +108,6 @@ int ckh_ddp_sd_put(struct ckh_ddp_sd *sd, const char *key, enum ckh_dtype dtype,
     return 0;
 }
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 int ckh_ddp_sd_serialize(const struct ckh_ddp_sd *sd, void **out, size_t *n)
 {
     if (!sd || !out || !n)
@@ -144,23 +120,23 @@ int ckh_ddp_sd_serialize(const struct ckh_ddp_sd *sd, void **out, size_t *n)
         return CKH_ENOMEM;
     unsigned char *p = b;
     memcpy(p, SD_MAGIC, 8);
-    put32(p + 8, (uint32_t)sd->count);
+    ckh_put_le32(p + 8, (uint32_t)sd->count);
     p += 12;
     for (size_t i = 0; i < sd->count; i++) {
         const struct ckh_ddp_sd_entry *e = &sd->entries[i];
         uint32_t kl = (uint32_t)strlen(e->key);
-        put32(p, kl);
+        ckh_put_le32(p, kl);
         memcpy(p + 4, e->key, kl);
         p += 4 + kl;
-        put32(p, (uint32_t)e->dtype);
-        put32(p + 4, (uint32_t)e->device);
-        put64(p + 8, e->size_bytes);
+        ckh_put_le32(p, (uint32_t)e->dtype);
+        ckh_put_le32(p + 4, (uint32_t)e->device);
+        ckh_put_le64(p + 8, e->size_bytes);
         p += 16;
         if (e->size_bytes)
             memcpy(p, e->data, e->size_bytes);
         p += e->size_bytes;
     }
-    put32(p, ckh_crc32c(0, b, (size_t)(p - b)));
+    ckh_put_le32(p, ckh_crc32c(0, b, (size_t)(p - b)));
     *out = b;
     *n = total;
     return 0;
@@ -175,9 +151,9 @@ int ckh_ddp_sd_parse(struct ckh_ddp_sd *sd, const void *buf, size_t n)
         return n >= 8 && memcmp(b, SD_MAGIC, 8) != 0 ? CKH_EFOREIGN : CKH_ETRUNCATED;
     if (memcmp(b, SD_MAGIC, 8) != 0)
         return CKH_EFOREIGN;
-    if (get32(b + n - 4) != ckh_crc32c(0, b, n - 4))
+    if (ckh_get_le32(b + n - 4) != ckh_crc32c(0, b, n - 4))
         return CKH_ECORRUPT;
-    uint32_t count = get32(b + 8);
+    uint32_t count = ckh_get_le32(b + 8);
     size_t pos = 12, end = n - 4;
     int rc = 0;
     char key[CKH_DDP_KEY_MAX + 1];
@@ -186,7 +162,7 @@ int ckh_ddp_sd_parse(struct ckh_ddp_sd *sd, const void *buf, size_t n)
             rc = CKH_ECORRUPT;
             break;
         }
-        uint32_t kl = get32(b + pos);
+        uint32_t kl = ckh_get_le32(b + pos);
         pos += 4;
         if (kl == 0 || kl > CKH_DDP_KEY_MAX || end - pos < (size_t)kl + 16) {
             rc = CKH_ECORRUPT;
@@ -195,9 +171,9 @@ int ckh_ddp_sd_parse(struct ckh_ddp_sd *sd, const void *buf, size_t n)
         memcpy(key, b + pos, kl);
         key[kl] = '\0';
         pos += kl;
-        uint32_t dt = get32(b + pos);
-        int32_t dev = (int32_t)get32(b + pos + 4);
-        uint64_t size = get64(b + pos + 8);
+        uint32_t dt = ckh_get_le32(b + pos);
+        int32_t dev = (int32_t)ckh_get_le32(b + pos + 4);
+        uint64_t size = ckh_get_le64(b + pos + 8);
         pos += 16;
         if (size > end - pos) {
             rc = CKH_ECORRUPT;

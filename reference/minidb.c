@@ -75,6 +75,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/endian.h"
 #include "ckh/backend.h"
 #include "ckh/err.h"
 
@@ -112,35 +113,11 @@ static int fail(struct minidb *m, int code, const char *fmt, ...)
     return code;
 }
 
-/* ---- little-endian helpers ---- */
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
+/* CRC-32C of a 32-bit value in its little-endian bytes. */
 static uint32_t crc_u32(uint32_t crc, uint32_t v)
 {
     unsigned char b[4];
-    put32(b, v);
+    ckh_put_le32(b, v);
     return ckh_crc32c(crc, b, 4);
 }
 
@@ -391,15 +368,15 @@ static int mdb_save(struct ckh_backend *b, const char *node, int64_t epoch, cons
     }
 
     memcpy(hdr, MAGIC, 8);
-    put32(hdr + 8, MDB_VERSION);
-    put32(hdr + 12, (uint32_t)(MDB_HDR_FIXED + node_len + 4));
-    put64(hdr + 16, (uint64_t)epoch);
-    put32(hdr + 24, (uint32_t)n);
-    put32(hdr + 28, (uint32_t)node_len);
-    put64(hdr + 32, file_bytes);
+    ckh_put_le32(hdr + 8, MDB_VERSION);
+    ckh_put_le32(hdr + 12, (uint32_t)(MDB_HDR_FIXED + node_len + 4));
+    ckh_put_le64(hdr + 16, (uint64_t)epoch);
+    ckh_put_le32(hdr + 24, (uint32_t)n);
+    ckh_put_le32(hdr + 28, (uint32_t)node_len);
+    ckh_put_le64(hdr + 32, file_bytes);
     memcpy(hdr + MDB_HDR_FIXED, node, node_len);
     header_crc = ckh_crc32c(0, hdr, MDB_HDR_FIXED + node_len);
-    put32(hdr + MDB_HDR_FIXED + node_len, header_crc);
+    ckh_put_le32(hdr + MDB_HDR_FIXED + node_len, header_crc);
     if ((rc = w_put(&w, hdr, MDB_HDR_FIXED + node_len + 4)) != 0)
         goto out_write;
     file_crc = crc_u32(0, header_crc);
@@ -416,16 +393,16 @@ static int mdb_save(struct ckh_backend *b, const char *node, int64_t epoch, cons
         rec[5] = (unsigned char)bl->dtype;
         rec[6] = (unsigned char)(bl->ndim & 0xff);
         rec[7] = (unsigned char)(bl->ndim >> 8);
-        put32(rec + 8, name_len);
-        put64(rec + 16, bl->size_bytes);
-        put64(rec + 24, st == ST_DESCRIBED ? 0 : bl->size_bytes);
+        ckh_put_le32(rec + 8, name_len);
+        ckh_put_le64(rec + 16, bl->size_bytes);
+        ckh_put_le64(rec + 24, st == ST_DESCRIBED ? 0 : bl->size_bytes);
         if (bl->described) {
-            put64(rec + 32, bl->gen.seed);
-            put64(rec + 40, bl->gen.stream);
-            put64(rec + 48, bl->gen.offset);
+            ckh_put_le64(rec + 32, bl->gen.seed);
+            ckh_put_le64(rec + 40, bl->gen.stream);
+            ckh_put_le64(rec + 48, bl->gen.offset);
         }
         for (uint32_t d = 0; d < bl->ndim; d++)
-            put64(rec + MDB_REC_FIXED + 8 * d, bl->shape[d]);
+            ckh_put_le64(rec + MDB_REC_FIXED + 8 * d, bl->shape[d]);
         if (st == ST_INLINE && bl->size_bytes >= MDB_STREAM_MIN) {
             /* Reserve the record, stream the data while it is hot in the
              * cache (checksum, then write, piece by piece), then fill in
@@ -446,9 +423,9 @@ static int mdb_save(struct ckh_backend *b, const char *node, int64_t epoch, cons
             }
             memcpy(meta, rec, fixed);
             memcpy(meta + fixed, bl->name, name_len);
-            put32(meta + fixed + name_len, dcrc);
+            ckh_put_le32(meta + fixed + name_len, dcrc);
             rcrc = ckh_crc32c(0, meta, fixed + name_len + 4);
-            put32(meta + fixed + name_len + 4, rcrc);
+            ckh_put_le32(meta + fixed + name_len + 4, rcrc);
             if ((rc = pwrite_all(w.f, meta, (size_t)meta_len, meta_off)) != 0)
                 goto out_write;
             w.off = meta_off + meta_len + bl->size_bytes;
@@ -457,9 +434,9 @@ static int mdb_save(struct ckh_backend *b, const char *node, int64_t epoch, cons
         }
         rcrc = ckh_crc32c(0, rec, fixed);
         rcrc = ckh_crc32c(rcrc, bl->name, name_len);
-        put32(tail, data_crcs[i]);
+        ckh_put_le32(tail, data_crcs[i]);
         rcrc = ckh_crc32c(rcrc, tail, 4);
-        put32(tail + 4, rcrc);
+        ckh_put_le32(tail + 4, rcrc);
         if ((rc = w_put(&w, rec, fixed)) != 0 || (rc = w_put(&w, bl->name, name_len)) != 0 ||
             (rc = w_put(&w, tail, 8)) != 0)
             goto out_write;
@@ -473,9 +450,9 @@ static int mdb_save(struct ckh_backend *b, const char *node, int64_t epoch, cons
     }
 
     memcpy(foot, END_MAGIC, 8);
-    put32(foot + 8, (uint32_t)n);
+    ckh_put_le32(foot + 8, (uint32_t)n);
     file_crc = ckh_crc32c(file_crc, foot, 12);
-    put32(foot + 12, file_crc);
+    ckh_put_le32(foot + 12, file_crc);
     if ((rc = w_put(&w, foot, MDB_FOOTER)) != 0 || (rc = w_flush(&w)) != 0)
         goto out_write;
     if (w.off != file_bytes) {
@@ -625,15 +602,15 @@ static int mdb_load(struct ckh_backend *b, const char *node, int64_t epoch, stru
     }
     if ((rc = r_read(&r, 0, fx, MDB_HDR_FIXED)) != 0)
         goto out_io;
-    if (get32(fx + 8) != MDB_VERSION) {
+    if (ckh_get_le32(fx + 8) != MDB_VERSION) {
         rc = fail(m, CKH_EVERSION, "minidb: '%s' has format version %" PRIu32 ", expected %u",
-                  path, get32(fx + 8), MDB_VERSION);
+                  path, ckh_get_le32(fx + 8), MDB_VERSION);
         goto out;
     }
-    node_len = get32(fx + 28);
-    hdr_bytes = get32(fx + 12);
-    nrec = get32(fx + 24);
-    file_bytes = get64(fx + 32);
+    node_len = ckh_get_le32(fx + 28);
+    hdr_bytes = ckh_get_le32(fx + 12);
+    nrec = ckh_get_le32(fx + 24);
+    file_bytes = ckh_get_le64(fx + 32);
     if (node_len > CKH_NODE_NAME_MAX || hdr_bytes != MDB_HDR_FIXED + node_len + 4) {
         rc = fail(m, CKH_ECORRUPT, "minidb: '%s' has a corrupt header", path);
         goto out;
@@ -644,7 +621,7 @@ static int mdb_load(struct ckh_backend *b, const char *node, int64_t epoch, stru
     }
     if ((rc = r_read(&r, MDB_HDR_FIXED, fx + MDB_HDR_FIXED, node_len + 4)) != 0)
         goto out_io;
-    if (ckh_crc32c(0, fx, MDB_HDR_FIXED + node_len) != get32(fx + MDB_HDR_FIXED + node_len)) {
+    if (ckh_crc32c(0, fx, MDB_HDR_FIXED + node_len) != ckh_get_le32(fx + MDB_HDR_FIXED + node_len)) {
         rc = fail(m, CKH_ECORRUPT, "minidb: '%s': header checksum mismatch", path);
         goto out;
     }
@@ -663,12 +640,12 @@ static int mdb_load(struct ckh_backend *b, const char *node, int64_t epoch, stru
         rc = fail(m, CKH_ECORRUPT, "minidb: '%s': impossible record count %" PRIu32, path, nrec);
         goto out;
     }
-    if (get64(fx + 16) != (uint64_t)epoch || node_len != strlen(node) ||
+    if (ckh_get_le64(fx + 16) != (uint64_t)epoch || node_len != strlen(node) ||
         memcmp(fx + MDB_HDR_FIXED, node, node_len) != 0) {
         rc = fail(m, CKH_ECORRUPT, "minidb: '%s' holds another node's or epoch's checkpoint", path);
         goto out;
     }
-    file_crc = crc_u32(0, get32(fx + MDB_HDR_FIXED + node_len));
+    file_crc = crc_u32(0, ckh_get_le32(fx + MDB_HDR_FIXED + node_len));
     staged = ckh_calloc(m->alloc, nrec ? nrec : 1, sizeof *staged);
     if (!staged) {
         rc = fail(m, CKH_ENOMEM, "minidb: no memory to load '%s'", path);
@@ -690,13 +667,13 @@ static int mdb_load(struct ckh_backend *b, const char *node, int64_t epoch, stru
         stg = rec[4];
         bl.dtype = (enum ckh_dtype)rec[5];
         bl.ndim = (uint32_t)rec[6] | ((uint32_t)rec[7] << 8);
-        name_len = get32(rec + 8);
-        bl.size_bytes = get64(rec + 16);
-        data_bytes = get64(rec + 24);
+        name_len = ckh_get_le32(rec + 8);
+        bl.size_bytes = ckh_get_le64(rec + 16);
+        data_bytes = ckh_get_le64(rec + 24);
         es = ckh_dtype_size(bl.dtype);
         if (memcmp(rec, REC_MAGIC, 4) != 0 || stg > ST_GENERATED || es == 0 ||
             bl.ndim > CKH_BLOB_MAX_DIMS || name_len == 0 || name_len > CKH_BLOB_NAME_MAX ||
-            get32(rec + 12) != 0) {
+            ckh_get_le32(rec + 12) != 0) {
             rc = fail(m, CKH_ECORRUPT, "minidb: '%s': record %" PRIu32 " is corrupt", path, i);
             goto out;
         }
@@ -706,14 +683,14 @@ static int mdb_load(struct ckh_backend *b, const char *node, int64_t epoch, stru
             (rc = r_read(&r, off + fixed + name_len, tail, 8)) != 0)
             goto out_rec;
         name[name_len] = '\0';
-        data_crc = get32(tail);
+        data_crc = ckh_get_le32(tail);
         rcrc = ckh_crc32c(ckh_crc32c(ckh_crc32c(0, rec, fixed), name, name_len), tail, 4);
-        if (rcrc != get32(tail + 4)) {
+        if (rcrc != ckh_get_le32(tail + 4)) {
             rc = fail(m, CKH_ECORRUPT, "minidb: '%s': record %" PRIu32 " checksum mismatch", path, i);
             goto out;
         }
         for (uint32_t d = 0; d < bl.ndim; d++)
-            bl.shape[d] = get64(rec + MDB_REC_FIXED + 8 * d);
+            bl.shape[d] = ckh_get_le64(rec + MDB_REC_FIXED + 8 * d);
         if (ckh_shape_elems(bl.ndim, bl.shape, &elems) != 0 || elems > UINT64_MAX / es ||
             elems * es != bl.size_bytes || memchr(name, '\0', name_len) ||
             data_bytes != (stg == ST_DESCRIBED ? 0 : bl.size_bytes)) {
@@ -737,9 +714,9 @@ static int mdb_load(struct ckh_backend *b, const char *node, int64_t epoch, stru
         }
         bl.described = stg != ST_INLINE;
         if (bl.described) {
-            bl.gen.seed = get64(rec + 32);
-            bl.gen.stream = get64(rec + 40);
-            bl.gen.offset = get64(rec + 48);
+            bl.gen.seed = ckh_get_le64(rec + 32);
+            bl.gen.stream = ckh_get_le64(rec + 40);
+            bl.gen.offset = ckh_get_le64(rec + 48);
             if ((rc = gen_crc(m, &bl.gen, bl.size_bytes, &crc)) != 0) {
                 fail(m, rc, "minidb: no memory to verify '%s'", path);
                 goto out;
@@ -810,8 +787,8 @@ static int mdb_load(struct ckh_backend *b, const char *node, int64_t epoch, stru
         if ((rc = r_read(&r, off, foot, MDB_FOOTER)) != 0)
             goto out_io;
         file_crc = ckh_crc32c(file_crc, foot, 12);
-        if (memcmp(foot, END_MAGIC, 8) != 0 || get32(foot + 8) != nrec ||
-            get32(foot + 12) != file_crc) {
+        if (memcmp(foot, END_MAGIC, 8) != 0 || ckh_get_le32(foot + 8) != nrec ||
+            ckh_get_le32(foot + 12) != file_crc) {
             rc = fail(m, CKH_ECORRUPT, "minidb: '%s': footer or file checksum mismatch", path);
             goto out;
         }

@@ -1,5 +1,6 @@
 /* Resumable samplers (see include/ckh/sampler.h for the order, the padding,
  * the resharding rule and the state format). */
+#include "ckh/endian.h"
 #include "ckh/sampler.h"
 
 #include <stdarg.h>
@@ -24,31 +25,6 @@ static int sfail(char *buf, size_t n, int code, const char *fmt, ...)
     return code;
 }
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 /* The decoded state, shared by both samplers. */
 struct state {
     uint32_t kind, world, drop_last, epoch_world, pct;
@@ -60,17 +36,17 @@ static void encode(const struct state *st, unsigned char *b)
 {
     memset(b, 0, CKH_SAMPLER_STATE_BYTES);
     memcpy(b, STATE_MAGIC, 8);
-    put32(b + 8, st->kind);
-    put32(b + 12, st->world);
-    put64(b + 16, (uint64_t)st->epoch);
-    put64(b + 24, st->progress);
-    put64(b + 32, st->seed);
-    put64(b + 40, st->n);
-    put32(b + 48, st->drop_last);
-    put32(b + 52, st->epoch_world);
-    put64(b + 56, st->epoch_offset);
-    put32(b + 64, st->pct);
-    put32(b + 72, ckh_crc32c(0, b, 72));
+    ckh_put_le32(b + 8, st->kind);
+    ckh_put_le32(b + 12, st->world);
+    ckh_put_le64(b + 16, (uint64_t)st->epoch);
+    ckh_put_le64(b + 24, st->progress);
+    ckh_put_le64(b + 32, st->seed);
+    ckh_put_le64(b + 40, st->n);
+    ckh_put_le32(b + 48, st->drop_last);
+    ckh_put_le32(b + 52, st->epoch_world);
+    ckh_put_le64(b + 56, st->epoch_offset);
+    ckh_put_le32(b + 64, st->pct);
+    ckh_put_le32(b + 72, ckh_crc32c(0, b, 72));
 }
 
 static int decode(const void *buf, size_t n, struct state *st, char *msg, size_t msglen)
@@ -83,18 +59,18 @@ static int decode(const void *buf, size_t n, struct state *st, char *msg, size_t
                      CKH_SAMPLER_STATE_BYTES);
     if (memcmp(b, STATE_MAGIC, 8) != 0)
         return sfail(msg, msglen, CKH_EFOREIGN, "not a sampler state (bad magic)");
-    if (get32(b + 72) != ckh_crc32c(0, b, 72))
+    if (ckh_get_le32(b + 72) != ckh_crc32c(0, b, 72))
         return sfail(msg, msglen, CKH_ECORRUPT, "sampler state checksum mismatch");
-    st->kind = get32(b + 8);
-    st->world = get32(b + 12);
-    st->epoch = (int64_t)get64(b + 16);
-    st->progress = get64(b + 24);
-    st->seed = get64(b + 32);
-    st->n = get64(b + 40);
-    st->drop_last = get32(b + 48);
-    st->epoch_world = get32(b + 52);
-    st->epoch_offset = get64(b + 56);
-    st->pct = get32(b + 64);
+    st->kind = ckh_get_le32(b + 8);
+    st->world = ckh_get_le32(b + 12);
+    st->epoch = (int64_t)ckh_get_le64(b + 16);
+    st->progress = ckh_get_le64(b + 24);
+    st->seed = ckh_get_le64(b + 32);
+    st->n = ckh_get_le64(b + 40);
+    st->drop_last = ckh_get_le32(b + 48);
+    st->epoch_world = ckh_get_le32(b + 52);
+    st->epoch_offset = ckh_get_le64(b + 56);
+    st->pct = ckh_get_le32(b + 64);
     if (st->world < 1 || st->world > (1u << 20) || st->epoch < 0)
         return sfail(msg, msglen, CKH_ECORRUPT, "sampler state has world %u epoch %lld", st->world,
                      (long long)st->epoch);

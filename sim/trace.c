@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/endian.h"
 #include "ckh/err.h"
 #include "sim_core.h"
 
@@ -53,18 +54,6 @@ void ckh__trace_free(struct ckh__trace *t)
     }
     free(t->items);
     memset(t, 0, sizeof *t);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
 }
 
 /* Copies s into the arena; NULL when s is NULL or memory runs out. */
@@ -97,15 +86,15 @@ void ckh__trace_add(struct ckh_sim *sim, int node, int kind, const char *path, c
     size_t plen = path != NULL ? strlen(path) : 0;
     size_t p2len = path2 != NULL ? strlen(path2) : 0;
     unsigned char fixed[FIXED_BYTES];
-    put64(fixed + 0, sim->now_ns);
-    put64(fixed + 8, (uint64_t)(int64_t)node);
-    put32(fixed + 16, (uint32_t)kind);
-    put64(fixed + 20, off);
-    put64(fixed + 28, len);
-    put64(fixed + 36, (uint64_t)arg);
-    put64(fixed + 44, (uint64_t)result);
-    put32(fixed + 52, path != NULL ? (uint32_t)plen : 0xffffffffu);
-    put32(fixed + 56, path2 != NULL ? (uint32_t)p2len : 0xffffffffu);
+    ckh_put_le64(fixed + 0, sim->now_ns);
+    ckh_put_le64(fixed + 8, (uint64_t)(int64_t)node);
+    ckh_put_le32(fixed + 16, (uint32_t)kind);
+    ckh_put_le64(fixed + 20, off);
+    ckh_put_le64(fixed + 28, len);
+    ckh_put_le64(fixed + 36, (uint64_t)arg);
+    ckh_put_le64(fixed + 44, (uint64_t)result);
+    ckh_put_le32(fixed + 52, path != NULL ? (uint32_t)plen : 0xffffffffu);
+    ckh_put_le32(fixed + 56, path2 != NULL ? (uint32_t)p2len : 0xffffffffu);
     uint64_t h = ckh_hash64(t->hash, fixed, sizeof fixed);
     if (path != NULL)
         h = ckh_hash64(h, path, plen);
