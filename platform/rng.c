@@ -3,8 +3,9 @@
  * Specification (stable: traces, digests and checkpoint files depend on it):
  * - ckh_rng: xoshiro256**, seeded by four successive SplitMix64 outputs.
  * - ckh_hash64: consumes the input in 8-byte little-endian words
- *   (zero-padded tail, then the length), each folded in with a multiply and
- *   the SplitMix64 finalizer. Not cryptographic.
+ *   (zero-padded tail): h = ((h ^ w) * 0x9fb21c651e98df25) ^ (that >> 28)
+ *   per word, then the SplitMix64 finalizer of h ^ length. Not
+ *   cryptographic.
  * - ckh_seed_derive(seed, name) = ckh_mix64(seed ^ ckh_hash64(INIT, name)).
  * - ckh_gen: byte p of stream (seed, stream) is byte (p mod 8) (little
  *   endian) of ckh_mix64(seed ^ ckh_mix64(stream) ^ (p / 8) * K) with
@@ -69,17 +70,22 @@ double ckh_rng_unit(struct ckh_rng *r)
 
 uint64_t ckh_hash64(uint64_t h, const void *data, size_t len)
 {
+    /* One multiply and one xor-shift per word (both bijective, so no word
+     * is lost), the full SplitMix64 finalizer once at the end: the trace
+     * hashes every simulated operation, so this sits on the hot path. */
     const unsigned char *p = data;
     size_t n = len;
     while (n >= 8) {
-        h = ckh_mix64((h ^ ckh_get_le64(p)) * 0xff51afd7ed558ccdull);
+        h = (h ^ ckh_get_le64(p)) * 0x9fb21c651e98df25ull;
+        h ^= h >> 28;
         p += 8;
         n -= 8;
     }
     if (n) {
         unsigned char tail[8] = {0};
         memcpy(tail, p, n);
-        h = ckh_mix64((h ^ ckh_get_le64(tail)) * 0xff51afd7ed558ccdull);
+        h = (h ^ ckh_get_le64(tail)) * 0x9fb21c651e98df25ull;
+        h ^= h >> 28;
     }
     return ckh_mix64(h ^ (uint64_t)len);
 }
