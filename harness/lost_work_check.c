@@ -1,5 +1,5 @@
 /* Oracle "lost-work": a failure never loses more than one checkpoint
- * interval. After a run that crashed, each restarted node must resume no
+ * interval. After a run that crashed, each crashed node must resume no
  * further back than (the furthest epoch/step it had reached) - interval. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,8 +19,10 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
         const struct ckh_run_info *ri = &r->runs[i], *next = &r->runs[i + 1];
         for (size_t k = 0; k < ri->nnodes && k < next->nnodes; k++) {
             const struct ckh_node_end *was = &ri->nodes[k], *now = &next->nodes[k];
-            if (was->state == CKH_NODE_EXITED && was->exit_status == 0)
-                continue; /* it finished: nothing to resume */
+            if (was->state != CKH_NODE_KILLED)
+                continue; /* only a crashed node's work is lost to the crash; a node
+                             that ran ahead of a dead peer loses work to the
+                             job's resume rule (latest epoch on every node) */
             if (was->progress < 0)
                 continue; /* died before any epoch started */
             if (!now->resume_known)

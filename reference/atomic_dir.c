@@ -408,6 +408,18 @@ static int cleanup(struct ckh_adir *d, uint64_t *next_n)
     rc = scan_folders(d, &f, &n);
     if (rc)
         return rc;
+    if (!latest[0]) {
+        /* No pointer at all (never written, or lost): the newest folder
+         * with its commit marker is complete (the marker is written and
+         * synced after the data), so it stands in for the pointer rather
+         * than every committed folder counting as stale. */
+        for (size_t i = 0; i < n; i++)
+            if (f[i].committed && (!has_latest || f[i].n > latest_n)) {
+                has_latest = true;
+                latest_n = f[i].n;
+                snprintf(latest, sizeof latest, "%s", f[i].name);
+            }
+    }
     uint64_t max_n = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         if (f[i].n > max_n)
@@ -591,8 +603,11 @@ int ckh_adir_commit(struct ckh_adir *d, const char *folder)
             status = sync_dir(d, d->out_dir);
         if (!status && !ckh_defect_on(d->defects, CKH_DEFECT_POINTER_BEFORE_DATA))
             status = move_pointer(d, folder);
+        /* In async mode every rank commits on its own, so the ranks can be
+         * one checkpoint apart after a crash; resuming needs a step all of
+         * them still hold, hence one folder more than keep_last. */
         if (!status && !early)
-            status = retention(d, d->keep_last, base);
+            status = retention(d, d->keep_last > 0 && d->strategy == CKH_ADIR_ASYNC && d->world > 1 ? d->keep_last + 1 : d->keep_last, base);
     }
     if (sync) {
         int32_t st = status;
@@ -619,8 +634,26 @@ int ckh_adir_latest(struct ckh_adir *d, char *buf, size_t n)
     int rc = read_pointer(d, base, sizeof base);
     if (rc)
         return rc;
-    if (!base[0])
-        return dfail(d, CKH_ENOTFOUND, "no pointer '%s'", d->link_path);
+    if (!base[0]) {
+        /* No pointer: fall back to the newest committed folder (see
+         * cleanup); none at all means there is nothing to resume from. */
+        struct folder *f = NULL;
+        size_t nf = 0;
+        uint64_t best = 0;
+        rc = scan_folders(d, &f, &nf);
+        if (rc == -ENOENT) /* the output directory is not there (yet) */
+            return dfail(d, CKH_ENOTFOUND, "no pointer '%s' and no output directory", d->link_path);
+        if (rc)
+            return rc;
+        for (size_t i = 0; i < nf; i++)
+            if (f[i].committed && (!base[0] || f[i].n > best)) {
+                best = f[i].n;
+                snprintf(base, sizeof base, "%s", f[i].name);
+            }
+        free_folders(d, f, nf);
+        if (!base[0])
+            return dfail(d, CKH_ENOTFOUND, "no pointer '%s' and no committed folder", d->link_path);
+    }
     char folder[CKH_PATH_MAX + 1], marker[CKH_PATH_MAX + 1];
     if (ckh_path_join(folder, sizeof folder, d->out_dir, base) ||
         ckh_path_join(marker, sizeof marker, folder, CKH_ADIR_COMMIT_MARKER))

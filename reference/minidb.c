@@ -63,11 +63,13 @@
  * the bytes of the finished file are the same.
  *
  * ---- Crash safety ----
- * save writes <prefix>/.minidb-<16 hex>.tmp (hex from node, epoch and a
- * stream seeded by env->rand, never the process id), fsyncs it, renames it
- * over <prefix>/<node>.<epoch> and fsyncs the directory. A name starting
- * with '.' is never listed as an epoch, so a half-written file is never
- * loaded; a failed save removes its temporary file (best effort).
+ * save first removes the temporaries an earlier incarnation of the node
+ * left for this epoch, then writes <prefix>/.<node>.<epoch>.<16 hex>.tmp
+ * (hex from a stream seeded by env->rand, never the process id; a name
+ * already taken is redrawn), fsyncs it, renames it over
+ * <prefix>/<node>.<epoch> and fsyncs the directory. A name starting with
+ * '.' is never listed as an epoch, so a half-written file is never loaded;
+ * a failed save removes its temporary file (best effort).
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -308,6 +310,36 @@ static int collect(struct minidb *m, const struct ckh_ws *ws, const char *const 
     return 0;
 }
 
+/* Removes the temporaries named "<stem>*.tmp" in the prefix directory:
+ * what an earlier incarnation of this node left when it died mid-save. A
+ * missing directory is not an error here (the save reports it). */
+static int remove_stale_temps(struct minidb *m, const char *stem)
+{
+    struct ckh_listing l;
+    size_t sl = strlen(stem);
+    int rc = ckh_fs_listdir(m->fs, m->prefix, &l);
+    if (rc == -ENOENT || rc == -ENOTDIR)
+        return 0;
+    if (rc != 0)
+        return fail(m, rc, "minidb: cannot list '%s': %s", m->prefix, ckh_strerror(rc));
+    for (size_t i = 0; i < l.count && rc == 0; i++) {
+        const char *nm = l.entries[i].name;
+        size_t nl = strlen(nm);
+        if (strncmp(nm, stem, sl) != 0 || nl < sl + 4 || strcmp(nm + nl - 4, ".tmp") != 0)
+            continue;
+        char p[CKH_PATH_MAX];
+        if (ckh_path_join(p, sizeof p, m->prefix, nm) != 0)
+            continue;
+        rc = ckh_fs_unlink(m->fs, p);
+        if (rc == -ENOENT)
+            rc = 0;
+        else if (rc != 0)
+            fail(m, rc, "minidb: cannot remove the stale temporary '%s': %s", p, ckh_strerror(rc));
+    }
+    ckh_fs_listing_free(&l);
+    return rc;
+}
+
 static int mdb_save(struct ckh_backend *b, const char *node, int64_t epoch, const struct ckh_ws *ws,
                     const char *const *names, size_t count)
 {
@@ -327,9 +359,17 @@ static int mdb_save(struct ckh_backend *b, const char *node, int64_t epoch, cons
 
     if ((rc = ckh_db_name(m->prefix, node, epoch, path, sizeof path)) != 0)
         return fail(m, rc, "minidb: checkpoint name for node '%s' too long", node);
+    /* Temporaries are ".<node>.<epoch>.<tag>.tmp": named after their owner
+     * so that a restarted node can remove what an earlier incarnation left
+     * behind, and tagged so that a name is never reused (the tag stream
+     * restarts identically with the node, so a taken name is redrawn). */
+    char stem[CKH_NODE_NAME_MAX + 32];
+    snprintf(stem, sizeof stem, ".%s.%" PRId64 ".", node, epoch);
+    if ((rc = remove_stale_temps(m, stem)) != 0)
+        return rc;
     tag = ckh_mix64(ckh_rng_next(&m->rng) ^ ckh_hash64(CKH_HASH_INIT, path, strlen(path)));
-    if (snprintf(tmp, sizeof tmp, "%s/.minidb-%016" PRIx64 ".tmp",
-                 strcmp(m->prefix, "/") == 0 ? "" : m->prefix, tag) >= (int)sizeof tmp)
+    if (snprintf(tmp, sizeof tmp, "%s/%s%016" PRIx64 ".tmp",
+                 strcmp(m->prefix, "/") == 0 ? "" : m->prefix, stem, tag) >= (int)sizeof tmp)
         return fail(m, CKH_EINVAL, "minidb: temporary name for '%s' too long", path);
     if ((rc = collect(m, ws, names, count, &blobs, &n)) != 0)
         return rc;
@@ -362,6 +402,12 @@ static int mdb_save(struct ckh_backend *b, const char *node, int64_t epoch, cons
     }
 
     rc = ckh_fs_open(m->fs, tmp, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_EXCL, &w.f);
+    for (int retry = 0; rc == -EEXIST && retry < 8; retry++) {
+        tag = ckh_mix64(ckh_rng_next(&m->rng) ^ tag);
+        snprintf(tmp, sizeof tmp, "%s/%s%016" PRIx64 ".tmp",
+                 strcmp(m->prefix, "/") == 0 ? "" : m->prefix, stem, tag);
+        rc = ckh_fs_open(m->fs, tmp, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_EXCL, &w.f);
+    }
     if (rc != 0) {
         fail(m, rc, "minidb: cannot create '%s' for '%s': %s", tmp, path, ckh_strerror(rc));
         goto out_free;

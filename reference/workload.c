@@ -184,9 +184,14 @@ static int ps_init(struct ckh_session *s, const char *node, void *arg)
     b.size_bytes = n * 8;
     b.data = v;
     rc = b.name ? ckh_ws_adopt(s->ws, &b) : CKH_ENOMEM;
-    if (rc != 0)
+    if (rc != 0) {
         ckh_blob_release(ckh_ws_alloc(s->ws), &b);
-    return rc;
+        return rc;
+    }
+    /* The update counter is state too: it must exist when the init group
+     * ends, since only the blobs present then are checkpointed. */
+    blob_name(name, sizeof name, node, "updates");
+    return ckh_ws_set_i64(s->ws, name, 0);
 }
 
 /* Applies this epoch's update in place: params[k] += epoch * (index + 1). */

@@ -367,6 +367,8 @@ static int coll_arrive(struct ckh_sim *sim, struct ckh__node *n, const struct ck
     for (int r = 0; r < cs->world; r++)
         if (r != n->rank && s->arr[r].seen && !same_call(&s->arr[r], a))
             s->mismatch = true;
+    if (a->faulty)
+        s->mismatch = true;
     s->arr[n->rank] = *a;
     s->arr[n->rank].present = true;
     s->arr[n->rank].seen = true;
@@ -417,6 +419,7 @@ static int coll_call(struct ckh__node *n, const struct ckh__arrival *a, uint64_t
         alt.count = 0;
         alt.sbuf = NULL;
         alt.rbuf = NULL;
+        alt.faulty = true; /* even if every rank is faulted, none may complete */
         a = &alt;
     }
     int rc = act.kind == CKH_FAULT_ERRNO ? -act.err : coll_arrive(sim, n, a, timeout_ns);

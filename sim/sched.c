@@ -54,7 +54,10 @@
  * matches (node, kind, fnmatch(path_glob, op->path, 0), phase, epoch, step,
  * now >= at_time_ns); every match is counted, even when another rule fires.
  * A rule fires on its nth match (nth 0 means 1), and with `repeat` on every
- * later match too; with probability > 0 it fires on each match with that
+ * later match too (when an earlier rule already took that op, it fires on
+ * its next match instead); a rule whose action cannot apply to an op
+ * (MISMATCH off the group collectives, FSYNC_LOST off fsync) does not
+ * match it; with probability > 0 it fires on each match with that
  * chance, drawn from its own stream ckh_seed_derive(seed, "fault/INDEX"),
  * once unless `repeat`. The first rule that fires gives the action; then
  * the hook may change it. A FAULT trace line (path = op path, path2 =
@@ -428,19 +431,47 @@ static bool rule_matches(const struct ckh_sim *sim, const struct ckh__fault *f,
     return true;
 }
 
-static bool rule_fires(struct ckh__fault *f)
+/* Counts a match of f and says whether f fires on it. `taken`: an earlier
+ * rule already gave this op its action; f then does not fire here, and a
+ * rule whose nth match this was fires on its next match instead of being
+ * used up without effect. */
+static bool rule_fires(struct ckh__fault *f, bool taken)
 {
     f->matches++;
-    bool fire;
+    bool due;
     if (f->rule.probability > 0) {
-        fire = ckh_rng_unit(&f->rng) < f->rule.probability;
+        due = ckh_rng_unit(&f->rng) < f->rule.probability;
     } else {
         uint64_t nth = f->rule.nth == 0 ? 1 : f->rule.nth;
-        fire = f->matches == nth || (f->rule.repeat && f->matches > nth);
+        due = f->deferred || f->matches == nth || (f->rule.repeat && f->matches > nth);
     }
-    if (fire && !f->rule.repeat)
+    if (!due)
+        return false;
+    if (taken) {
+        if (f->rule.probability == 0 && !f->rule.repeat)
+            f->deferred = true;
+        return false;
+    }
+    f->deferred = false;
+    if (!f->rule.repeat)
         f->spent = true;
-    return fire;
+    return true;
+}
+
+/* Actions that only make sense on some operations: a rule with one of
+ * them does not match other operations, so it is neither counted nor
+ * used up there. */
+static bool action_fits(const struct ckh_fault_rule *r, enum ckh_op_kind k)
+{
+    switch (r->action.kind) {
+    case CKH_FAULT_MISMATCH:
+        return k == CKH_OP_BARRIER || k == CKH_OP_BROADCAST || k == CKH_OP_ALLREDUCE ||
+               k == CKH_OP_ALLGATHER;
+    case CKH_FAULT_FSYNC_LOST:
+        return k == CKH_OP_FSYNC || k == CKH_OP_FDATASYNC;
+    default:
+        return true;
+    }
 }
 
 static void record_fault(struct ckh_sim *sim, struct ckh__node *n, const struct ckh_op *op,
@@ -464,9 +495,10 @@ static void fault_eval(struct ckh_sim *sim, struct ckh__node *n, const struct ck
     int64_t source = -1;
     for (size_t i = 0; i < sim->nfaults; i++) {
         struct ckh__fault *f = &sim->faults[i];
-        if (f->spent || f->rule.kind == CKH_OP_ALLOC || !rule_matches(sim, f, n, op))
+        if (f->spent || f->rule.kind == CKH_OP_ALLOC || !action_fits(&f->rule, op->kind) ||
+            !rule_matches(sim, f, n, op))
             continue;
-        if (!rule_fires(f) || act->kind != CKH_FAULT_NONE)
+        if (!rule_fires(f, act->kind != CKH_FAULT_NONE))
             continue;
         *act = f->rule.action;
         f->fired++;
@@ -484,6 +516,12 @@ static void fault_eval(struct ckh_sim *sim, struct ckh__node *n, const struct ck
         sim->hook(sim->hook_ctx, &o, act);
         if (memcmp(&before, act, sizeof before) != 0)
             source = -1;
+        /* The hook bypasses ckh_sim_add_fault's checks. */
+        if (act->kind == CKH_FAULT_ERRNO && act->err <= 0)
+            act->err = EIO;
+        if ((act->kind == CKH_FAULT_CALL && act->call == NULL) ||
+            (unsigned)act->kind > CKH_FAULT_MISMATCH)
+            memset(act, 0, sizeof *act);
     }
     if (act->kind == CKH_FAULT_KILL_MID && act->keep_bytes > op->len)
         act->keep_bytes = op->len;
@@ -502,7 +540,7 @@ bool ckh__sim_alloc_fault(struct ckh_sim *sim, struct ckh__node *n, uint64_t siz
         struct ckh__fault *f = &sim->faults[i];
         if (f->spent || f->rule.kind != CKH_OP_ALLOC || !rule_matches(sim, f, n, &op))
             continue;
-        if (rule_fires(f) && !fail) {
+        if (rule_fires(f, fail)) {
             fail = true;
             f->fired++;
             record_fault(sim, n, &op, &f->rule.action, (int64_t)i);

@@ -101,6 +101,8 @@ struct ckh__fault {
     char *phase;                     /* owned copy */
     uint64_t matches;                /* matching ops seen */
     bool spent;                      /* fired and not repeating */
+    bool deferred;                   /* its nth match was taken by an earlier rule:
+                                        fire on the next match */
     uint64_t fired;                  /* times its action was applied */
     struct ckh_rng rng;              /* probability draws */
 };
@@ -117,6 +119,7 @@ struct ckh__arrival {
     const void *sbuf;                /* send data */
     void *rbuf;                      /* destination */
     int node;                        /* node id */
+    bool faulty;                     /* joined under a MISMATCH fault: never completes */
 };
 
 /* The collective #seq of generation gen. */

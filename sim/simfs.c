@@ -1066,11 +1066,14 @@ static bool op_affected(const struct sf_op *op, int node)
     return op && (node == -1 || op->node == node);
 }
 
+/* An op cannot persist without what it depends on: a dependency this crash
+ * drops, or one still pending in another node's cache (not part of this
+ * crash, so not durable), takes the op down with it. */
 static bool dep_dropped(const struct ckh_simfs *d, const struct sf_op *op)
 {
     for (int i = 0; i < 3; i++) {
         struct sf_op *x = op_by_seq(d, op->dep[i]);
-        if (x && x->affected && x->decision == CKH_CRASH_DROP)
+        if (x && (!x->affected || x->decision == CKH_CRASH_DROP))
             return true;
     }
     return false;
