@@ -72,14 +72,21 @@ struct ckh_job_result {
     bool device_oom;                   /* an emulated device ran out of memory */
 };
 
+/* How an instance runs the job (the `mode` of create). */
+enum {
+    CKH_RUN_NO_DEFECTS = 0x1, /* defect switches off: reference and control runs */
+    CKH_RUN_NO_FAULTS = 0x2,  /* the fault-free reference run: no fault-driven set-up,
+                                 the world as written */
+};
+#define CKH_RUN_REFERENCE (CKH_RUN_NO_DEFECTS | CKH_RUN_NO_FAULTS)
+
 struct ckh_adapter_ops {
     const char *name;        /* workload name as scenarios write it */
     const char *description; /* one line for `ckh list` */
     bool step_based;         /* progress and checkpoint cadence count steps, not epochs */
-    /* Builds an instance for sc's job run with seed. reference: a
-     * fault-free reference run (defect switches off). Bad options ->
-     * CKH_EINVAL with msg naming them. */
-    int (*create)(const struct ckh_scenario *sc, uint64_t seed, bool reference, void **out,
+    /* Builds an instance for sc's job run with seed, as `mode` says
+     * (CKH_RUN_* flags). Bad options -> CKH_EINVAL with msg naming them. */
+    int (*create)(const struct ckh_scenario *sc, uint64_t seed, unsigned mode, void **out,
                   char *msg, size_t msglen);
     void (*destroy)(void *inst);
     int (*node_count)(void *inst);
@@ -93,6 +100,10 @@ struct ckh_adapter_ops {
     void (*before_run)(void *inst, int run, int64_t resume_epoch);
     /* Fills *out from the nodes' results (valid until destroy). */
     int (*collect)(void *inst, struct ckh_job_result *out);
+    /* Writes the path of the job's `latest` pointer (the default target of
+     * dangling-latest and stale-latest faults) into buf. NULL: the job keeps
+     * no such pointer, and those faults are refused. */
+    int (*latest_link)(void *inst, char *buf, size_t n);
     /* After a crash: does the state on disk (seen through fs, as a
      * restarted node would) resolve to a fully committed checkpoint that
      * loads? 0 when it does (or when nothing was committed yet, which

@@ -171,7 +171,7 @@ static void ddp_destroy(void *p)
     free(d);
 }
 
-static int ddp_create(const struct ckh_scenario *sc, uint64_t seed, bool reference, void **out, char *msg, size_t msglen)
+static int ddp_create(const struct ckh_scenario *sc, uint64_t seed, unsigned mode, void **out, char *msg, size_t msglen)
 {
     struct ddp_inst *d = calloc(1, sizeof *d);
     if (!d)
@@ -209,15 +209,15 @@ static int ddp_create(const struct ckh_scenario *sc, uint64_t seed, bool referen
     cfg->device_capacity_bytes = sc->job.gpu_mem_bytes;
     if ((rc = apply_options(sc, cfg, msg, msglen)) != 0)
         goto out_free;
-    if (!reference) {
-        for (size_t i = 0; i < sc->job.ndefects; i++) {
+    for (size_t i = 0; !(mode & CKH_RUN_NO_DEFECTS) && i < sc->job.ndefects; i++) {
             int df = ckh_defect_from_name(sc->job.defects[i]);
             if (df < 0 || ckh_defect_enable(&cfg->defects, (enum ckh_defect)df) != 0) {
                 snprintf(msg, msglen, "unknown defect switch '%s'", sc->job.defects[i]);
                 rc = CKH_EINVAL;
                 goto out_free;
             }
-        }
+    }
+    if (!(mode & CKH_RUN_NO_FAULTS)) {
         /* gpu-oom faults shrink the emulated devices of the faulted run
          * to what one rank needs: its weights and momentum plus one staged
          * copy of a checkpoint, with a little room (5x the weights). */
@@ -234,7 +234,8 @@ static int ddp_create(const struct ckh_scenario *sc, uint64_t seed, bool referen
     }
     /* A reference instance runs the job as written: restart.world_size
      * plays no part in it. */
-    d->world_restart = reference || !sc->restart.world_size ? cfg->world : (int)sc->restart.world_size;
+    d->world_restart = (mode & CKH_RUN_NO_FAULTS) || !sc->restart.world_size ? cfg->world
+                                                                             : (int)sc->restart.world_size;
     if (d->world_restart > CKH_DDP_MAX_RANKS) {
         snprintf(msg, msglen, "restart.world_size: ddp-train supports at most %d ranks, got %d",
                  CKH_DDP_MAX_RANKS, d->world_restart);
@@ -522,6 +523,18 @@ static int ddp_verify(void *p, struct ckh_fs *fs, char *msg, size_t msglen)
     return 0;
 }
 
+static int ddp_latest_link(void *p, char *buf, size_t n)
+{
+    const struct ddp_inst *d = p;
+    char name[128];
+    /* async: every rank keeps its own pointer; rank 0's is the default. */
+    if (d->cfg.strategy == CKH_ADIR_ASYNC)
+        snprintf(name, sizeof name, "%s_rank_0.latest_checkpoint", d->saver);
+    else
+        snprintf(name, sizeof name, "%s.latest_checkpoint", d->saver);
+    return ckh_path_join(buf, n, d->dir, name);
+}
+
 const struct ckh_adapter_ops ckh__adapter_ddp_train = {
     .name = "ddp-train",
     .description = "data-parallel training: W ranks, MLP, SGD+momentum, warm-up+cosine, atomic saver",
@@ -535,4 +548,5 @@ const struct ckh_adapter_ops ckh__adapter_ddp_train = {
     .collect = ddp_collect,
     .verify = ddp_verify,
     .set_world = ddp_set_world,
+    .latest_link = ddp_latest_link,
 };

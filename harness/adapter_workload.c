@@ -73,11 +73,31 @@ static void wl_destroy(void *p)
     free(w);
 }
 
-static int wl_create(const struct ckh_scenario *sc, uint64_t seed, bool reference, void **out,
+static int wl_create(const struct ckh_scenario *sc, uint64_t seed, unsigned mode, void **out,
                      char *msg, size_t msglen)
 {
     (void)seed;      /* these jobs draw nothing from the seed but their interleaving */
-    (void)reference; /* and have no defect switches */
+    (void)mode;      /* and have no defect switches (refused below) or devices */
+    /* Refuse what these jobs cannot honour rather than ignore it: a
+     * scenario must never pass while claiming something it did not do. */
+    const char *unsupported = sc->job.ndefects ? "job.defects (defect switches live in ddp-train)"
+                              : sc->job.saver.kind ? "job.saver"
+                              : sc->job.gpu_mem_bytes ? "job.gpu_memory"
+                              : sc->job.steps ? "job.steps"
+                              : sc->job.every_steps || sc->job.every_epochs
+                                  ? "job.checkpoint_every (these jobs checkpoint after every epoch)"
+                                  : NULL;
+    for (size_t i = 0; !unsupported && i < sc->nfaults; i++) {
+        enum ckh_scn_action_kind k = sc->faults[i].act.kind;
+        if (k == CKH_SCN_ACT_GPU_OOM)
+            unsupported = "the gpu-oom fault (no emulated devices)";
+        else if ((k == CKH_SCN_ACT_DANGLING_LATEST || k == CKH_SCN_ACT_STALE_LATEST))
+            unsupported = "latest-pointer faults (minidb keeps no latest pointer)";
+    }
+    if (unsupported) {
+        snprintf(msg, msglen, "workload '%s' does not support %s", sc->job.workload, unsupported);
+        return CKH_EINVAL;
+    }
     const struct ckh_workload *wl = ckh_workload_find(sc->job.workload);
     if (!wl) {
         snprintf(msg, msglen, "unknown workload '%s'", sc->job.workload);

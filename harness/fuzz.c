@@ -466,7 +466,11 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
     wls[nwl++] = "param-server";
     if (adapter_exists("ddp-train"))
         wls[nwl++] = "ddp-train";
-    s.workload = c->workload ? c->workload : wls[ckh_rng_below(&g, nwl)];
+    /* Defect switches live in the DDP job and its saver: a fuzz run with a
+     * defect and no workload given fuzzes ddp-train. */
+    s.workload = c->workload                       ? c->workload
+                 : c->defect && c->defect[0] && adapter_exists("ddp-train") ? "ddp-train"
+                                                    : wls[ckh_rng_below(&g, nwl)];
     s.ddp = strcmp(s.workload, "ddp-train") == 0;
     s.damaging = chance(&g, 0.5);
     if (strcmp(s.workload, "param-server") == 0)
@@ -491,7 +495,7 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
     }
     sb_printf(&b, "  disks:\n    - {mount: /, crash_model: %s, sector: %d}\n",
               chance(&g, 0.5) ? "posix-weak" : "ext4-ordered", chance(&g, 0.5) ? 512 : 4096);
-    if (c->defect && c->defect[0])
+    if (c->defect && c->defect[0] && s.ddp)
         sb_printf(&b, "  defects: [%s]\n", c->defect);
 
     /* Faults: 1..4 kinds, each with its own trigger and rate. */
@@ -501,8 +505,9 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
         for (int k = 0; k < CKH_SCN_ACT__COUNT; k++) {
             if (k == CKH_SCN_ACT_GPU_OOM)
                 continue; /* needs a device-memory budget: not fuzzed yet */
-            if (!s.ddp && (k == CKH_SCN_ACT_DIE_IN_COLLECTIVE || k == CKH_SCN_ACT_MISMATCH_COLLECTIVE))
-                continue;
+            if (!s.ddp && (k == CKH_SCN_ACT_DIE_IN_COLLECTIVE || k == CKH_SCN_ACT_MISMATCH_COLLECTIVE ||
+                           k == CKH_SCN_ACT_DANGLING_LATEST || k == CKH_SCN_ACT_STALE_LATEST))
+                continue; /* collectives and a latest pointer: only the DDP job has them */
             kinds[nk++] = (enum ckh_scn_action_kind)k;
         }
     } else {

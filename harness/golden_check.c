@@ -44,9 +44,8 @@ static char *slurp(const char *path)
 static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int64_t *divergent)
 {
     (void)divergent;
-    char path[2048], msg[512];
-    snprintf(path, sizeof path, "%s/reference/%s", r->source_dir ? r->source_dir : ".",
-             r->sc->expect.golden);
+    char msg[512];
+    const char *path = r->golden_path;
     char *text = slurp(path);
     if (!text) {
         snprintf(detail, n, "cannot read golden file %s", path);

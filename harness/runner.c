@@ -75,13 +75,14 @@ struct run_ctx;
 struct call_ctx {
     struct run_ctx *rc;               /* the run */
     const struct ckh_scn_fault *fault; /* what to do */
+    size_t index;                     /* its index in the scenario */
 };
 
 struct run_ctx {
     const struct ckh_scenario *sc;       /* the scenario */
     const struct ckh_adapter_ops *ad;    /* its workload adapter */
     void *inst;                          /* the adapter instance */
-    bool reference;                      /* reference run: no faults */
+    unsigned mode;                       /* CKH_RUN_* flags of this simulation */
     struct ckh_sim *sim;                 /* the simulator */
     int n;                               /* nodes */
     char (*names)[CKH_NODE_NAME_LEN];    /* node names */
@@ -92,6 +93,7 @@ struct run_ctx {
     size_t *rule_fault;                  /* [nfaults]: scenario fault of each armed rule */
     size_t nrules;                       /* rules armed for the current run */
     struct ckh_scenario_run *rec;        /* where firing counts go (NULL: not counted) */
+    long at_rest_fault;                  /* scenario fault being applied at rest (-1: none) */
     bool step_based;                     /* progress counted in steps (training jobs) */
     int world_first;                     /* ranks of run 1 */
     int world_restart;                   /* ranks of runs 2.. (world_first: unchanged) */
@@ -175,6 +177,14 @@ static int make_dir_fn(struct run_ctx *c, struct ckh_simfs *d, const char *dpath
 
 /* ---- at-rest faults ---- */
 
+/* An at-rest fault changed something: only then does it count as fired
+ * (a path that names nothing must not pass for a tested fault). */
+static void at_rest_hit(struct run_ctx *c)
+{
+    if (c->rec && c->at_rest_fault >= 0)
+        c->rec->fault_fired[c->at_rest_fault]++;
+}
+
 /* Replaces the link at dpath (dangling: to a missing folder; stale: to the
  * oldest sibling with the same name pattern). */
 static int latest_fn(struct run_ctx *c, struct ckh_simfs *d, const char *dpath, const void *arg)
@@ -216,7 +226,10 @@ static int latest_fn(struct run_ctx *c, struct ckh_simfs *d, const char *dpath, 
     ckh_fs_unlink(fs, dpath);
     int rc = ckh_fs_symlink(fs, target, dpath);
     ckh_simfs_sync_all(d);
-    return rc ? fail(c, rc, "cannot relink %s: %s", dpath, ckh_strerror(rc)) : 0;
+    if (rc)
+        return fail(c, rc, "cannot relink %s: %s", dpath, ckh_strerror(rc));
+    at_rest_hit(c);
+    return 0;
 }
 
 static int corrupt_fn(struct run_ctx *c, struct ckh_simfs *d, const char *dpath, const void *arg)
@@ -271,21 +284,27 @@ static int corrupt_fn(struct run_ctx *c, struct ckh_simfs *d, const char *dpath,
     }
     }
     if (rc == -ENOENT || rc == CKH_ENOTFOUND)
-        return 0; /* nothing there yet: the fault finds nothing to damage */
-    return rc ? fail(c, rc, "line %d: corrupting %s: %s", f->line, dpath, ckh_strerror(rc)) : 0;
+        return 0; /* nothing there: the fault finds nothing to damage (not fired) */
+    if (rc)
+        return fail(c, rc, "line %d: corrupting %s: %s", f->line, dpath, ckh_strerror(rc));
+    at_rest_hit(c);
+    return 0;
 }
 
 static int remove_fn(struct run_ctx *c, struct ckh_simfs *d, const char *dpath, const void *arg)
 {
-    (void)c, (void)arg;
+    (void)arg;
     int rc = ckh_simfs_remove_tree(d, dpath);
+    if (rc == 0)
+        at_rest_hit(c);
     return rc == -ENOENT ? 0 : rc;
 }
 
 static int disk_full_fn(struct run_ctx *c, struct ckh_simfs *d, const char *dpath, const void *arg)
 {
-    (void)c, (void)dpath;
+    (void)dpath;
     const struct ckh_scn_fault *f = arg;
+    at_rest_hit(c);
     return ckh_simfs_set_capacity(d, ckh_simfs_used_bytes(d) + f->act.u.disk_full.after_bytes + 1);
 }
 
@@ -313,8 +332,9 @@ static int apply_at_rest(struct run_ctx *c, const struct ckh_scn_fault *f, int n
     case CKH_SCN_ACT_STALE_LATEST:
         if (f->act.u.latest.path)
             snprintf(link, sizeof link, "%s", f->act.u.latest.path);
-        else
-            ckh_path_join(link, sizeof link, c->sc->job.checkpoint_dir, "latest");
+        else if (!c->ad->latest_link || c->ad->latest_link(c->inst, link, sizeof link) != 0)
+            return fail(c, CKH_EINVAL, "line %d: workload '%s' keeps no latest pointer", f->line,
+                        c->sc->job.workload);
         return for_each_disk(c, node, link, latest_fn, f);
     case CKH_SCN_ACT_DISK_FULL:
         if (!f->act.u.disk_full.disk)
@@ -337,7 +357,9 @@ static int apply_at_rest(struct run_ctx *c, const struct ckh_scn_fault *f, int n
 static void call_at_trigger(void *ctx, const struct ckh_op *op)
 {
     struct call_ctx *cc = ctx;
+    cc->rc->at_rest_fault = (long)cc->index;
     apply_at_rest(cc->rc, cc->fault, cc->fault->on.node >= 0 || cc->fault->on.node_name ? op->node : -1);
+    cc->rc->at_rest_fault = -1;
 }
 
 /* ---- fault rules ---- */
@@ -360,11 +382,11 @@ static int arm_faults(struct run_ctx *c, int run)
                 c->rec->fault_fired[i]++; /* applied by the adapter to the devices */
         }
         if (at_rest_kind && !f->on.matches_ops) {
+            c->at_rest_fault = (long)i;
             int rc = apply_at_rest(c, f, node);
+            c->at_rest_fault = -1;
             if (rc)
                 return rc;
-            if (c->rec)
-                c->rec->fault_fired[i]++;
             continue;
         }
         struct ckh_fault_rule r;
@@ -425,6 +447,7 @@ static int arm_faults(struct run_ctx *c, int run)
         default: /* at-rest action at a trigger */
             c->calls[i].rc = c;
             c->calls[i].fault = f;
+            c->calls[i].index = i;
             r.action.kind = CKH_FAULT_CALL;
             r.action.call = call_at_trigger;
             r.action.call_ctx = &c->calls[i];
@@ -432,7 +455,9 @@ static int arm_faults(struct run_ctx *c, int run)
         }
         if (ckh_sim_add_fault(c->sim, &r) != 0)
             return fail(c, CKH_EINVAL, "line %d: %s", f->line, ckh_sim_errmsg(c->sim));
-        c->rule_fault[c->nrules++] = i;
+        /* A CALL rule counts when its change lands (at_rest_hit), not when
+         * its trigger matches. */
+        c->rule_fault[c->nrules++] = r.action.kind == CKH_FAULT_CALL ? SIZE_MAX : i;
     }
     return 0;
 }
@@ -496,17 +521,18 @@ static int check_world_size(const struct ckh_scenario *sc, const struct ckh_adap
     return CKH_EINVAL;
 }
 
-static int build_sim(struct run_ctx *c, const struct ckh_scenario *sc, uint64_t seed, bool reference,
+static int build_sim(struct run_ctx *c, const struct ckh_scenario *sc, uint64_t seed, unsigned mode,
                      bool keep_trace)
 {
     int rc;
     memset(c, 0, sizeof *c);
     c->sc = sc;
-    c->reference = reference;
+    c->mode = mode;
+    c->at_rest_fault = -1;
     c->ad = ckh_adapter_find(sc->job.workload);
     if (!c->ad)
         return fail(c, CKH_EINVAL, "no adapter for workload '%s'", sc->job.workload);
-    if ((rc = c->ad->create(sc, seed, reference, &c->inst, c->err, sizeof c->err)) != 0)
+    if ((rc = c->ad->create(sc, seed, mode, &c->inst, c->err, sizeof c->err)) != 0)
         return rc;
     c->step_based = c->ad->step_based;
     if ((rc = check_world_size(sc, c->ad, c->err, sizeof c->err)) != 0)
@@ -590,7 +616,7 @@ static int build_sim(struct run_ctx *c, const struct ckh_scenario *sc, uint64_t 
         if (ranks[i] >= 0)
             c->world_first++;
     c->world_restart = c->world_first;
-    if (!reference && c->ad->set_world && sc->restart.world_size) {
+    if (!(mode & CKH_RUN_NO_FAULTS) && c->ad->set_world && sc->restart.world_size) {
         c->world_restart = (int)sc->restart.world_size;
         for (int i = 0; i < c->n && c->world_restart != c->world_first; i++)
             if (ranks[i] < 0 && (rc = ckh_sim_park(c->sim, i)) != 0)
@@ -767,7 +793,8 @@ static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_fa
             return fail(c, rc, "simulator: %s", ckh_sim_errmsg(c->sim));
         ri->outcome = res.outcome;
         for (size_t k = 0; with_faults && c->rec && k < c->nrules; k++)
-            c->rec->fault_fired[c->rule_fault[k]] += ckh_sim_fault_fired(c->sim, k);
+            if (c->rule_fault[k] != SIZE_MAX)
+                c->rec->fault_fired[c->rule_fault[k]] += ckh_sim_fault_fired(c->sim, k);
         ri->trace_end = ckh_sim_trace_len(c->sim);
         snprintf(ri->report, sizeof ri->report, "%s", res.report);
         out->virtual_ns = res.now_ns;
@@ -874,25 +901,28 @@ static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_fa
 /* A canonical description of the job: what the reference run depends on. */
 static uint64_t job_key(const struct ckh_scenario *sc, uint64_t seed)
 {
-    char buf[512];
-    uint64_t h = CKH_HASH_INIT;
+    /* Strings are hashed whole (with their terminators), numbers through a
+     * fixed-size buffer: nothing is truncated, whatever the lengths. */
     const struct ckh_scn_job *j = &sc->job;
-    int n = snprintf(buf, sizeof buf, "v1|%s|%u|%u|%" PRIu64 "|%s|%s|%u|%d|%s|%s|%u|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "|%" PRIu64,
-                     j->workload, j->nodes, j->epochs, j->steps, j->backend ? j->backend : "",
-                     j->saver.kind ? j->saver.kind : "", j->saver.keep_last, (int)j->saver.strategy,
-                     j->saver.name ? j->saver.name : "", j->checkpoint_dir, j->every_epochs,
-                     j->every_steps, j->collective_timeout_ns, j->gpu_mem_bytes, seed);
-    h = ckh_hash64(h, buf, (size_t)n);
+    uint64_t h = ckh_hash64(CKH_HASH_INIT, "v2", 3);
+    const char *strs[] = {j->workload, j->backend ? j->backend : "", j->saver.kind ? j->saver.kind : "",
+                          j->saver.name ? j->saver.name : "", j->checkpoint_dir};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        h = ckh_hash64(h, strs[i], strlen(strs[i]) + 1);
+    uint64_t nums[] = {j->nodes, j->epochs, j->steps, j->saver.keep_last, (uint64_t)j->saver.strategy,
+                       j->every_epochs, j->every_steps, j->collective_timeout_ns, j->gpu_mem_bytes, seed};
+    h = ckh_hash64(h, nums, sizeof nums);
     for (size_t i = 0; i < j->noptions; i++) {
         h = ckh_hash64(h, j->options[i].key, strlen(j->options[i].key) + 1);
         h = ckh_hash64(h, j->options[i].text, strlen(j->options[i].text) + 1);
     }
     for (size_t i = 0; i < j->ndisks; i++) {
         const struct ckh_scn_disk *d = &j->disks[i];
-        n = snprintf(buf, sizeof buf, "%s|%s|%d|%d|%u|%" PRIu64 "|%" PRIu64 "|%" PRIu64, d->name,
-                     d->mount, d->shared, (int)d->model, d->sector_bytes, d->capacity_bytes,
-                     d->latency_ns, d->ns_per_kib);
-        h = ckh_hash64(h, buf, (size_t)n);
+        h = ckh_hash64(h, d->name, strlen(d->name) + 1);
+        h = ckh_hash64(h, d->mount, strlen(d->mount) + 1);
+        uint64_t dn[] = {d->shared, (uint64_t)d->model, d->sector_bytes, d->capacity_bytes,
+                         d->latency_ns, d->ns_per_kib};
+        h = ckh_hash64(h, dn, sizeof dn);
     }
     return h;
 }
@@ -995,7 +1025,7 @@ static int reference(const struct ckh_scenario *sc, uint64_t seed, const struct 
     struct run_ctx c;
     struct ckh_scenario_run tmp;
     memset(&tmp, 0, sizeof tmp);
-    int rc = build_sim(&c, sc, seed, true, false);
+    int rc = build_sim(&c, sc, seed, CKH_RUN_REFERENCE, false);
     if (rc == 0)
         rc = execute(&c, &tmp, false);
     if (rc == 0) {
@@ -1042,7 +1072,7 @@ static void judge(const struct ckh_scenario_run *r, struct ckh_report_result *ou
 {
     const struct ckh_scenario *sc = r->sc;
     bool detect_mode = sc->expect.ndetect > 0;
-    size_t detected = 0;
+    size_t detected = 0, judged = 0;
     out->verdict = CKH_VERDICT_PASS;
     for (size_t i = 0; ckh_oracle_at(i); i++) {
         const struct ckh_oracle_ops *o = ckh_oracle_at(i);
@@ -1061,6 +1091,7 @@ static void judge(const struct ckh_scenario_run *r, struct ckh_report_result *ou
         char detail[1536] = "";
         int64_t divergent = -1;
         bool ok = o->check(r, detail, sizeof detail, &divergent);
+        judged++;
         if (detect_mode && wanted) {
             char shown[1600];
             snprintf(shown, sizeof shown, "%s: %s", ok ? "missed the planted defect" : "detected the planted defect", detail);
@@ -1084,11 +1115,81 @@ static void judge(const struct ckh_scenario_run *r, struct ckh_report_result *ou
             out->first_divergent_step = divergent;
         }
     }
+    if (!detect_mode && judged == 0 && out->verdict == CKH_VERDICT_PASS) {
+        out->verdict = CKH_VERDICT_ERROR;
+        ckh_report_set(&out->message, "no selected oracle applies to this run: nothing was judged "
+                                      "(check expect.oracles and expect.skip)");
+    }
     if (detect_mode && out->verdict == CKH_VERDICT_PASS && detected < sc->expect.ndetect) {
         out->verdict = CKH_VERDICT_FAIL;
         ckh_report_set(&out->message, "expected oracle(s) to detect the planted defect: %zu of %zu did",
                        detected, sc->expect.ndetect);
     }
+}
+
+/* Looks for reference/<golden> in the scenario's folder and each of its
+ * parents, then under source_dir: a scenario library finds its golden
+ * files wherever ckh is started from. */
+static int find_golden(const struct ckh_scenario *sc, const char *source_dir, char *out, size_t n)
+{
+    char dir[CKH_PATH_MAX * 2];
+    snprintf(dir, sizeof dir, "%s", sc->file ? sc->file : ".");
+    for (;;) {
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            break;
+        *slash = '\0';
+        snprintf(out, n, "%s/reference/%s", dir[0] ? dir : "", sc->expect.golden);
+        if (access(out, R_OK) == 0)
+            return 0;
+    }
+    snprintf(out, n, "reference/%s", sc->expect.golden);
+    if (access(out, R_OK) == 0)
+        return 0;
+    snprintf(out, n, "%s/reference/%s", source_dir, sc->expect.golden);
+    return access(out, R_OK) == 0 ? 0 : CKH_EINVAL;
+}
+
+/* A scenario with planted defects must fail its detecting oracles because
+ * of the defects, not because of its faults: the same faulted job without
+ * the defect switches (the control) must not trip them. */
+static int control_check(const struct ckh_scenario *sc, uint64_t seed, const struct ckh_scenario_run *r,
+                         struct ckh_report_result *out, char *err, size_t errlen)
+{
+    struct run_ctx c;
+    struct ckh_scenario_run ctl;
+    memset(&ctl, 0, sizeof ctl);
+    ctl.sc = sc;
+    ctl.seed = seed;
+    ctl.source_dir = r->source_dir;
+    int rc = build_sim(&c, sc, seed, CKH_RUN_NO_DEFECTS, false);
+    if (rc == 0)
+        rc = execute(&c, &ctl, true);
+    if (rc == 0)
+        rc = job_copy(&ctl.ref, &r->ref.r);
+    if (rc != 0) {
+        snprintf(err, errlen, "control run without the defect switches: %s", c.err[0] ? c.err : ckh_strerror(rc));
+        goto out;
+    }
+    ctl.ref_ok = r->ref_ok;
+    ctl.interval = c.ad->interval ? c.ad->interval(c.inst) : 1;
+    for (size_t i = 0; i < sc->expect.ndetect && out->verdict == CKH_VERDICT_PASS; i++) {
+        const struct ckh_oracle_ops *o = ckh_oracle_find(sc->expect.detect[i]);
+        char detail[1536] = "";
+        int64_t divergent = -1;
+        if (!o || !o->applies(&ctl) || o->check(&ctl, detail, sizeof detail, &divergent))
+            continue;
+        out->verdict = CKH_VERDICT_FAIL;
+        ckh_report_set(&out->failed_oracle, "%s", o->name);
+        ckh_report_set(&out->message,
+                       "the planted defect is not what '%s' detects: it reports a violation without "
+                       "the defect switches too: %s",
+                       o->name, detail);
+    }
+out:
+    ckh_scenario_run_free(&ctl);
+    ctx_free(&c);
+    return rc;
 }
 
 int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options *opts,
@@ -1118,7 +1219,24 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
         goto out_error;
     if ((rc = reference(sc, seed, o, &r, err, sizeof err)) != 0)
         goto out_error;
-    if ((rc = build_sim(&c, sc, seed, false, o->on_trace || o->timeline)) != 0 ||
+    if (!r.ref_ok) {
+        /* Without faults and defects the job must complete: a scenario
+         * whose reference fails judges nothing (bad input). */
+        const char *why = "";
+        for (size_t i = 0; i < r.ref.r.nnodes && !why[0]; i++)
+            if (r.ref.r.nodes[i].rc != 0)
+                why = ckh_err_name(r.ref.r.nodes[i].rc);
+        snprintf(err, sizeof err, "the fault-free reference run of this job does not complete%s%s",
+                 why[0] ? ": " : "", why);
+        rc = CKH_EINVAL;
+        goto out_error;
+    }
+    if (sc->expect.golden && (rc = find_golden(sc, r.source_dir, r.golden_path, sizeof r.golden_path)) != 0) {
+        snprintf(err, sizeof err, "golden file '%s' not found under reference/ next to the scenario, "
+                 "in its parent folders, or in %s/reference", sc->expect.golden, r.source_dir);
+        goto out_error;
+    }
+    if ((rc = build_sim(&c, sc, seed, 0, o->on_trace || o->timeline)) != 0 ||
         (rc = execute(&c, &r, true)) != 0) {
         snprintf(err, sizeof err, "%s", c.err);
         goto out_error;
@@ -1133,7 +1251,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
         struct ckh_scenario_run r2;
         memset(&r2, 0, sizeof r2);
         r2.sc = sc;
-        if ((rc = build_sim(&c2, sc, seed, false, false)) == 0 && (rc = execute(&c2, &r2, true)) == 0)
+        if ((rc = build_sim(&c2, sc, seed, 0, false)) == 0 && (rc = execute(&c2, &r2, true)) == 0)
             r.trace_hash2 = r2.trace_hash ? r2.trace_hash : 1;
         ckh_scenario_run_free(&r2);
         ctx_free(&c2);
@@ -1146,6 +1264,9 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     out->restarts = r.nruns ? (uint32_t)r.nruns - 1 : 0;
     out->virtual_ns = r.virtual_ns;
     judge(&r, out);
+    if (sc->expect.ndetect && sc->job.ndefects && out->verdict == CKH_VERDICT_PASS &&
+        (rc = control_check(sc, seed, &r, out, err, sizeof err)) != 0)
+        goto out_error;
     out->wall_ms = wall_ms() - t0;
     ctx_free(&c);
     ckh_scenario_run_free(&r);
@@ -1170,7 +1291,7 @@ int ckh_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_optio
     struct ckh_scenario_run r;
     memset(&r, 0, sizeof r);
     r.sc = sc;
-    int rc = build_sim(&c, sc, seed, false, true);
+    int rc = build_sim(&c, sc, seed, 0, true);
     if (rc == 0)
         rc = execute(&c, &r, true);
     if (rc != 0) {

@@ -85,6 +85,7 @@ struct ckh_scenario_run {
     const struct ckh_scenario *sc;  /* the scenario */
     uint64_t seed;                  /* the seed actually used */
     const char *source_dir;         /* for golden files */
+    char golden_path[2304];         /* the golden file found for expect.golden ("" if none) */
     struct ckh_job_copy ref;        /* the reference run */
     bool ref_ok;                    /* the reference run completed */
     struct ckh_job_copy got;        /* the faulted job after its last run */

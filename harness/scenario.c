@@ -482,6 +482,8 @@ static int get_sim_path(struct pctx *p, const yaml_node_t *n, const char *what, 
                     "'%s' must be an absolute path without '..' (it may not leave the "
                     "scenario's working folder), got '%s'",
                     what, *out);
+    if (strlen(*out) > CKH_PATH_MAX)
+        return fail(p, n, CKH_EINVAL, "'%s' is longer than %d bytes", what, CKH_PATH_MAX);
     return 0;
 }
 
@@ -1339,6 +1341,53 @@ static int parse_restart(struct pctx *p, const yaml_node_t *n, struct ckh_scn_re
 
 /* ---- expect ---- */
 
+/* expect.values keys: "<field>" or "<field>.<node>" (the node is checked at
+ * run time, when the job's node names are known); blobs needs a node. */
+static const char *const value_fields[] = {"epochs", "total", "saves_failed", "resumed_from",
+                                           "digest", "blobs", "runs", "restarts"};
+
+static int check_values(struct pctx *p, const yaml_node_t *map, const struct ckh_scn_kv *kv, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char field[32];
+        const char *dot = strchr(kv[i].key, '.');
+        size_t fl = dot ? (size_t)(dot - kv[i].key) : strlen(kv[i].key);
+        snprintf(field, sizeof field, "%.*s", (int)(fl < sizeof field ? fl : sizeof field - 1), kv[i].key);
+        bool known = false;
+        for (size_t k = 0; k < NKEYS(value_fields); k++)
+            known |= strcmp(field, value_fields[k]) == 0;
+        /* Report at the value: the model keeps its line and column. */
+        yaml_node_t at = *map;
+        at.start_mark.line = (size_t)(kv[i].line - 1);
+        at.start_mark.column = (size_t)(kv[i].column - 1);
+        if (!known) {
+            char h[256];
+            hint(h, sizeof h, field, value_fields, NKEYS(value_fields));
+            return fail(p, &at, CKH_EINVAL, "unknown expected value '%s'%s", kv[i].key, h);
+        }
+        bool per_run = strcmp(field, "runs") == 0 || strcmp(field, "restarts") == 0;
+        if (per_run && dot)
+            return fail(p, &at, CKH_EINVAL, "'%s' counts the job's runs; it takes no node", field);
+        if (strcmp(field, "blobs") == 0) {
+            if (!dot || !dot[1])
+                return fail(p, &at, CKH_EINVAL, "'blobs' needs a node: 'blobs.<node>'");
+            continue;
+        }
+        if (strcmp(field, "digest") == 0 && kv[i].type != CKH_SCN_INT) {
+            char *end = NULL;
+            errno = 0;
+            (void)strtoull(kv[i].text, &end, 16);
+            if (errno || !end || *end || !kv[i].text[0])
+                return fail(p, &at, CKH_EINVAL, "'%s' expects an integer or 16 hex digits, got '%s'",
+                            kv[i].key, kv[i].text);
+            continue;
+        }
+        if (kv[i].type != CKH_SCN_INT)
+            return fail(p, &at, CKH_EINVAL, "'%s' expects an integer, got '%s'", kv[i].key, kv[i].text);
+    }
+    return 0;
+}
+
 static const char *const expect_keys[] = {"outcome", "reference", "golden", "values",
                                           "oracles", "skip",      "detect"};
 
@@ -1360,7 +1409,8 @@ static int parse_expect(struct pctx *p, const yaml_node_t *n, struct ckh_scn_exp
     if ((v = get(p, n, "golden")) && (rc = get_rel_path(p, v, "expect.golden", &x->golden)))
         return rc;
     if ((v = get(p, n, "values")) &&
-        (rc = get_kv_map(p, v, "expect.values", &x->values, &x->nvalues)))
+        ((rc = get_kv_map(p, v, "expect.values", &x->values, &x->nvalues)) ||
+         (rc = check_values(p, v, x->values, x->nvalues))))
         return rc;
     if ((v = get(p, n, "oracles")) &&
         (rc = get_name_list(p, v, "expect.oracles", o ? &o->oracles : NULL, &x->oracles,

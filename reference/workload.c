@@ -126,6 +126,10 @@ static int pipe_build(const struct ckh_workload_spec *spec, struct ckh_job *job)
             (rc = ckh_job_add_task(job, CKH_GROUP_EPOCH, node, "pipeline_epoch", pipe_epoch, NULL)) != 0 ||
             (rc = ckh_job_add_stop_condition(job, node, b)) != 0)
             return rc;
+        /* num_epochs: an epoch limiter too; the job stops at whichever
+         * comes first, the limit or the end of the data. */
+        if (spec->num_epochs > 0 && (rc = ckh_job_epoch_limiter(job, node, spec->num_epochs)) != 0)
+            return rc;
     }
     return n < 0 ? n : 0;
 }

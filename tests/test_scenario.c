@@ -182,7 +182,8 @@ START_TEST(test_full_file)
     ck_assert_int_eq(s->expect.values[0].i, 145);
     ck_assert_str_eq(s->expect.values[1].key, "epochs");
     ck_assert_int_eq(s->expect.values[1].i, 4);
-    ck_assert_int_eq(s->expect.values[2].type, CKH_SCN_FLOAT);
+    ck_assert_str_eq(s->expect.values[2].key, "blobs.trainer_0");
+    ck_assert_int_eq(s->expect.values[2].type, CKH_SCN_STR);
     ck_assert_int_eq(s->expect.values[3].type, CKH_SCN_STR);
     ck_assert_uint_eq(s->expect.noracles, 2);
     ck_assert_str_eq(s->expect.oracles[1], "latest");
@@ -701,6 +702,12 @@ static const struct bad_case bad_cases[] = {
      "oracle 'totals' is both in 'oracles' and 'skip'"},
     {J "expect: {values: {a: [1]}}\n", CKH_EINVAL, 2, 22,
      "'expect.values.a' expects a single value, got a list"},
+    {J "expect: {values: {totla: 145}}\n", CKH_EINVAL, 2, 26,
+     "unknown expected value 'totla'; did you mean 'total'?"},
+    {J "expect: {values: {total.trainer_0: \"145\"}}\n", CKH_EINVAL, 2, 36,
+     "'total.trainer_0' expects an integer, got '145'"},
+    {J "expect: {values: {blobs: x}}\n", CKH_EINVAL, 2, 26,
+     "'blobs' needs a node: 'blobs.<node>'"},
     {"job:\n  workload: seed-pipeline\n  sector: 1\n", CKH_EINVAL, 3, 3,
      "unknown key 'sector' in 'job'; expected one of: workload, nodes, ranks, epochs, steps, "
      "backend, saver, checkpoint_dir, checkpoint_every, options, disks, collective_timeout, "

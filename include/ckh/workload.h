@@ -29,7 +29,8 @@ struct ckh_workload_spec {
     const struct ckh_workload *wl; /* which workload */
     int nnodes;                    /* seed-pipeline: nodes; param-server: trainers */
     int num_ps;                    /* param-server: ps nodes (0: 2) */
-    int64_t num_epochs;            /* param-server: epochs (0: 3) */
+    int64_t num_epochs;            /* param-server: epochs (0: 3); seed-pipeline: an epoch
+                                      limiter (0: none, the data decides) */
     uint64_t param_bytes;          /* param-server: bytes per ps shard (0: 1 MiB) */
     bool download_every_epoch;     /* param-server: the wasteful variant */
     const char *prefix;            /* checkpoint directory ("/ckpt") */
