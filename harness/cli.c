@@ -226,6 +226,13 @@ static void tmp_cleanup(void)
     tmp_root[0] = '\0';
 }
 
+static void on_signal(int sig)
+{
+    tmp_cleanup();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static int tmp_make(void)
 {
     if (tmp_root[0])
@@ -237,6 +244,14 @@ static int tmp_make(void)
         return -errno;
     }
     atexit(tmp_cleanup);
+    /* An interrupted run removes its folder too (workers reset this). */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     return 0;
 }
 
@@ -292,6 +307,11 @@ static int worker_status_of(int rc)
 
 static void run_in_worker(struct slot *s, const struct run_args *a, const char *out_path)
 {
+    /* The folder is the parent's to remove (a worker ends with _exit, so
+     * no atexit handler runs here either). */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     alarm(SCENARIO_WALL_LIMIT_S);
     ckh_report_result_init(&s->res);
     int rc = ckh_harness_run(s->e->scn, &a->ro, &s->res);

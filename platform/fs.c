@@ -17,6 +17,8 @@
 
 int ckh_fs_open(struct ckh_fs *fs, const char *path, int flags, struct ckh_file **out)
 {
+    if (out)
+        *out = NULL;
     if (!FS_OK(fs) || !path || !out)
         return CKH_EINVAL;
     if ((flags & CKH_O_ACCMODE) == CKH_O_ACCMODE ||

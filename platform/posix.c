@@ -2,7 +2,9 @@
  * directory, CLOCK_MONOTONIC, seeded named streams, stderr logging.
  *
  * Every fs path is checked with ckh_path_check and prefixed with the root,
- * so a path can never name a file outside it. Errors are -errno.
+ * and symlinks are kept inside it (absolute targets are rooted, ".." in
+ * relative ones refused), so a path can never name a file outside it.
+ * Errors are -errno.
  */
 #include <dirent.h>
 #include <stddef.h>
@@ -215,23 +217,44 @@ static int p_stat(struct ckh_fs *fs, const char *path, struct ckh_stat *out)
     return 0;
 }
 
+/* Symlink targets stay inside the root too: an absolute target names a
+ * path of this filesystem and is stored with the root in front (and read
+ * back without it); a relative target may not climb with "..". */
 static int p_symlink(struct ckh_fs *fs, const char *target, const char *linkpath)
 {
     REAL(fs, linkpath, rp);
+    if (target[0] == '/') {
+        REAL(fs, target, real_target);
+        return symlink(real_target, rp) ? -errno : 0;
+    }
+    for (const char *t = target; *t;) {
+        const char *slash = strchr(t, '/');
+        size_t n = slash ? (size_t)(slash - t) : strlen(t);
+        if (n == 2 && t[0] == '.' && t[1] == '.')
+            return CKH_EESCAPE;
+        t += n + (slash ? 1 : 0);
+    }
     return symlink(target, rp) ? -errno : 0;
 }
 
 static int64_t p_readlink(struct ckh_fs *fs, const char *path, char *buf, size_t bufsize)
 {
     REAL(fs, path, rp);
-    char tmp[CKH_PATH_MAX + 1];
+    char tmp[CKH_PATH_MAX * 2 + 2];
     ssize_t n = readlink(rp, tmp, sizeof tmp - 1);
     if (n < 0)
         return -errno;
-    size_t copy = (size_t)n < bufsize - 1 ? (size_t)n : bufsize - 1;
-    memcpy(buf, tmp, copy);
+    tmp[n] = '\0';
+    const char *t = tmp;
+    const struct posix_fs *pfs = (const struct posix_fs *)fs;
+    size_t rl = strlen(pfs->root);
+    if (strncmp(tmp, pfs->root, rl) == 0 && tmp[rl] == '/')
+        t = tmp + rl; /* an absolute target of this filesystem */
+    size_t len = strlen(t);
+    size_t copy = len < bufsize - 1 ? len : bufsize - 1;
+    memcpy(buf, t, copy);
     buf[copy] = '\0';
-    return n;
+    return (int64_t)len;
 }
 
 static int p_fsync_dir(struct ckh_fs *fs, const char *path)

@@ -233,6 +233,17 @@ START_TEST(test_posix_fs)
     ck_assert_int_eq(ckh_fs_rmdir(fs, "/ckpt"), -ENOTEMPTY);
     ck_assert_int_eq(ckh_fs_unlink(fs, "/ckpt/latest"), 0);
     ck_assert_int_eq(ckh_fs_open(fs, "/../etc/passwd", CKH_O_RDONLY, &f), CKH_EESCAPE);
+    /* Symlinks stay inside the root: an absolute target is rooted (and
+     * read back as written), ".." in a relative one is refused. */
+    ck_assert_int_eq(ckh_fs_symlink(fs, "/etc", "/escape"), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, "/escape/hostname", CKH_O_RDONLY, &f), -ENOENT);
+    char t2[64];
+    ck_assert_int_eq(ckh_fs_readlink(fs, "/escape", t2, sizeof t2), 4);
+    ck_assert_str_eq(t2, "/etc");
+    ck_assert_int_eq(ckh_fs_symlink(fs, "/ckpt/a", "/abs"), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, "/abs", CKH_O_RDONLY, &f), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_eq(ckh_fs_symlink(fs, "../../etc", "/ckpt/up"), CKH_EESCAPE);
     ck_assert_int_eq(ckh_fs_open(fs, "/x", 0x3, &f), CKH_EINVAL);
     ck_assert_int_eq(ckh_fs_open(NULL, "/x", 0, &f), CKH_EINVAL);
     ck_assert_int_eq(ckh_fs_open(fs, "/missing/x", CKH_O_RDONLY, &f), -ENOENT);

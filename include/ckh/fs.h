@@ -2,7 +2,7 @@
  *
  * Code under test (reference/, third-party backends) does all its file I/O
  * through a struct ckh_fs. The simulator (sim/simfs.c) and the POSIX
- * platform (platform/posix_fs.c) each provide one; fault shims wrap any
+ * platform (platform/posix.c) each provide one; fault shims wrap any
  * implementation because every implementation embeds struct ckh_fs /
  * struct ckh_file as its first member.
  *
@@ -139,7 +139,7 @@ bool ckh_fs_exists(struct ckh_fs *fs, const char *path);
 /* mkdir -p: creates missing parents; existing directories are fine. */
 int ckh_fs_mkdirs(struct ckh_fs *fs, const char *path);
 /* Validates a path: absolute, no empty, "." or ".." component, at most
- * CKH_PATH_MAX bytes. Returns 0 or CKH_EINVAL / CKH_EESCAPE. */
+ * CKH_PATH_MAX bytes. Returns 0, CKH_EINVAL, CKH_EESCAPE or -ENAMETOOLONG. */
 int ckh_path_check(const char *path);
 /* Writes the parent directory of path into buf ("/" for "/a"). */
 int ckh_path_dirname(const char *path, char *buf, size_t bufsize);

@@ -11,8 +11,9 @@
 #include "ckh/env.h"
 
 /* A struct ckh_fs whose path "/x/y" is the real file root_dir/x/y. Paths
- * are validated (no "..", no empty components), so nothing outside
- * root_dir is reached through a path (symlink targets are stored as given).
+ * are validated (no "..", no empty components) and symlinks stay inside
+ * root_dir (an absolute target "/a" is root_dir/a; ".." in a relative
+ * target gives CKH_EESCAPE), so nothing outside root_dir is reached.
  * root_dir must exist. *out is freed with ckh_posix_fs_destroy. */
 int ckh_posix_fs_create(const char *root_dir, struct ckh_fs **out);
 void ckh_posix_fs_destroy(struct ckh_fs *fs);
