@@ -415,8 +415,13 @@ static int arm_faults(struct run_ctx *c, int run)
                 r.action.kind = CKH_FAULT_KILL_BEFORE;
             }
             break;
-        case CKH_SCN_ACT_CRASH: r.action.kind = CKH_FAULT_CRASH_BEFORE; break;
-        case CKH_SCN_ACT_POWER_LOSS: r.action.kind = CKH_FAULT_POWER_LOSS; break;
+        case CKH_SCN_ACT_CRASH:
+        case CKH_SCN_ACT_POWER_LOSS:
+            r.action.kind = f->act.kind == CKH_SCN_ACT_CRASH ? CKH_FAULT_CRASH_BEFORE : CKH_FAULT_POWER_LOSS;
+            r.action.crash_keep = f->act.keep == CKH_SCN_KEEP_SYNCED ? CKH_CRASH_KEEP_SYNCED
+                                  : f->act.keep == CKH_SCN_KEEP_CACHE ? CKH_CRASH_KEEP_CACHE
+                                                                       : CKH_CRASH_KEEP_RANDOM;
+            break;
         case CKH_SCN_ACT_ERRNO:
             r.action.kind = CKH_FAULT_ERRNO;
             r.action.err = f->act.u.errno_.err;

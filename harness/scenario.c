@@ -957,6 +957,7 @@ static const struct param_key param_keys[] = {
     {"after", A(DISK_FULL)},
     {"disk", A(DISK_FULL)},
     {"duration", A(DELAY)},
+    {"keep", A(CRASH) | A(POWER_LOSS)},
     {"mode", A(CORRUPT)},
     {"path", A(CORRUPT) | A(REMOVE_DIR) | A(DANGLING_LATEST) | A(STALE_LATEST)},
     {"offset", A(CORRUPT)},
@@ -1219,6 +1220,16 @@ static int parse_action(struct pctx *p, const yaml_node_t *n, struct ckh_scn_fau
             }
         }
         return 0;
+    case CKH_SCN_ACT_CRASH:
+    case CKH_SCN_ACT_POWER_LOSS: {
+        static const char *const keep_names[] = {"random", "synced", "cache"};
+        if ((v = get(p, n, "keep"))) {
+            if ((rc = get_enum(p, v, "keep", keep_names, NKEYS(keep_names), &e)))
+                return rc;
+            a->keep = (enum ckh_scn_keep)e;
+        }
+        return 0;
+    }
     case CKH_SCN_ACT_DELAY:
         if (!(v = get(p, n, "duration")))
             return fail(p, n, CKH_EINVAL, "'do: delay' needs 'duration' (such as 5s)");

@@ -153,8 +153,16 @@ struct ckh_scn_trigger {
     bool matches_ops;      /* false: no op-matching key given (see struct ckh_scn_fault.at_rest) */
 };
 
+/* What a crash or power loss keeps of the unsynced state. */
+enum ckh_scn_keep {
+    CKH_SCN_KEEP_RANDOM = 0, /* each unsynced op applied, dropped or torn, as the seed draws */
+    CKH_SCN_KEEP_SYNCED,     /* only what was made durable survives */
+    CKH_SCN_KEEP_CACHE,      /* everything that reached the page cache survives */
+};
+
 struct ckh_scn_action {
     enum ckh_scn_action_kind kind; /* selects the member of the union below */
+    enum ckh_scn_keep keep;        /* CKH_SCN_ACT_CRASH, CKH_SCN_ACT_POWER_LOSS: what survives */
     union {
         struct {
             enum ckh_scn_kill_when when; /* when the node dies */

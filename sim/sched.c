@@ -280,6 +280,18 @@ static _Noreturn void sched_leave_for_good(struct ckh_sim *sim, struct ckh__node
 
 /* ---- lifecycle ---- */
 
+/* Crashes node's pending ops on disk (-1: everyone's) as the fault that
+ * caused it asked: drawn from the seed, all dropped or all applied. */
+static void crash_disk(struct ckh_sim *sim, struct ckh_simfs *disk, int node)
+{
+    if (sim->crash_keep == CKH_CRASH_KEEP_SYNCED)
+        ckh_simfs_crash_uniform(disk, node, CKH_CRASH_DROP);
+    else if (sim->crash_keep == CKH_CRASH_KEEP_CACHE)
+        ckh_simfs_crash_uniform(disk, node, CKH_CRASH_APPLY);
+    else
+        ckh_simfs_crash(disk, node, NULL, 0);
+}
+
 static void node_stop(struct ckh_sim *sim, struct ckh__node *n, enum stop_how how, int status)
 {
     switch (how) {
@@ -308,8 +320,9 @@ static void node_stop(struct ckh_sim *sim, struct ckh__node *n, enum stop_how ho
             for (size_t j = 0; j < i; j++)
                 seen = seen || n->mounts[j].disk == n->mounts[i].disk;
             if (!seen)
-                ckh_simfs_crash(n->mounts[i].disk, n->id, NULL, 0);
+                crash_disk(sim, n->mounts[i].disk, n->id);
         }
+        sim->crash_keep = CKH_CRASH_KEEP_RANDOM;
     }
     ckh__env_free_memory(n);
     ckh__coll_node_stop(sim, n);
@@ -334,7 +347,8 @@ static void power_loss(struct ckh_sim *sim)
     }
     ckh__trace_add(sim, -1, CKH_OP_CRASH, NULL, NULL, 0, 0, 2, 0);
     for (size_t i = 0; i < sim->ndisks; i++)
-        ckh_simfs_crash(sim->disks[i], -1, NULL, 0);
+        crash_disk(sim, sim->disks[i], -1);
+    sim->crash_keep = CKH_CRASH_KEEP_RANDOM;
 }
 
 static void node_entry(void *arg)
@@ -584,8 +598,10 @@ void ckh__sim_enter(struct ckh_sim *sim, const struct ckh_op *op, uint64_t laten
     case CKH_FAULT_KILL_BEFORE:
         ckh__sim_die(sim, false);
     case CKH_FAULT_CRASH_BEFORE:
+        sim->crash_keep = act->crash_keep;
         ckh__sim_die(sim, true);
     case CKH_FAULT_POWER_LOSS:
+        sim->crash_keep = act->crash_keep;
         power_loss(sim);
         sched_leave_for_good(sim, cur);
     case CKH_FAULT_DELAY:

@@ -186,6 +186,7 @@ struct ckh_sim {
     struct ckh__fault *faults;       /* rules */
     size_t nfaults;                  /* count */
     bool alloc_faults;               /* some rule matches ALLOC ops */
+    int crash_keep;                  /* CKH_CRASH_KEEP_* of the crash being carried out */
     ckh_fault_hook hook;             /* hook */
     void *hook_ctx;                  /* its context */
 

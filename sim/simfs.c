@@ -1241,6 +1241,24 @@ int ckh_simfs_crash(struct ckh_simfs *d, int node, const enum ckh_crash_choice *
 
 /* ------------------------------------------------------------- public API */
 
+int ckh_simfs_crash_uniform(struct ckh_simfs *d, int node, enum ckh_crash_choice choice)
+{
+    if (d == NULL || (choice != CKH_CRASH_APPLY && choice != CKH_CRASH_DROP))
+        return CKH_EINVAL;
+    size_t n = 0;
+    for (size_t i = 0; i < d->pn; i++)
+        if (op_affected(d->pv[i].op, node))
+            n++;
+    enum ckh_crash_choice *v = malloc((n ? n : 1) * sizeof *v);
+    if (v == NULL)
+        return CKH_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        v[i] = choice;
+    int rc = ckh_simfs_crash(d, node, v, n);
+    free(v);
+    return rc;
+}
+
 int ckh_simfs_create(const struct ckh_simfs_config *cfg, struct ckh_simfs **out)
 {
     if (out)

@@ -702,6 +702,8 @@ static const struct bad_case bad_cases[] = {
      "oracle 'totals' is both in 'oracles' and 'skip'"},
     {J "expect: {values: {a: [1]}}\n", CKH_EINVAL, 2, 22,
      "'expect.values.a' expects a single value, got a list"},
+    {J "faults:\n  - {do: crash, keep: sometimes}\n", CKH_EINVAL, 3, 23,
+     "'keep' got unknown value 'sometimes'; expected one of: random, synced, cache"},
     {J "expect: {values: {totla: 145}}\n", CKH_EINVAL, 2, 26,
      "unknown expected value 'totla'; did you mean 'total'?"},
     {J "expect: {values: {total.trainer_0: \"145\"}}\n", CKH_EINVAL, 2, 36,

@@ -63,6 +63,14 @@ struct ckh_fault_action {
     uint64_t delay_ns;        /* CKH_FAULT_DELAY: extra virtual time */
     void (*call)(void *ctx, const struct ckh_op *op); /* CKH_FAULT_CALL: the callback */
     void *call_ctx;           /* CKH_FAULT_CALL: its context (borrowed) */
+    int crash_keep;           /* CRASH_BEFORE, POWER_LOSS: CKH_CRASH_KEEP_* */
+};
+
+/* What a machine crash or power loss keeps of each disk's unsynced state. */
+enum {
+    CKH_CRASH_KEEP_RANDOM = 0, /* the crash model draws per op from the disk's seed */
+    CKH_CRASH_KEEP_SYNCED,     /* every pending op is dropped: only durable state survives */
+    CKH_CRASH_KEEP_CACHE,      /* every pending op is applied (as far as the model allows) */
 };
 
 /* A scripted fault: fires on the nth (1-based) op that matches. */

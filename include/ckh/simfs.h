@@ -94,6 +94,10 @@ int ckh_simfs_crash(struct ckh_simfs *d, int node, const enum ckh_crash_choice *
  * NULL argument, CKH_ENOMEM (nothing to free). Spec: sim/simfs_clone.c. */
 int ckh_simfs_clone(const struct ckh_simfs *d, struct ckh_simfs **out);
 
+/* Crash with one choice for every affected pending op (CKH_CRASH_APPLY or
+ * CKH_CRASH_DROP); the model may still force some (see ckh_simfs_crash). */
+int ckh_simfs_crash_uniform(struct ckh_simfs *d, int node, enum ckh_crash_choice choice);
+
 /* Makes everything durable (as if every file and directory was synced). */
 void ckh_simfs_sync_all(struct ckh_simfs *d);
 
