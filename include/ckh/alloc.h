@@ -29,9 +29,13 @@ struct ckh_alloc {
 struct ckh_alloc *ckh_alloc_system(void);
 
 /* Thin wrappers; a NULL allocator means ckh_alloc_system(). */
+/* size_bytes from a; NULL when it fails (an injected OOM included). */
 void *ckh_malloc(struct ckh_alloc *a, size_t size_bytes);
+/* n * size_bytes zeroed bytes; NULL on overflow or failure. */
 void *ckh_calloc(struct ckh_alloc *a, size_t n, size_t size_bytes);
+/* Resizes ptr (allocated from a); on failure NULL and ptr is untouched. */
 void *ckh_realloc(struct ckh_alloc *a, void *ptr, size_t size_bytes);
+/* Frees ptr, which must come from a; NULL is a no-op. */
 void ckh_free(struct ckh_alloc *a, void *ptr);
 /* Copies a NUL-terminated string; the caller frees it with ckh_free(a, ...). */
 char *ckh_strdup(struct ckh_alloc *a, const char *s);

@@ -50,6 +50,7 @@ enum ckh_redop { CKH_RED_SUM, CKH_RED_MAX, CKH_RED_MIN };
 
 /* Size in bytes of one element of dtype (0 for an unknown dtype). */
 size_t ckh_dtype_size(enum ckh_dtype dt);
+/* Stable names ("f32", "sum"); "?" for an unknown value. Static storage. */
 const char *ckh_dtype_name(enum ckh_dtype dt);
 const char *ckh_redop_name(enum ckh_redop op);
 
@@ -80,6 +81,11 @@ struct ckh_coll {
     const struct ckh_coll_ops *ops; /* methods */
 };
 
+/* Wrappers: argument checks, then the method (CKH_EUNSUPPORTED when the
+ * implementation lacks it). A NULL c is a single-process job: rank 0 of a
+ * world of 1, where barrier, broadcast from 0, allreduce and allgather are
+ * local no-ops (allgather copies send to recv) and send/recv give
+ * CKH_EINVAL (there is no peer). */
 int ckh_coll_rank(struct ckh_coll *c);
 int ckh_coll_world_size(struct ckh_coll *c);
 int ckh_coll_barrier(struct ckh_coll *c, uint64_t timeout_ns);
@@ -124,6 +130,8 @@ struct ckh_env {
     struct ckh_alloc *alloc; /* the node's allocator (may fail: OOM) */
 };
 
+/* Wrappers over the clock, rand and node tables. A NULL table reads as
+ * time 0, seed 0 and node name "?"; exit, phase and log do nothing. */
 uint64_t ckh_clock_now_ns(struct ckh_clock *c);
 int ckh_clock_sleep_ns(struct ckh_clock *c, uint64_t ns);
 uint64_t ckh_rand_stream_seed(struct ckh_rand *r, const char *name);

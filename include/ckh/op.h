@@ -58,6 +58,8 @@ enum ckh_op_class { CKH_OPC_FS, CKH_OPC_COLL, CKH_OPC_NODE };
 const char *ckh_op_name(enum ckh_op_kind k);
 /* Looks an op up by name; returns its kind or -1. */
 int ckh_op_from_name(const char *name);
+/* The class of an op (filesystem, collective, node); CKH_OPC_NODE for an
+ * unknown kind. */
 enum ckh_op_class ckh_op_class(enum ckh_op_kind k);
 
 /* One operation as seen by the simulator's fault rules and trace.

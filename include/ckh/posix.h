@@ -24,6 +24,7 @@ void ckh_posix_fs_destroy(struct ckh_fs *fs);
  * exit(3). *out is freed with ckh_posix_env_destroy. */
 int ckh_posix_env_create(const char *root_dir, uint64_t seed, const char *node_name,
                          struct ckh_env **out);
+/* Frees an env made by ckh_posix_env_create; NULL is a no-op. */
 void ckh_posix_env_destroy(struct ckh_env *env);
 
 #endif

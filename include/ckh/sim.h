@@ -159,18 +159,30 @@ const char *ckh_sim_errmsg(const struct ckh_sim *sim);
 int ckh_sim_add_disk(struct ckh_sim *sim, const struct ckh_simfs_config *cfg, struct ckh_simfs **out);
 /* Adds a node; its id (0, 1, ... in order of addition) goes to *id. */
 int ckh_sim_add_node(struct ckh_sim *sim, const struct ckh_node_config *cfg, int *id);
+/* Number of nodes added (0 for a NULL sim). */
 int ckh_sim_node_count(const struct ckh_sim *sim);
+/* Fills *out with node id's state; CKH_EINVAL for a bad id or NULL. The
+ * `pending` string stays valid until the node runs again. */
 int ckh_sim_node_status(const struct ckh_sim *sim, int id, struct ckh_node_status *out);
 /* The node's name; valid while sim lives. NULL for a bad id. */
 const char *ckh_sim_node_name(const struct ckh_sim *sim, int id);
 /* The id of the node called name, or CKH_ENOTFOUND / CKH_EINVAL. */
 int ckh_sim_node_id(const struct ckh_sim *sim, const char *name);
 
+/* Arms a fault rule (copied, strings included); allowed between runs and
+ * from a fault hook. CKH_EINVAL for a bad action, op kind, node,
+ * probability or keep fraction (message in ckh_sim_errmsg). Rules are
+ * numbered in order of addition, from 0 after each clear. */
 int ckh_sim_add_fault(struct ckh_sim *sim, const struct ckh_fault_rule *rule);
+/* Removes every rule (their counts with them). */
 void ckh_sim_clear_faults(struct ckh_sim *sim);
 /* How many times rule number `rule` (0-based, in order of addition since
  * the last clear) applied its action; 0 for an unknown rule. */
 uint64_t ckh_sim_fault_fired(const struct ckh_sim *sim, size_t rule);
+/* Installs a hook consulted on every operation after the rules (NULL
+ * removes it); ctx is borrowed until replaced. The hook sees the op with
+ * the node's phase, epoch and step filled in and may set or change *act;
+ * an ERRNO without an errno becomes EIO. */
 void ckh_sim_set_fault_hook(struct ckh_sim *sim, ckh_fault_hook hook, void *ctx);
 
 /* Runs until every node has stopped, a deadlock, or a limit. */
@@ -221,7 +233,9 @@ struct ckh_trace_rec {
     int64_t result;        /* result code or count */
 };
 
+/* The running hash of every trace record so far (kept or not). */
 uint64_t ckh_sim_trace_hash(const struct ckh_sim *sim);
+/* Number of trace records so far. */
 uint64_t ckh_sim_trace_len(const struct ckh_sim *sim);
 /* Requires keep_trace; pointers in *out stay valid while sim lives. */
 int ckh_sim_trace_get(const struct ckh_sim *sim, uint64_t i, struct ckh_trace_rec *out);
@@ -229,7 +243,9 @@ int ckh_sim_trace_get(const struct ckh_sim *sim, uint64_t i, struct ckh_trace_re
  * snprintf would have written. The format is stable and documented. */
 int ckh_trace_format(const struct ckh_sim *sim, const struct ckh_trace_rec *r, char *buf, size_t n);
 
+/* Virtual time now, in ns. */
 uint64_t ckh_sim_now_ns(const struct ckh_sim *sim);
+/* The seed the simulator was created with. */
 uint64_t ckh_sim_seed(const struct ckh_sim *sim);
 
 #endif

@@ -60,6 +60,7 @@ struct ckh_simfs_pending_info {
 /* Creates a disk with an empty root directory. *out is owned by the caller
  * (ckh_simfs_destroy). */
 int ckh_simfs_create(const struct ckh_simfs_config *cfg, struct ckh_simfs **out);
+/* Frees the disk; NULL is a no-op. Views on it must be destroyed first. */
 void ckh_simfs_destroy(struct ckh_simfs *d);
 
 /* A direct view of the disk as a struct ckh_fs: no simulator, no trace, no
@@ -102,8 +103,13 @@ int ckh_simfs_crash_uniform(struct ckh_simfs *d, int node, enum ckh_crash_choice
 void ckh_simfs_sync_all(struct ckh_simfs *d);
 
 /* ---- faults on data at rest (applied to durable and cached content) ---- */
+/* Each returns 0, a negative errno when path names no regular file of the
+ * disk (-ENOENT), or CKH_EINVAL for bad arguments (a bit past the end). */
+/* Flips bit bit_off (byte bit_off / 8, bit bit_off % 8) of the file. */
 int ckh_simfs_flip_bit(struct ckh_simfs *d, const char *path, uint64_t bit_off);
+/* Cuts the file to len bytes (no-op if it is shorter). */
 int ckh_simfs_truncate_at_rest(struct ckh_simfs *d, const char *path, uint64_t len);
+/* Zeroes len bytes from off (within the file). */
 int ckh_simfs_zero_range(struct ckh_simfs *d, const char *path, uint64_t off, uint64_t len);
 /* Removes a directory tree at rest (a directory "removed during the run"). */
 int ckh_simfs_remove_tree(struct ckh_simfs *d, const char *path);
@@ -154,6 +160,7 @@ struct ckh_simfs_mount {
 };
 int ckh_simfs_view_create(struct ckh_sim *sim, int node, const struct ckh_simfs_mount *mounts,
                           size_t nmounts, struct ckh_fs **out);
+/* Closes the view's open files (no flush) and frees it; NULL is a no-op. */
 void ckh_simfs_view_destroy(struct ckh_fs *view);
 
 #endif
