@@ -269,6 +269,7 @@ static int set_nodes(struct ckh_ckpt *ck, const char *const *nodes, size_t n)
         }
         return 0;
     }
+    ckh_free(ck->alloc, ck->nodes); /* what a failed earlier call left */
     ck->nodes = ckh_calloc(ck->alloc, want ? want : 1, sizeof *ck->nodes);
     if (!ck->nodes)
         return ck_fail(ck, CKH_ENOMEM, "no memory for node managers");
@@ -375,6 +376,8 @@ int ckh_ckpt_load(struct ckh_ckpt *ck, struct ckh_session *s, int64_t epoch)
         struct node_mgr *nm = &ck->nodes[i];
         if (!nm_local(ck, s, nm))
             continue;
+        if (!nm->inited) /* a NULL blob list would mean "every blob" */
+            return ck_fail(ck, CKH_ESTATE, "node '%s': init must run before load", nm->node);
         rc = nm_load(ck, s, nm, epoch, "checkpoint_load", (const char *const *)nm->blobs,
                      nm->nblobs, 0);
         if (rc != 0)
@@ -395,6 +398,8 @@ int ckh_ckpt_save(struct ckh_ckpt *ck, struct ckh_session *s, int64_t epoch)
         uint64_t t0;
         if (!nm_local(ck, s, nm))
             continue;
+        if (!nm->inited) /* a NULL blob list would save every node's blobs */
+            return ck_fail(ck, CKH_ESTATE, "node '%s': init must run before save", nm->node);
         stat_begin(ck, nm, "checkpoint_save", epoch, &t0);
         rc = ckh_backend_save(ck->backend, nm->node, epoch, s->ws,
                               (const char *const *)nm->blobs, nm->nblobs);

@@ -21,11 +21,13 @@
 
 #include "ckh/atomic.h"
 #include "ckh/ddp.h"
+#include "ckh/endian.h"
 #include "ckh/err.h"
 
 /* ---- trainer state ---- */
 
 struct trainer {
+    int saved_world;                   /* world size of the loaded checkpoint (0: none) */
     struct ckh_env *env;               /* ops tables */
     const struct ckh_ddp_config *cfg;  /* the job */
     const struct ckh_defect_set *def;  /* switched-on defects */
@@ -325,6 +327,10 @@ static int load_train(struct trainer *t, const char *folder)
     if (!rc && !smp)
         rc = tfail(t, CKH_ENOTFOUND, "checkpoint lacks the sampler state");
     if (!rc) {
+        /* The world the checkpoint was saved under (state format in
+         * sampler.h: magic, kind, world): load_rng needs it. */
+        if (smp->size_bytes >= 16)
+            t->saved_world = (int)ckh_get_le32((const unsigned char *)smp->data + 12);
         rc = ckh_dsampler_load_defects(&t->sampler, smp->data, smp->size_bytes, t->cfg->reshard,
                                        t->def);
         if (rc)
@@ -353,8 +359,11 @@ static int load_rng(struct trainer *t, const char *folder)
     snprintf(file, sizeof file, "rng_rank_%d.ckh", t->rank);
     if (ckh_path_join(path, sizeof path, folder, file))
         return CKH_EINVAL;
-    if (!ckh_fs_exists(t->env->fs, path) && t->cfg->reshard)
-        return 0; /* a new rank of a resharded job keeps its fresh stream */
+    /* Only a rank the saved world did not have starts a fresh stream; a
+     * missing file of a rank that existed is damage, never a new rank. */
+    if (t->cfg->reshard && t->rank >= t->saved_world && t->saved_world > 0 &&
+        !ckh_fs_exists(t->env->fs, path))
+        return 0;
     struct ckh_ddp_sd sd;
     int rc = read_sd(t, folder, file, &sd);
     if (rc)
