@@ -87,7 +87,7 @@ START_TEST(test_seeds_fire_faults)
 {
     struct ckh_fuzz_config cfg = {.workload = "seed-pipeline"};
     struct ckh_fuzz_coverage cov = {0};
-    int n = valgrind() ? 10 : 60;
+    int n = valgrind() ? 24 : 60;
     for (int s = 1; s <= n; s++) {
         struct ckh_fuzz_seed_result r;
         ck_assert_int_eq(ckh_fuzz_run_seed((uint64_t)s, &cfg, &r, NULL), 0);
