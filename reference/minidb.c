@@ -87,7 +87,7 @@
 #define MDB_FOOTER 16u
 #define MDB_CHUNK 65536u
 #define MDB_STREAM_MIN (1u << 20) /* inline blobs this big: checksum while writing */
-#define MDB_STREAM_PIECE (256u << 10) /* fits in L2: the write copies from cache */
+#define MDB_STREAM_PIECE (4096u << 10) /* few, large writes; each piece checksummed just before */
 #define ST_INLINE 0
 #define ST_DESCRIBED 1
 #define ST_GENERATED 2
