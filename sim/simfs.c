@@ -860,10 +860,12 @@ static int op_set_path(struct ckh_simfs *d, const char *path, char **out, const 
     return 0;
 }
 
-int ckh__sf_issue_link(struct ckh_simfs *d, int node, int ckind, struct sf_inode *dir,
-                       const char *path, struct sf_inode *ino)
+/* A pending entry op on (dir, path) for ino: references taken, path
+ * recorded, and ordered after the previous pending op on that name. */
+static int entry_op_new(struct ckh_simfs *d, enum sf_opk kind, int node, int ckind, struct sf_inode *dir,
+                        const char *path, struct sf_inode *ino, struct sf_op **out)
 {
-    struct sf_op *op = op_new(d, SF_OP_LINK, node, ckind);
+    struct sf_op *op = op_new(d, kind, node, ckind);
     if (!op)
         return CKH_ENOMEM;
     op->ino = ino;
@@ -877,6 +879,17 @@ int ckh__sf_issue_link(struct ckh_simfs *d, int node, int ckind, struct sf_inode
         return rc;
     }
     op->dep[0] = name_seq(d, dir, op->name);
+    *out = op;
+    return 0;
+}
+
+int ckh__sf_issue_link(struct ckh_simfs *d, int node, int ckind, struct sf_inode *dir,
+                       const char *path, struct sf_inode *ino)
+{
+    struct sf_op *op;
+    int rc = entry_op_new(d, SF_OP_LINK, node, ckind, dir, path, ino, &op);
+    if (rc)
+        return rc;
     ino->create_seq = op->seq;
     ino->last_op = op;
     ckh__sf_inode_set_hint(d, ino, path);
@@ -886,20 +899,10 @@ int ckh__sf_issue_link(struct ckh_simfs *d, int node, int ckind, struct sf_inode
 int ckh__sf_issue_unlink(struct ckh_simfs *d, int node, int ckind, struct sf_inode *dir,
                          const char *path, struct sf_inode *ino)
 {
-    struct sf_op *op = op_new(d, SF_OP_UNLINK, node, ckind);
-    if (!op)
-        return CKH_ENOMEM;
-    op->ino = ino;
-    op->dir = dir;
-    op_ref_inode(ino);
-    op_ref_inode(dir);
-    int rc = op_set_path(d, path, &op->path, &op->name);
-    if (rc) {
-        op_retire(d, op);
-        pv_compact(d);
+    struct sf_op *op;
+    int rc = entry_op_new(d, SF_OP_UNLINK, node, ckind, dir, path, ino, &op);
+    if (rc)
         return rc;
-    }
-    op->dep[0] = name_seq(d, dir, op->name);
     op->dep[1] = pending_or_zero(d, ino->create_seq);
     ino->last_op = op;
     return apply_op(d, op, SF_LIVE, CKH_CRASH_APPLY);
