@@ -329,6 +329,9 @@ static void finish_slot(struct slot *s, int wstatus, const char *out_path, const
     if (WIFEXITED(wstatus) && result_read(out_path, &s->res) == 0) {
         int code = WEXITSTATUS(wstatus);
         s->status = s->res.verdict == CKH_VERDICT_FAIL ? CKH_EXIT_FAILED : code;
+        /* A verdict of error is never a success (e.g. nothing was judged). */
+        if (s->res.verdict == CKH_VERDICT_ERROR && s->status == CKH_EXIT_OK)
+            s->status = CKH_EXIT_BAD_INPUT;
         return;
     }
     ckh_report_result_clear(&s->res);

@@ -649,6 +649,92 @@ START_TEST(test_sim_set_rank_errors)
 }
 END_TEST
 
+
+/* An at-rest fault that finds nothing to damage did not fire. */
+START_TEST(test_at_rest_fault_on_nothing_fails)
+{
+    struct ckh_report_result r;
+    ck_assert_int_eq(run_text("job: {workload: seed-pipeline}\n"
+                              "faults:\n"
+                              "  - {on: {op: stat, phase: save, epoch: 3}, do: kill}\n"
+                              "  - {on: {run: 2}, do: corrupt, mode: bit-flip, path: /ckpt/trainer_O.2}\n",
+                              &r, false),
+                     0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    ck_assert_str_eq(r.failed_oracle, "faults-fired");
+    ck_assert_ptr_nonnull(strstr(r.message, "corrupt fault at line 4 never fired"));
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* A planted-defect scenario whose oracle fails without the defect too
+ * (here: GPUs too small for any load) does not isolate it: FAIL. */
+START_TEST(test_defect_control_run)
+{
+    struct ckh_report_result r;
+    ck_assert_int_eq(run_text("job:\n  workload: ddp-train\n  nodes: 2\n  epochs: 3\n"
+                              "  checkpoint_every: {steps: 4}\n  collective_timeout: 5s\n"
+                              "  gpu_memory: 2KiB\n  defects: [no-device-map]\n"
+                              "faults:\n  - {on: {node: rank_1, op: allreduce, step: 6}, do: kill}\n"
+                              "restart: {max_restarts: 1}\n"
+                              "expect: {detect: [liveness]}\n",
+                              &r, false),
+                     0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    ck_assert_str_eq(r.failed_oracle, "liveness");
+    ck_assert_ptr_nonnull(strstr(r.message, "without the defect switches too"));
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* keep: synced makes a crash's outcome independent of the seed. */
+START_TEST(test_crash_keep_synced_any_seed)
+{
+    const char *scn = "job:\n  workload: ddp-train\n  nodes: 2\n  epochs: 2\n"
+                      "  checkpoint_every: {steps: 3}\n  collective_timeout: 5s\n"
+                      "faults:\n  - {on: {node: rank_0, op: allreduce, step: 7}, do: crash, keep: synced}\n"
+                      "expect: {values: {resumed_from.rank_0: 6}}\n";
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    ck_assert_int_eq(ckh_scenario_parse_string(scn, strlen(scn), "t.yaml", NULL, &sc, &err), 0);
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        struct ckh_run_options o = {.seed_set = true, .seed = seed};
+        struct ckh_report_result r;
+        ckh_report_result_init(&r);
+        ck_assert_int_eq(ckh_harness_run(sc, &o, &r), 0);
+        ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "seed %llu: %s", (unsigned long long)seed,
+                      r.message ? r.message : "");
+        ckh_report_result_clear(&r);
+    }
+    ckh_scenario_free(sc);
+}
+END_TEST
+
+/* Workloads refuse what they cannot honour instead of ignoring it. */
+START_TEST(test_unsupported_keys_refused)
+{
+    struct ckh_report_result r;
+    ck_assert_int_eq(run_text("job: {workload: seed-pipeline, defects: [no-fsync]}\n", &r, false),
+                     CKH_EINVAL);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_ERROR);
+    ck_assert_ptr_nonnull(strstr(r.message, "does not support job.defects"));
+    ckh_report_result_clear(&r);
+    ck_assert_int_eq(run_text("job: {workload: param-server, nodes: 1}\n"
+                              "faults:\n  - {on: {run: any}, do: gpu-oom}\n",
+                              &r, false),
+                     CKH_EINVAL);
+    ck_assert_ptr_nonnull(strstr(r.message, "gpu-oom"));
+    ckh_report_result_clear(&r);
+    /* Nothing judged is an error, not a pass. */
+    ck_assert_int_eq(run_text("job: {workload: seed-pipeline}\nexpect: {oracles: [determinism]}\n",
+                              &r, false),
+                     0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_ERROR);
+    ck_assert_ptr_nonnull(strstr(r.message, "nothing was judged"));
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 static Suite *runner_suite(void)
 {
     Suite *s = suite_create("runner");
@@ -658,6 +744,10 @@ static Suite *runner_suite(void)
     tcase_add_test(tc, test_kill_resumes);
     tcase_add_test(tc, test_wrong_value_fails_with_message);
     tcase_add_test(tc, test_fault_that_never_fires_fails);
+    tcase_add_test(tc, test_at_rest_fault_on_nothing_fails);
+    tcase_add_test(tc, test_defect_control_run);
+    tcase_add_test(tc, test_crash_keep_synced_any_seed);
+    tcase_add_test(tc, test_unsupported_keys_refused);
     tcase_add_test(tc, test_corruption_detected);
     tcase_add_test(tc, test_deadlock_reported);
     tcase_add_test(tc, test_defect_detected_only_with_fault);
