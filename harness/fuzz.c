@@ -522,7 +522,17 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
     sb_printf(&b, "faults:\n");
     for (int i = 0; i < nfaults; i++)
         gen_fault(&b, &g, &s, kinds[ckh_rng_below(&g, nk)]);
-    sb_printf(&b, "restart: {max_restarts: %d}\n", s.damaging ? (int)pick(&g, 1, 4) : 4);
+    int max_restarts = s.damaging ? (int)pick(&g, 1, 4) : 4;
+    int world_size = 0;
+    if (s.ddp && chance(&g, 0.25)) { /* restart with another world size */
+        world_size = (int)pick(&g, 1, 4);
+        if (world_size == s.nodes)
+            world_size = s.nodes == 1 ? 2 : 1;
+    }
+    if (world_size)
+        sb_printf(&b, "restart: {max_restarts: %d, world_size: %d}\n", max_restarts, world_size);
+    else
+        sb_printf(&b, "restart: {max_restarts: %d}\n", max_restarts);
     /* A trigger drawn at random may match nothing: faults-fired is not an
      * expectation of a fuzz seed. */
     if (s.damaging)

@@ -39,6 +39,8 @@ bool ckh_oracle_faults_touch_data(const struct ckh_scenario_run *r)
         case CKH_SCN_ACT_REMOVE_DIR:
         case CKH_SCN_ACT_DANGLING_LATEST:
         case CKH_SCN_ACT_STALE_LATEST:
+        case CKH_SCN_ACT_MISMATCH_COLLECTIVE: /* fails the collectives of a save */
+        case CKH_SCN_ACT_DELAY:               /* a late rank times a save's collectives out */
             return true;
         default:
             break;

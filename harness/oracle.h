@@ -33,7 +33,8 @@ const struct ckh_oracle_ops *ckh_oracle_find(const char *name);
 /* Whether the scenario expects the job to complete normally (outcome pass). */
 bool ckh_oracle_expects_pass(const struct ckh_scenario_run *r);
 /* Whether the scenario's fault script can legitimately lose or refuse
- * data (errno, fsync, disk-full, corruption or removal faults), so that
+ * data (errno, fsync, disk-full, corruption or removal faults, and
+ * mismatched or delayed collectives, which can fail a save), so that
  * crash-only properties do not apply. Defect switches do not count: they
  * are bugs the crash-only properties exist to catch. */
 bool ckh_oracle_faults_touch_data(const struct ckh_scenario_run *r);

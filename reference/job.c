@@ -412,7 +412,13 @@ int ckh_runner_run(struct ckh_runner_config *cfg, struct ckh_session *s, int64_t
         }
     }
     epoch = from_scratch ? 1 : resume + 1;
-    for (;;) {
+    /* A checkpoint whose stop condition already holds is the final epoch's:
+     * the job was over, so no epoch runs again (running one more would
+     * train past the end for any job whose epochs change state). */
+    bool over = !from_scratch && ckh_job_should_stop(cfg->job, s);
+    if (over)
+        epoch = resume;
+    while (!over) {
         bool stop;
         ckh_node_phase(s->env->node, "epoch", epoch, -1);
         if ((rc = ckh_job_run_group(cfg->job, s, CKH_GROUP_EPOCH, "epoch", epoch)) != 0)

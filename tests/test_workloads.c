@@ -202,7 +202,7 @@ START_TEST(test_pipeline_resume_each_epoch)
     ck_assert_int_eq(w.res[0].rc, 0);
     ck_assert_int_eq(w.res[0].resumed_from, from);
     ck_assert_int_eq(w.res[0].total, 145);
-    ck_assert_int_eq(w.res[0].epochs, from < 4 ? 4 : 5);
+    ck_assert_int_eq(w.res[0].epochs, 4); /* the final checkpoint's stop condition holds */
     wl_end(&w);
 }
 END_TEST

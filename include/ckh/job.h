@@ -7,7 +7,9 @@
  * process hosting all nodes, like a local session) or only one node's (a
  * simulated node in a multi-node job). The runner implements the protocol:
  *
- *   from scratch: init group, save epoch 0;  resume from k: load k.
+ *   from scratch: init group, save epoch 0;  resume from k: load k (if
+ *     its stop condition already holds, k was the last epoch: no epoch
+ *     runs again and the job goes straight to upload, download, exit).
  *   epoch e = 1 (or k+1), ...: epoch group, evaluate stop conditions,
  *     save e (a failed save is logged; the job goes on), stop if any
  *     stop condition holds.
