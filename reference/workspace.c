@@ -153,6 +153,18 @@ int ckh_ws_adopt(struct ckh_ws *ws, struct ckh_blob *b)
         return CKH_EINVAL;
     if ((rc = check_name(ws, b->name)) != 0)
         return rc;
+    /* The blob comes from the caller: its metadata must be what set would
+     * have made (backends write shape[ndim] into fixed-size records). */
+    {
+        struct ckh_blob meta;
+        if ((rc = fill_meta(ws, &meta, b->dtype, b->ndim, b->shape)) != 0)
+            return rc;
+        if (meta.size_bytes != b->size_bytes)
+            return ws_fail(ws, CKH_EINVAL, "blob '%s': %llu bytes, its shape says %llu", b->name,
+                           (unsigned long long)b->size_bytes, (unsigned long long)meta.size_bytes);
+        if (!b->described && b->size_bytes && !b->data)
+            return ws_fail(ws, CKH_EINVAL, "blob '%s' has no data", b->name);
+    }
     at = ws_search(ws, b->name);
     if (at >= 0) {
         ckh_blob_release(ws->alloc, &ws->blobs[at]);
