@@ -666,6 +666,23 @@ int ckh_adir_latest(struct ckh_adir *d, char *buf, size_t n)
     if (!ckh_fs_exists(d->env->fs, marker))
         return dfail(d, CKH_ECORRUPT, "pointer '%s' names '%s', which was never committed",
                      d->link_path, folder);
+    /* The marker holds the folder's number: a damaged or foreign marker is
+     * no proof of a commit. */
+    uint64_t num = 0;
+    bool force = false;
+    const char *bn = strrchr(folder, '/') + 1;
+    void *mbuf = NULL;
+    size_t mlen = 0;
+    char want[32];
+    if (!parse_folder(d, bn, &num, &force))
+        return dfail(d, CKH_ECORRUPT, "pointer '%s' names '%s', not a folder of saver '%s'",
+                     d->link_path, folder, d->name);
+    int wl = snprintf(want, sizeof want, "%" PRIu64 "\n", num);
+    rc = ckh_atomic_read(d->env->fs, d->env->alloc, marker, &mbuf, &mlen);
+    bool good = rc == 0 && mlen == (size_t)wl && memcmp(mbuf, want, mlen) == 0;
+    ckh_free(d->env->alloc, mbuf);
+    if (!good)
+        return dfail(d, CKH_ECORRUPT, "the commit marker of '%s' is damaged", folder);
     if (strlen(folder) >= n)
         return dfail(d, CKH_EINVAL, "buffer too small for '%s'", folder);
     strcpy(buf, folder);
