@@ -872,7 +872,7 @@ int ckh_fuzz_main(int argc, char **argv)
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
-    optind = 1;
+    optind = 0; /* 0: GNU getopt re-initializes (the CLI may run more than once) */
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "+j:", longopts, NULL)) != -1) {
@@ -1033,7 +1033,12 @@ int ckh_fuzz_main(int argc, char **argv)
     free(total);
     return status;
 
-bad_value:
-    fprintf(stderr, "ckh fuzz: bad value '%s'\n", optarg);
+bad_value: {
+    const char *opt = ch == 'j' ? "jobs" : "?";
+    for (size_t i = 0; longopts[i].name; i++)
+        if (longopts[i].val == ch)
+            opt = longopts[i].name;
+    fprintf(stderr, "ckh fuzz: --%s: bad value '%s' (ckh fuzz --help)\n", opt, optarg);
     return 2;
+}
 }
