@@ -30,6 +30,7 @@
 #include "shrink.h"
 #include "ckh/defects.h"
 #include "ckh/err.h"
+#include "worker.h"
 #include "ckh/ref.h"
 #include "oracle.h"
 #include "report.h"
@@ -320,7 +321,7 @@ static void run_in_worker(struct slot *s, const struct run_args *a, const char *
         st = CKH_EXIT_INTERNAL;
     ckh_report_result_clear(&s->res);
     fflush(NULL);
-    _exit(st);
+    ckh__worker_exit(st);
 }
 
 static void finish_slot(struct slot *s, int wstatus, const char *out_path, const struct run_args *a)

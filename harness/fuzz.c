@@ -56,6 +56,7 @@
 #include "ckh/backend.h"
 #include "ckh/defects.h"
 #include "ckh/err.h"
+#include "worker.h"
 #include "ckh/rng.h"
 #include "oracle.h"
 #include "runner.h"
@@ -749,7 +750,7 @@ static int run_workers(const struct fuzz_plan *p, struct worker_shm *total)
             free(pids);
             free(total); /* the worker owns neither */
             worker_loop(p, w, &shm[w]);
-            _exit(0);
+            ckh__worker_exit(0);
         }
         if (pids[w] > 0)
             live++;
@@ -790,7 +791,7 @@ static int run_workers(const struct fuzz_plan *p, struct worker_shm *total)
                 free(pids);
                 free(total);
                 worker_loop(p, w, &shm[w]);
-                _exit(0);
+                ckh__worker_exit(0);
             }
             if (pids[w] > 0)
                 live++;

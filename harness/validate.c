@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "worker.h"
 #include "plugin.h"
 #include "validate.h"
 
@@ -103,7 +104,7 @@ static void child(const struct ckh_backend_ops *ops, const struct ckh_validate_o
     if (w.rc == 0)
         ckh_explore_result_free(&res);
     close(fd);
-    _exit(bad ? 3 : 0);
+    ckh__worker_exit(bad ? 3 : 0);
 }
 
 static int add_finding(struct ckh_explore_result *r, enum ckh_vuln_kind k, const char *scenario,
