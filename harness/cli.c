@@ -48,8 +48,8 @@ struct fault_doc {
 
 static const struct fault_doc fault_docs[] = {
     {"kill", "kill a node before/after an operation or mid-write (when: before|after|mid-write)"},
-    {"crash", "crash a node's machine: its unsynced writes meet the crash model"},
-    {"power-loss", "kill every node at once; every disk applies its crash model"},
+    {"crash", "crash a node's machine: its unsynced writes meet the crash model (keep: random|synced|cache)"},
+    {"power-loss", "kill every node at once; every disk applies its crash model (keep: as for crash)"},
     {"errno", "fail an operation with EIO, ENOSPC, EDQUOT, EACCES, ENOENT or EROFS"},
     {"fsync-fail", "fsync fails with Linux semantics: dirty data dropped, retry succeeds"},
     {"disk-full", "the disk holding a path is full after N more bytes"},
@@ -60,7 +60,7 @@ static const struct fault_doc fault_docs[] = {
     {"stale-latest", "the latest pointer names an older checkpoint"},
     {"die-in-collective", "a rank dies inside a collective (default: allreduce)"},
     {"mismatch-collective", "a rank joins a different collective than its peers"},
-    {"gpu-oom", "an emulated GPU has too little memory (job.gpu_memory)"},
+    {"gpu-oom", "emulated GPUs sized for one rank's state (ddp-train; job.gpu_memory sets it exactly)"},
 };
 
 /* ---- name lists for scenario validation ---- */
