@@ -3,9 +3,9 @@
 #ifndef CKH_WORKER_H
 #define CKH_WORKER_H
 
-/* Ends a worker with status: flushes stdio and, in a coverage build, the
- * gcov counters (which _exit would lose), then _exit without running the
- * parent's atexit handlers. Does not return. */
+/* Ends a worker with status: flushes stdio and, in a coverage build
+ * (CKH_COVERAGE_BUILD), the gcov counters (which _exit would lose), then
+ * _exit without running the parent's atexit handlers. Does not return. */
 _Noreturn void ckh__worker_exit(int status);
 
 #endif
