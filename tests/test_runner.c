@@ -650,6 +650,24 @@ START_TEST(test_sim_set_rank_errors)
 END_TEST
 
 
+/* A run that never ends is stopped at the virtual time limit and reported
+ * as a hang naming what each node was doing. */
+START_TEST(test_hang_reported)
+{
+    struct ckh_report_result r;
+    ck_assert_int_eq(run_text("job: {workload: ddp-train, nodes: 2, epochs: 1, collective_timeout: 0}\n"
+                              "faults:\n  - {on: {node: rank_0, op: allreduce, step: 1}, do: delay, duration: 100h}\n"
+                              "restart: {max_restarts: 0}\n",
+                              &r, false),
+                     0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    const struct ckh_oracle_result *h = oracle(&r, "hang");
+    ck_assert(h && !h->passed);
+    ck_assert_ptr_nonnull(strstr(h->detail, "hung (time limit reached)"));
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 /* An at-rest fault that finds nothing to damage did not fire. */
 START_TEST(test_at_rest_fault_on_nothing_fails)
 {
@@ -745,6 +763,7 @@ static Suite *runner_suite(void)
     tcase_add_test(tc, test_wrong_value_fails_with_message);
     tcase_add_test(tc, test_fault_that_never_fires_fails);
     tcase_add_test(tc, test_at_rest_fault_on_nothing_fails);
+    tcase_add_test(tc, test_hang_reported);
     tcase_add_test(tc, test_defect_control_run);
     tcase_add_test(tc, test_crash_keep_synced_any_seed);
     tcase_add_test(tc, test_unsupported_keys_refused);
