@@ -461,17 +461,26 @@ int ckh_runner_load_blobs_from_checkpoints(struct ckh_runner_config *cfg, struct
 
 /* ---- upload builder ---- */
 
+/* Copies from to `to` without ever leaving `to` half-written: the copy
+ * goes to "<to>.tmp" (one uploader per destination, so a stale one is
+ * simply overwritten), is fsynced and renamed over `to`; the caller fsyncs
+ * the directory. */
 static int copy_file(struct ckh_fs *fs, struct ckh_alloc *a, const char *from, const char *to)
 {
     struct ckh_file *in = NULL, *out = NULL;
+    char tmp[CKH_PATH_MAX + 8];
     unsigned char *buf = ckh_malloc(a, 65536);
     uint64_t off = 0;
     int rc;
     if (!buf)
         return CKH_ENOMEM;
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", to) >= (int)sizeof tmp) {
+        rc = CKH_EINVAL;
+        goto out_free;
+    }
     if ((rc = ckh_fs_open(fs, from, CKH_O_RDONLY, &in)) != 0)
         goto out_free;
-    if ((rc = ckh_fs_open(fs, to, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_TRUNC, &out)) != 0)
+    if ((rc = ckh_fs_open(fs, tmp, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_TRUNC, &out)) != 0)
         goto out_close;
     for (;;) {
         int64_t k = ckh_file_pread(in, buf, 65536, off);
@@ -489,6 +498,10 @@ static int copy_file(struct ckh_fs *fs, struct ckh_alloc *a, const char *from, c
         rc = ckh_file_fsync(out);
     if (ckh_file_close(out) != 0 && rc == 0)
         rc = -EIO;
+    if (rc == 0)
+        rc = ckh_fs_rename(fs, tmp, to);
+    else
+        ckh_fs_unlink(fs, tmp);
 out_close:
     ckh_file_close(in);
 out_free:
