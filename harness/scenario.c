@@ -1463,8 +1463,16 @@ static int default_name(struct ckh_scenario *s, const char *file)
     base = base ? base + 1 : file;
     const char *dot = strrchr(base, '.');
     size_t len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-    s->name = ar_strndup(s, base, len);
-    return s->name ? 0 : CKH_ENOMEM;
+    char *name = ar_strndup(s, base, len);
+    if (!name)
+        return CKH_ENOMEM;
+    /* A name goes into reports and --filter: characters a `name:` could
+     * not hold become '_'. */
+    for (char *c = name; *c; c++)
+        if (!isalnum((unsigned char)*c) && !strchr("._-", *c))
+            *c = '_';
+    s->name = name;
+    return 0;
 }
 
 static int parse_root(struct pctx *p, const yaml_node_t *n)
