@@ -1466,10 +1466,10 @@ static int default_name(struct ckh_scenario *s, const char *file)
     char *name = ar_strndup(s, base, len);
     if (!name)
         return CKH_ENOMEM;
-    /* A name goes into reports and --filter: characters a `name:` could
-     * not hold become '_'. */
+    /* A name goes into terminal lines and reports: control characters
+     * from a file name become '_' (reports escape everything else). */
     for (char *c = name; *c; c++)
-        if (!isalnum((unsigned char)*c) && !strchr("._-", *c))
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
             *c = '_';
     s->name = name;
     return 0;
