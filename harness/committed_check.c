@@ -29,8 +29,15 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
             return false;
         }
     }
-    snprintf(detail, n, "after %zu crash%s the disks resolve to a committed checkpoint", crashes,
-             crashes == 1 ? "" : "es");
+    /* The adapter's own words for the last crash say which case it was: a
+     * checkpoint that loads, or nothing committed yet (a restart from
+     * scratch, which lost-work judges). */
+    const char *last = "";
+    for (size_t i = 0; i < r->nruns; i++)
+        if (r->runs[i].crashed && r->runs[i].committed_detail[0])
+            last = r->runs[i].committed_detail;
+    snprintf(detail, n, "after %zu crash%s the disks were consistent; after the last: %s", crashes,
+             crashes == 1 ? "" : "es", last);
     return true;
 }
 

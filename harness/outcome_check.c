@@ -44,8 +44,14 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
     }
     char got[160];
     observed(r, got, sizeof got);
-    snprintf(detail, n, "expected outcome %s, got %s (%zu run%s, %llu failed save%s)",
-             ckh_scn_outcome_name(r->sc->expect.outcome), got, r->nruns,
+    /* pass, job-fails and save-fails describe how the job ended; the
+     * others are events that must have happened on the way. */
+    enum ckh_scn_outcome want = r->sc->expect.outcome;
+    bool event = want == CKH_SCN_OUTCOME_CORRUPTION_DETECTED || want == CKH_SCN_OUTCOME_DEADLOCK ||
+                 want == CKH_SCN_OUTCOME_TIMEOUT;
+    snprintf(detail, n, "expected %s %s: %s; the job ended %s (%zu run%s, %llu failed save%s)",
+             event ? "to see" : "outcome", ckh_scn_outcome_name(want),
+             ok ? (event ? "seen" : "held") : (event ? "not seen" : "did not hold"), got, r->nruns,
              r->nruns == 1 ? "" : "s", (unsigned long long)r->saves_failed,
              r->saves_failed == 1 ? "" : "s");
     return ok;

@@ -146,6 +146,11 @@ static void write_fault(FILE *f, const struct ckh_scn_fault *x)
                 fprintf(f, "    at: %" PRIu64 "\n", a->u.kill.at_bytes);
         }
         break;
+    case CKH_SCN_ACT_CRASH:
+    case CKH_SCN_ACT_POWER_LOSS:
+        if (a->keep != CKH_SCN_KEEP_RANDOM)
+            fprintf(f, "    keep: %s\n", a->keep == CKH_SCN_KEEP_SYNCED ? "synced" : "cache");
+        break;
     case CKH_SCN_ACT_ERRNO: fprintf(f, "    errno: %s\n", errno_name(a->u.errno_.err)); break;
     case CKH_SCN_ACT_DISK_FULL:
         fprintf(f, "    after: %" PRIu64 "\n", a->u.disk_full.after_bytes);
@@ -313,6 +318,11 @@ int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc)
     if (e->nskip) {
         fputs("  skip: ", f);
         name_list(f, e->skip, e->nskip);
+        fputc('\n', f);
+    }
+    if (e->ndetect) {
+        fputs("  detect: ", f);
+        name_list(f, e->detect, e->ndetect);
         fputc('\n', f);
     }
     return ferror(f) ? -EIO : 0;
@@ -677,6 +687,18 @@ int ckh_shrink_text(const char *text, size_t len, const char *name,
         s.cache[0] = '\0';
     st->faults_before = s.cur->nfaults;
     st->nodes_before = s.cur->job.nodes;
+    if (s.cur->expect.ndetect) {
+        /* Such a scenario fails when its planted defect goes undetected;
+         * shrinking that would only remove what could detect it. */
+        snprintf(msg, msglen, "%s expects a planted defect to be detected (expect.detect): remove "
+                              "expect.detect to shrink the failure the defect causes",
+                 name ? name : "the scenario");
+        ckh_scenario_free(s.cur);
+        s.cur = NULL;
+        if (s.cache[0])
+            rmdir(s.cache);
+        return CKH_EINVAL;
+    }
 
     /* 1. The input must fail; with the trace, what fired. */
     struct fired_ctx fired = {0};

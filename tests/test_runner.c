@@ -128,7 +128,7 @@ START_TEST(test_corruption_detected)
     ck_assert_int_eq(run_text(bad, &r, false), 0);
     ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
     ck_assert_str_eq(r.failed_oracle, "outcome");
-    ck_assert_ptr_nonnull(strstr(r.message, "expected outcome pass, got job-fails; seen: corruption-detected"));
+    ck_assert_ptr_nonnull(strstr(r.message, "expected outcome pass: did not hold; the job ended job-fails; seen: corruption-detected"));
     free(bad);
     ckh_report_result_clear(&r);
 }
