@@ -490,7 +490,12 @@ static int cmd_run(int argc, char **argv, const char *argv0)
             char msg[800];
             ckh_scn_error_format(&s->e->err, msg, sizeof msg);
             ckh_report_result_init(&s->res);
-            ckh_report_set(&s->res.name, "%s", s->e->path);
+            /* Named as the scenario would be (its file's base name); the
+             * message already carries the path with line and column. */
+            const char *base = strrchr(s->e->path, '/');
+            base = base ? base + 1 : s->e->path;
+            const char *dot = strrchr(base, '.');
+            ckh_report_set(&s->res.name, "%.*s", (int)(dot && dot != base ? dot - base : (long)strlen(base)), base);
             ckh_report_set(&s->res.file, "%s", s->e->path);
             ckh_report_set(&s->res.message, "%s", msg);
             s->res.verdict = CKH_VERDICT_ERROR;

@@ -16,8 +16,11 @@ static bool applies(const struct ckh_scenario_run *r)
         return false;
     for (size_t i = 0; i < r->sc->nfaults; i++) {
         enum ckh_scn_action_kind k = r->sc->faults[i].act.kind;
+        /* A kill can tear a write; with defect switches on, though, a
+         * changed end state is the defect's doing, not damaged data. */
+        bool kill = k == CKH_SCN_ACT_KILL && r->sc->job.ndefects == 0;
         if (k == CKH_SCN_ACT_CORRUPT || k == CKH_SCN_ACT_STALE_LATEST ||
-            k == CKH_SCN_ACT_DANGLING_LATEST || k == CKH_SCN_ACT_KILL)
+            k == CKH_SCN_ACT_DANGLING_LATEST || kill)
             return r->ref_ok;
     }
     return false;

@@ -152,7 +152,7 @@ static int run_isolated(const struct ckh_backend_ops *ops, const struct ckh_vali
         child(ops, opt, vc, fds[1]);
     }
     close(fds[1]);
-    unsigned limit_s = opt->timeout_s ? opt->timeout_s : 60;
+    unsigned limit_s = opt->timeout_s ? opt->timeout_s : 10;
     uint64_t deadline = now_ms() + (uint64_t)limit_s * 1000u;
     char *buf = NULL;
     size_t n = 0, cap = 0;
@@ -377,7 +377,7 @@ static void usage(FILE *f)
           "options:\n"
           "  --model posix-weak|ext4-ordered  crash model (default posix-weak)\n"
           "  --sector 512|4096                torn-write granularity (default 512)\n"
-          "  --timeout S                      time limit per case in seconds (default 60)\n"
+          "  --timeout S                      time limit per case in seconds (default 10; cases run one after another)\n"
           "  --only TEXT                      run only cases whose name contains TEXT\n"
           "  --junit FILE, --json FILE, --html FILE   write reports\n"
           "  --quiet                          print only findings and the summary\n"

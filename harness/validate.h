@@ -24,7 +24,7 @@ enum {
 struct ckh_validate_options {
     enum ckh_crash_model model; /* crash model (default POSIX_WEAK) */
     uint32_t sector_bytes;      /* 512 or 4096 */
-    unsigned timeout_s;         /* per case (0: 60) */
+    unsigned timeout_s;         /* per case (0: 10 s) */
     const char *only;           /* run only cases whose name contains it (NULL: all) */
     const char *lib;            /* library path, for replay lines (may be NULL) */
 };
