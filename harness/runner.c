@@ -1310,16 +1310,28 @@ int ckh_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_optio
         goto out;
     }
     int node = -1;
-    if (node_filter && (node = ckh_sim_node_id(c.sim, node_filter)) < 0) {
+    char *end = NULL;
+    long idx = node_filter ? strtol(node_filter, &end, 10) : -1;
+    if (node_filter && end && !*end && idx >= 0 && idx < c.n) /* a node index, as triggers allow */
+        node = (int)idx;
+    else if (node_filter && (node = ckh_sim_node_id(c.sim, node_filter)) < 0) {
         snprintf(msg, msglen, "unknown node '%s'", node_filter);
         rc = CKH_EINVAL;
         goto out;
     }
     uint64_t len = ckh_sim_trace_len(c.sim);
+    size_t run = 0;
+    if (r.nruns > 0)
+        fprintf(f, "# run 1\n");
     for (uint64_t i = 0; i < len; i++) {
         struct ckh_trace_rec rec;
         if (ckh_sim_trace_get(c.sim, i, &rec) != 0)
             break;
+        /* Runs are separated so a restart is visible at a glance. */
+        while (run + 1 < r.nruns && i >= r.runs[run].trace_end) {
+            run++;
+            fprintf(f, "# run %zu (restart %zu)\n", run + 1, run);
+        }
         if ((node >= 0 && rec.node != node) || (op >= 0 && (int)rec.kind != op))
             continue;
         char line[1024];
