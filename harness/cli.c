@@ -566,7 +566,8 @@ static int cmd_run(int argc, char **argv, const char *argv0)
             if (slots[i].status > exit_code)
                 exit_code = slots[i].status;
         }
-        ckh_report_term_summary(stdout, rs, total, color);
+        if (total > 0) /* with nothing loaded, the error above says it all */
+            ckh_report_term_summary(stdout, rs, total, color);
         if (a.junit) {
             int w = write_report(a.junit, "JUnit", rs, total, ckh_report_junit);
             if (w > exit_code)
