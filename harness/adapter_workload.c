@@ -27,7 +27,7 @@ struct wl_inst {
 
 static int opt_fail(char *msg, size_t n, const struct ckh_scn_kv *kv, const char *what)
 {
-    snprintf(msg, n, "line %d: option '%s': %s", kv->line, kv->key, what);
+    snprintf(msg, n, "%d:%d: option '%s': %s", kv->line, kv->column, kv->key, what);
     return CKH_EINVAL;
 }
 

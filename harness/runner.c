@@ -258,8 +258,8 @@ static int corrupt_fn(struct run_ctx *c, struct ckh_simfs *d, const char *dpath,
         long num = dot ? strtol(dot + 1, &end, 10) : -1;
         if (!dot || !end || *end || num - (long)f->act.u.corrupt.back < 0)
             return fail(c, CKH_EINVAL,
-                        "line %d: older-version needs a path ending in .<N> with N >= back",
-                        f->line);
+                        "%d:%d: older-version needs a path ending in .<N> with N >= back",
+                        f->line, f->column);
         char older[CKH_PATH_MAX];
         snprintf(older, sizeof older, "%.*s.%ld", (int)(dot - dpath), dpath,
                  num - (long)f->act.u.corrupt.back);
@@ -286,7 +286,7 @@ static int corrupt_fn(struct run_ctx *c, struct ckh_simfs *d, const char *dpath,
     if (rc == -ENOENT || rc == CKH_ENOTFOUND)
         return 0; /* nothing there: the fault finds nothing to damage (not fired) */
     if (rc)
-        return fail(c, rc, "line %d: corrupting %s: %s", f->line, dpath, ckh_strerror(rc));
+        return fail(c, rc, "%d:%d: corrupting %s: %s", f->line, f->column, dpath, ckh_strerror(rc));
     at_rest_hit(c);
     return 0;
 }
@@ -333,7 +333,7 @@ static int apply_at_rest(struct run_ctx *c, const struct ckh_scn_fault *f, int n
         if (f->act.u.latest.path)
             snprintf(link, sizeof link, "%s", f->act.u.latest.path);
         else if (!c->ad->latest_link || c->ad->latest_link(c->inst, link, sizeof link) != 0)
-            return fail(c, CKH_EINVAL, "line %d: workload '%s' keeps no latest pointer", f->line,
+            return fail(c, CKH_EINVAL, "%d:%d: workload '%s' keeps no latest pointer", f->line, f->column,
                         c->sc->job.workload);
         return for_each_disk(c, node, link, latest_fn, f);
     case CKH_SCN_ACT_DISK_FULL:
@@ -347,7 +347,7 @@ static int apply_at_rest(struct run_ctx *c, const struct ckh_scn_fault *f, int n
                     disk_full_fn(c, c->disks[d * (size_t)c->n + (size_t)i], "/", f);
             return 0;
         }
-        return fail(c, CKH_EINVAL, "line %d: disk-full names no disk of the job ('%s')", f->line,
+        return fail(c, CKH_EINVAL, "%d:%d: disk-full names no disk of the job ('%s')", f->line, f->column,
                     f->act.u.disk_full.disk);
     default:
         return 0;
@@ -374,7 +374,8 @@ static int arm_faults(struct run_ctx *c, int run)
             continue;
         int node = fault_node(c, f);
         if (node == -2)
-            return fail(c, CKH_EINVAL, "line %d: the fault names a node the job does not have", f->line);
+            return fail(c, CKH_EINVAL, "%d:%d: the fault names a node the job does not have", f->line,
+                        f->column);
         bool at_rest_kind = ckh_scn_action_is_at_rest(f->act.kind) || f->act.kind == CKH_SCN_ACT_DISK_FULL;
         if (c->rec) {
             c->rec->fault_armed[i] = true;
@@ -459,7 +460,7 @@ static int arm_faults(struct run_ctx *c, int run)
             break;
         }
         if (ckh_sim_add_fault(c->sim, &r) != 0)
-            return fail(c, CKH_EINVAL, "line %d: %s", f->line, ckh_sim_errmsg(c->sim));
+            return fail(c, CKH_EINVAL, "%d:%d: %s", f->line, f->column, ckh_sim_errmsg(c->sim));
         /* A CALL rule counts when its change lands (at_rest_hit), not when
          * its trigger matches. */
         c->rule_fault[c->nrules++] = r.action.kind == CKH_FAULT_CALL ? SIZE_MAX : i;
@@ -520,9 +521,9 @@ static int check_world_size(const struct ckh_scenario *sc, const struct ckh_adap
     if (!sc->restart.world_size || ad->set_world)
         return 0;
     snprintf(err, errlen,
-             "restart.world_size: workload '%s' cannot restart with another world size "
+             "%d:%d: restart.world_size: workload '%s' cannot restart with another world size "
              "(its nodes are fixed); remove restart.world_size",
-             ad->name);
+             sc->restart.world_size_line, sc->restart.world_size_column, ad->name);
     return CKH_EINVAL;
 }
 
@@ -1039,7 +1040,8 @@ static int reference(const struct ckh_scenario *sc, uint64_t seed, const struct 
         if (rc == 0 && o->cache_dir)
             cache_store(o->cache_dir, key, &out->ref, out->ref_ok);
     } else {
-        snprintf(err, errlen, "reference run: %s", c.err);
+        /* A located message is an input error: no "reference run" prefix. */
+        snprintf(err, errlen, "%s%s", c.err[0] >= '0' && c.err[0] <= '9' ? "" : "reference run: ", c.err);
     }
     ckh_scenario_run_free(&tmp);
     ctx_free(&c);
@@ -1279,7 +1281,9 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
 
 out_error:
     out->verdict = CKH_VERDICT_ERROR;
-    ckh_report_set(&out->message, "%s: %s", sc->file, err[0] ? err : ckh_strerror(rc));
+    /* A message that starts with "line:column:" joins its file directly. */
+    ckh_report_set(&out->message, "%s%s%s", sc->file,
+                   err[0] >= '0' && err[0] <= '9' ? ":" : ": ", err[0] ? err : ckh_strerror(rc));
     out->wall_ms = wall_ms() - t0;
     ctx_free(&c);
     ckh_scenario_run_free(&r);

@@ -1346,6 +1346,8 @@ static int parse_restart(struct pctx *p, const yaml_node_t *n, struct ckh_scn_re
         if ((rc = get_int(p, v, "restart.world_size", 1, 1024, &i)))
             return rc;
         r->world_size = (uint32_t)i;
+        r->world_size_line = (int)v->start_mark.line + 1;
+        r->world_size_column = (int)v->start_mark.column + 1;
     }
     return 0;
 }

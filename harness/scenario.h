@@ -212,6 +212,8 @@ struct ckh_scn_restart {
     int64_t resume_epoch;   /* -1: resume from latest (default); else that epoch */
     uint32_t max_restarts;  /* default 3 */
     uint32_t world_size;    /* nodes on restart (0: unchanged) */
+    int world_size_line;    /* 1-based line of world_size (0: not given) */
+    int world_size_column;  /* 1-based column of world_size */
 };
 
 /* ---- expectations ---- */

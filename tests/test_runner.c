@@ -205,7 +205,7 @@ START_TEST(test_bad_fault_node_is_input_error)
                               &r, false),
                      CKH_EINVAL);
     ck_assert_int_eq(r.verdict, CKH_VERDICT_ERROR);
-    ck_assert_ptr_nonnull(strstr(r.message, "line 3: the fault names a node the job does not have"));
+    ck_assert_ptr_nonnull(strstr(r.message, "t.yaml:3:5: the fault names a node the job does not have"));
     ckh_report_result_clear(&r);
     ck_assert_int_eq(run_text("job: {workload: ddp-train, nodes: 2, options: {batch: 0}}\n", &r, false),
                      CKH_EINVAL);
