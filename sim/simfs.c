@@ -1483,6 +1483,20 @@ static struct sf_inode *dur_lookup(struct ckh_simfs *d, const char *path, struct
     return cur;
 }
 
+/* Drops, depth first, every entry of copy w below directory dir. */
+static void tree_clear(struct ckh_simfs *d, struct sf_inode *dir, int w)
+{
+    if (!dir || dir->type != CKH_FT_DIR)
+        return;
+    struct sf_dir *dd = &dir->dir[w];
+    for (uint32_t i = 0; i < dd->n; i++) {
+        struct sf_inode *c = dd->v[i].ino;
+        if (c && c != dir && c->type == CKH_FT_DIR)
+            tree_clear(d, c, w);
+    }
+    dir_clear(d, dir, w, true);
+}
+
 int ckh_simfs_remove_tree(struct ckh_simfs *d, const char *path)
 {
     if (!d)
@@ -1514,6 +1528,10 @@ int ckh_simfs_remove_tree(struct ckh_simfs *d, const char *path)
     }
     d->gc_hold = false;
     pv_compact(d);
+    /* Everything below is gone too: its files stop counting against the
+     * capacity even while pending ops still refer to them. */
+    tree_clear(d, live, SF_LIVE);
+    tree_clear(d, dur, SF_DUR);
     ckh__sf_inode_maybe_free(d, live);
     if (dur != live)
         ckh__sf_inode_maybe_free(d, dur);

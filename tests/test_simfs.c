@@ -685,6 +685,30 @@ START_TEST(test_remove_tree)
 }
 END_TEST
 
+/* A removed tree stops counting against the capacity at once, even while
+ * a pending op still refers to what was in it. */
+START_TEST(test_remove_tree_frees_capacity)
+{
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, 1, 1500);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    struct ckh_file *f;
+    static char buf[1000];
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/d"), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, "/d/f", CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, buf, sizeof buf, 0), (int64_t)sizeof buf);
+    ck_assert_int_eq(ckh_file_close(f), 0); /* its link is still pending */
+    ck_assert_uint_eq(ckh_simfs_used_bytes(d), 1000);
+    ck_assert_int_eq(ckh_simfs_remove_tree(d, "/d"), 0);
+    ck_assert_uint_eq(ckh_simfs_used_bytes(d), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, "/g", CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, buf, sizeof buf, 0), (int64_t)sizeof buf);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_eq(ckh_simfs_crash(d, -1, NULL, 0), 0);
+    ck_assert(!exists(fs, "/d"));
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
 /* S7 */
 START_TEST(test_capacity)
 {
@@ -847,6 +871,7 @@ static Suite *simfs_suite(void)
     tcase_add_test(tc, test_capacity);
     tcase_add_test(tc, test_fsync_lost);
     tcase_add_test(tc, test_remove_tree);
+    tcase_add_test(tc, test_remove_tree_frees_capacity);
     suite_add_tcase(s, tc);
     TCase *tcc = tcase_create("crash");
     tcase_set_timeout(tcc, 60);
