@@ -12,6 +12,10 @@
  *     - replace: setup as above; the traced action saves epoch 1 = v2.
  *     - two-ranks: "rank0" and "rank1" save epoch 2 concurrently into the
  *       same directory, interleaved op by op (E6).
+ *     - retention: setup saves epochs 1..P (P = retention_epochs, 0: 3;
+ *       epoch e = its own workspace), each made durable; the traced action
+ *       saves epoch P+1 = v2, then, when the backend has remove, removes
+ *       the oldest epoch listed after setup (checked by E8).
  *     Setup runs against the disk directly; the action runs through a
  *     recording shim (struct ckh_fs) that numbers every operation.
  *
@@ -67,7 +71,8 @@
  *        to data not yet written): POINTER_BEFORE_DATA;
  *     otherwise the symptom stays. One finding per (scenario, diagnosis).
  *     Rule b also applies to RECOVERY_FAILS (a pointer left naming a
- *     folder whose commit record retention already deleted).
+ *     folder whose commit record retention already deleted) and to
+ *     TOO_FEW_CHECKPOINTS (E8).
  *
  * E6. Two ranks: schedules "rank0 runs s ops, then rank1 to its end, then
  *     rank0" for every s, and strict alternation. No crash: both saves
@@ -87,6 +92,23 @@
  *     (0, half, size-1), each on a fresh disk; loading epoch 1 must fail
  *     or return v1 exactly (AT_REST_ACCEPTED). LEAK: open, save, list,
  *     load, remove, close with a counting allocator must free everything.
+ *
+ *
+ * E8. Retention (the retention scenario; its checks replace E4's). The
+ *     epochs list_epochs reports after setup, C0, are what the backend
+ *     promises to keep: with its own keep-last-N retention inside save
+ *     that is min(N, P) epochs, without (retention by remove, or none) all
+ *     P. On every crash state, in this order: something is listed
+ *     (NO_CHECKPOINT); every listed epoch is in C0 or is P+1 (WRONG_EPOCH);
+ *     every listed epoch loads, newest first (LISTED_REFUSED), bit-exact
+ *     to the version saved under it (CORRUPT_RETURNED); at least |C0|
+ *     epochs are listed (TOO_FEW_CHECKPOINTS: retention must delete only
+ *     after the new checkpoint is committed, so the count goes |C0|,
+ *     |C0|+1, back to |C0|, and never below); once the save had returned
+ *     0 the latest is P+1 (NOT_DURABLE); a next save of epoch P+2 = v3
+ *     succeeds and loads back (NEXT_SAVE_FAILS). Diagnosis as E5. The
+ *     rule holds for backends without retention in save (the count only
+ *     grows until the harness's remove) and for keep-last-N ones alike.
  *
  * Map: results | trace and shim | scenario runs | checks and diagnosis |
  * crash exploration | two ranks | fault catalogue | public API.
@@ -553,8 +575,8 @@ static void shim_init(struct xshim *s, struct xrun *r, int rank)
 
 /* ---------------------------------------------------------- scenario runs */
 
-enum { SC_NEW_EPOCH = 0, SC_REPLACE, SC_TWO_RANKS };
-static const char *const scen_names[] = {"new-epoch", "replace", "two-ranks"};
+enum { SC_NEW_EPOCH = 0, SC_REPLACE, SC_TWO_RANKS, SC_RETENTION };
+static const char *const scen_names[] = {"new-epoch", "replace", "two-ranks", "retention"};
 
 /* One exploration: config, workspaces, result. */
 struct xctx {
@@ -568,6 +590,11 @@ struct xctx {
     size_t seen_n;                         /* used slots */
     char **pre;                            /* files under X_PREFIX after setup */
     size_t npre;                           /* number of them */
+    struct ckh_ws *rv[CKH_EXPLORE_MAX_RETAINED]; /* E8: epoch e = rv[e - 1], e = 1..nret */
+    uint64_t rd[CKH_EXPLORE_MAX_RETAINED]; /* their digests */
+    int64_t nret;                          /* P: epochs committed before the traced save */
+    int64_t *c0;                           /* E8: epochs listed after setup (owned, malloc) */
+    size_t nc0;                            /* number of them: the count the backend keeps */
     char msg[256];                         /* internal error text */
 };
 
@@ -645,11 +672,43 @@ static int setup(struct xctx *x, int scen, struct ckh_simfs **out)
         snprintf(x->msg, sizeof(x->msg), "open failed without faults: %s", ckh_err_name(rc));
         goto out_destroy;
     }
-    if ((rc = ckh_backend_save(b, "rank0", 1, x->v[0], NULL, 0)) != 0) {
-        snprintf(x->msg, sizeof(x->msg), "save of epoch 1 failed without faults: %s: %s",
-                 ckh_err_name(rc), ckh_backend_errmsg(b));
-        ckh_backend_close(b);
-        goto out_destroy;
+    int64_t last = scen == SC_RETENTION ? x->nret : 1;
+    for (int64_t e = 1; e <= last; e++) {
+        const struct ckh_ws *ws = scen == SC_RETENTION ? x->rv[e - 1] : x->v[0];
+        if ((rc = ckh_backend_save(b, "rank0", e, ws, NULL, 0)) != 0) {
+            snprintf(x->msg, sizeof(x->msg), "save of epoch %" PRId64 " failed without faults: "
+                     "%s: %s", e, ckh_err_name(rc), ckh_backend_errmsg(b));
+            ckh_backend_close(b);
+            goto out_destroy;
+        }
+        ckh_simfs_sync_all(*out);
+    }
+    if (scen == SC_RETENTION) {
+        /* E8: what the backend lists now is what it promises to keep. */
+        free(x->c0);
+        x->c0 = NULL;
+        x->nc0 = 0;
+        int64_t *ep = NULL;
+        size_t cnt = 0;
+        if ((rc = ckh_backend_list_epochs(b, "rank0", &ep, &cnt)) != 0 || cnt == 0) {
+            snprintf(x->msg, sizeof(x->msg), "listing after %" PRId64 " saves without faults: "
+                     "%s: %s", x->nret, rc ? ckh_err_name(rc) : "nothing listed",
+                     rc ? ckh_backend_errmsg(b) : "");
+            ckh_free(NULL, ep);
+            ckh_backend_close(b);
+            rc = rc ? rc : CKH_ENOTFOUND;
+            goto out_destroy;
+        }
+        if (!(x->c0 = malloc(cnt * sizeof(*x->c0)))) {
+            ckh_free(NULL, ep);
+            ckh_backend_close(b);
+            ckh_simfs_destroy(*out);
+            *out = NULL;
+            return CKH_ENOMEM;
+        }
+        memcpy(x->c0, ep, cnt * sizeof(*ep));
+        x->nc0 = cnt;
+        ckh_free(NULL, ep);
     }
     ckh_backend_close(b);
     ckh_simfs_sync_all(*out);
@@ -676,12 +735,17 @@ static void act(struct xctx *x, int scen, struct xrun *r, int *save_rc, uint64_t
     if (*save_rc)
         return;
     r->phase = PH_SAVE;
-    *save_rc = ckh_backend_save(b, "rank0", scen == SC_REPLACE ? 1 : 2, x->v[1], NULL, 0);
+    int64_t epoch = scen == SC_REPLACE ? 1 : scen == SC_RETENTION ? x->nret + 1 : 2;
+    *save_rc = ckh_backend_save(b, "rank0", epoch, x->v[1], NULL, 0);
     if (*save_rc == 0 && !r->killed)
         *save_end = r->nops;
     if (*save_rc == 0 && scen == SC_NEW_EPOCH && x->ops->remove) {
         r->phase = PH_RETENTION;
         ckh_backend_remove(b, "rank0", 1);
+    }
+    if (*save_rc == 0 && scen == SC_RETENTION && x->ops->remove && x->nc0) {
+        r->phase = PH_RETENTION; /* E8: the oldest kept epoch goes (it may be gone already) */
+        ckh_backend_remove(b, "rank0", x->c0[0]);
     }
     r->phase = PH_CLOSE;
     ckh_backend_close(b);
@@ -835,6 +899,99 @@ out_close:
     return kind;
 }
 
+/* E8 on disk d (the retention scenario). Same contract as check_state;
+ * *epoch_out is the listed epoch that failed, else the latest listed. */
+static int check_retention(struct xctx *x, struct ckh_simfs *d, bool save_returned, char *sym,
+                           size_t n, int64_t *epoch_out)
+{
+    struct ckh_backend_config c;
+    struct ckh_backend *b = NULL;
+    int64_t *ep = NULL, new_epoch = x->nret + 1;
+    size_t cnt = 0;
+    char m[200] = "";
+    uint64_t dg = 0;
+    int kind = -1;
+    *epoch_out = -1;
+    backend_cfg(&c, ckh_simfs_fs(d), NULL);
+    int rc = x->ops->open(&c, &b);
+    if (rc) {
+        snprintf(sym, n, "open after the crash fails: %s", ckh_err_name(rc));
+        return CKH_VULN_RECOVERY_FAILS;
+    }
+    if ((rc = ckh_backend_list_epochs(b, "rank0", &ep, &cnt)) != 0) {
+        snprintf(sym, n, "list_epochs after the crash fails: %s: %s", ckh_err_name(rc),
+                 ckh_backend_errmsg(b));
+        kind = CKH_VULN_RECOVERY_FAILS;
+        goto out_close;
+    }
+    if (cnt == 0) {
+        snprintf(sym, n, "no epoch is listed after the crash (the backend kept %zu before the "
+                 "save of epoch %" PRId64 ")", x->nc0, new_epoch);
+        kind = CKH_VULN_NO_CHECKPOINT;
+        goto out_free;
+    }
+    *epoch_out = ep[cnt - 1];
+    /* Every listed epoch was committed: one kept before the save, or the new one. */
+    for (size_t i = 0; i < cnt; i++) {
+        bool known = ep[i] == new_epoch;
+        for (size_t j = 0; j < x->nc0 && !known && ep[i] >= 1 && ep[i] <= x->nret; j++)
+            known = ep[i] == x->c0[j];
+        if (!known) {
+            snprintf(sym, n, "epoch %" PRId64 " is listed but was not committed when the save "
+                     "of epoch %" PRId64 " began", ep[i], new_epoch);
+            *epoch_out = ep[i];
+            kind = CKH_VULN_WRONG_EPOCH;
+            goto out_free;
+        }
+    }
+    /* Every listed epoch loads bit-exact, newest first. */
+    for (size_t i = cnt; i-- > 0;) {
+        uint64_t want = ep[i] == new_epoch ? x->d[1] : x->rd[ep[i] - 1];
+        if ((rc = load_digest(b, "rank0", ep[i], &dg, m, sizeof(m))) != 0) {
+            snprintf(sym, n, "epoch %" PRId64 " is listed but its load fails: %s", ep[i], m);
+            *epoch_out = ep[i];
+            kind = CKH_VULN_LISTED_REFUSED;
+            goto out_free;
+        }
+        if (dg != want) {
+            snprintf(sym, n, "load of epoch %" PRId64 " returned data that was never saved "
+                     "(digest %016" PRIx64 ", expected %016" PRIx64 ")", ep[i], dg, want);
+            *epoch_out = ep[i];
+            kind = CKH_VULN_CORRUPT_RETURNED;
+            goto out_free;
+        }
+    }
+    if (cnt < x->nc0) {
+        snprintf(sym, n, "%zu committed checkpoint%s after the crash (latest epoch %"
+                 PRId64 "); the backend kept %zu before the save of epoch %" PRId64,
+                 cnt, cnt == 1 ? " loads" : "s load", ep[cnt - 1], x->nc0, new_epoch);
+        kind = CKH_VULN_TOO_FEW_CHECKPOINTS;
+        goto out_free;
+    }
+    if (save_returned && ep[cnt - 1] != new_epoch) {
+        snprintf(sym, n, "the save of epoch %" PRId64 " returned 0, but recovery finds epoch %"
+                 PRId64, new_epoch, ep[cnt - 1]);
+        kind = CKH_VULN_NOT_DURABLE;
+        goto out_free;
+    }
+    if ((rc = ckh_backend_save(b, "rank0", new_epoch + 1, x->v[2], NULL, 0)) != 0) {
+        snprintf(sym, n, "the next save (epoch %" PRId64 ") fails: %s: %s", new_epoch + 1,
+                 ckh_err_name(rc), ckh_backend_errmsg(b));
+        kind = CKH_VULN_NEXT_SAVE_FAILS;
+        goto out_free;
+    }
+    if ((rc = load_digest(b, "rank0", new_epoch + 1, &dg, m, sizeof(m))) != 0 || dg != x->d[2]) {
+        snprintf(sym, n, "the next save (epoch %" PRId64 ") does not load back: %s",
+                 new_epoch + 1, rc ? m : "different data");
+        kind = CKH_VULN_NEXT_SAVE_FAILS;
+    }
+out_free:
+    ckh_free(NULL, ep);
+out_close:
+    ckh_backend_close(b);
+    return kind;
+}
+
 /* A pending op as copied before the crash. */
 struct xpend {
     int kind;         /* enum ckh_op_kind */
@@ -917,7 +1074,7 @@ static int diagnose(struct xctx *x, int scen, const struct xop *t, size_t k, siz
     }
     /* b. retention before commit */
     if (kind == CKH_VULN_NO_CHECKPOINT || kind == CKH_VULN_LISTED_REFUSED ||
-        kind == CKH_VULN_RECOVERY_FAILS) {
+        kind == CKH_VULN_RECOVERY_FAILS || kind == CKH_VULN_TOO_FEW_CHECKPOINTS) {
         for (size_t i = 0; i < k; i++) {
             const struct xop *o = &t[i];
             if (o->phase == PH_SAVE && o->kind == CKH_OP_UNLINK && was_pre(x, o->path)) {
@@ -1237,7 +1394,9 @@ static int explore_point(struct xctx *x, int scen, const struct xrun *ref, const
         }
         x->res->stats.states_checked++;
         int64_t epoch;
-        int kind = check_state(x, scen, d, returned, sym, sizeof(sym), &epoch);
+        int kind = scen == SC_RETENTION
+                       ? check_retention(x, d, returned, sym, sizeof(sym), &epoch)
+                       : check_state(x, scen, d, returned, sym, sizeof(sym), &epoch);
         ckh_simfs_destroy(d);
         if (kind < 0)
             continue;
@@ -1712,6 +1871,12 @@ static int ctx_init(struct xctx *x, const struct ckh_explore_config *cfg,
             snprintf(msg, msglen, "explore: unknown crash model %d", (int)cfg->model);
         return CKH_EINVAL;
     }
+    if (cfg->retention_epochs > CKH_EXPLORE_MAX_RETAINED) {
+        if (msg && msglen)
+            snprintf(msg, msglen, "explore: %u retention epochs (at most %d)",
+                     cfg->retention_epochs, CKH_EXPLORE_MAX_RETAINED);
+        return CKH_EINVAL;
+    }
     x->cfg = cfg;
     x->ops = cfg->ops;
     x->res = out;
@@ -1723,6 +1888,13 @@ static int ctx_init(struct xctx *x, const struct ckh_explore_config *cfg,
             return rc;
         x->d[i] = ckh_ws_digest(x->v[i], NULL);
     }
+    x->nret = cfg->retention_epochs ? cfg->retention_epochs : 3;
+    for (int64_t e = 1; e <= x->nret; e++) {
+        int rc = ws_make(ckh_mix64(cfg->seed + 100 + (uint64_t)e), nb, bytes, &x->rv[e - 1]);
+        if (rc)
+            return rc;
+        x->rd[e - 1] = ckh_ws_digest(x->rv[e - 1], NULL);
+    }
     return 0;
 }
 
@@ -1730,6 +1902,9 @@ static void ctx_fini(struct xctx *x)
 {
     for (int i = 0; i < 4; i++)
         ckh_ws_destroy(x->v[i]);
+    for (int i = 0; i < CKH_EXPLORE_MAX_RETAINED; i++)
+        ckh_ws_destroy(x->rv[i]);
+    free(x->c0);
     free(x->seen);
 }
 
@@ -1743,6 +1918,8 @@ int ckh_explore_run(const struct ckh_explore_config *cfg, struct ckh_explore_res
         rc = explore_scenario(&x, SC_NEW_EPOCH);
     if (rc == 0 && (sc & CKH_EXPLORE_REPLACE))
         rc = explore_scenario(&x, SC_REPLACE);
+    if (rc == 0 && (sc & CKH_EXPLORE_RETENTION))
+        rc = explore_scenario(&x, SC_RETENTION);
     if (rc == 0 && (sc & CKH_EXPLORE_TWO_RANKS))
         rc = explore_two_ranks(&x);
     ctx_fini(&x);

@@ -30,6 +30,7 @@
     X(RETENTION_BEFORE_COMMIT, "retention-before-commit", "an old checkpoint was deleted before the new one was committed") \
     X(SHARED_TEMP_NAME, "shared-temp-name", "two ranks use the same temporary path") \
     X(NO_CHECKPOINT, "no-checkpoint", "no committed checkpoint survives the crash") \
+    X(TOO_FEW_CHECKPOINTS, "too-few-checkpoints", "fewer committed checkpoints load after the crash than the backend kept before the save") \
     X(CORRUPT_RETURNED, "corrupt-returned", "a load returned data that was never saved") \
     X(LISTED_REFUSED, "listed-refused", "a listed (committed) checkpoint does not load") \
     X(NOT_DURABLE, "not-durable", "a checkpoint whose save returned is lost after a crash") \
@@ -61,7 +62,7 @@ const char *ckh_vuln_describe(enum ckh_vuln_kind k);
  * it through a pipe. */
 struct ckh_vuln {
     enum ckh_vuln_kind kind; /* diagnosis */
-    char scenario[48];       /* where: "new-epoch", "replace", "two-ranks", "fault:EIO", ... */
+    char scenario[48];       /* where: "new-epoch", "replace", "retention", "two-ranks", "fault:EIO", ... */
     char symptom[320];       /* what the check saw (expected vs actual) */
     char state[1024];        /* the smallest crash state showing it */
     char step[512];          /* the protocol step responsible */
@@ -72,8 +73,9 @@ enum {
     CKH_EXPLORE_NEW_EPOCH = 0x1, /* epoch 1 committed; save epoch 2, retention removes 1 */
     CKH_EXPLORE_REPLACE = 0x2,   /* epoch 1 committed; save epoch 1 again (replace) */
     CKH_EXPLORE_TWO_RANKS = 0x4, /* two ranks save concurrently into one directory */
-    CKH_EXPLORE_CRASHES = 0x3,   /* both crash scenarios */
-    CKH_EXPLORE_ALL = 0x7,
+    CKH_EXPLORE_CRASHES = 0x3,   /* new-epoch and replace */
+    CKH_EXPLORE_RETENTION = 0x8, /* epochs 1..P committed; save P+1, retention removes old ones (E8) */
+    CKH_EXPLORE_ALL = 0xf,
 };
 
 struct ckh_explore_config {
@@ -85,7 +87,12 @@ struct ckh_explore_config {
     uint64_t seed;                     /* disk seed (tear points, garbage) and blob contents */
     unsigned scenarios;                /* CKH_EXPLORE_* (0: CKH_EXPLORE_ALL) */
     uint64_t max_states;               /* stop after this many crash states (0: no bound) */
+    uint32_t retention_epochs;         /* P: epochs committed before the retention scenario's
+                                          traced save (0: 3; at most CKH_EXPLORE_MAX_RETAINED) */
 };
+
+/* Bound of ckh_explore_config.retention_epochs. */
+#define CKH_EXPLORE_MAX_RETAINED 16
 
 struct ckh_explore_stats {
     uint64_t trace_ops;       /* operations in the recorded traces (all scenarios) */

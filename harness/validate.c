@@ -42,6 +42,7 @@ static const struct vcase vcases[] = {
     {"crash:new-epoch", -1, CKH_EXPLORE_NEW_EPOCH, 0},
     {"crash:replace", -1, CKH_EXPLORE_REPLACE, 0},
     {"crash:two-ranks", -1, CKH_EXPLORE_TWO_RANKS, 0},
+    {"crash:retention", -1, CKH_EXPLORE_RETENTION, 0},
     {"fault:EIO", CKH_FAULTS_ERRNO, 0, EIO},
     {"fault:ENOSPC", CKH_FAULTS_ERRNO, 0, ENOSPC},
     {"fault:EDQUOT", CKH_FAULTS_ERRNO, 0, EDQUOT},

@@ -241,6 +241,153 @@ END_TEST
 START_TEST(test_adir_fixed_tmp) { expect_control("bk_adir_fixed_tmp", CKH_EXPLORE_ALL, -1); }
 END_TEST
 
+/* ---- the retention scenario (rule E8) ---- */
+
+/* Explores only the retention scenario of `name` and asserts its verdict:
+ * no finding (expect < 0), or `expect` reported under "retention". */
+static void expect_retention(const struct ckh_backend_ops *ops, const char *name,
+                             enum ckh_crash_model model, int expect)
+{
+    struct ckh_explore_config c;
+    struct ckh_explore_result r;
+    char msg[256];
+    cfg_init(&c, ops, CKH_EXPLORE_RETENTION);
+    c.model = model;
+    ck_assert_int_eq(ckh_explore_run(&c, &r, msg, sizeof(msg)), 0);
+    dump(name, &r);
+    ck_assert_uint_gt(r.stats.states_checked, 5);
+    if (expect < 0) {
+        ck_assert_msg(r.nvulns == 0, "%s: %s: %s / %s / %s", name,
+                      ckh_vuln_name(r.nvulns ? r.vulns[0].kind : 0),
+                      r.nvulns ? r.vulns[0].symptom : "", r.nvulns ? r.vulns[0].state : "",
+                      r.nvulns ? r.vulns[0].step : "");
+    } else {
+        bool found = false;
+        for (size_t i = 0; i < r.nvulns; i++)
+            found |= r.vulns[i].kind == (enum ckh_vuln_kind)expect &&
+                     strcmp(r.vulns[i].scenario, "retention") == 0 && r.vulns[i].step[0] &&
+                     r.vulns[i].state[0];
+        ck_assert_msg(found, "%s: %s not found under retention (%zu findings%s%s)", name,
+                      ckh_vuln_name((enum ckh_vuln_kind)expect), r.nvulns,
+                      r.nvulns ? ", first " : "", r.nvulns ? ckh_vuln_name(r.vulns[0].kind) : "");
+    }
+    ckh_explore_result_free(&r);
+}
+
+static void retention_plugin(const char *name, enum ckh_crash_model model, int expect)
+{
+    struct ckh_plugin *p = load(name);
+    expect_retention(ckh_plugin_ops(p), name, model, expect);
+    ckh_plugin_unload(p);
+}
+
+/* The saver with keep_last 2 and 1, both crash models: epochs 1-3 are
+ * committed (keep_last 2 keeps 2 and 3), the traced save of epoch 4
+ * deletes epoch 2's folder after its commit, and every crash state still
+ * loads as many committed checkpoints as were kept, bit-exact. */
+START_TEST(test_retention_adir_passes)
+{
+    retention_plugin(adir_good[_i / 2], _i % 2 ? CKH_CRASH_EXT4_ORDERED : CKH_CRASH_POSIX_WEAK, -1);
+}
+END_TEST
+
+/* Deleting before the commit is flagged by the retention scenario too. */
+START_TEST(test_retention_first_flagged)
+{
+    retention_plugin("bk_retention_first", CKH_CRASH_POSIX_WEAK, CKH_VULN_RETENTION_BEFORE_COMMIT);
+}
+END_TEST
+START_TEST(test_retention_adir_live_flagged)
+{
+    retention_plugin("bk_adir_retention_live", CKH_CRASH_POSIX_WEAK, CKH_VULN_RETENTION_BEFORE_COMMIT);
+}
+END_TEST
+
+/* minidb with its own keep-last-2 retention inside save: after the commit
+ * (correct), or before it (defect: a crash leaves one checkpoint of the
+ * two kept, symptom too-few-checkpoints, diagnosis rule b). */
+static int keep2_save(struct ckh_backend *b, const char *node, int64_t epoch,
+                      const struct ckh_ws *ws, const char *const *names, size_t count, bool first)
+{
+    int64_t *ep = NULL;
+    size_t n = 0;
+    int rc = 0;
+    if (!first && (rc = ckh_minidb_ops.save(b, node, epoch, ws, names, count)) != 0)
+        return rc;
+    if ((rc = ckh_minidb_ops.list_epochs(b, node, &ep, &n)) != 0)
+        return rc;
+    /* Keeps 2 with the new one: 1 before its save, 2 after it. */
+    for (size_t i = 0; i + (first ? 1 : 2) < n && rc == 0; i++)
+        rc = ckh_minidb_ops.remove(b, node, ep[i]);
+    ckh_free(NULL, ep);
+    if (rc == 0 && first)
+        rc = ckh_minidb_ops.save(b, node, epoch, ws, names, count);
+    return rc;
+}
+
+static int keep2_after_save(struct ckh_backend *b, const char *node, int64_t epoch,
+                            const struct ckh_ws *ws, const char *const *names, size_t count)
+{
+    return keep2_save(b, node, epoch, ws, names, count, false);
+}
+
+static int keep2_first_save(struct ckh_backend *b, const char *node, int64_t epoch,
+                            const struct ckh_ws *ws, const char *const *names, size_t count)
+{
+    return keep2_save(b, node, epoch, ws, names, count, true);
+}
+
+static struct ckh_backend_ops keep2_ops;
+
+static int keep2_open(const struct ckh_backend_config *cfg, struct ckh_backend **out)
+{
+    int rc = ckh_minidb_ops.open(cfg, out);
+    if (rc == 0)
+        (*out)->ops = &keep2_ops;
+    return rc;
+}
+
+START_TEST(test_retention_minidb_keep2)
+{
+    keep2_ops = ckh_minidb_ops;
+    keep2_ops.open = keep2_open;
+    keep2_ops.remove = NULL; /* retention is the backend's own */
+    keep2_ops.save = _i ? keep2_first_save : keep2_after_save;
+    expect_retention(&keep2_ops, _i ? "minidb-keep2-first" : "minidb-keep2",
+                     CKH_CRASH_POSIX_WEAK, _i ? CKH_VULN_RETENTION_BEFORE_COMMIT : -1);
+    if (_i) {
+        /* The smallest state: one of the two kept epochs already deleted. */
+        struct ckh_explore_config c;
+        struct ckh_explore_result r;
+        cfg_init(&c, &keep2_ops, CKH_EXPLORE_RETENTION);
+        ck_assert_int_eq(ckh_explore_run(&c, &r, NULL, 0), 0);
+        ck_assert_uint_ge(r.nvulns, 1);
+        ck_assert_msg(strstr(r.vulns[0].symptom, "the backend kept 2") != NULL, "%s",
+                      r.vulns[0].symptom);
+        ckh_explore_result_free(&r);
+    }
+}
+END_TEST
+
+/* retention_epochs is bounded; P = 1 is the new-epoch setup. */
+START_TEST(test_retention_config)
+{
+    struct ckh_explore_config c;
+    struct ckh_explore_result r;
+    char msg[256] = "";
+    cfg_init(&c, &ckh_minidb_ops, CKH_EXPLORE_RETENTION);
+    c.retention_epochs = CKH_EXPLORE_MAX_RETAINED + 1;
+    ck_assert_int_eq(ckh_explore_run(&c, &r, msg, sizeof(msg)), CKH_EINVAL);
+    ck_assert_ptr_nonnull(strstr(msg, "retention epochs"));
+    ck_assert_uint_eq(r.nvulns, 0);
+    c.retention_epochs = 1;
+    ck_assert_int_eq(ckh_explore_run(&c, &r, msg, sizeof(msg)), 0);
+    ck_assert_uint_eq(r.nvulns, 0);
+    ck_assert_uint_gt(r.stats.states_checked, 5);
+    ckh_explore_result_free(&r);
+}
+END_TEST
+
 /* ---- ckh_simfs_clone (sim/simfs_clone.c C1-C4) ---- */
 
 static struct ckh_simfs *clone_fixture(void)
@@ -358,6 +505,11 @@ static Suite *suite(void)
     tcase_add_test(tc, test_adir_retention_live);
     tcase_add_test(tc, test_adir_in_place);
     tcase_add_test(tc, test_adir_fixed_tmp);
+    tcase_add_loop_test(tc, test_retention_adir_passes, 0, 4);
+    tcase_add_test(tc, test_retention_first_flagged);
+    tcase_add_test(tc, test_retention_adir_live_flagged);
+    tcase_add_loop_test(tc, test_retention_minidb_keep2, 0, 2);
+    tcase_add_test(tc, test_retention_config);
     tcase_add_test(tc, test_clone_independent);
     tcase_add_test(tc, test_clone_bad_input);
     suite_add_tcase(s, tc);
