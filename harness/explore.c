@@ -821,12 +821,56 @@ static int load_digest(struct ckh_backend *b, const char *node, int64_t epoch, u
     return rc;
 }
 
+/* Opens the backend on d as a restarted node would and lists rank0's
+ * epochs. 0 with *b open and *ep allocated, or CKH_VULN_RECOVERY_FAILS with
+ * its symptom in sym (nothing left open). */
+static int recover_and_list(struct xctx *x, struct ckh_simfs *d, struct ckh_backend **b, int64_t **ep,
+                            size_t *cnt, char *sym, size_t n)
+{
+    struct ckh_backend_config c;
+    backend_cfg(&c, ckh_simfs_fs(d), NULL);
+    *b = NULL;
+    int rc = x->ops->open(&c, b);
+    if (rc) {
+        snprintf(sym, n, "open after the crash fails: %s", ckh_err_name(rc));
+        return CKH_VULN_RECOVERY_FAILS;
+    }
+    if ((rc = ckh_backend_list_epochs(*b, "rank0", ep, cnt)) != 0) {
+        snprintf(sym, n, "list_epochs after the crash fails: %s: %s", ckh_err_name(rc),
+                 ckh_backend_errmsg(*b));
+        ckh_backend_close(*b);
+        *b = NULL;
+        return CKH_VULN_RECOVERY_FAILS;
+    }
+    return 0;
+}
+
+/* The save after recovery (epoch, with the third data set) must succeed
+ * and load back: -1 when it does, else CKH_VULN_NEXT_SAVE_FAILS with its
+ * symptom in sym. */
+static int next_save_works(struct xctx *x, struct ckh_backend *b, int64_t epoch, char *sym, size_t n)
+{
+    char m[200] = "";
+    uint64_t dg = 0;
+    int rc = ckh_backend_save(b, "rank0", epoch, x->v[2], NULL, 0);
+    if (rc != 0) {
+        snprintf(sym, n, "the next save (epoch %" PRId64 ") fails: %s: %s", epoch, ckh_err_name(rc),
+                 ckh_backend_errmsg(b));
+        return CKH_VULN_NEXT_SAVE_FAILS;
+    }
+    if ((rc = load_digest(b, "rank0", epoch, &dg, m, sizeof(m))) != 0 || dg != x->d[2]) {
+        snprintf(sym, n, "the next save (epoch %" PRId64 ") does not load back: %s", epoch,
+                 rc ? m : "different data");
+        return CKH_VULN_NEXT_SAVE_FAILS;
+    }
+    return -1;
+}
+
 /* E4 on disk d. Returns -1 when the state is fine, else the symptom kind
  * with its text in sym. *epoch_out: the latest listed epoch (-1: none). */
 static int check_state(struct xctx *x, int scen, struct ckh_simfs *d, bool save_returned,
                        char *sym, size_t n, int64_t *epoch_out)
 {
-    struct ckh_backend_config c;
     struct ckh_backend *b = NULL;
     int64_t *ep = NULL;
     size_t cnt = 0;
@@ -834,18 +878,9 @@ static int check_state(struct xctx *x, int scen, struct ckh_simfs *d, bool save_
     uint64_t dg = 0;
     int kind = -1;
     *epoch_out = -1;
-    backend_cfg(&c, ckh_simfs_fs(d), NULL);
-    int rc = x->ops->open(&c, &b);
-    if (rc) {
-        snprintf(sym, n, "open after the crash fails: %s", ckh_err_name(rc));
-        return CKH_VULN_RECOVERY_FAILS;
-    }
-    if ((rc = ckh_backend_list_epochs(b, "rank0", &ep, &cnt)) != 0) {
-        snprintf(sym, n, "list_epochs after the crash fails: %s: %s", ckh_err_name(rc),
-                 ckh_backend_errmsg(b));
-        kind = CKH_VULN_RECOVERY_FAILS;
-        goto out_close;
-    }
+    int rc = recover_and_list(x, d, &b, &ep, &cnt, sym, n);
+    if (rc)
+        return rc;
     if (cnt == 0) {
         snprintf(sym, n, "no epoch is listed after the crash (expected epoch %d%s)",
                  scen == SC_REPLACE ? 1 : save_returned ? 2 : 1,
@@ -881,20 +916,9 @@ static int check_state(struct xctx *x, int scen, struct ckh_simfs *d, bool save_
         kind = CKH_VULN_NOT_DURABLE;
         goto out_free;
     }
-    if ((rc = ckh_backend_save(b, "rank0", 3, x->v[2], NULL, 0)) != 0) {
-        snprintf(sym, n, "the next save (epoch 3) fails: %s: %s", ckh_err_name(rc),
-                 ckh_backend_errmsg(b));
-        kind = CKH_VULN_NEXT_SAVE_FAILS;
-        goto out_free;
-    }
-    if ((rc = load_digest(b, "rank0", 3, &dg, m, sizeof(m))) != 0 || dg != x->d[2]) {
-        snprintf(sym, n, "the next save (epoch 3) does not load back: %s",
-                 rc ? m : "different data");
-        kind = CKH_VULN_NEXT_SAVE_FAILS;
-    }
+    kind = next_save_works(x, b, 3, sym, n);
 out_free:
     ckh_free(NULL, ep);
-out_close:
     ckh_backend_close(b);
     return kind;
 }
@@ -904,7 +928,6 @@ out_close:
 static int check_retention(struct xctx *x, struct ckh_simfs *d, bool save_returned, char *sym,
                            size_t n, int64_t *epoch_out)
 {
-    struct ckh_backend_config c;
     struct ckh_backend *b = NULL;
     int64_t *ep = NULL, new_epoch = x->nret + 1;
     size_t cnt = 0;
@@ -912,18 +935,9 @@ static int check_retention(struct xctx *x, struct ckh_simfs *d, bool save_return
     uint64_t dg = 0;
     int kind = -1;
     *epoch_out = -1;
-    backend_cfg(&c, ckh_simfs_fs(d), NULL);
-    int rc = x->ops->open(&c, &b);
-    if (rc) {
-        snprintf(sym, n, "open after the crash fails: %s", ckh_err_name(rc));
-        return CKH_VULN_RECOVERY_FAILS;
-    }
-    if ((rc = ckh_backend_list_epochs(b, "rank0", &ep, &cnt)) != 0) {
-        snprintf(sym, n, "list_epochs after the crash fails: %s: %s", ckh_err_name(rc),
-                 ckh_backend_errmsg(b));
-        kind = CKH_VULN_RECOVERY_FAILS;
-        goto out_close;
-    }
+    int rc = recover_and_list(x, d, &b, &ep, &cnt, sym, n);
+    if (rc)
+        return rc;
     if (cnt == 0) {
         snprintf(sym, n, "no epoch is listed after the crash (the backend kept %zu before the "
                  "save of epoch %" PRId64 ")", x->nc0, new_epoch);
@@ -974,20 +988,9 @@ static int check_retention(struct xctx *x, struct ckh_simfs *d, bool save_return
         kind = CKH_VULN_NOT_DURABLE;
         goto out_free;
     }
-    if ((rc = ckh_backend_save(b, "rank0", new_epoch + 1, x->v[2], NULL, 0)) != 0) {
-        snprintf(sym, n, "the next save (epoch %" PRId64 ") fails: %s: %s", new_epoch + 1,
-                 ckh_err_name(rc), ckh_backend_errmsg(b));
-        kind = CKH_VULN_NEXT_SAVE_FAILS;
-        goto out_free;
-    }
-    if ((rc = load_digest(b, "rank0", new_epoch + 1, &dg, m, sizeof(m))) != 0 || dg != x->d[2]) {
-        snprintf(sym, n, "the next save (epoch %" PRId64 ") does not load back: %s",
-                 new_epoch + 1, rc ? m : "different data");
-        kind = CKH_VULN_NEXT_SAVE_FAILS;
-    }
+    kind = next_save_works(x, b, new_epoch + 1, sym, n);
 out_free:
     ckh_free(NULL, ep);
-out_close:
     ckh_backend_close(b);
     return kind;
 }

@@ -79,10 +79,10 @@ struct call_ctx {
 };
 
 struct run_ctx {
+    unsigned mode;                       /* CKH_RUN_* flags: NO_FAULTS skips arming and restarts */
     const struct ckh_scenario *sc;       /* the scenario */
     const struct ckh_adapter_ops *ad;    /* its workload adapter */
     void *inst;                          /* the adapter instance */
-    unsigned mode;                       /* CKH_RUN_* flags of this simulation */
     struct ckh_sim *sim;                 /* the simulator */
     int n;                               /* nodes */
     char (*names)[CKH_NODE_NAME_LEN];    /* node names */
@@ -758,8 +758,9 @@ static int resize(struct run_ctx *c)
 }
 
 /* Runs the job with restarts; fills the run records of out. */
-static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_faults)
+static int execute(struct run_ctx *c, struct ckh_scenario_run *out)
 {
+    const bool with_faults = !(c->mode & CKH_RUN_NO_FAULTS);
     const struct ckh_scenario *sc = c->sc;
     uint32_t max_runs = with_faults ? 1 + sc->restart.max_restarts : 1;
     out->runs = calloc(max_runs, sizeof *out->runs);
@@ -792,8 +793,6 @@ static int execute(struct run_ctx *c, struct ckh_scenario_run *out, bool with_fa
             memset(&c->track[i], 0, sizeof c->track[i]);
             c->track[i].progress = -1;
         }
-        uint64_t trace_before = ckh_sim_trace_len(c->sim);
-        (void)trace_before;
         struct ckh_sim_result res;
         if ((rc = ckh_sim_run(c->sim, &res)) != 0)
             return fail(c, rc, "simulator: %s", ckh_sim_errmsg(c->sim));
@@ -1033,7 +1032,7 @@ static int reference(const struct ckh_scenario *sc, uint64_t seed, const struct 
     memset(&tmp, 0, sizeof tmp);
     int rc = build_sim(&c, sc, seed, CKH_RUN_REFERENCE, false);
     if (rc == 0)
-        rc = execute(&c, &tmp, false);
+        rc = execute(&c, &tmp);
     if (rc == 0) {
         out->ref_ok = tmp.completed;
         rc = job_copy(&out->ref, &tmp.got.r);
@@ -1171,7 +1170,7 @@ static int control_check(const struct ckh_scenario *sc, uint64_t seed, const str
     ctl.source_dir = r->source_dir;
     int rc = build_sim(&c, sc, seed, CKH_RUN_NO_DEFECTS, false);
     if (rc == 0)
-        rc = execute(&c, &ctl, true);
+        rc = execute(&c, &ctl);
     if (rc == 0)
         rc = job_copy(&ctl.ref, &r->ref.r);
     if (rc != 0) {
@@ -1244,7 +1243,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
         goto out_error;
     }
     if ((rc = build_sim(&c, sc, seed, 0, o->on_trace || o->timeline)) != 0 ||
-        (rc = execute(&c, &r, true)) != 0) {
+        (rc = execute(&c, &r)) != 0) {
         snprintf(err, sizeof err, "%s", c.err);
         goto out_error;
     }
@@ -1258,7 +1257,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
         struct ckh_scenario_run r2;
         memset(&r2, 0, sizeof r2);
         r2.sc = sc;
-        if ((rc = build_sim(&c2, sc, seed, 0, false)) == 0 && (rc = execute(&c2, &r2, true)) == 0)
+        if ((rc = build_sim(&c2, sc, seed, 0, false)) == 0 && (rc = execute(&c2, &r2)) == 0)
             r.trace_hash2 = r2.trace_hash ? r2.trace_hash : 1;
         ckh_scenario_run_free(&r2);
         ctx_free(&c2);
@@ -1302,7 +1301,7 @@ int ckh_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_optio
     r.sc = sc;
     int rc = build_sim(&c, sc, seed, 0, true);
     if (rc == 0)
-        rc = execute(&c, &r, true);
+        rc = execute(&c, &r);
     if (rc != 0) {
         snprintf(msg, msglen, "%s", c.err[0] ? c.err : ckh_strerror(rc));
         goto out;
