@@ -1,5 +1,5 @@
 /* Crash-explorer throughput: crash states explored and checked per second
- * and the time to explore every crash state of one save (harness/explore.c).
+ * and the time to explore every crash state of one save (harness/search/explore.c).
  * Prints "name value unit" lines; asserts nothing about time.
  *
  * Workloads: "64file_save", the headline: a save of 64 blobs packed in 24
@@ -14,8 +14,8 @@
 #include <time.h>
 
 #include "ckh/err.h"
-#include "explore.h"
-#include "plugin.h"
+#include "search/explore.h"
+#include "run/plugin.h"
 
 #ifndef CKH_BACKENDS_DIR
 #define CKH_BACKENDS_DIR "backends"

@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "adapter.h"
+#include "run/adapter.h"
 #include "ckh/defects.h"
-#include "fuzz.h"
+#include "search/fuzz.h"
 
 static double now_s(void)
 {

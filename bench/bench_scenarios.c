@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "scenario.h"
+#include "cli/cli.h"
+#include "scenario/scenario.h"
 
 static double now_s(void)
 {

@@ -1,4 +1,4 @@
-/* Tests of the crash-state explorer (harness/explore.c): every negative
+/* Tests of the crash-state explorer (harness/search/explore.c): every negative
  * control in tests/backends/ is flagged with its diagnosis (rule E5), the
  * correct backends (minidb, bk_good, the atomic directory saver with
  * keep_last 1 and 2) pass every crash state, the saver's defect switches
@@ -11,9 +11,9 @@
 
 #include "ckh/atomic.h"
 #include "ckh/err.h"
-#include "explore.h"
-#include "plugin.h"
-#include "validate.h"
+#include "search/explore.h"
+#include "run/plugin.h"
+#include "search/validate.h"
 
 #ifndef CKH_BACKENDS_DIR
 #define CKH_BACKENDS_DIR "backends"

@@ -1,4 +1,4 @@
-/* Tests of swarm testing (harness/fuzz.c): seeds generate the same
+/* Tests of swarm testing (harness/search/fuzz.c): seeds generate the same
  * scenario every time and every generated scenario parses; shards 1/2 and
  * 2/2 together run exactly the seeds of one unsharded run with the same
  * failures and coverage; a planted defect switch is found within a
@@ -14,9 +14,9 @@
 
 #include "ckh/backend.h"
 #include "ckh/err.h"
-#include "fuzz.h"
-#include "runner.h"
-#include "shrink.h"
+#include "search/fuzz.h"
+#include "run/runner.h"
+#include "search/shrink.h"
 
 static bool valgrind(void)
 {

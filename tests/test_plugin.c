@@ -1,5 +1,5 @@
-/* Tests of backend plugins and `ckh validate-backend` (harness/plugin.c,
- * harness/validate.c): loading and refusing libraries, exit codes (V3),
+/* Tests of backend plugins and `ckh validate-backend` (harness/run/plugin.c,
+ * harness/search/validate.c): loading and refusing libraries, exit codes (V3),
  * isolation of crashing, hanging and leaking backends (V2), reports, and
  * the out-of-tree example backend built with pkg-config and validated. */
 #include <check.h>
@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
-#include "plugin.h"
-#include "validate.h"
+#include "run/plugin.h"
+#include "search/validate.h"
 
 #ifndef CKH_BACKENDS_DIR
 #define CKH_BACKENDS_DIR "backends"

@@ -1,6 +1,6 @@
-/* Tests for the harness runner and its oracles (harness/runner.c,
+/* Tests for the harness runner and its oracles (harness/run/runner.c,
  * the oracles in harness/) and for the ckh command's verbs and exit statuses
- * (harness/cli.c). Scenarios are parsed from strings; each test asserts
+ * (harness/cli/cli.c). Scenarios are parsed from strings; each test asserts
  * the verdict a user would rely on, with the oracle and message. */
 #include <check.h>
 #include <fcntl.h>
@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
-#include "cli.h"
-#include "oracle.h"
+#include "cli/cli.h"
+#include "oracles/oracle.h"
 #include "report.h"
-#include "runner.h"
-#include "scenario.h"
+#include "run/runner.h"
+#include "scenario/scenario.h"
 
 /* Parses text and runs it; returns the runner's code, fills *res. */
 static int run_text(const char *text, struct ckh_report_result *res, bool determinism)
@@ -339,7 +339,7 @@ START_TEST(test_cli_list_replay_help)
 }
 END_TEST
 
-/* ---- restart with another world size (harness/runner.c, ddp-train) ---- */
+/* ---- restart with another world size (harness/run/runner.c, ddp-train) ---- */
 
 /* Parses the library scenario at CKH_SOURCE_DIR/rel and runs it. */
 static int run_file(const char *rel, struct ckh_report_result *res)

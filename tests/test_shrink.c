@@ -1,4 +1,4 @@
-/* Tests of shrinking (harness/shrink.c): the scenario writer round-trips
+/* Tests of shrinking (harness/search/shrink.c): the scenario writer round-trips
  * every key; a hand-written failing scenario with irrelevant faults
  * shrinks to the fault that matters, failing the same oracle, and the
  * result replays deterministically; a probability trigger becomes an
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "ckh/err.h"
-#include "runner.h"
-#include "shrink.h"
+#include "run/runner.h"
+#include "search/shrink.h"
 
 static char *write_str(const struct ckh_scenario *sc)
 {

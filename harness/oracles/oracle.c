@@ -1,0 +1,55 @@
+/* The oracle registry and helpers shared by the *_check.c files. */
+#include <string.h>
+
+#include "oracles/oracle.h"
+
+static const struct ckh_oracle_ops *const oracles[] = {
+    &ckh__oracle_faults_fired, &ckh__oracle_outcome, &ckh__oracle_liveness, &ckh__oracle_hang,
+    &ckh__oracle_reference, &ckh__oracle_golden,         &ckh__oracle_values,
+    &ckh__oracle_resume,    &ckh__oracle_lost_work,      &ckh__oracle_committed,
+    &ckh__oracle_no_corrupt_load, &ckh__oracle_determinism, &ckh__oracle_reshard,
+};
+
+const struct ckh_oracle_ops *ckh_oracle_at(size_t i)
+{
+    return i < sizeof oracles / sizeof oracles[0] ? oracles[i] : NULL;
+}
+
+const struct ckh_oracle_ops *ckh_oracle_find(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof oracles / sizeof oracles[0]; i++)
+        if (strcmp(oracles[i]->name, name) == 0)
+            return oracles[i];
+    return NULL;
+}
+
+bool ckh_oracle_expects_pass(const struct ckh_scenario_run *r)
+{
+    return r->sc->expect.outcome == CKH_SCN_OUTCOME_PASS;
+}
+
+bool ckh_oracle_faults_touch_data(const struct ckh_scenario_run *r)
+{
+    for (size_t i = 0; i < r->sc->nfaults; i++) {
+        switch (r->sc->faults[i].act.kind) {
+        case CKH_SCN_ACT_ERRNO:
+        case CKH_SCN_ACT_FSYNC_FAIL:
+        case CKH_SCN_ACT_DISK_FULL:
+        case CKH_SCN_ACT_CORRUPT:
+        case CKH_SCN_ACT_REMOVE_DIR:
+        case CKH_SCN_ACT_DANGLING_LATEST:
+        case CKH_SCN_ACT_STALE_LATEST:
+        case CKH_SCN_ACT_MISMATCH_COLLECTIVE: /* fails the collectives of a save */
+        case CKH_SCN_ACT_DELAY:               /* a late rank times a save's collectives out */
+            return true;
+        default:
+            break;
+        }
+    }
+    return false;
+}
+
+bool ckh_oracle_resizes(const struct ckh_scenario_run *r)
+{
+    return r->world_restart != r->world;
+}

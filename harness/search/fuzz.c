@@ -1,0 +1,1045 @@
+/* Swarm testing: one seed, one random scenario; many seeds, many workers.
+ *
+ * Specification of a fuzz seed (docs/FUZZING.md shows examples):
+ *   - An rng seeded with ckh_seed_derive(seed, "fuzz") makes every choice,
+ *     in a fixed order, so a seed always yields the same YAML text.
+ *   - Shape: the workload (cfg->workload, else one of seed-pipeline,
+ *     param-server and, when its adapter exists, ddp-train), nodes or
+ *     ranks, epochs (ddp-train: also the step cadence and the saver's
+ *     keep_last), one shared disk at "/" with a random crash model and
+ *     sector size, the restart budget.
+ *   - Faults: a random subset of the catalogue kinds, each with its own
+ *     rate: a trigger on a random op (and sometimes a phase, a node) fires
+ *     either on the nth match or with a probability per match, sometimes
+ *     repeating.
+ *   - Two tiers decide what must hold whatever the faults do:
+ *       "recoverable": only faults a correct job recovers from (kill,
+ *         crash, power-loss, errno, fsync-fail, short delays, collective
+ *         faults), all confined to runs 1 and 2 while the restart budget
+ *         leaves at least two fault-free runs; the job must complete and
+ *         equal the fault-free reference (every applicable oracle).
+ *       "damaging": anything in the catalogue (disk-full, at-rest
+ *         corruption, removed folders, a damaged `latest`) on any run;
+ *         the job may legitimately fail, so only the oracles that hold
+ *         whatever the faults are checked: hang, no-corrupt-load,
+ *         committed and determinism.
+ *     A failure without a defect switch therefore means a bug in the code
+ *     under test or in ckh itself.
+ *   - Every `determinism_every`-th seed also runs with the determinism
+ *     check (the faulted job twice, same trace hash).
+ *
+ * `ckh fuzz` runs the seeds in forked workers: a worker that dies (a
+ * crash in ckh or the code under test) is reported with the seed it was
+ * running and replaced. Each failing seed is then shrunk
+ * (harness/shrink.c) and written as a scenario file.
+ *
+ * Map: coverage and phases · fired faults · generation · one seed ·
+ * workers · the command.
+ */
+#include "search/fuzz.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "run/adapter.h"
+#include "ckh/backend.h"
+#include "ckh/defects.h"
+#include "ckh/err.h"
+#include "run/worker.h"
+#include "ckh/rng.h"
+#include "oracles/oracle.h"
+#include "run/runner.h"
+#include "search/shrink.h"
+
+/* ---- coverage and phases ---- */
+
+static const char *const phase_names[] = {
+#define CKH__FZ_PH_NAME(e, s) s,
+    CKH_FUZZ_PHASE_MAP(CKH__FZ_PH_NAME)
+#undef CKH__FZ_PH_NAME
+};
+
+enum ckh_fuzz_phase ckh_fuzz_phase_of(const char *phase)
+{
+    if (!phase || !phase[0])
+        return CKH_FUZZ_PH_OTHER;
+    for (int p = 0; p < CKH_FUZZ_PH_OTHER; p++)
+        if (strcmp(phase_names[p], phase) == 0)
+            return (enum ckh_fuzz_phase)p;
+    return CKH_FUZZ_PH_OTHER;
+}
+
+const char *ckh_fuzz_phase_name(enum ckh_fuzz_phase p)
+{
+    return (unsigned)p < CKH_FUZZ_PH__COUNT ? phase_names[p] : "?";
+}
+
+void ckh_fuzz_coverage_add(struct ckh_fuzz_coverage *a, const struct ckh_fuzz_coverage *b)
+{
+    if (!a || !b)
+        return;
+    for (int k = 0; k < CKH_SCN_ACT__COUNT; k++)
+        for (int p = 0; p < CKH_FUZZ_PH__COUNT; p++)
+            a->hits[k][p] += b->hits[k][p];
+}
+
+void ckh_fuzz_coverage_print(FILE *f, const struct ckh_fuzz_coverage *c, bool all_rows)
+{
+    if (!f || !c)
+        return;
+    fprintf(f, "%-20s", "fault \\ phase");
+    for (int p = 0; p < CKH_FUZZ_PH__COUNT; p++)
+        fprintf(f, " %9s", phase_names[p]);
+    fprintf(f, " %9s\n", "total");
+    for (int k = 0; k < CKH_SCN_ACT__COUNT; k++) {
+        uint64_t total = 0;
+        for (int p = 0; p < CKH_FUZZ_PH__COUNT; p++)
+            total += c->hits[k][p];
+        if (!total && !all_rows)
+            continue;
+        fprintf(f, "%-20s", ckh_scn_action_name((enum ckh_scn_action_kind)k));
+        for (int p = 0; p < CKH_FUZZ_PH__COUNT; p++)
+            fprintf(f, " %9" PRIu64, c->hits[k][p]);
+        fprintf(f, " %9" PRIu64 "\n", total);
+    }
+}
+
+/* ---- fired faults ---- */
+
+static bool fault_in_run(const struct ckh_scn_fault *f, uint32_t run)
+{
+    return f->on.run == CKH_SCN_RUN_ANY || f->on.run == run;
+}
+
+/* Whether the runner applies f between runs instead of arming a rule
+ * (mirrors harness/runner.c arm_faults). */
+static bool applied_between_runs(const struct ckh_scn_fault *f)
+{
+    bool at_rest_kind = ckh_scn_action_is_at_rest(f->act.kind) || f->act.kind == CKH_SCN_ACT_DISK_FULL;
+    return at_rest_kind && !f->on.matches_ops;
+}
+
+/* The scenario fault behind simulator rule `rule` of run `run`: the
+ * runner arms, in file order, every fault of the run that is neither
+ * applied between runs nor a gpu-oom (which the adapter handles). */
+static long fault_of_rule(const struct ckh_scenario *sc, uint32_t run, uint64_t rule)
+{
+    uint64_t k = 0;
+    for (size_t i = 0; i < sc->nfaults; i++) {
+        const struct ckh_scn_fault *f = &sc->faults[i];
+        if (!fault_in_run(f, run) || applied_between_runs(f) || f->act.kind == CKH_SCN_ACT_GPU_OOM)
+            continue;
+        if (k++ == rule)
+            return (long)i;
+    }
+    return -1;
+}
+
+static int fired_push(struct ckh_fuzz_fired **v, size_t *n, size_t *cap, const struct ckh_fuzz_fired *x)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        struct ckh_fuzz_fired *nv = realloc(*v, nc * sizeof *nv);
+        if (!nv)
+            return CKH_ENOMEM;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = *x;
+    return 0;
+}
+
+int ckh_fuzz_fired_collect(const struct ckh_sim *sim, const struct ckh_scenario_run *r,
+                           struct ckh_fuzz_fired **out, size_t *n)
+{
+    if (!sim || !r || !out || !n)
+        return CKH_EINVAL;
+    *out = NULL;
+    *n = 0;
+    size_t cap = 0;
+    int nn = ckh_sim_node_count(sim);
+    char(*phase)[16] = calloc((size_t)(nn > 0 ? nn : 1), sizeof *phase);
+    if (!phase)
+        return CKH_ENOMEM;
+    int rc = 0;
+    uint64_t begin = 0;
+    for (size_t ri = 0; ri < r->nruns && rc == 0; ri++) {
+        uint32_t run = (uint32_t)r->runs[ri].run;
+        uint64_t end = r->runs[ri].trace_end;
+        for (size_t i = 0; i < r->sc->nfaults && rc == 0; i++) {
+            const struct ckh_scn_fault *f = &r->sc->faults[i];
+            if (!fault_in_run(f, run) || !applied_between_runs(f))
+                continue;
+            struct ckh_fuzz_fired x = {.fault = i, .run = run, .node = -1, .op = -1,
+                                       .phase = CKH_FUZZ_PH_REST, .time_ns = 0};
+            rc = fired_push(out, n, &cap, &x);
+        }
+        for (uint64_t s = begin; s < end && rc == 0; s++) {
+            struct ckh_trace_rec rec;
+            if (ckh_sim_trace_get(sim, s, &rec) != 0)
+                break;
+            if (rec.kind == CKH_OP_PHASE && rec.node >= 0 && rec.node < nn) {
+                snprintf(phase[rec.node], sizeof phase[rec.node], "%s", rec.path ? rec.path : "");
+                continue;
+            }
+            if (rec.kind == CKH_OP_START && rec.node >= 0 && rec.node < nn)
+                phase[rec.node][0] = '\0';
+            if (rec.kind != CKH_OP_FAULT)
+                continue;
+            long fi = rec.off == UINT64_MAX ? -1 : fault_of_rule(r->sc, run, rec.off);
+            if (fi < 0)
+                continue; /* fired by a hook, not by the scenario */
+            struct ckh_fuzz_fired x;
+            memset(&x, 0, sizeof x);
+            x.fault = (size_t)fi;
+            x.run = run;
+            x.node = rec.node;
+            x.time_ns = rec.time_ns;
+            char opname[32] = "";
+            if (rec.path2) {
+                const char *colon = strchr(rec.path2, ':');
+                size_t l = colon ? (size_t)(colon - rec.path2) : strlen(rec.path2);
+                if (l >= sizeof opname)
+                    l = sizeof opname - 1;
+                memcpy(opname, rec.path2, l);
+                opname[l] = '\0';
+            }
+            x.op = ckh_op_from_name(opname);
+            snprintf(x.path, sizeof x.path, "%s", rec.path ? rec.path : "");
+            if (rec.node >= 0 && rec.node < nn) {
+                snprintf(x.phase_name, sizeof x.phase_name, "%s", phase[rec.node]);
+                x.phase = ckh_fuzz_phase_of(phase[rec.node]);
+            } else {
+                x.phase = CKH_FUZZ_PH_OTHER;
+            }
+            /* nth: this node's earlier ops of the same kind and path in this run, plus one. */
+            x.nth = 1;
+            for (uint64_t q = begin; q < s; q++) {
+                struct ckh_trace_rec o;
+                if (ckh_sim_trace_get(sim, q, &o) != 0)
+                    break;
+                if (o.node == rec.node && (int)o.kind == x.op &&
+                    strcmp(o.path ? o.path : "", x.path) == 0)
+                    x.nth++;
+            }
+            rc = fired_push(out, n, &cap, &x);
+        }
+        begin = end;
+    }
+    free(phase);
+    if (rc) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+/* ---- generation ---- */
+
+struct sbuf {
+    char *s;    /* text (NUL-terminated) */
+    size_t n;   /* length */
+    size_t cap; /* allocated */
+    bool oom;   /* an append failed */
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (w < 0)
+        return;
+    if (b->n + (size_t)w + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 1024;
+        while (nc < b->n + (size_t)w + 1)
+            nc *= 2;
+        char *ns = realloc(b->s, nc);
+        if (!ns) {
+            b->oom = true;
+            return;
+        }
+        b->s = ns;
+        b->cap = nc;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)w;
+}
+
+static uint64_t pick(struct ckh_rng *g, uint64_t lo, uint64_t hi)
+{
+    return lo + ckh_rng_below(g, hi - lo + 1);
+}
+
+static bool chance(struct ckh_rng *g, double p)
+{
+    return ckh_rng_unit(g) < p;
+}
+
+static const char *pick_str(struct ckh_rng *g, const char *const *v, size_t n)
+{
+    return v[ckh_rng_below(g, n)];
+}
+#define PICK(g, arr) pick_str((g), (arr), sizeof(arr) / sizeof((arr)[0]))
+
+/* Ops each workload family performs (seed-pipeline and param-server save
+ * through minidb; ddp-train through the atomic directory saver). */
+static const char *const ep_write_ops[] = {"pwrite", "fsync", "rename", "fsync_dir", "open", "close"};
+static const char *const ep_any_ops[] = {"open", "pread", "pwrite", "fsync", "rename", "listdir",
+                                         "stat", "fsync_dir", "close"};
+static const char *const ddp_write_ops[] = {"write", "fsync", "rename", "fsync_dir", "open",
+                                            "close", "mkdir", "symlink"};
+static const char *const ddp_any_ops[] = {"open", "read", "write", "fsync", "rename", "listdir",
+                                          "stat", "readlink", "symlink", "fsync_dir", "close",
+                                          "mkdir"};
+#define WRITE_OP(g, s) ((s)->ddp ? PICK(g, ddp_write_ops) : PICK(g, ep_write_ops))
+#define ANY_OP(g, s) ((s)->ddp ? PICK(g, ddp_any_ops) : PICK(g, ep_any_ops))
+static const char *const errnos[] = {"EIO", "ENOSPC", "EDQUOT", "EACCES", "ENOENT", "EROFS"};
+static const char *const phases_epoch[] = {"save", "load", "epoch", "init"};
+static const char *const phases_ddp[] = {"save", "load", "epoch", "init", "collective"};
+
+/* One job shape, chosen before the faults. */
+struct shape {
+    const char *workload; /* workload name */
+    int nodes;            /* nodes (or ranks) */
+    int epochs;           /* epochs */
+    bool ddp;             /* a training job with collectives and a saver */
+    bool damaging;        /* the "damaging" tier (see the top of the file) */
+};
+
+/* Writes the trigger `on:` mapping of one fault. */
+static void gen_trigger(struct sbuf *b, struct ckh_rng *g, const struct shape *s, const char *op,
+                        uint32_t run, bool allow_repeat)
+{
+    sb_printf(b, "    on: {");
+    bool first = true;
+#define SEP() (first ? (first = false, "") : ", ")
+    if (op)
+        sb_printf(b, "%sop: %s", SEP(), op);
+    if (s->nodes > 1 && chance(g, 0.4))
+        sb_printf(b, "%snode: %d", SEP(), (int)pick(g, 0, (uint64_t)s->nodes - 1));
+    if (chance(g, 0.5)) {
+        const char *ph = s->ddp ? PICK(g, phases_ddp) : PICK(g, phases_epoch);
+        sb_printf(b, "%sphase: %s", SEP(), ph);
+    }
+    if (chance(g, 0.5)) {
+        /* A rate: 1% .. 50% per matching op. */
+        double p = 0.01 * (double)pick(g, 1, 50);
+        sb_printf(b, "%sprobability: %.3f", SEP(), p);
+        if (allow_repeat && chance(g, 0.5))
+            sb_printf(b, "%srepeat: true", SEP());
+    } else {
+        sb_printf(b, "%snth: %d", SEP(), (int)pick(g, 1, s->ddp ? 16 : 6));
+    }
+    sb_printf(b, "%srun: %u}\n", SEP(), run);
+#undef SEP
+}
+
+/* The action kinds each tier draws from. */
+static const enum ckh_scn_action_kind recoverable_kinds[] = {
+    CKH_SCN_ACT_KILL, CKH_SCN_ACT_CRASH, CKH_SCN_ACT_POWER_LOSS, CKH_SCN_ACT_ERRNO,
+    CKH_SCN_ACT_FSYNC_FAIL, CKH_SCN_ACT_DELAY, CKH_SCN_ACT_DIE_IN_COLLECTIVE,
+    CKH_SCN_ACT_MISMATCH_COLLECTIVE,
+};
+
+static void gen_fault(struct sbuf *b, struct ckh_rng *g, const struct shape *s,
+                      enum ckh_scn_action_kind k)
+{
+    uint32_t run = s->damaging ? (uint32_t)pick(g, 1, 3) : (uint32_t)pick(g, 1, 2);
+    char path[128];
+    switch (k) {
+    case CKH_SCN_ACT_KILL: {
+        static const char *const whens[] = {"before", "after", "mid-write"};
+        const char *when = PICK(g, whens);
+        const char *op = strcmp(when, "mid-write") == 0 ? (s->ddp ? "write" : "pwrite")
+                                                        : WRITE_OP(g, s);
+        sb_printf(b, "  - do: kill\n    when: %s\n", when);
+        if (strcmp(when, "mid-write") == 0)
+            sb_printf(b, "    at: %d%%\n", (int)pick(g, 0, 99));
+        gen_trigger(b, g, s, op, run, false);
+        break;
+    }
+    case CKH_SCN_ACT_CRASH:
+        sb_printf(b, "  - do: crash\n");
+        gen_trigger(b, g, s, WRITE_OP(g, s), run, false);
+        break;
+    case CKH_SCN_ACT_POWER_LOSS:
+        sb_printf(b, "  - do: power-loss\n");
+        gen_trigger(b, g, s, WRITE_OP(g, s), run, false);
+        break;
+    case CKH_SCN_ACT_ERRNO:
+        sb_printf(b, "  - do: errno\n    errno: %s\n", PICK(g, errnos));
+        gen_trigger(b, g, s, ANY_OP(g, s), run, true);
+        break;
+    case CKH_SCN_ACT_FSYNC_FAIL:
+        sb_printf(b, "  - do: fsync-fail\n");
+        gen_trigger(b, g, s, "fsync", run, true);
+        break;
+    case CKH_SCN_ACT_DISK_FULL:
+        sb_printf(b, "  - do: disk-full\n    after: %d\n", (int)pick(g, 0, 1 << 16));
+        if (chance(g, 0.5))
+            gen_trigger(b, g, s, WRITE_OP(g, s), run, false);
+        else
+            sb_printf(b, "    on: {run: %u}\n", run);
+        break;
+    case CKH_SCN_ACT_DELAY:
+        sb_printf(b, "  - do: delay\n    duration: %dms\n", (int)pick(g, 1, 50));
+        gen_trigger(b, g, s, chance(g, 0.5) ? ANY_OP(g, s) : NULL, run, true);
+        break;
+    case CKH_SCN_ACT_CORRUPT: {
+        static const char *const modes[] = {"bit-flip", "truncate", "zero-range", "delete"};
+        const char *mode = PICK(g, modes);
+        if (s->ddp)
+            snprintf(path, sizeof path, "/ckpt/latest");
+        else
+            snprintf(path, sizeof path, "/ckpt/trainer_%d.%d", (int)pick(g, 0, (uint64_t)s->nodes - 1),
+                     (int)pick(g, 0, (uint64_t)s->epochs));
+        sb_printf(b, "  - do: corrupt\n    mode: %s\n    path: %s\n", mode, path);
+        if (strcmp(mode, "bit-flip") == 0)
+            sb_printf(b, "    offset: %d\n    bit: %d\n", (int)pick(g, 0, 200), (int)pick(g, 0, 7));
+        else if (strcmp(mode, "truncate") == 0)
+            sb_printf(b, "    offset: %d\n", (int)pick(g, 0, 200));
+        else if (strcmp(mode, "zero-range") == 0)
+            sb_printf(b, "    offset: %d\n    length: %d\n", (int)pick(g, 0, 200), (int)pick(g, 1, 64));
+        if (chance(g, 0.5))
+            gen_trigger(b, g, s, WRITE_OP(g, s), run, false);
+        else
+            sb_printf(b, "    on: {run: %u}\n", run < 2 ? 2 : run);
+        break;
+    }
+    case CKH_SCN_ACT_REMOVE_DIR:
+        sb_printf(b, "  - do: remove-dir\n    path: /ckpt\n    on: {run: %u}\n", run < 2 ? 2 : run);
+        break;
+    case CKH_SCN_ACT_DANGLING_LATEST:
+    case CKH_SCN_ACT_STALE_LATEST:
+        sb_printf(b, "  - do: %s\n    on: {run: %u}\n", ckh_scn_action_name(k), run < 2 ? 2 : run);
+        break;
+    case CKH_SCN_ACT_DIE_IN_COLLECTIVE:
+    case CKH_SCN_ACT_MISMATCH_COLLECTIVE:
+        sb_printf(b, "  - do: %s\n", ckh_scn_action_name(k));
+        gen_trigger(b, g, s, chance(g, 0.7) ? "allreduce" : "barrier", run, false);
+        break;
+    default:
+        break;
+    }
+}
+
+static bool adapter_exists(const char *name)
+{
+    return ckh_adapter_find(name) != NULL;
+}
+
+int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **out)
+{
+    struct ckh_fuzz_config dflt = {0};
+    const struct ckh_fuzz_config *c = cfg ? cfg : &dflt;
+    if (!out)
+        return CKH_EINVAL;
+    *out = NULL;
+    if (c->workload && !adapter_exists(c->workload))
+        return CKH_EINVAL;
+    struct ckh_rng g;
+    ckh_rng_seed(&g, ckh_seed_derive(seed, "fuzz"));
+    struct sbuf b = {0};
+    struct shape s = {0};
+
+    const char *wls[3];
+    size_t nwl = 0;
+    wls[nwl++] = "seed-pipeline";
+    wls[nwl++] = "param-server";
+    if (adapter_exists("ddp-train"))
+        wls[nwl++] = "ddp-train";
+    /* Defect switches live in the DDP job and its saver: a fuzz run with a
+     * defect and no workload given fuzzes ddp-train. */
+    s.workload = c->workload                       ? c->workload
+                 : c->defect && c->defect[0] && adapter_exists("ddp-train") ? "ddp-train"
+                                                    : wls[ckh_rng_below(&g, nwl)];
+    s.ddp = strcmp(s.workload, "ddp-train") == 0;
+    s.damaging = chance(&g, 0.5);
+    if (strcmp(s.workload, "param-server") == 0)
+        s.nodes = (int)pick(&g, 1, 2);
+    else
+        s.nodes = (int)pick(&g, 1, s.ddp ? 3 : 3);
+    s.epochs = (int)pick(&g, s.ddp ? 1 : 2, s.ddp ? 2 : 4);
+
+    sb_printf(&b, "# ckh fuzz seed %" PRIu64 " (%s tier)\n", seed,
+              s.damaging ? "damaging" : "recoverable");
+    sb_printf(&b, "name: fuzz-%" PRIu64 "\nseed: %" PRIu64 "\n", seed,
+              ckh_seed_derive(seed, "sim") & 0xffffffffu);
+    sb_printf(&b, "job:\n  workload: %s\n  %s: %d\n  epochs: %d\n", s.workload,
+              s.ddp ? "ranks" : "nodes", s.nodes, s.epochs);
+    if (c->backend)
+        sb_printf(&b, "  backend: %s\n", c->backend);
+    if (s.ddp) {
+        sb_printf(&b, "  saver: {kind: atomic-dir, keep_last: %d}\n", (int)pick(&g, 0, 2));
+        sb_printf(&b, "  checkpoint_every: {steps: %d}\n", (int)pick(&g, 1, 4));
+    } else if (strcmp(s.workload, "param-server") == 0) {
+        sb_printf(&b, "  options: {num_ps: %d}\n", (int)pick(&g, 1, 2));
+    }
+    sb_printf(&b, "  disks:\n    - {mount: /, crash_model: %s, sector: %d}\n",
+              chance(&g, 0.5) ? "posix-weak" : "ext4-ordered", chance(&g, 0.5) ? 512 : 4096);
+    if (c->defect && c->defect[0] && s.ddp)
+        sb_printf(&b, "  defects: [%s]\n", c->defect);
+
+    /* Faults: 1..4 kinds, each with its own trigger and rate. */
+    enum ckh_scn_action_kind kinds[CKH_SCN_ACT__COUNT];
+    size_t nk = 0;
+    if (s.damaging) {
+        for (int k = 0; k < CKH_SCN_ACT__COUNT; k++) {
+            if (k == CKH_SCN_ACT_GPU_OOM)
+                continue; /* needs a device-memory budget: not fuzzed yet */
+            if (!s.ddp && (k == CKH_SCN_ACT_DIE_IN_COLLECTIVE || k == CKH_SCN_ACT_MISMATCH_COLLECTIVE ||
+                           k == CKH_SCN_ACT_DANGLING_LATEST || k == CKH_SCN_ACT_STALE_LATEST))
+                continue; /* collectives and a latest pointer: only the DDP job has them */
+            kinds[nk++] = (enum ckh_scn_action_kind)k;
+        }
+    } else {
+        for (size_t i = 0; i < sizeof recoverable_kinds / sizeof recoverable_kinds[0]; i++) {
+            enum ckh_scn_action_kind k = recoverable_kinds[i];
+            if (!s.ddp && (k == CKH_SCN_ACT_DIE_IN_COLLECTIVE || k == CKH_SCN_ACT_MISMATCH_COLLECTIVE))
+                continue;
+            kinds[nk++] = k;
+        }
+    }
+    int nfaults = (int)pick(&g, 1, 4);
+    sb_printf(&b, "faults:\n");
+    for (int i = 0; i < nfaults; i++)
+        gen_fault(&b, &g, &s, kinds[ckh_rng_below(&g, nk)]);
+    int max_restarts = s.damaging ? (int)pick(&g, 1, 4) : 4;
+    int world_size = 0;
+    if (s.ddp && chance(&g, 0.25)) { /* restart with another world size */
+        world_size = (int)pick(&g, 1, 4);
+        if (world_size == s.nodes)
+            world_size = s.nodes == 1 ? 2 : 1;
+    }
+    if (world_size)
+        sb_printf(&b, "restart: {max_restarts: %d, world_size: %d}\n", max_restarts, world_size);
+    else
+        sb_printf(&b, "restart: {max_restarts: %d}\n", max_restarts);
+    /* A trigger drawn at random may match nothing: faults-fired is not an
+     * expectation of a fuzz seed. */
+    if (s.damaging)
+        sb_printf(&b, "expect:\n  oracles: [hang, no-corrupt-load, committed, determinism]\n");
+    else
+        sb_printf(&b, "expect:\n  skip: [faults-fired]\n");
+    if (b.oom) {
+        free(b.s);
+        return CKH_ENOMEM;
+    }
+    *out = b.s;
+    return 0;
+}
+
+/* ---- one seed ---- */
+
+struct cov_ctx {
+    struct ckh_fuzz_coverage *cov; /* where hits go */
+    int rc;                        /* CKH_ENOMEM when collecting failed */
+};
+
+static void count_fired(void *ctx, const struct ckh_sim *sim, const struct ckh_scenario_run *r)
+{
+    struct cov_ctx *cc = ctx;
+    struct ckh_fuzz_fired *v = NULL;
+    size_t n = 0;
+    if ((cc->rc = ckh_fuzz_fired_collect(sim, r, &v, &n)) != 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        cc->cov->hits[r->sc->faults[v[i].fault].act.kind][v[i].phase]++;
+    free(v);
+}
+
+static const char *wl_names[64];
+static const char *be_names[64];
+static const char *df_names[64];
+static const char *or_names[64];
+static const char *const sv_names[] = {"atomic-dir"};
+
+void ckh_fuzz_scn_options(struct ckh_scn_options *o)
+{
+    size_t nw = 0, nb = 0, nd = 0, no = 0;
+    for (size_t i = 0; ckh_adapter_at(i) && nw < 64; i++)
+        wl_names[nw++] = ckh_adapter_at(i)->name;
+    for (size_t i = 0; ckh_backend_at(i) && nb < 64; i++)
+        be_names[nb++] = ckh_backend_at(i)->name;
+    for (int i = 0; i < CKH_DEFECT__COUNT && nd < 64; i++)
+        df_names[nd++] = ckh_defect_name((enum ckh_defect)i);
+    for (size_t i = 0; ckh_oracle_at(i) && no < 64; i++)
+        or_names[no++] = ckh_oracle_at(i)->name;
+    memset(o, 0, sizeof *o);
+    o->workloads = (struct ckh_scn_names){wl_names, nw};
+    o->backends = (struct ckh_scn_names){be_names, nb};
+    o->savers = (struct ckh_scn_names){sv_names, 1};
+    o->defects = (struct ckh_scn_names){df_names, nd};
+    o->oracles = (struct ckh_scn_names){or_names, no};
+}
+
+int ckh_fuzz_run_seed(uint64_t seed, const struct ckh_fuzz_config *cfg,
+                      struct ckh_fuzz_seed_result *out, struct ckh_report_result *rr)
+{
+    struct ckh_fuzz_config dflt = {0};
+    const struct ckh_fuzz_config *c = cfg ? cfg : &dflt;
+    if (!out)
+        return CKH_EINVAL;
+    memset(out, 0, sizeof *out);
+    out->seed = seed;
+    char *text = NULL;
+    int rc = ckh_fuzz_generate(seed, c, &text);
+    if (rc != 0) {
+        out->verdict = CKH_VERDICT_ERROR;
+        snprintf(out->message, sizeof out->message, "generating seed %" PRIu64 ": %s", seed,
+                 ckh_strerror(rc));
+        return rc;
+    }
+    struct ckh_scn_options so;
+    ckh_fuzz_scn_options(&so);
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    char name[64];
+    snprintf(name, sizeof name, "fuzz-%" PRIu64 ".yaml", seed);
+    if ((rc = ckh_scenario_parse_string(text, strlen(text), name, &so, &sc, &err)) != 0) {
+        out->verdict = CKH_VERDICT_ERROR;
+        ckh_scn_error_format(&err, out->message, sizeof out->message);
+        free(text);
+        return rc;
+    }
+    free(text);
+    struct cov_ctx cc = {.cov = &out->cov};
+    struct ckh_run_options ro = {
+        .source_dir = c->source_dir,
+        .cache_dir = c->cache_dir,
+        .argv0 = c->argv0,
+        .check_determinism = c->determinism_every && seed % c->determinism_every == 0,
+        .on_trace = count_fired,
+        .on_trace_ctx = &cc,
+    };
+    out->determinism = ro.check_determinism;
+    struct ckh_report_result local;
+    struct ckh_report_result *res = rr ? rr : &local;
+    if (!rr)
+        ckh_report_result_init(&local);
+    ckh_harness_run(sc, &ro, res);
+    out->verdict = res->verdict;
+    snprintf(out->oracle, sizeof out->oracle, "%s", res->failed_oracle ? res->failed_oracle : "");
+    snprintf(out->message, sizeof out->message, "%s", res->message ? res->message : "");
+    if (!rr)
+        ckh_report_result_clear(&local);
+    ckh_scenario_free(sc);
+    return cc.rc;
+}
+
+bool ckh_fuzz_in_shard(uint64_t seed, uint32_t index, uint32_t count)
+{
+    if (count <= 1)
+        return true;
+    return seed % count == (uint64_t)(index - 1);
+}
+
+/* ---- workers ---- */
+
+#define WORKER_MAX_FAILS 64
+
+/* What a worker shares with ckh (one anonymous shared mapping each). */
+struct worker_shm {
+    volatile uint64_t current;      /* seed being run (UINT64_MAX: none) */
+    volatile uint64_t next;         /* ordinal of the next seed to take */
+    uint64_t done;                  /* seeds finished */
+    uint64_t failed;                /* failures */
+    uint64_t errors;                /* errors */
+    uint64_t determinism;           /* seeds run with the determinism check */
+    struct ckh_fuzz_coverage cov;   /* fired faults */
+    uint32_t nfails;                /* kept failures */
+    struct ckh_fuzz_seed_result fails[WORKER_MAX_FAILS]; /* first failures */
+};
+
+struct fuzz_plan {
+    uint64_t start;           /* first seed of the range */
+    uint64_t count;           /* seeds in the range (UINT64_MAX: until the deadline) */
+    uint32_t shard;           /* 1-based shard index */
+    uint32_t shards;          /* shard count */
+    uint32_t jobs;            /* workers */
+    uint64_t deadline_ms;     /* wall-clock deadline (0: none) */
+    struct ckh_fuzz_config cfg; /* what every seed may choose */
+};
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Worker w takes the shard's seeds whose ordinal k satisfies k % jobs == w. */
+static void worker_loop(const struct fuzz_plan *p, uint32_t w, struct worker_shm *m)
+{
+    for (uint64_t k = m->next;; k++) {
+        if (p->deadline_ms && mono_ms() >= p->deadline_ms)
+            break;
+        /* The k-th seed of this worker: ordinal j = k * jobs + w among the
+         * shard's seeds; shard seeds are start + i with i % shards == shard-1
+         * when start is a multiple of shards, so map directly. */
+        uint64_t j = k * p->jobs + w;
+        uint64_t seed = 0;
+        /* The j-th seed of the range that belongs to the shard. */
+        uint64_t first = p->start;
+        while (!ckh_fuzz_in_shard(first, p->shard, p->shards))
+            first++;
+        seed = first + j * (p->shards ? p->shards : 1);
+        if (p->count != UINT64_MAX && seed >= p->start + p->count)
+            break;
+        m->current = seed;
+        m->next = k + 1;
+        struct ckh_fuzz_seed_result r;
+        ckh_fuzz_run_seed(seed, &p->cfg, &r, NULL);
+        m->done++;
+        if (r.determinism)
+            m->determinism++;
+        ckh_fuzz_coverage_add(&m->cov, &r.cov);
+        if (r.verdict != CKH_VERDICT_PASS) {
+            if (r.verdict == CKH_VERDICT_FAIL)
+                m->failed++;
+            else
+                m->errors++;
+            if (m->nfails < WORKER_MAX_FAILS)
+                m->fails[m->nfails++] = r;
+        }
+        m->current = UINT64_MAX;
+    }
+    m->current = UINT64_MAX;
+}
+
+/* Runs the plan in p->jobs forked workers; fills *total (summed; heap
+ * memory of the caller, released in the workers). */
+static int run_workers(const struct fuzz_plan *p, struct worker_shm *total)
+{
+    uint32_t jobs = p->jobs ? p->jobs : 1;
+    struct worker_shm *shm = mmap(NULL, sizeof *shm * jobs, PROT_READ | PROT_WRITE,
+                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shm == MAP_FAILED)
+        return -errno;
+    memset(shm, 0, sizeof *shm * jobs);
+    pid_t *pids = calloc(jobs, sizeof *pids);
+    if (!pids) {
+        munmap(shm, sizeof *shm * jobs);
+        return CKH_ENOMEM;
+    }
+    fflush(NULL);
+    uint32_t live = 0;
+    for (uint32_t w = 0; w < jobs; w++) {
+        shm[w].current = UINT64_MAX;
+        pids[w] = fork();
+        if (pids[w] == 0) {
+            free(pids);
+            free(total); /* the worker owns neither */
+            worker_loop(p, w, &shm[w]);
+            ckh__worker_exit(0);
+        }
+        if (pids[w] > 0)
+            live++;
+    }
+    while (live > 0) {
+        int st;
+        pid_t pid = wait(&st);
+        if (pid < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        uint32_t w = 0;
+        while (w < jobs && pids[w] != pid)
+            w++;
+        if (w == jobs)
+            continue;
+        live--;
+        pids[w] = 0;
+        bool clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        if (!clean && shm[w].current != UINT64_MAX) {
+            /* The worker died inside a seed: report it, go on after it. */
+            struct worker_shm *m = &shm[w];
+            m->done++;
+            m->errors++;
+            if (m->nfails < WORKER_MAX_FAILS) {
+                struct ckh_fuzz_seed_result *r = &m->fails[m->nfails++];
+                memset(r, 0, sizeof *r);
+                r->seed = m->current;
+                r->verdict = CKH_VERDICT_ERROR;
+                snprintf(r->message, sizeof r->message, "the worker died running the seed (%s %d)",
+                         WIFSIGNALED(st) ? "signal" : "status",
+                         WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+            }
+            m->current = UINT64_MAX;
+            pids[w] = fork();
+            if (pids[w] == 0) {
+                free(pids);
+                free(total);
+                worker_loop(p, w, &shm[w]);
+                ckh__worker_exit(0);
+            }
+            if (pids[w] > 0)
+                live++;
+        }
+    }
+    memset(total, 0, sizeof *total);
+    for (uint32_t w = 0; w < jobs; w++) {
+        total->done += shm[w].done;
+        total->failed += shm[w].failed;
+        total->errors += shm[w].errors;
+        total->determinism += shm[w].determinism;
+        ckh_fuzz_coverage_add(&total->cov, &shm[w].cov);
+        for (uint32_t i = 0; i < shm[w].nfails && total->nfails < WORKER_MAX_FAILS; i++)
+            total->fails[total->nfails++] = shm[w].fails[i];
+    }
+    /* Failures in seed order, whatever worker found them. */
+    for (uint32_t i = 1; i < total->nfails; i++)
+        for (uint32_t j = i; j > 0 && total->fails[j - 1].seed > total->fails[j].seed; j--) {
+            struct ckh_fuzz_seed_result t = total->fails[j];
+            total->fails[j] = total->fails[j - 1];
+            total->fails[j - 1] = t;
+        }
+    free(pids);
+    munmap(shm, sizeof *shm * jobs);
+    return 0;
+}
+
+/* ---- the command ---- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ckh fuzz [--seeds N | --time DURATION] [--start S] [--jobs N] [--shard I/N]\n"
+            "                [--workload NAME] [--defect NAME[,NAME]] [--backend NAME]\n"
+            "                [--determinism-every K] [--out DIR] [--shrink-max N] [--no-shrink]\n"
+            "                [--cache DIR] [--print-seed S] [--coverage-all]\n"
+            "Runs random fault schedules (one scenario per seed), shrinks every failure\n"
+            "into a small scenario file under DIR (default ckh-fuzz-failures) and prints\n"
+            "the seeds run, the failures and the fault coverage. See docs/FUZZING.md.\n");
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (!s[0] || *end || errno || s[0] == '-')
+        return CKH_EINVAL;
+    *out = v;
+    return 0;
+}
+
+int ckh_fuzz_main(int argc, char **argv)
+{
+    struct fuzz_plan p = {.start = 1, .count = 1000, .shard = 1, .shards = 1, .jobs = 1};
+    p.cfg.determinism_every = 16;
+    const char *out_dir = "ckh-fuzz-failures";
+    uint64_t shrink_max = 5, v;
+    bool shrink = true, cov_all = false, have_seeds = false, have_time = false;
+    int64_t print_seed = -1;
+    enum { O_SEEDS = 256, O_TIME, O_START, O_JOBS, O_SHARD, O_WL, O_DEFECT, O_BACKEND, O_DET,
+           O_OUT, O_SHRINK_MAX, O_NO_SHRINK, O_CACHE, O_PRINT, O_COV_ALL, O_HELP };
+    static const struct option longopts[] = {
+        {"seeds", required_argument, NULL, O_SEEDS},
+        {"time", required_argument, NULL, O_TIME},
+        {"start", required_argument, NULL, O_START},
+        {"jobs", required_argument, NULL, O_JOBS},
+        {"shard", required_argument, NULL, O_SHARD},
+        {"workload", required_argument, NULL, O_WL},
+        {"defect", required_argument, NULL, O_DEFECT},
+        {"backend", required_argument, NULL, O_BACKEND},
+        {"determinism-every", required_argument, NULL, O_DET},
+        {"out", required_argument, NULL, O_OUT},
+        {"shrink-max", required_argument, NULL, O_SHRINK_MAX},
+        {"no-shrink", no_argument, NULL, O_NO_SHRINK},
+        {"cache", required_argument, NULL, O_CACHE},
+        {"print-seed", required_argument, NULL, O_PRINT},
+        {"coverage-all", no_argument, NULL, O_COV_ALL},
+        {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    optind = 0; /* 0: GNU getopt re-initializes (the CLI may run more than once) */
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "+j:", longopts, NULL)) != -1) {
+        switch (ch) {
+        case O_SEEDS:
+            if (parse_u64(optarg, &p.count) || p.count == 0)
+                goto bad_value;
+            have_seeds = true;
+            break;
+        case O_TIME: {
+            uint64_t ns;
+            if (ckh_scn_parse_duration(optarg, &ns) != 0 || ns == 0)
+                goto bad_value;
+            p.deadline_ms = ns / 1000000u + 1;
+            have_time = true;
+            break;
+        }
+        case O_START:
+            if (parse_u64(optarg, &p.start))
+                goto bad_value;
+            break;
+        case 'j':
+        case O_JOBS:
+            if (parse_u64(optarg, &v) || v < 1 || v > 256)
+                goto bad_value;
+            p.jobs = (uint32_t)v;
+            break;
+        case O_SHARD: {
+            unsigned i, n;
+            char extra;
+            if (sscanf(optarg, "%u/%u%c", &i, &n, &extra) != 2 || n < 1 || i < 1 || i > n)
+                goto bad_value;
+            p.shard = i;
+            p.shards = n;
+            break;
+        }
+        case O_WL:
+            if (!ckh_adapter_find(optarg)) {
+                fprintf(stderr, "ckh fuzz: unknown workload '%s' (ckh list shows them)\n", optarg);
+                return 2;
+            }
+            p.cfg.workload = optarg;
+            break;
+        case O_DEFECT: {
+            struct ckh_defect_set ds = {0};
+            char msg[256];
+            if (ckh_defect_parse(&ds, optarg, msg, sizeof msg) != 0) {
+                fprintf(stderr, "ckh fuzz: %s\n", msg);
+                return 2;
+            }
+            p.cfg.defect = optarg;
+            break;
+        }
+        case O_BACKEND: {
+            const struct ckh_backend_ops *bo;
+            char msg[512];
+            if (ckh_backend_find(optarg, &bo, msg, sizeof msg) != 0) {
+                fprintf(stderr, "ckh fuzz: %s\n", msg);
+                return 2;
+            }
+            p.cfg.backend = optarg;
+            break;
+        }
+        case O_DET:
+            if (parse_u64(optarg, &v) || v > UINT32_MAX)
+                goto bad_value;
+            p.cfg.determinism_every = (uint32_t)v;
+            break;
+        case O_OUT: out_dir = optarg; break;
+        case O_SHRINK_MAX:
+            if (parse_u64(optarg, &shrink_max))
+                goto bad_value;
+            break;
+        case O_NO_SHRINK: shrink = false; break;
+        case O_CACHE: p.cfg.cache_dir = optarg; break;
+        case O_PRINT:
+            if (parse_u64(optarg, &v))
+                goto bad_value;
+            print_seed = (int64_t)v;
+            break;
+        case O_COV_ALL: cov_all = true; break;
+        case O_HELP: usage(stdout); return 0;
+        default:
+            fprintf(stderr, "ckh fuzz: unknown option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ckh fuzz: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (have_seeds && have_time) {
+        fprintf(stderr, "ckh fuzz: give --seeds or --time, not both\n");
+        return 2;
+    }
+    if (print_seed >= 0) {
+        char *text = NULL;
+        if (ckh_fuzz_generate((uint64_t)print_seed, &p.cfg, &text) != 0)
+            return 3;
+        fputs(text, stdout);
+        free(text);
+        return 0;
+    }
+    if (have_time) {
+        p.count = UINT64_MAX;
+        p.deadline_ms += mono_ms();
+    }
+
+    uint64_t t0 = mono_ms();
+    struct worker_shm *total = calloc(1, sizeof *total);
+    if (!total)
+        return 3;
+    int rc = run_workers(&p, total);
+    if (rc != 0) {
+        fprintf(stderr, "ckh fuzz: cannot start workers: %s\n", ckh_strerror(rc));
+        free(total);
+        return 3;
+    }
+    uint64_t wall = mono_ms() - t0;
+
+    for (uint32_t i = 0; i < total->nfails; i++) {
+        const struct ckh_fuzz_seed_result *r = &total->fails[i];
+        printf("%s seed %" PRIu64 ": %s%s%s\n", r->verdict == CKH_VERDICT_FAIL ? "FAIL" : "ERROR",
+               r->seed, r->oracle, r->oracle[0] ? ": " : "", r->message);
+    }
+    uint64_t shrunk = 0;
+    if (shrink && total->nfails > 0) {
+        mkdir(out_dir, 0777);
+        for (uint32_t i = 0; i < total->nfails && shrunk < shrink_max; i++) {
+            const struct ckh_fuzz_seed_result *r = &total->fails[i];
+            if (r->verdict != CKH_VERDICT_FAIL)
+                continue;
+            char path[1024];
+            snprintf(path, sizeof path, "%s/fuzz-%" PRIu64 "-%s.yaml", out_dir, r->seed, r->oracle);
+            struct ckh_shrink_stats st;
+            char msg[512];
+            struct ckh_shrink_config sc = {.source_dir = p.cfg.source_dir, .argv0 = p.cfg.argv0};
+            int src = ckh_shrink_seed(r->seed, &p.cfg, &sc, path, &st, msg, sizeof msg);
+            if (src != 0) {
+                printf("  shrinking seed %" PRIu64 ": %s\n", r->seed, msg);
+                continue;
+            }
+            shrunk++;
+            printf("  shrunk seed %" PRIu64 " in %zu runs: %zu -> %zu faults, %u -> %u nodes; "
+                   "fails %s\n  replay: %s run %s\n",
+                   r->seed, st.runs, st.faults_before, st.faults_after, st.nodes_before,
+                   st.nodes_after, st.oracle, p.cfg.argv0 ? p.cfg.argv0 : "ckh", path);
+        }
+    }
+    printf("\nfault coverage (faults that fired, by the phase of the node):\n");
+    ckh_fuzz_coverage_print(stdout, &total->cov, cov_all);
+    printf("\n%" PRIu64 " seeds run (shard %u/%u, %u job%s, %" PRIu64 " with the determinism check)"
+           " in %.1fs: %" PRIu64 " failed, %" PRIu64 " errors\n",
+           total->done, p.shard, p.shards, p.jobs, p.jobs == 1 ? "" : "s", total->determinism,
+           (double)wall / 1000.0, total->failed, total->errors);
+    int status = total->errors ? 3 : total->failed ? 1 : 0;
+    free(total);
+    return status;
+
+bad_value: {
+    const char *opt = ch == 'j' ? "jobs" : "?";
+    for (size_t i = 0; longopts[i].name; i++)
+        if (longopts[i].val == ch)
+            opt = longopts[i].name;
+    fprintf(stderr, "ckh fuzz: --%s: bad value '%s' (ckh fuzz --help)\n", opt, optarg);
+    return 2;
+}
+}

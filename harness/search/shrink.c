@@ -1,0 +1,877 @@
+/* Shrinking: a failing scenario in, the smallest scenario we can find that
+ * still fails the same oracle out.
+ *
+ * Specification:
+ *   1. Run the input once; it must fail (verdict FAIL). Its first failed
+ *      oracle is the target; a candidate "still fails" when its first
+ *      failed oracle is the target.
+ *   2. Concrete schedule: from the run's trace, every fault that fired
+ *      becomes one fault with an exact trigger {node, op, path, nth, run}
+ *      (nth counts that node's ops of that kind on that path in that run);
+ *      at-rest faults applied between runs are kept; faults that never
+ *      fired are dropped. Used only when the concrete scenario still fails
+ *      (faults whose trigger fired more than 256 times stay as written).
+ *   3. Passes, repeated until one changes nothing or the run budget
+ *      (default 400 runs) is spent; each accepts a candidate only when it
+ *      still fails:
+ *        drop faults   ddmin-style: chunks of n/2, n/4, ..., 1;
+ *        earlier       nth 1 then nth/2; run r -> r-1; no `repeat`;
+ *        smaller job   nodes 1 then nodes-1 (faults on nodes that would
+ *                      not exist are dropped with them), epochs 1 then
+ *                      epochs-1, steps halved, restart budget cut to the
+ *                      runs the failure needs.
+ *   4. The result is written with ckh_scenario_write: a scenario file
+ *      `ckh run` replays, naming the target oracle in its description.
+ * Every candidate runs with a private reference-run cache, so candidates
+ * that change only faults cost one faulted run each.
+ *
+ * Map: writer · candidate runs · concrete schedule · passes · commands.
+ */
+#include "search/shrink.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ckh/err.h"
+#include "run/runner.h"
+
+/* ---- writer ---- */
+
+static const char *const crash_models[] = {"posix-weak", "ext4-ordered"};
+static const char *const strategies[] = {"sync_all", "sync_any", "async"};
+static const char *const kill_whens[] = {"before", "after", "mid-write"};
+static const char *const corrupt_modes[] = {"bit-flip", "truncate", "zero-range", "delete",
+                                            "older-version"};
+
+/* A double-quoted YAML scalar. */
+static void q(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void name_list(FILE *f, const char *const *v, size_t n)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputs(", ", f);
+        q(f, v[i]);
+    }
+    fputc(']', f);
+}
+
+static void kv_value(FILE *f, const struct ckh_scn_kv *kv)
+{
+    if (kv->type == CKH_SCN_STR)
+        q(f, kv->text);
+    else
+        fputs(kv->text, f);
+}
+
+static const char *errno_name(int e)
+{
+    switch (e) {
+    case EIO: return "EIO";
+    case ENOSPC: return "ENOSPC";
+    case EDQUOT: return "EDQUOT";
+    case EACCES: return "EACCES";
+    case ENOENT: return "ENOENT";
+    case EROFS: return "EROFS";
+    default: return "EIO";
+    }
+}
+
+static void write_trigger(FILE *f, const struct ckh_scn_trigger *t)
+{
+    fputs("    on: {", f);
+    if (t->node_name) {
+        fputs("node: ", f);
+        q(f, t->node_name);
+        fputs(", ", f);
+    } else if (t->node >= 0) {
+        fprintf(f, "node: %d, ", t->node);
+    }
+    if (t->op >= 0)
+        fprintf(f, "op: %s, ", ckh_op_name((enum ckh_op_kind)t->op));
+    if (t->path) {
+        fputs("path: ", f);
+        q(f, t->path);
+        fputs(", ", f);
+    }
+    if (t->phase)
+        fprintf(f, "phase: %s, ", t->phase);
+    if (t->epoch >= 0)
+        fprintf(f, "epoch: %" PRId64 ", ", t->epoch);
+    if (t->step >= 0)
+        fprintf(f, "step: %" PRId64 ", ", t->step);
+    if (t->time_ns)
+        fprintf(f, "time: %" PRIu64 "ns, ", t->time_ns);
+    if (t->probability > 0)
+        fprintf(f, "probability: %.17g, ", t->probability);
+    else if (t->nth > 1)
+        fprintf(f, "nth: %" PRIu64 ", ", t->nth);
+    if (t->repeat)
+        fputs("repeat: true, ", f);
+    if (t->run == CKH_SCN_RUN_ANY)
+        fputs("run: any}\n", f);
+    else
+        fprintf(f, "run: %u}\n", t->run);
+}
+
+static void write_fault(FILE *f, const struct ckh_scn_fault *x)
+{
+    const struct ckh_scn_action *a = &x->act;
+    fprintf(f, "  - do: %s\n", ckh_scn_action_name(a->kind));
+    switch (a->kind) {
+    case CKH_SCN_ACT_KILL:
+        fprintf(f, "    when: %s\n", kill_whens[a->u.kill.when % 3]);
+        if (a->u.kill.when == CKH_SCN_KILL_MID_WRITE) {
+            if (a->u.kill.at_is_fraction)
+                fprintf(f, "    at: %.15g%%\n", a->u.kill.at_fraction * 100.0);
+            else
+                fprintf(f, "    at: %" PRIu64 "\n", a->u.kill.at_bytes);
+        }
+        break;
+    case CKH_SCN_ACT_CRASH:
+    case CKH_SCN_ACT_POWER_LOSS:
+        if (a->keep != CKH_SCN_KEEP_RANDOM)
+            fprintf(f, "    keep: %s\n", a->keep == CKH_SCN_KEEP_SYNCED ? "synced" : "cache");
+        break;
+    case CKH_SCN_ACT_ERRNO: fprintf(f, "    errno: %s\n", errno_name(a->u.errno_.err)); break;
+    case CKH_SCN_ACT_DISK_FULL:
+        fprintf(f, "    after: %" PRIu64 "\n", a->u.disk_full.after_bytes);
+        if (a->u.disk_full.disk) {
+            fputs("    disk: ", f);
+            q(f, a->u.disk_full.disk);
+            fputc('\n', f);
+        }
+        break;
+    case CKH_SCN_ACT_DELAY: fprintf(f, "    duration: %" PRIu64 "ns\n", a->u.delay.duration_ns); break;
+    case CKH_SCN_ACT_CORRUPT:
+        fprintf(f, "    mode: %s\n    path: ", corrupt_modes[a->u.corrupt.mode % 5]);
+        q(f, a->u.corrupt.path);
+        fputc('\n', f);
+        switch (a->u.corrupt.mode) {
+        case CKH_SCN_CORRUPT_BIT_FLIP:
+            fprintf(f, "    offset: %" PRIu64 "\n    bit: %u\n", a->u.corrupt.offset, a->u.corrupt.bit);
+            break;
+        case CKH_SCN_CORRUPT_TRUNCATE: fprintf(f, "    offset: %" PRIu64 "\n", a->u.corrupt.offset); break;
+        case CKH_SCN_CORRUPT_ZERO_RANGE:
+            fprintf(f, "    offset: %" PRIu64 "\n    length: %" PRIu64 "\n", a->u.corrupt.offset,
+                    a->u.corrupt.length);
+            break;
+        case CKH_SCN_CORRUPT_OLDER_VERSION: fprintf(f, "    back: %u\n", a->u.corrupt.back); break;
+        default: break;
+        }
+        break;
+    case CKH_SCN_ACT_REMOVE_DIR:
+        fputs("    path: ", f);
+        q(f, a->u.remove_dir.path);
+        fputc('\n', f);
+        break;
+    case CKH_SCN_ACT_DANGLING_LATEST:
+    case CKH_SCN_ACT_STALE_LATEST:
+        if (a->u.latest.path) {
+            fputs("    path: ", f);
+            q(f, a->u.latest.path);
+            fputc('\n', f);
+        }
+        break;
+    default: break;
+    }
+    write_trigger(f, &x->on);
+}
+
+int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc)
+{
+    if (!f || !sc || !sc->job.workload)
+        return CKH_EINVAL;
+    const struct ckh_scn_job *j = &sc->job;
+    fputs("name: ", f);
+    q(f, sc->name ? sc->name : "scenario");
+    fputc('\n', f);
+    if (sc->description) {
+        fputs("description: ", f);
+        q(f, sc->description);
+        fputc('\n', f);
+    }
+    fprintf(f, "seed: %" PRIu64 "\n", sc->seed);
+    if (sc->ntags) {
+        fputs("tags: ", f);
+        name_list(f, sc->tags, sc->ntags);
+        fputc('\n', f);
+    }
+    fputs("job:\n  workload: ", f);
+    q(f, j->workload);
+    fprintf(f, "\n  nodes: %u\n", j->nodes ? j->nodes : 1);
+    if (j->epochs)
+        fprintf(f, "  epochs: %u\n", j->epochs);
+    if (j->steps)
+        fprintf(f, "  steps: %" PRIu64 "\n", j->steps);
+    if (j->backend) {
+        fputs("  backend: ", f);
+        q(f, j->backend);
+        fputc('\n', f);
+    }
+    if (j->saver.kind) {
+        fputs("  saver: {kind: ", f);
+        q(f, j->saver.kind);
+        fprintf(f, ", keep_last: %u, strategy: %s", j->saver.keep_last, strategies[j->saver.strategy % 3]);
+        if (j->saver.name) {
+            fputs(", name: ", f);
+            q(f, j->saver.name);
+        }
+        fputs("}\n", f);
+    }
+    if (j->checkpoint_dir) {
+        fputs("  checkpoint_dir: ", f);
+        q(f, j->checkpoint_dir);
+        fputc('\n', f);
+    }
+    if (j->every_epochs)
+        fprintf(f, "  checkpoint_every: {epochs: %u}\n", j->every_epochs);
+    else if (j->every_steps)
+        fprintf(f, "  checkpoint_every: {steps: %" PRIu64 "}\n", j->every_steps);
+    if (j->noptions) {
+        fputs("  options:\n", f);
+        for (size_t i = 0; i < j->noptions; i++) {
+            fputs("    ", f);
+            q(f, j->options[i].key);
+            fputs(": ", f);
+            kv_value(f, &j->options[i]);
+            fputc('\n', f);
+        }
+    }
+    if (j->ndisks) {
+        fputs("  disks:\n", f);
+        for (size_t i = 0; i < j->ndisks; i++) {
+            const struct ckh_scn_disk *d = &j->disks[i];
+            fputs("    - {name: ", f);
+            q(f, d->name);
+            fputs(", mount: ", f);
+            q(f, d->mount);
+            fprintf(f, ", shared: %s, crash_model: %s, sector: %u", d->shared ? "true" : "false",
+                    crash_models[d->model % 2], d->sector_bytes);
+            if (d->capacity_bytes)
+                fprintf(f, ", capacity: %" PRIu64, d->capacity_bytes);
+            fprintf(f, ", latency: %" PRIu64 "ns, ns_per_kib: %" PRIu64 "}\n", d->latency_ns,
+                    d->ns_per_kib);
+        }
+    }
+    if (j->collective_timeout_ns)
+        fprintf(f, "  collective_timeout: %" PRIu64 "ns\n", j->collective_timeout_ns);
+    if (j->gpu_mem_bytes)
+        fprintf(f, "  gpu_memory: %" PRIu64 "\n", j->gpu_mem_bytes);
+    if (j->ndefects) {
+        fputs("  defects: ", f);
+        name_list(f, j->defects, j->ndefects);
+        fputc('\n', f);
+    }
+    if (sc->nfaults) {
+        fputs("faults:\n", f);
+        for (size_t i = 0; i < sc->nfaults; i++)
+            write_fault(f, &sc->faults[i]);
+    }
+    fputs("restart:\n", f);
+    if (sc->restart.resume_epoch >= 0)
+        fprintf(f, "  resume: epoch %" PRId64 "\n", sc->restart.resume_epoch);
+    fprintf(f, "  max_restarts: %u\n", sc->restart.max_restarts);
+    if (sc->restart.world_size)
+        fprintf(f, "  world_size: %u\n", sc->restart.world_size);
+    const struct ckh_scn_expect *e = &sc->expect;
+    fprintf(f, "expect:\n  outcome: %s\n  reference: %s\n", ckh_scn_outcome_name(e->outcome),
+            e->reference ? "true" : "false");
+    if (e->golden) {
+        fputs("  golden: ", f);
+        q(f, e->golden);
+        fputc('\n', f);
+    }
+    if (e->nvalues) {
+        fputs("  values:\n", f);
+        for (size_t i = 0; i < e->nvalues; i++) {
+            fputs("    ", f);
+            q(f, e->values[i].key);
+            fputs(": ", f);
+            kv_value(f, &e->values[i]);
+            fputc('\n', f);
+        }
+    }
+    if (e->noracles) {
+        fputs("  oracles: ", f);
+        name_list(f, e->oracles, e->noracles);
+        fputc('\n', f);
+    }
+    if (e->nskip) {
+        fputs("  skip: ", f);
+        name_list(f, e->skip, e->nskip);
+        fputc('\n', f);
+    }
+    if (e->ndetect) {
+        fputs("  detect: ", f);
+        name_list(f, e->detect, e->ndetect);
+        fputc('\n', f);
+    }
+    return ferror(f) ? -EIO : 0;
+}
+
+/* Writes sc into a malloc'd string. */
+static int write_text(const struct ckh_scenario *sc, char **out)
+{
+    size_t len = 0;
+    *out = NULL;
+    FILE *f = open_memstream(out, &len);
+    if (!f)
+        return CKH_ENOMEM;
+    int rc = ckh_scenario_write(f, sc);
+    if (fclose(f) != 0 && rc == 0)
+        rc = CKH_ENOMEM;
+    if (rc) {
+        free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* ---- candidate runs ---- */
+
+struct shrinker {
+    const struct ckh_shrink_config *cfg; /* budget, paths */
+    struct ckh_scn_options so;           /* names accepted */
+    char cache[64];                      /* private reference cache folder ("" if none) */
+    char oracle[64];                     /* the target */
+    bool determinism;                    /* the target is the determinism oracle */
+    size_t runs;                         /* runs so far */
+    size_t max_runs;                     /* budget */
+    struct ckh_scenario *cur;            /* smallest failing scenario so far (owned) */
+};
+
+struct fired_ctx {
+    struct ckh_fuzz_fired *v; /* fired faults (malloc'd) */
+    size_t n;                 /* count */
+    int rc;                   /* collection result */
+};
+
+static void collect_fired(void *ctx, const struct ckh_sim *sim, const struct ckh_scenario_run *r)
+{
+    struct fired_ctx *fc = ctx;
+    fc->rc = ckh_fuzz_fired_collect(sim, r, &fc->v, &fc->n);
+}
+
+/* Runs sc once: 1 when it fails the target oracle (or any, with no target
+ * yet: then the target is set), 0 otherwise, negative on error. */
+static int still_fails(struct shrinker *s, const struct ckh_scenario *sc, struct fired_ctx *fired)
+{
+    struct ckh_run_options ro = {
+        .source_dir = s->cfg->source_dir,
+        .cache_dir = s->cache[0] ? s->cache : NULL,
+        .argv0 = s->cfg->argv0,
+        .check_determinism = s->determinism,
+        .on_trace = fired ? collect_fired : NULL,
+        .on_trace_ctx = fired,
+    };
+    struct ckh_report_result rr;
+    ckh_report_result_init(&rr);
+    s->runs++;
+    ckh_harness_run(sc, &ro, &rr);
+    int ok = 0;
+    if (rr.verdict == CKH_VERDICT_FAIL && rr.failed_oracle) {
+        if (!s->oracle[0])
+            snprintf(s->oracle, sizeof s->oracle, "%s", rr.failed_oracle);
+        ok = strcmp(rr.failed_oracle, s->oracle) == 0;
+    }
+    ckh_report_result_clear(&rr);
+    return ok;
+}
+
+/* Writes the candidate, parses it back and runs it; on success it
+ * replaces s->cur. Returns 1 accepted, 0 rejected, negative on error. */
+static int try_candidate(struct shrinker *s, const struct ckh_scenario *cand)
+{
+    if (s->runs >= s->max_runs)
+        return 0;
+    char *text = NULL;
+    int rc = write_text(cand, &text);
+    if (rc)
+        return rc;
+    struct ckh_scenario *parsed = NULL;
+    struct ckh_scn_error err;
+    rc = ckh_scenario_parse_string(text, strlen(text), s->cur->file, &s->so, &parsed, &err);
+    free(text);
+    if (rc)
+        return 0; /* a candidate the grammar refuses is simply not smaller */
+    rc = still_fails(s, parsed, NULL);
+    if (rc == 1) {
+        ckh_scenario_free(s->cur);
+        s->cur = parsed;
+        return 1;
+    }
+    ckh_scenario_free(parsed);
+    return rc;
+}
+
+/* ---- concrete schedule ---- */
+
+static bool glob_free(const char *p)
+{
+    return !strpbrk(p, "*?[\\");
+}
+
+/* Builds the concrete fault list from what fired; *out (malloc'd) borrows
+ * strings from sc and from fired. */
+static int concrete_faults(const struct ckh_scenario *sc, const struct ckh_fuzz_fired *v, size_t n,
+                           struct ckh_scn_fault **out, size_t *nout)
+{
+    size_t *per = calloc(sc->nfaults + 1, sizeof *per);
+    struct ckh_scn_fault *f = calloc(n + sc->nfaults + 1, sizeof *f);
+    if (!per || !f) {
+        free(per);
+        free(f);
+        return CKH_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        per[v[i].fault]++;
+    size_t k = 0;
+    for (size_t i = 0; i < sc->nfaults; i++) {
+        const struct ckh_scn_fault *src = &sc->faults[i];
+        bool op_trigger = src->on.matches_ops;
+        if (!op_trigger || src->act.kind == CKH_SCN_ACT_GPU_OOM || per[i] > 256) {
+            f[k++] = *src; /* between runs, adapter-handled or too many: as written */
+            continue;
+        }
+        for (size_t x = 0; x < n; x++) {
+            if (v[x].fault != i)
+                continue;
+            if (v[x].op < 0 || !glob_free(v[x].path)) {
+                f[k++] = *src;
+                break;
+            }
+            struct ckh_scn_fault c = *src;
+            c.on.node = v[x].node;
+            c.on.node_name = NULL;
+            c.on.op = v[x].op;
+            c.on.path = v[x].path[0] ? v[x].path : NULL;
+            c.on.phase = NULL;
+            c.on.epoch = -1;
+            c.on.step = -1;
+            c.on.nth = v[x].nth;
+            c.on.time_ns = 0;
+            c.on.probability = 0;
+            c.on.repeat = false;
+            c.on.run = v[x].run;
+            c.on.matches_ops = true;
+            f[k++] = c;
+        }
+    }
+    free(per);
+    *out = f;
+    *nout = k;
+    return 0;
+}
+
+/* ---- passes ---- */
+
+/* A shallow copy of s->cur with faults replaced (strings borrowed). */
+static struct ckh_scenario with_faults(const struct ckh_scenario *cur, struct ckh_scn_fault *f, size_t n)
+{
+    struct ckh_scenario c = *cur;
+    c.faults = f;
+    c.nfaults = n;
+    return c;
+}
+
+static int pass_drop(struct shrinker *s, bool *changed)
+{
+    size_t chunk = s->cur->nfaults / 2 ? s->cur->nfaults / 2 : 1;
+    while (s->cur->nfaults > 0 && s->runs < s->max_runs) {
+        bool any = false;
+        for (size_t start = 0; start < s->cur->nfaults && s->runs < s->max_runs;) {
+            size_t n = s->cur->nfaults;
+            size_t end = start + chunk < n ? start + chunk : n;
+            struct ckh_scn_fault *f = malloc(n * sizeof *f);
+            if (!f)
+                return CKH_ENOMEM;
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                if (i < start || i >= end)
+                    f[k++] = s->cur->faults[i];
+            struct ckh_scenario c = with_faults(s->cur, f, k);
+            int rc = try_candidate(s, &c);
+            free(f);
+            if (rc < 0)
+                return rc;
+            if (rc == 1)
+                any = *changed = true; /* the same start now names the next chunk */
+            else
+                start = end;
+        }
+        if (chunk == 1 && !any)
+            break;
+        if (chunk > 1)
+            chunk /= 2;
+    }
+    return 0;
+}
+
+static int try_fault_change(struct shrinker *s, size_t i, const struct ckh_scn_fault *nf, bool *changed)
+{
+    size_t n = s->cur->nfaults;
+    struct ckh_scn_fault *f = malloc(n * sizeof *f);
+    if (!f)
+        return CKH_ENOMEM;
+    memcpy(f, s->cur->faults, n * sizeof *f);
+    f[i] = *nf;
+    struct ckh_scenario c = with_faults(s->cur, f, n);
+    int rc = try_candidate(s, &c);
+    free(f);
+    if (rc == 1)
+        *changed = true;
+    return rc < 0 ? rc : 0;
+}
+
+static int pass_earlier(struct shrinker *s, bool *changed)
+{
+    for (size_t i = 0; i < s->cur->nfaults && s->runs < s->max_runs; i++) {
+        struct ckh_scn_fault nf = s->cur->faults[i];
+        int rc;
+        if (nf.on.repeat) {
+            nf.on.repeat = false;
+            if ((rc = try_fault_change(s, i, &nf, changed)) != 0)
+                return rc;
+            nf = s->cur->faults[i];
+        }
+        if (nf.on.probability == 0 && nf.on.nth > 1) {
+            uint64_t want[2] = {1, nf.on.nth / 2};
+            for (int w = 0; w < 2; w++) {
+                nf = s->cur->faults[i];
+                if (want[w] >= nf.on.nth || want[w] < 1)
+                    continue;
+                nf.on.nth = want[w];
+                if ((rc = try_fault_change(s, i, &nf, changed)) != 0)
+                    return rc;
+            }
+        }
+        nf = s->cur->faults[i];
+        if (nf.on.run > 1) {
+            nf.on.run--;
+            if ((rc = try_fault_change(s, i, &nf, changed)) != 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static int pass_job(struct shrinker *s, bool *changed)
+{
+    int rc;
+    /* Fewer nodes: 1 first, then one less. */
+    uint32_t cand_nodes[2] = {1, s->cur->job.nodes > 1 ? s->cur->job.nodes - 1 : 1};
+    for (int w = 0; w < 2; w++) {
+        uint32_t nn = cand_nodes[w];
+        if (nn >= s->cur->job.nodes || s->runs >= s->max_runs)
+            continue;
+        struct ckh_scenario c = *s->cur;
+        c.job.nodes = nn;
+        /* Drop faults on nodes that would not exist. */
+        struct ckh_scn_fault *f = malloc((s->cur->nfaults + 1) * sizeof *f);
+        if (!f)
+            return CKH_ENOMEM;
+        size_t k = 0;
+        for (size_t i = 0; i < s->cur->nfaults; i++)
+            if (s->cur->faults[i].on.node < (int)nn && !s->cur->faults[i].on.node_name)
+                f[k++] = s->cur->faults[i];
+        c.faults = f;
+        c.nfaults = k;
+        if (c.restart.world_size > nn)
+            c.restart.world_size = 0;
+        rc = try_candidate(s, &c);
+        free(f);
+        if (rc < 0)
+            return rc;
+        if (rc == 1)
+            *changed = true;
+    }
+    uint32_t cand_epochs[2] = {1, s->cur->job.epochs > 1 ? s->cur->job.epochs - 1 : 1};
+    for (int w = 0; w < 2; w++) {
+        if (!s->cur->job.epochs || cand_epochs[w] >= s->cur->job.epochs || s->runs >= s->max_runs)
+            continue;
+        struct ckh_scenario c = *s->cur;
+        c.job.epochs = cand_epochs[w];
+        if ((rc = try_candidate(s, &c)) < 0)
+            return rc;
+        if (rc == 1)
+            *changed = true;
+    }
+    if (s->cur->job.steps > 1 && s->runs < s->max_runs) {
+        struct ckh_scenario c = *s->cur;
+        c.job.steps = s->cur->job.steps / 2;
+        if ((rc = try_candidate(s, &c)) < 0)
+            return rc;
+        if (rc == 1)
+            *changed = true;
+    }
+    if (s->cur->restart.max_restarts > 1 && s->runs < s->max_runs) {
+        struct ckh_scenario c = *s->cur;
+        c.restart.max_restarts = s->cur->restart.max_restarts - 1;
+        if ((rc = try_candidate(s, &c)) < 0)
+            return rc;
+        if (rc == 1)
+            *changed = true;
+    }
+    return 0;
+}
+
+static void cache_remove(const char *dir)
+{
+    if (!dir[0])
+        return;
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.')
+                continue;
+            char p[512];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+int ckh_shrink_text(const char *text, size_t len, const char *name,
+                    const struct ckh_shrink_config *cfg, char **out, struct ckh_shrink_stats *st,
+                    char *msg, size_t msglen)
+{
+    struct ckh_shrink_config dflt = {0};
+    struct shrinker s;
+    struct ckh_shrink_stats local;
+    char dummy[8];
+    if (!msg) {
+        msg = dummy;
+        msglen = sizeof dummy;
+    }
+    msg[0] = '\0';
+    if (!text || !out)
+        return CKH_EINVAL;
+    *out = NULL;
+    if (!st)
+        st = &local;
+    memset(st, 0, sizeof *st);
+    memset(&s, 0, sizeof s);
+    s.cfg = cfg ? cfg : &dflt;
+    s.max_runs = s.cfg->max_runs ? s.cfg->max_runs : 400;
+    ckh_fuzz_scn_options(&s.so);
+    struct ckh_scn_error err;
+    int rc = ckh_scenario_parse_string(text, len, name, &s.so, &s.cur, &err);
+    if (rc) {
+        ckh_scn_error_format(&err, msg, msglen);
+        return CKH_EINVAL;
+    }
+    snprintf(s.cache, sizeof s.cache, "/tmp/ckh-shrink-XXXXXX");
+    if (!mkdtemp(s.cache))
+        s.cache[0] = '\0';
+    st->faults_before = s.cur->nfaults;
+    st->nodes_before = s.cur->job.nodes;
+    if (s.cur->expect.ndetect) {
+        /* Such a scenario fails when its planted defect goes undetected;
+         * shrinking that would only remove what could detect it. */
+        snprintf(msg, msglen, "%s expects a planted defect to be detected (expect.detect): remove "
+                              "expect.detect to shrink the failure the defect causes",
+                 name ? name : "the scenario");
+        ckh_scenario_free(s.cur);
+        s.cur = NULL;
+        if (s.cache[0])
+            rmdir(s.cache);
+        return CKH_EINVAL;
+    }
+
+    /* 1. The input must fail; with the trace, what fired. */
+    struct fired_ctx fired = {0};
+    rc = still_fails(&s, s.cur, &fired);
+    if (rc <= 0 && !s.oracle[0]) {
+        /* A determinism failure shows only with the check on. */
+        s.determinism = true;
+        free(fired.v);
+        memset(&fired, 0, sizeof fired);
+        rc = still_fails(&s, s.cur, &fired);
+    }
+    if (rc <= 0) {
+        snprintf(msg, msglen, "%s does not fail: nothing to shrink", name ? name : "the scenario");
+        rc = CKH_EINVAL;
+        goto out;
+    }
+    s.determinism = strcmp(s.oracle, "determinism") == 0;
+
+    /* 2. The concrete schedule. */
+    if (fired.rc == 0) {
+        struct ckh_scn_fault *cf = NULL;
+        size_t ncf = 0;
+        if ((rc = concrete_faults(s.cur, fired.v, fired.n, &cf, &ncf)) != 0)
+            goto out;
+        struct ckh_scenario c = with_faults(s.cur, cf, ncf);
+        rc = try_candidate(&s, &c);
+        free(cf);
+        if (rc < 0)
+            goto out;
+        st->concrete = rc == 1;
+    }
+
+    /* 3. Passes until nothing changes. */
+    for (bool changed = true; changed && s.runs < s.max_runs;) {
+        changed = false;
+        if ((rc = pass_drop(&s, &changed)) < 0 || (rc = pass_earlier(&s, &changed)) < 0 ||
+            (rc = pass_job(&s, &changed)) < 0)
+            goto out;
+    }
+
+    /* 4. The result, saying what it reproduces. */
+    {
+        char desc[256];
+        snprintf(desc, sizeof desc, "shrunk from %s in %zu runs; fails oracle %s",
+                 name ? name : "a failing scenario", s.runs, s.oracle);
+        struct ckh_scenario c = *s.cur;
+        c.description = desc;
+        rc = write_text(&c, out);
+    }
+    st->runs = s.runs;
+    st->faults_after = s.cur->nfaults;
+    st->nodes_after = s.cur->job.nodes;
+    snprintf(st->oracle, sizeof st->oracle, "%s", s.oracle);
+out:
+    free(fired.v);
+    ckh_scenario_free(s.cur);
+    cache_remove(s.cache);
+    return rc;
+}
+
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -errno;
+    fputs(text, f);
+    return fclose(f) == 0 ? 0 : -EIO;
+}
+
+int ckh_shrink_seed(uint64_t seed, const struct ckh_fuzz_config *fc,
+                    const struct ckh_shrink_config *cfg, const char *path,
+                    struct ckh_shrink_stats *st, char *msg, size_t msglen)
+{
+    char *text = NULL, *out = NULL;
+    int rc = ckh_fuzz_generate(seed, fc, &text);
+    if (rc)
+        return rc;
+    char name[64];
+    snprintf(name, sizeof name, "fuzz seed %" PRIu64, seed);
+    rc = ckh_shrink_text(text, strlen(text), name, cfg, &out, st, msg, msglen);
+    free(text);
+    if (rc == 0 && path && (rc = write_file(path, out)) != 0 && msg)
+        snprintf(msg, msglen, "cannot write %s: %s", path, ckh_strerror(rc));
+    free(out);
+    return rc;
+}
+
+/* ---- the command ---- */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    for (size_t got; buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+        n += got;
+        if (n + 1 == cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = '\0';
+        *len = n;
+    }
+    return buf;
+}
+
+int ckh_shrink_main(int argc, char **argv)
+{
+    const char *in = NULL, *outp = NULL;
+    size_t max_runs = 0;
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) && i + 1 < argc) {
+            outp = argv[++i];
+        } else if (strcmp(argv[i], "--max-runs") == 0 && i + 1 < argc) {
+            max_runs = (size_t)strtoull(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: ckh shrink FILE [-o OUT] [--max-runs N]\n"
+                   "Shrinks a failing scenario to a small one failing the same oracle;\n"
+                   "writes OUT (default FILE with .shrunk.yaml). See docs/FUZZING.md.\n");
+            return 0;
+        } else if (argv[i][0] == '-' || in) {
+            fprintf(stderr, "ckh shrink: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        } else {
+            in = argv[i];
+        }
+    }
+    if (!in) {
+        fprintf(stderr, "usage: ckh shrink FILE [-o OUT] [--max-runs N]\n");
+        return 2;
+    }
+    size_t len = 0;
+    char *text = slurp(in, &len);
+    if (!text) {
+        fprintf(stderr, "ckh shrink: cannot read %s: %s\n", in, strerror(errno));
+        return 2;
+    }
+    char def_out[1024];
+    if (!outp) {
+        const char *dot = strrchr(in, '.');
+        int stem = dot && !strchr(dot, '/') ? (int)(dot - in) : (int)strlen(in);
+        snprintf(def_out, sizeof def_out, "%.*s.shrunk.yaml", stem, in);
+        outp = def_out;
+    }
+    struct ckh_shrink_config cfg = {.max_runs = max_runs};
+    struct ckh_shrink_stats st;
+    char msg[600], *out = NULL;
+    int rc = ckh_shrink_text(text, len, in, &cfg, &out, &st, msg, sizeof msg);
+    free(text);
+    if (rc) {
+        fprintf(stderr, "ckh shrink: %s\n", msg[0] ? msg : ckh_strerror(rc));
+        return rc == CKH_EINVAL ? 2 : 3;
+    }
+    rc = write_file(outp, out);
+    free(out);
+    if (rc) {
+        fprintf(stderr, "ckh shrink: cannot write %s: %s\n", outp, ckh_strerror(rc));
+        return 3;
+    }
+    printf("shrunk %s in %zu runs: %zu -> %zu faults, %u -> %u nodes%s; fails %s\n"
+           "replay: ckh run %s\n",
+           in, st.runs, st.faults_before, st.faults_after, st.nodes_before, st.nodes_after,
+           st.concrete ? ", concrete triggers" : "", st.oracle, outp);
+    return 0;
+}

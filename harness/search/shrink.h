@@ -1,0 +1,65 @@
+/* Shrinking failing scenarios (`ckh shrink`, and every failing fuzz seed).
+ *
+ * A failing scenario is first made concrete: every fault that fired
+ * becomes an exact trigger (the nth op of that kind on that path by that
+ * node in that run) and faults that never fired are dropped, so the file
+ * no longer depends on probabilities. Then it is minimized while it keeps
+ * failing the same oracle: faults dropped (halves, then quarters, ..., then
+ * one by one), faults moved earlier (smaller nth, earlier run), fewer
+ * nodes, fewer epochs and steps, fewer restarts. The algorithm and its
+ * budget are specified at the top of harness/shrink.c.
+ *
+ * Ownership: text results are malloc'd (free()); the scenario writer only
+ * reads its argument.
+ */
+#ifndef CKH_SHRINK_H
+#define CKH_SHRINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "search/fuzz.h"
+#include "scenario/scenario.h"
+
+struct ckh_shrink_config {
+    const char *source_dir; /* repository root for golden files (NULL: ".") */
+    const char *argv0;      /* the ckh command in replay lines (NULL: "ckh") */
+    size_t max_runs;        /* scenario runs allowed (0: 400) */
+};
+
+struct ckh_shrink_stats {
+    size_t runs;             /* scenario runs shrinking took (the first one included) */
+    size_t faults_before;    /* faults of the input */
+    size_t faults_after;     /* faults of the result */
+    uint32_t nodes_before;   /* nodes of the input */
+    uint32_t nodes_after;    /* nodes of the result */
+    bool concrete;           /* probability triggers were replaced by exact ones */
+    char oracle[64];         /* the oracle the input and the result fail */
+};
+
+/* Writes sc as a scenario file that parses back to the same scenario
+ * (every key explicit where it differs from the default). Returns 0,
+ * CKH_EINVAL or -EIO. */
+int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc);
+
+/* Shrinks the scenario text (name: used in messages). On success *out is
+ * the shrunk scenario's YAML (malloc'd) and *st says what happened.
+ * Returns 0; CKH_EINVAL when the text does not parse or the scenario
+ * passes (msg says which); or another negative code. */
+int ckh_shrink_text(const char *text, size_t len, const char *name,
+                    const struct ckh_shrink_config *cfg, char **out, struct ckh_shrink_stats *st,
+                    char *msg, size_t msglen);
+
+/* Generates fuzz seed `seed` with fc, shrinks it and writes the result to
+ * path (NULL: not written). Same returns as ckh_shrink_text. */
+int ckh_shrink_seed(uint64_t seed, const struct ckh_fuzz_config *fc,
+                    const struct ckh_shrink_config *cfg, const char *path,
+                    struct ckh_shrink_stats *st, char *msg, size_t msglen);
+
+/* `ckh shrink FILE [-o OUT]` (argv[0] is "shrink"); returns the exit
+ * status (0 shrunk, 2 bad input or the scenario passes, 3 internal error). */
+int ckh_shrink_main(int argc, char **argv);
+
+#endif

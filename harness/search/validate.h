@@ -1,0 +1,60 @@
+/* `ckh validate-backend LIB.so`: runs a checkpoint backend through the
+ * fault catalogue and the crash explorer (harness/explore.h), each case in
+ * a forked child with a time limit (harness/validate.c).
+ */
+#ifndef CKH_HARNESS_VALIDATE_H
+#define CKH_HARNESS_VALIDATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ckh/backend.h"
+#include "ckh/simfs.h"
+#include "search/explore.h"
+#include "report.h"
+
+/* Exit codes of ckh_validate_main. */
+enum {
+    CKH_VALIDATE_OK = 0,       /* no vulnerability */
+    CKH_VALIDATE_VULN = 1,     /* at least one vulnerability */
+    CKH_VALIDATE_BADINPUT = 2, /* bad arguments, missing or non-plugin library */
+    CKH_VALIDATE_INTERNAL = 3, /* ckh itself failed */
+};
+
+struct ckh_validate_options {
+    enum ckh_crash_model model; /* crash model (default POSIX_WEAK) */
+    uint32_t sector_bytes;      /* 512 or 4096 */
+    unsigned timeout_s;         /* per case (0: 10 s) */
+    const char *only;           /* run only cases whose name contains it (NULL: all) */
+    const char *lib;            /* library path, for replay lines (may be NULL) */
+};
+
+/* The outcome of one case. */
+struct ckh_validate_case {
+    char name[48];                   /* "crash:new-epoch", "fault:EIO", ... */
+    int rc;                          /* 0, or the internal error of the case */
+    struct ckh_explore_result res;   /* findings (owned) */
+};
+
+/* Runs every case against ops (each in a forked child). *cases is a
+ * malloc'd array the caller frees with ckh_validate_free. Returns 0 or
+ * CKH_EINVAL / CKH_ENOMEM. */
+int ckh_validate_backend(const struct ckh_backend_ops *ops, const struct ckh_validate_options *opt,
+                         struct ckh_validate_case **cases, size_t *ncases);
+void ckh_validate_free(struct ckh_validate_case *cases, size_t n);
+
+/* Fills report results (one per case; caller clears each and frees the
+ * array with free()). */
+int ckh_validate_results(const struct ckh_validate_case *cases, size_t n,
+                         const struct ckh_validate_options *opt,
+                         struct ckh_report_result **out);
+
+/* Writes a self-contained HTML summary. Returns 0 or -EIO. */
+int ckh_validate_html(FILE *f, const char *lib, const struct ckh_validate_case *cases, size_t n);
+
+/* The CLI: `ckh validate-backend LIB.so [--model posix-weak|ext4-ordered]
+ * [--sector 512|4096] [--timeout S] [--only CASE] [--junit F] [--json F]
+ * [--html F] [--quiet]`; argv[0] is the verb. Returns an exit code above. */
+int ckh_validate_main(int argc, char **argv);
+
+#endif
