@@ -1,5 +1,9 @@
 /* ckh_strerror / ckh_err_name: generated from the one table in err.h. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "ckh/assert.h"
 
 #include "ckh/err.h"
 
@@ -46,4 +50,27 @@ const char *ckh_err_name(int code)
     default:
         return "UNKNOWN";
     }
+}
+
+int ckh_verrf(char *buf, size_t n, int code, const char *fmt, va_list ap)
+{
+    if (buf != NULL && n > 0)
+        vsnprintf(buf, n, fmt, ap);
+    return code;
+}
+
+int ckh_errf(char *buf, size_t n, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ckh_verrf(buf, n, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+_Noreturn void ckh__assert_fail(const char *cond, const char *file, int line, const char *func)
+{
+    fprintf(stderr, "ckh: assertion failed: %s (%s:%d, %s)\n", cond, file, line, func);
+    fflush(stderr);
+    abort();
 }

@@ -2,11 +2,13 @@
  * wrappers and path helpers, and the POSIX fs on a real temporary
  * directory. */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/fs.h"
 #include "ckh/op.h"
@@ -280,12 +282,33 @@ START_TEST(test_posix_env)
 }
 END_TEST
 
+/* ckh_errf: the one message formatter returns the code it is given and
+ * cuts a long message short, NUL-terminated. */
+START_TEST(test_errf)
+{
+    char buf[8];
+    ck_assert_int_eq(ckh_errf(buf, sizeof buf, CKH_EINVAL, "line %d: %s", 12, "bad"), CKH_EINVAL);
+    ck_assert_str_eq(buf, "line 12");
+    ck_assert_int_eq(ckh_errf(NULL, 0, -EIO, "dropped"), -EIO);
+}
+END_TEST
+
+/* CKH_ASSERT holds in release builds: a false invariant aborts. */
+START_TEST(test_assert_aborts)
+{
+    volatile int heap_ok = 0;
+    CKH_ASSERT(heap_ok == 1);
+}
+END_TEST
+
 static Suite *platform_suite(void)
 {
     Suite *s = suite_create("platform");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_err_table);
+    tcase_add_test(tc, test_errf);
+    tcase_add_test_raise_signal(tc, test_assert_aborts, SIGABRT);
     tcase_add_test(tc, test_rng_determinism);
     tcase_add_test(tc, test_rng_uniform);
     tcase_add_test(tc, test_hash_and_crc);

@@ -126,7 +126,9 @@
 #include "search/explore.h"
 
 /* Finding texts are bounded buffers; cutting a long path short is intended. */
+#if defined(__GNUC__) && !defined(__clang__) /* clang has no such warning */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 
 #define X_PREFIX "/ckpt"
 #define X_STACK_BYTES (1u << 20)

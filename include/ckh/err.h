@@ -9,6 +9,8 @@
 #define CKH_ERR_H
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
 
 #define CKH__ERR_BASE (-10000)
 
@@ -48,5 +50,16 @@ const char *ckh_strerror(int code);
 /* Returns the symbolic name of a code ("CKH_ECORRUPT", "EIO", "OK");
  * static storage, never NULL. */
 const char *ckh_err_name(int code);
+
+/* The one error-message formatter: writes fmt's message into buf (n bytes,
+ * always NUL-terminated when n > 0, cut short when longer) and returns code,
+ * so a failing path reads `return ckh_errf(h->msg, sizeof h->msg, CKH_EINVAL,
+ * "...", ...);`. buf may be NULL when n is 0 (the message is dropped). */
+int ckh_errf(char *buf, size_t n, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ckh_errf with a va_list; ap is consumed. */
+int ckh_verrf(char *buf, size_t n, int code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 #endif

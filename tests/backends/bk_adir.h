@@ -44,7 +44,9 @@
 #include "ckh/plugin.h"
 
 /* Error texts are bounded; a long path is cut short on purpose. */
+#if defined(__GNUC__) && !defined(__clang__) /* clang has no such warning */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 
 struct bka {
     struct ckh_backend base;       /* must be first */

@@ -33,7 +33,9 @@
 #include "ckh/plugin.h"
 
 /* Error texts are bounded; a long path is cut short on purpose. */
+#if defined(__GNUC__) && !defined(__clang__) /* clang has no such warning */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 
 enum {
     BK_IN_PLACE = 0x1,
