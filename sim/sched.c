@@ -16,6 +16,11 @@
  * path); the choice is exactly the one the heap would make, so the trace
  * does not depend on the fast path. Nodes switch directly to one another;
  * the host (the caller of ckh_sim_run) is resumed only when the run ends.
+ * A schedule hook (ckh_sim_set_sched_hook) replaces the heap's choice at
+ * every scheduling point: the fast path is then off, the chosen node is
+ * taken out of the heap wherever it sits, and now becomes its wake time
+ * when later. ckh_sim_yield is a scheduling point without an op (wake
+ * time now, nothing traced).
  *
  * Blocking. ckh__sim_block takes the node out of the heap (or leaves it
  * there keyed by its deadline); ckh__sim_wake puts it back at now.
@@ -81,6 +86,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/simfs.h"
 #include "sim_core.h"
@@ -206,6 +212,20 @@ static bool any_blocked(const struct ckh_sim *sim)
     return false;
 }
 
+/* The runnable node the schedule hook chooses (the heap's first when the
+ * hook declines or names a node that is not runnable). */
+static struct ckh__node *hook_choice(struct ckh_sim *sim)
+{
+    size_t n = 0;
+    for (int i = 0; i < sim->nnodes; i++)
+        if (sim->nodes[i]->heap_pos != SIZE_MAX)
+            sim->sched_ids[n++] = i;
+    CKH_ASSERT(n == sim->heap_len);
+    int id = sim->sched_hook(sim->sched_ctx, sim->sched_ids, n);
+    struct ckh__node *chosen = ckh__sim_node(sim, id);
+    return chosen != NULL && chosen->heap_pos != SIZE_MAX ? chosen : sim->heap[0];
+}
+
 /* Pops the node to run next and sets now, or returns NULL when the run
  * ends (outcome set). */
 static struct ckh__node *sched_pick(struct ckh_sim *sim)
@@ -217,7 +237,7 @@ static struct ckh__node *sched_pick(struct ckh_sim *sim)
         sim->outcome = any_blocked(sim) ? CKH_SIM_DEADLOCK : CKH_SIM_DONE;
         return NULL;
     }
-    struct ckh__node *n = sim->heap[0];
+    struct ckh__node *n = sim->sched_hook != NULL ? hook_choice(sim) : sim->heap[0];
     if (n->wake_ns > sim->time_limit_ns) {
         sim->stopping = true;
         sim->outcome = CKH_SIM_TIME_LIMIT;
@@ -248,7 +268,7 @@ static void sched_switch(struct ckh_sim *sim, struct ckh__node *from, struct ckh
 static void sched_yield(struct ckh_sim *sim, struct ckh__node *cur)
 {
     cur->tie = ckh_rng_next(&sim->sched_rng);
-    if (!sim->stopping && cur->wake_ns <= sim->time_limit_ns) {
+    if (!sim->stopping && sim->sched_hook == NULL && cur->wake_ns <= sim->time_limit_ns) {
         if (sim->heap_len == 0 || node_before(cur, sim->heap[0])) {
             if (cur->wake_ns > sim->now_ns)
                 sim->now_ns = cur->wake_ns; /* fast path: cur stays the first */
@@ -759,6 +779,7 @@ void ckh_sim_destroy(struct ckh_sim *sim)
     }
     free(sim->nodes);
     free(sim->heap);
+    free(sim->sched_ids);
     for (size_t i = 0; i < sim->ndisks; i++)
         ckh_simfs_destroy(sim->disks[i]);
     free(sim->disks);
@@ -844,6 +865,10 @@ int ckh_sim_add_node(struct ckh_sim *sim, const struct ckh_node_config *cfg, int
         if (heap == NULL)
             return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
         sim->heap = heap;
+        int *ids = realloc(sim->sched_ids, (size_t)cap * sizeof *ids);
+        if (ids == NULL)
+            return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
+        sim->sched_ids = ids;
         sim->cap_nodes = cap;
     }
     struct ckh__node *n = calloc(1, sizeof *n);
@@ -1014,6 +1039,24 @@ void ckh_sim_set_fault_hook(struct ckh_sim *sim, ckh_fault_hook hook, void *ctx)
         return;
     sim->hook = hook;
     sim->hook_ctx = ctx;
+}
+
+void ckh_sim_set_sched_hook(struct ckh_sim *sim, ckh_sched_hook hook, void *ctx)
+{
+    if (sim == NULL)
+        return;
+    sim->sched_hook = hook;
+    sim->sched_ctx = hook != NULL ? ctx : NULL;
+}
+
+int ckh_sim_yield(struct ckh_sim *sim)
+{
+    if (sim == NULL || sim->cur == NULL)
+        return CKH_ESTATE;
+    struct ckh__node *cur = sim->cur;
+    cur->wake_ns = sim->now_ns;
+    sched_yield(sim, cur);
+    return 0;
 }
 
 static void build_report(struct ckh_sim *sim, char *buf, size_t size)
