@@ -22,6 +22,12 @@
  * when later. ckh_sim_yield is a scheduling point without an op (wake
  * time now, nothing traced).
  *
+ * Invariants (CKH_ASSERT): after every push, removal or replacement the
+ * entry that moved is in order with its parent and children and knows its
+ * position, and the first entry is due no later than its children when it
+ * is taken; CKH_ASSERT_SLOW checks the order of the whole heap after each
+ * change.
+ *
  * Blocking. ckh__sim_block takes the node out of the heap (or leaves it
  * there keyed by its deadline); ckh__sim_wake puts it back at now.
  *
@@ -88,6 +94,7 @@
 
 #include "ckh/assert.h"
 #include "ckh/err.h"
+#include "ckh/sim_testing.h"
 #include "ckh/simfs.h"
 #include "sim_core.h"
 #include "sim_internal.h"
@@ -171,11 +178,35 @@ static void heap_down(struct ckh_sim *sim, size_t i)
     heap_set(sim, i, n);
 }
 
+/* Cheap check: the entry at i is in order with its parent and children
+ * and knows its position. */
+static bool heap_ok_at(const struct ckh_sim *sim, size_t i)
+{
+    const struct ckh__node *n = sim->heap[i];
+    size_t c = 2 * i + 1;
+    return n->heap_pos == i && (i == 0 || !node_before(n, sim->heap[(i - 1) / 2])) &&
+           (c >= sim->heap_len || !node_before(sim->heap[c], n)) &&
+           (c + 1 >= sim->heap_len || !node_before(sim->heap[c + 1], n));
+}
+
+#ifdef CKH_SLOW_ASSERTS
+/* Slow check: heap order and positions everywhere. */
+static bool heap_ok(const struct ckh_sim *sim)
+{
+    for (size_t i = 0; i < sim->heap_len; i++)
+        if (!heap_ok_at(sim, i))
+            return false;
+    return true;
+}
+#endif
+
 static void heap_push(struct ckh_sim *sim, struct ckh__node *n)
 {
     size_t i = sim->heap_len++;
     heap_set(sim, i, n);
     heap_up(sim, i);
+    CKH_ASSERT(heap_ok_at(sim, n->heap_pos));
+    CKH_ASSERT_SLOW(heap_ok(sim));
 }
 
 static void heap_remove(struct ckh_sim *sim, struct ckh__node *n)
@@ -183,13 +214,17 @@ static void heap_remove(struct ckh_sim *sim, struct ckh__node *n)
     size_t i = n->heap_pos;
     if (i == SIZE_MAX)
         return;
+    CKH_ASSERT(i < sim->heap_len && sim->heap[i] == n);
     n->heap_pos = SIZE_MAX;
     size_t last = --sim->heap_len;
-    if (i == last)
-        return;
-    heap_set(sim, i, sim->heap[last]);
-    heap_up(sim, i);
-    heap_down(sim, sim->heap[i]->heap_pos);
+    if (i != last) {
+        struct ckh__node *moved = sim->heap[last];
+        heap_set(sim, i, moved);
+        heap_up(sim, i);
+        heap_down(sim, moved->heap_pos);
+        CKH_ASSERT(heap_ok_at(sim, moved->heap_pos));
+    }
+    CKH_ASSERT_SLOW(heap_ok(sim));
 }
 
 /* ---- switching ---- */
@@ -237,6 +272,7 @@ static struct ckh__node *sched_pick(struct ckh_sim *sim)
         sim->outcome = any_blocked(sim) ? CKH_SIM_DEADLOCK : CKH_SIM_DONE;
         return NULL;
     }
+    CKH_ASSERT(heap_ok_at(sim, 0)); /* the first is due no later than its children */
     struct ckh__node *n = sim->sched_hook != NULL ? hook_choice(sim) : sim->heap[0];
     if (n->wake_ns > sim->time_limit_ns) {
         sim->stopping = true;
@@ -279,6 +315,8 @@ static void sched_yield(struct ckh_sim *sim, struct ckh__node *cur)
             next->heap_pos = SIZE_MAX;
             heap_set(sim, 0, cur);
             heap_down(sim, 0);
+            CKH_ASSERT(heap_ok_at(sim, cur->heap_pos));
+            CKH_ASSERT_SLOW(heap_ok(sim));
             if (next->wake_ns > sim->now_ns)
                 sim->now_ns = next->wake_ns;
             sched_switch(sim, cur, next, false);
@@ -722,6 +760,7 @@ void ckh__sim_wake(struct ckh_sim *sim, int node)
     if (n->heap_pos != SIZE_MAX) {
         heap_up(sim, n->heap_pos);
         heap_down(sim, n->heap_pos);
+        CKH_ASSERT(heap_ok_at(sim, n->heap_pos));
     } else {
         heap_push(sim, n);
     }
@@ -1197,4 +1236,12 @@ uint64_t ckh_sim_now_ns(const struct ckh_sim *sim)
 uint64_t ckh_sim_seed(const struct ckh_sim *sim)
 {
     return sim != NULL ? sim->cfg.seed : 0;
+}
+
+/* ---- test-only entries (include/ckh/sim_testing.h) ---- */
+
+void ckh__sim_test_break_heap(struct ckh_sim *sim)
+{
+    if (sim != NULL && sim->heap_len >= 2)
+        sim->heap[0]->wake_ns = sim->heap[1]->wake_ns + 1;
 }

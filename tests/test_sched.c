@@ -1,6 +1,7 @@
 /* Tests for the simulator's scheduler, lifecycle, allocator and fault
  * rules (specification at the top of sim/sched.c and sim/node_env.c). */
 #include <check.h>
+#include <signal.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "ckh/err.h"
 #include "ckh/sim.h"
+#include "ckh/sim_testing.h"
 
 static bool under_valgrind(void)
 {
@@ -874,6 +876,43 @@ START_TEST(yield_outside_a_node)
 }
 END_TEST
 
+/* Runs four stepping nodes until the op limit stops the run (all four
+ * still runnable); with brk, breaks the run queue's order first. */
+static void heap_job(bool brk)
+{
+    struct ckh_sim_config cfg = {.seed = 9, .op_limit = 6, .stack_bytes = 64 * 1024};
+    struct ckh_sim *sim = NULL;
+    ck_assert_int_eq(ckh_sim_create(&cfg, &sim), 0);
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "w%d", i);
+        add_node(sim, name, prog_steps, NULL, -1);
+    }
+    struct ckh_sim_result res = run(sim);
+    ck_assert_int_eq(res.outcome, CKH_SIM_OP_LIMIT);
+    if (brk)
+        ckh__sim_test_break_heap(sim);
+    for (int i = 0; i < 20; i++) /* 80 ops, 6 per run */
+        res = run(sim);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    ckh_sim_destroy(sim);
+}
+
+/* Invariants (top of sim/sched.c): the run queue stays a heap. */
+START_TEST(heap_invariant_holds)
+{
+    heap_job(false);
+}
+END_TEST
+
+/* A run queue whose first node is due after its child aborts at the next
+ * scheduling point. */
+START_TEST(heap_invariant_aborts)
+{
+    heap_job(true);
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
     Suite *s = suite_create("sched");
@@ -901,6 +940,12 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, sched_hook_declining_keeps_seeded_order);
     tcase_add_test(tc, sched_hook_time_moves_forward);
     tcase_add_test(tc, yield_outside_a_node);
+    tcase_add_test(tc, heap_invariant_holds);
+    /* A failed CKH_ASSERT aborts: only where each test runs in its own
+     * process (not under valgrind's CK_FORK=no). */
+    const char *fork_mode = getenv("CK_FORK");
+    if (fork_mode == NULL || strcmp(fork_mode, "no") != 0)
+        tcase_add_test_raise_signal(tc, heap_invariant_aborts, SIGABRT);
     suite_add_tcase(s, tc);
     return s;
 }
