@@ -409,6 +409,11 @@ int ckh_runner_run(struct ckh_runner_config *cfg, struct ckh_session *s, int64_t
             if ((rc = ckh_ckpt_load(cfg->ckpt, s, resume)) != 0)
                 return rc;
             ckh_ckpt_report_stats(cfg->ckpt, "checkpoint_load");
+            /* The job builds on this checkpoint: make it durable (see
+             * ckh_ckpt_sync). Like a failed save, a failure is not fatal. */
+            if ((rc = ckh_ckpt_sync(cfg->ckpt, s, resume)) != 0)
+                ckh_node_logf(s->env->node, "checkpoint of epoch %" PRId64 " not made durable: %s",
+                              resume, ckh_ckpt_errmsg(cfg->ckpt));
         }
     }
     epoch = from_scratch ? 1 : resume + 1;
