@@ -74,7 +74,7 @@ static int dfail(struct ckh_adir *d, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(d->errmsg, sizeof d->errmsg, fmt, ap);
+    code = ckh_verrf(d->errmsg, sizeof d->errmsg, code, fmt, ap);
     va_end(ap);
     return code;
 }

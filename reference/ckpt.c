@@ -148,7 +148,7 @@ static int ck_fail(struct ckh_ckpt *ck, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ck->errmsg, sizeof ck->errmsg, fmt, ap);
+    code = ckh_verrf(ck->errmsg, sizeof ck->errmsg, code, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -160,16 +160,10 @@ static int ckpt_create(struct ckh_env *env, const char *prefix, const char *node
     struct ckh_backend_config bc = {0};
     struct ckh_ckpt *ck;
     int rc;
-    if (!env || !env->fs || !prefix || !db_type || !out || (single && !node_name)) {
-        if (msg && msglen)
-            snprintf(msg, msglen, "checkpoint manager: NULL argument");
-        return CKH_EINVAL;
-    }
-    if (single && (rc = ckh_node_name_check(node_name)) != 0) {
-        if (msg && msglen)
-            snprintf(msg, msglen, "checkpoint manager: bad node name '%s'", node_name);
-        return rc;
-    }
+    if (!env || !env->fs || !prefix || !db_type || !out || (single && !node_name))
+        return ckh_errf(msg, msglen, CKH_EINVAL, "checkpoint manager: NULL argument");
+    if (single && (rc = ckh_node_name_check(node_name)) != 0)
+        return ckh_errf(msg, msglen, rc, "checkpoint manager: bad node name '%s'", node_name);
     ck = ckh_calloc(env->alloc, 1, sizeof *ck);
     if (!ck)
         return CKH_ENOMEM;

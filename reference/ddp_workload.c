@@ -54,7 +54,7 @@ static int tfail(struct trainer *t, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(t->rr->errmsg, sizeof t->rr->errmsg, fmt, ap);
+    code = ckh_verrf(t->rr->errmsg, sizeof t->rr->errmsg, code, fmt, ap);
     va_end(ap);
     return code;
 }

@@ -67,7 +67,7 @@ static int job_fail(struct ckh_job *job, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(job->errmsg, sizeof job->errmsg, fmt, ap);
+    code = ckh_verrf(job->errmsg, sizeof job->errmsg, code, fmt, ap);
     va_end(ap);
     return code;
 }
