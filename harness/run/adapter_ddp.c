@@ -57,10 +57,10 @@ struct ddp_inst {
     int *epoch_world;                      /* [epochs] ranks that ran each epoch's first step */
 };
 
+/* "line:col: option 'key': what" into msg; returns CKH_EINVAL. */
 static int opt_fail(char *msg, size_t n, const struct ckh_scn_kv *kv, const char *what)
 {
-    snprintf(msg, n, "%d:%d: option '%s': %s", kv->line, kv->column, kv->key, what);
-    return CKH_EINVAL;
+    return ckh_errf(msg, n, CKH_EINVAL, "%d:%d: option '%s': %s", kv->line, kv->column, kv->key, what);
 }
 
 static int opt_uint(const struct ckh_scn_kv *kv, uint64_t lo, uint64_t hi, uint64_t *out, char *msg,
