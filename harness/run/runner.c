@@ -469,6 +469,37 @@ int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out)
 
 /* ---- entry points ---- */
 
+/* Without faults and defects the job must complete: a scenario whose
+ * reference fails judges nothing (bad input). */
+static int reference_incomplete(const struct ckh_scenario_run *r, char *err, size_t errlen)
+{
+    const char *why = "";
+    for (size_t i = 0; i < r->ref.r.nnodes && !why[0]; i++)
+        if (r->ref.r.nodes[i].rc != 0)
+            why = ckh_err_name(r->ref.r.nodes[i].rc);
+    return ckh_errf(err, errlen, CKH_EINVAL, "the fault-free reference run of this job does not complete%s%s",
+                    why[0] ? ": " : "", why);
+}
+
+/* --check-determinism: the faulted job once more; its trace hash goes to
+ * r->trace_hash2 (the determinism oracle compares). */
+static int second_execution(const struct ckh_scenario *sc, uint64_t seed, struct ckh_scenario_run *r,
+                            char *err, size_t errlen)
+{
+    struct ckh__run_ctx c2;
+    struct ckh_scenario_run r2;
+    int rc;
+    memset(&r2, 0, sizeof r2);
+    r2.sc = sc;
+    if ((rc = ckh__run_build_sim(&c2, sc, seed, 0, false)) == 0 && (rc = ckh__run_execute(&c2, &r2)) == 0)
+        r->trace_hash2 = r2.trace_hash ? r2.trace_hash : 1;
+    ckh_scenario_run_free(&r2);
+    ckh__run_ctx_free(&c2);
+    if (rc != 0)
+        ckh_errf(err, errlen, rc, "second execution: %s", ckh_strerror(rc));
+    return rc;
+}
+
 int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options *opts,
                    struct ckh_report_result *out)
 {
@@ -497,15 +528,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     if ((rc = ckh__run_reference(sc, seed, o, &r, err, sizeof err)) != 0)
         goto out_error;
     if (!r.ref_ok) {
-        /* Without faults and defects the job must complete: a scenario
-         * whose reference fails judges nothing (bad input). */
-        const char *why = "";
-        for (size_t i = 0; i < r.ref.r.nnodes && !why[0]; i++)
-            if (r.ref.r.nodes[i].rc != 0)
-                why = ckh_err_name(r.ref.r.nodes[i].rc);
-        snprintf(err, sizeof err, "the fault-free reference run of this job does not complete%s%s",
-                 why[0] ? ": " : "", why);
-        rc = CKH_EINVAL;
+        rc = reference_incomplete(&r, err, sizeof err);
         goto out_error;
     }
     if (sc->expect.golden && (rc = ckh__run_find_golden(sc, r.source_dir, r.golden_path,
@@ -521,20 +544,8 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
         o->on_trace(o->on_trace_ctx, c.sim, &r);
     if (o->timeline)
         ckh_timeline_build(c.sim, &r, &out->timeline); /* harness/fuzz_timeline.c */
-    if (o->check_determinism) {
-        struct ckh__run_ctx c2;
-        struct ckh_scenario_run r2;
-        memset(&r2, 0, sizeof r2);
-        r2.sc = sc;
-        if ((rc = ckh__run_build_sim(&c2, sc, seed, 0, false)) == 0 && (rc = ckh__run_execute(&c2, &r2)) == 0)
-            r.trace_hash2 = r2.trace_hash ? r2.trace_hash : 1;
-        ckh_scenario_run_free(&r2);
-        ckh__run_ctx_free(&c2);
-        if (rc != 0) {
-            snprintf(err, sizeof err, "second execution: %s", ckh_strerror(rc));
-            goto out_error;
-        }
-    }
+    if (o->check_determinism && (rc = second_execution(sc, seed, &r, err, sizeof err)) != 0)
+        goto out_error;
     out->runs = (uint32_t)r.nruns;
     out->restarts = r.nruns ? (uint32_t)r.nruns - 1 : 0;
     out->virtual_ns = r.virtual_ns;

@@ -38,15 +38,12 @@ static const char *fault_advice(const char *key, void *vctx)
     return NULL;
 }
 
-static int parse_trigger(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_trigger *t)
+/* on.node and on.op. */
+static int parse_node_op(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_trigger *t)
 {
     yaml_node_t *v;
     int64_t i;
     int e = 0, rc;
-    if (!n)
-        return 0;
-    if ((rc = ckh__scn_check_map(p, n, "on", trigger_keys, CKH__NKEYS(trigger_keys), NULL, NULL)))
-        return rc;
     if ((v = ckh__scn_get(p, n, "node"))) {
         t->matches_ops = true;
         if (ckh__scn_is_scalar(v) && ckh__scn_parse_i64(ckh__scn_text(v), &i)) {
@@ -66,6 +63,20 @@ static int parse_trigger(struct ckh__scn_reader *p, const yaml_node_t *n, struct
             return rc;
         t->op = ckh_op_from_name(names[e]);
     }
+    return 0;
+}
+
+static int parse_trigger(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_trigger *t)
+{
+    yaml_node_t *v;
+    int64_t i;
+    int e = 0, rc;
+    if (!n)
+        return 0;
+    if ((rc = ckh__scn_check_map(p, n, "on", trigger_keys, CKH__NKEYS(trigger_keys), NULL, NULL)))
+        return rc;
+    if ((rc = parse_node_op(p, n, t)))
+        return rc;
     if ((v = ckh__scn_get(p, n, "path"))) {
         t->matches_ops = true;
         if ((rc = ckh__scn_get_sim_path(p, v, "on.path", &t->path)))

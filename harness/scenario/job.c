@@ -172,6 +172,59 @@ static const char *const job_keys[] = {
     "defects"};
 static const char *const every_keys[] = {"epochs", "steps"};
 
+/* job.disks (default: one shared disk at "/"); the checkpoint directory
+ * must lie on one of them. */
+static int parse_job_disks(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
+{
+    yaml_node_t *v;
+    int rc;
+    if ((v = ckh__scn_get(p, n, "disks"))) {
+        if ((rc = parse_disks(p, v, job)))
+            return rc;
+    } else {
+        if (!(job->disks = ckh__scn_alloc(p->s, sizeof(*job->disks))))
+            return CKH_ENOMEM;
+        disk_defaults(&job->disks[0]);
+        job->disks[0].name = ckh__scn_strdup(p->s, "shared");
+        job->disks[0].mount = ckh__scn_strdup(p->s, "/");
+        if (!job->disks[0].name || !job->disks[0].mount)
+            return CKH_ENOMEM;
+        job->ndisks = 1;
+    }
+    bool mounted = false;
+    for (size_t d = 0; d < job->ndisks; d++)
+        mounted |= under_mount(job->checkpoint_dir, job->disks[d].mount);
+    if (!mounted)
+        return ckh__scn_fail(p, ckh__scn_get(p, n, "checkpoint_dir") ? ckh__scn_get(p, n, "checkpoint_dir") : n, CKH_EINVAL,
+                    "'job.checkpoint_dir' %s is not under any disk's mount point",
+                    job->checkpoint_dir);
+    return 0;
+}
+
+/* job.checkpoint_every: {epochs: N} or {steps: N}. */
+static int parse_every(struct ckh__scn_reader *p, const yaml_node_t *v, struct ckh_scn_job *job)
+{
+    int64_t i;
+    int rc;
+    if ((rc = ckh__scn_check_map(p, v, "job.checkpoint_every", every_keys, CKH__NKEYS(every_keys), NULL,
+                        NULL)))
+        return rc;
+    yaml_node_t *ep = ckh__scn_get(p, v, "epochs"), *st = ckh__scn_get(p, v, "steps");
+    if (ep && st)
+        return ckh__scn_fail(p, st, CKH_EINVAL,
+                    "'job.checkpoint_every' takes either 'epochs' or 'steps', not both");
+    if (!ep && !st)
+        return ckh__scn_fail(p, v, CKH_EINVAL, "'job.checkpoint_every' needs 'epochs' or 'steps'");
+    if (ep) {
+        if ((rc = ckh__scn_get_int(p, ep, "job.checkpoint_every.epochs", 1, 1000000, &i)))
+            return rc;
+        job->every_epochs = (uint32_t)i;
+    } else if ((rc = ckh__scn_get_u64(p, st, "job.checkpoint_every.steps", 1, &job->every_steps))) {
+        return rc;
+    }
+    return 0;
+}
+
 int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
 {
     const struct ckh_scn_options *o = p->opts;
@@ -212,47 +265,13 @@ int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct c
     } else if (!(job->checkpoint_dir = ckh__scn_strdup(p->s, "/ckpt"))) {
         return CKH_ENOMEM;
     }
-    if ((v = ckh__scn_get(p, n, "checkpoint_every"))) {
-        if ((rc = ckh__scn_check_map(p, v, "job.checkpoint_every", every_keys, CKH__NKEYS(every_keys), NULL,
-                            NULL)))
-            return rc;
-        yaml_node_t *ep = ckh__scn_get(p, v, "epochs"), *st = ckh__scn_get(p, v, "steps");
-        if (ep && st)
-            return ckh__scn_fail(p, st, CKH_EINVAL,
-                        "'job.checkpoint_every' takes either 'epochs' or 'steps', not both");
-        if (!ep && !st)
-            return ckh__scn_fail(p, v, CKH_EINVAL, "'job.checkpoint_every' needs 'epochs' or 'steps'");
-        if (ep) {
-            if ((rc = ckh__scn_get_int(p, ep, "job.checkpoint_every.epochs", 1, 1000000, &i)))
-                return rc;
-            job->every_epochs = (uint32_t)i;
-        } else if ((rc = ckh__scn_get_u64(p, st, "job.checkpoint_every.steps", 1, &job->every_steps))) {
-            return rc;
-        }
-    }
+    if ((v = ckh__scn_get(p, n, "checkpoint_every")) && (rc = parse_every(p, v, job)))
+        return rc;
     if ((v = ckh__scn_get(p, n, "options")) &&
         (rc = ckh__scn_get_kv_map(p, v, "job.options", &job->options, &job->noptions)))
         return rc;
-    if ((v = ckh__scn_get(p, n, "disks"))) {
-        if ((rc = parse_disks(p, v, job)))
-            return rc;
-    } else {
-        if (!(job->disks = ckh__scn_alloc(p->s, sizeof(*job->disks))))
-            return CKH_ENOMEM;
-        disk_defaults(&job->disks[0]);
-        job->disks[0].name = ckh__scn_strdup(p->s, "shared");
-        job->disks[0].mount = ckh__scn_strdup(p->s, "/");
-        if (!job->disks[0].name || !job->disks[0].mount)
-            return CKH_ENOMEM;
-        job->ndisks = 1;
-    }
-    bool mounted = false;
-    for (size_t d = 0; d < job->ndisks; d++)
-        mounted |= under_mount(job->checkpoint_dir, job->disks[d].mount);
-    if (!mounted)
-        return ckh__scn_fail(p, ckh__scn_get(p, n, "checkpoint_dir") ? ckh__scn_get(p, n, "checkpoint_dir") : n, CKH_EINVAL,
-                    "'job.checkpoint_dir' %s is not under any disk's mount point",
-                    job->checkpoint_dir);
+    if ((rc = parse_job_disks(p, n, job)))
+        return rc;
     if ((v = ckh__scn_get(p, n, "collective_timeout")) &&
         (rc = ckh__scn_get_duration(p, v, "job.collective_timeout", &job->collective_timeout_ns)))
         return rc;
