@@ -28,12 +28,6 @@ struct wl_inst {
 
 #define PARAM_BYTES_MAX (1ull << 30) /* per parameter-server shard: held in memory */
 
-/* "line:col: option 'key': what" into msg; returns CKH_EINVAL. */
-static int opt_fail(char *msg, size_t n, const struct ckh_scn_kv *kv, const char *what)
-{
-    return ckh_errf(msg, n, CKH_EINVAL, "%d:%d: option '%s': %s", kv->line, kv->column, kv->key, what);
-}
-
 static int apply_options(const struct ckh_scenario *sc, struct ckh_workload_spec *spec, char *msg,
                          size_t msglen)
 {
@@ -41,25 +35,25 @@ static int apply_options(const struct ckh_scenario *sc, struct ckh_workload_spec
         const struct ckh_scn_kv *kv = &sc->job.options[i];
         if (strcmp(kv->key, "num_ps") == 0) {
             if (kv->type != CKH_SCN_INT || kv->i < 1 || kv->i > 64)
-                return opt_fail(msg, msglen, kv, "expected an integer 1..64");
+                return ckh__adapter_option_error(msg, msglen, kv, "expected an integer 1..64");
             spec->num_ps = (int)kv->i;
         } else if (strcmp(kv->key, "param_bytes") == 0) {
             uint64_t v;
             if (ckh_scn_parse_size(kv->text, &v) != 0 || v == 0 || v % 8 != 0)
-                return opt_fail(msg, msglen, kv, "expected a size, a positive multiple of 8 bytes");
+                return ckh__adapter_option_error(msg, msglen, kv, "expected a size, a positive multiple of 8 bytes");
             if (v > PARAM_BYTES_MAX)
-                return opt_fail(msg, msglen, kv, "more than a parameter server can hold (at most 1GiB)");
+                return ckh__adapter_option_error(msg, msglen, kv, "more than a parameter server can hold (at most 1GiB)");
             spec->param_bytes = v;
         } else if (strcmp(kv->key, "download_every_epoch") == 0) {
             if (kv->type != CKH_SCN_BOOL)
-                return opt_fail(msg, msglen, kv, "expected true or false");
+                return ckh__adapter_option_error(msg, msglen, kv, "expected true or false");
             spec->download_every_epoch = kv->b;
         } else if (strcmp(kv->key, "no_checkpoint") == 0) {
             if (kv->type != CKH_SCN_BOOL)
-                return opt_fail(msg, msglen, kv, "expected true or false");
+                return ckh__adapter_option_error(msg, msglen, kv, "expected true or false");
             spec->no_checkpoint = kv->b;
         } else {
-            return opt_fail(msg, msglen, kv,
+            return ckh__adapter_option_error(msg, msglen, kv,
                             "unknown option (known: num_ps, param_bytes, download_every_epoch, "
                             "no_checkpoint)");
         }
