@@ -10,6 +10,7 @@
  *     (no timing is asserted; a quadratic parser exceeds the timeout);
  *   - a corrupt offset whose bit index or range overflows is refused at
  *     parse time with the fault's line;
+ *   - the fuzzer draws faults through the descriptors, by tier;
  *   - docs/SCENARIOS.md lists every fault with its descriptor's keys and
  *     meaning. */
 #include <check.h>
@@ -21,6 +22,7 @@
 #include "ckh/err.h"
 #include "faults/fault.h"
 #include "scenario/scenario.h"
+#include "search/fuzz.h"
 
 /* ---- helpers ---- */
 
@@ -474,6 +476,41 @@ START_TEST(test_duplicates_in_lists)
 }
 END_TEST
 
+
+/* ---- generation (the descriptors' generate ops, via the fuzzer) ---- */
+
+/* Generated faults parse, come from their tier (recoverable seeds draw only
+ * fuzz_recoverable kinds), fit their job (collective and latest-pointer
+ * faults only in ddp-train) and round-trip through the writer. */
+START_TEST(test_generated_faults)
+{
+    bool drawn[CKH_SCN_ACT__COUNT] = {false};
+    for (uint64_t seed = 0; seed < 300; seed++) {
+        char *text = NULL;
+        ck_assert_int_eq(ckh_fuzz_generate(seed, NULL, &text), 0);
+        struct ckh_scenario *a = parse(text);
+        bool recoverable = strstr(text, "(recoverable tier)") != NULL;
+        bool ddp = strcmp(a->job.workload, "ddp-train") == 0;
+        for (size_t i = 0; i < a->nfaults; i++) {
+            const struct ckh_fault_ops *ops = ckh_fault_of(a->faults[i].act.kind);
+            drawn[ops->kind] = true;
+            ck_assert_ptr_nonnull(ops->generate);
+            ck_assert_msg(!recoverable || ops->fuzz_recoverable, "seed %llu: %s", (unsigned long long)seed, ops->name);
+            ck_assert(ddp || !(ops->needs & (CKH_FAULT_NEEDS_LATEST | CKH_FAULT_NEEDS_COLLECTIVES)));
+        }
+        char *w = write_str(a);
+        struct ckh_scenario *b = parse(w);
+        scenario_eq(a, b);
+        ckh_scenario_free(a);
+        ckh_scenario_free(b);
+        free(w);
+        free(text);
+    }
+    for (size_t k = 0; k < CKH_SCN_ACT__COUNT; k++)
+        ck_assert_msg(drawn[k] == (ckh_fault_at(k)->generate != NULL), "fault '%s'", ckh_fault_at(k)->name);
+}
+END_TEST
+
 /* ---- the docs ---- */
 
 START_TEST(test_docs_list_every_fault)
@@ -507,6 +544,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, test_corrupt_offsets_that_overflow);
     tcase_add_test(tc, test_fault_key_errors);
     tcase_add_test(tc, test_docs_list_every_fault);
+    tcase_add_test(tc, test_generated_faults);
     suite_add_tcase(s, tc);
     TCase *big = tcase_create("linear");
     tcase_set_timeout(big, 120); /* a quadratic parser takes far longer */

@@ -51,6 +51,14 @@ static void kv_value(FILE *f, const struct ckh_scn_kv *kv)
         fputs(kv->text, f);
 }
 
+/* Whether a key that makes the trigger match ops (see
+ * struct ckh_scn_trigger.matches_ops) is written besides nth. */
+static bool op_key_written(const struct ckh_scn_trigger *t)
+{
+    return t->node_name || t->node >= 0 || t->op >= 0 || t->path || t->phase || t->epoch >= 0 ||
+           t->step >= 0 || t->time_ns || t->probability > 0;
+}
+
 static void write_trigger(FILE *f, const struct ckh_scn_trigger *t)
 {
     fputs("    on: {", f);
@@ -78,8 +86,8 @@ static void write_trigger(FILE *f, const struct ckh_scn_trigger *t)
         fprintf(f, "time: %" PRIu64 "ns, ", t->time_ns);
     if (t->probability > 0)
         fprintf(f, "probability: %.17g, ", t->probability);
-    else if (t->nth > 1)
-        fprintf(f, "nth: %" PRIu64 ", ", t->nth);
+    else if (t->nth > 1 || (t->matches_ops && !op_key_written(t)))
+        fprintf(f, "nth: %" PRIu64 ", ", t->nth); /* an explicit nth: 1 still matches ops */
     if (t->repeat)
         fputs("repeat: true, ", f);
     if (t->run == CKH_SCN_RUN_ANY)
