@@ -12,6 +12,7 @@
 
 #include "ckh/err.h"
 #include "cli/cli.h"
+#include "cli/opt.h"
 #include "cli/wire.h"
 #include "run/pool.h"
 #include "search/fuzz.h"
@@ -175,10 +176,19 @@ static size_t apply_filter(const char *filter, struct ckh_cli_scn *v, size_t n)
     return k;
 }
 
+static unsigned parse_limit_s(void)
+{
+    const char *env = getenv("CKH_PARSE_LIMIT_S");
+    uint64_t v = CKH_CLI_PARSE_LIMIT_S;
+    if (env && env[0] && ckh_opt_u64("CKH_PARSE_LIMIT_S", env, 1, 86400, &v, NULL, 0) != 0)
+        v = CKH_CLI_PARSE_LIMIT_S;
+    return (unsigned)v;
+}
+
 int ckh_cli_load_scenarios(const struct ckh_cli_load *l, char *const *paths, size_t npaths,
                            struct ckh_cli_scn **out, size_t *n, int *status)
 {
-    struct load_ctx c = {.l = l, .limits = {CKH_CLI_PARSE_LIMIT_S, l->mem_bytes}};
+    struct load_ctx c = {.l = l, .limits = {parse_limit_s(), l->mem_bytes}};
     size_t nfiles = 0;
     *out = NULL;
     *n = 0;

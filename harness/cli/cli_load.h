@@ -14,7 +14,8 @@
 
 #include "scenario/scenario.h"
 
-/* Wall-time limit for parsing one scenario file, in seconds. */
+/* Wall-time limit for parsing one scenario file, in seconds; the
+ * environment variable CKH_PARSE_LIMIT_S (1..86400) overrides it. */
 #define CKH_CLI_PARSE_LIMIT_S 60
 
 /* One scenario file as its parse worker saw it. Every string is owned. */

@@ -187,8 +187,11 @@ static int run_job(void *ctx, uint64_t k, int fd)
     ckh_report_result_init(&s->res);
     rc = ckh_harness_run(sc, &c->a->ro, &s->res);
     int st = worker_status_of(rc);
-    /* Failing near the memory limit is the limit's verdict. */
-    if (s->res.verdict == CKH_VERDICT_ERROR && ckh_pool_child_near_mem_limit())
+    /* Failing near the memory limit, or out of memory under it, is the
+     * limit's verdict. */
+    bool no_memory = ckh_pool_child_mem_limit() && s->res.message &&
+                     strstr(s->res.message, ckh_err_name(CKH_ENOMEM));
+    if (s->res.verdict == CKH_VERDICT_ERROR && (ckh_pool_child_near_mem_limit() || no_memory))
         st = CKH_POOL_EXIT_MEM;
     struct ckh_wire w;
     if (ckh_wire_open(&w) != 0 || result_write(w.f, &s->res) != 0 || ckh_wire_send(&w, fd) != 0)
@@ -456,8 +459,12 @@ static int run_all(struct run_args *a, char **paths, size_t npaths, const char *
     ckh_cli_scns_free(scns, n);
     if (rc == -EINTR) {
         int sig = ckh_pool_interrupted();
-        fprintf(stderr, "ckh run: interrupted by signal %d (%s); %zu of %zu scenarios finished\n",
-                sig, strsignal(sig), c.prog.done, n);
+        if (c.slots)
+            fprintf(stderr, "ckh run: interrupted by signal %d (%s); %zu of %zu scenarios "
+                    "finished\n", sig, strsignal(sig), c.prog.done, n);
+        else
+            fprintf(stderr, "ckh run: interrupted by signal %d (%s) while parsing the scenario "
+                    "files\n", sig, strsignal(sig));
         return CKH_EXIT_SIGNAL + sig;
     }
     if (rc) {

@@ -131,6 +131,11 @@ static uint64_t vm_peak_bytes(void)
 
 /* Whether the child came within a quarter of its limit: a failure then is
  * the limit's doing (an allocation near the limit failed). */
+uint64_t ckh_pool_child_mem_limit(void)
+{
+    return child_mem_limit;
+}
+
 bool ckh_pool_child_near_mem_limit(void)
 {
     return child_mem_limit && vm_peak_bytes() >= child_mem_limit - child_mem_limit / 4;

@@ -101,6 +101,11 @@ int ckh_pool_reply(int fd, const void *p, size_t n);
  * holds; the pool does so for a non-zero status and for a crash. */
 bool ckh_pool_child_near_mem_limit(void);
 
+/* In a job (child): its memory limit in bytes (0: none). Under a limit, a
+ * job that failed for lack of memory (CKH_ENOMEM) even far below the limit
+ * (one allocation larger than what is left) reports the limit too. */
+uint64_t ckh_pool_child_mem_limit(void);
+
 /* Writes one line describing r ("killed by signal 11 (Segmentation
  * fault)", "time limit 600 s reached", "memory limit 4 GiB reached",
  * "exited with status 3") into buf (n bytes) for the given limits. */
