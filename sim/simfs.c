@@ -188,14 +188,13 @@ static void buf_ref(struct sf_buf *b)
         b->refs++;
 }
 
+/* The handle's side of ckh_verrf: the message goes to d->errmsg. */
 int ckh__sf_set_err(struct ckh_simfs *d, int rc, const char *fmt, ...)
 {
-    if (d) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(d->errmsg, sizeof(d->errmsg), fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    ckh_verrf(d ? d->errmsg : NULL, d ? sizeof(d->errmsg) : 0, rc, fmt, ap);
+    va_end(ap);
     return rc;
 }
 
@@ -368,7 +367,7 @@ static void data_set_size(struct ckh_simfs *d, struct sf_inode *ino, int w, uint
     ino->data[w].size = size;
 }
 
-static int data_write(struct ckh_simfs *d, struct sf_inode *ino, int w, uint64_t off,
+static inline __attribute__((always_inline)) int data_write(struct ckh_simfs *d, struct sf_inode *ino, int w, uint64_t off,
                       uint64_t len, const struct sf_src *src)
 {
     struct sf_ext nx = {.off = off, .len = len, .src = *src};
