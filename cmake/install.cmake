@@ -22,7 +22,7 @@ include(CMakePackageConfigHelpers)
 # Static libraries installed; the list follows the library layout of
 # CMakeLists.txt (a name that is not a target is skipped).
 if(NOT DEFINED CKH_INSTALL_LIBS)
-  set(CKH_INSTALL_LIBS ckh_sim ckh_reference ckh_harness)
+  set(CKH_INSTALL_LIBS ckh_harness ckh_reference ckh_reports ckh_sim ckh_platform)
 endif()
 
 # ---- the build tree's include folder: BUILD/include/ckh = installed layout ----

@@ -57,19 +57,13 @@ struct ddp_inst {
     int *epoch_world;                      /* [epochs] ranks that ran each epoch's first step */
 };
 
-static int opt_fail(char *msg, size_t n, const struct ckh_scn_kv *kv, const char *what)
-{
-    snprintf(msg, n, "%d:%d: option '%s': %s", kv->line, kv->column, kv->key, what);
-    return CKH_EINVAL;
-}
-
 static int opt_uint(const struct ckh_scn_kv *kv, uint64_t lo, uint64_t hi, uint64_t *out, char *msg,
                     size_t n)
 {
     if (kv->type != CKH_SCN_INT || kv->i < (int64_t)lo || (uint64_t)kv->i > hi) {
         char what[96];
         snprintf(what, sizeof what, "expected an integer %" PRIu64 "..%" PRIu64, lo, hi);
-        return opt_fail(msg, n, kv, what);
+        return ckh__adapter_option_error(msg, n, kv, what);
     }
     *out = (uint64_t)kv->i;
     return 0;
@@ -80,7 +74,7 @@ static int opt_float(const struct ckh_scn_kv *kv, double lo, double hi, float *o
     if ((kv->type != CKH_SCN_FLOAT && kv->type != CKH_SCN_INT) || !(kv->f >= lo && kv->f <= hi)) {
         char what[96];
         snprintf(what, sizeof what, "expected a number in [%g, %g]", lo, hi);
-        return opt_fail(msg, n, kv, what);
+        return ckh__adapter_option_error(msg, n, kv, what);
     }
     *out = (float)kv->f;
     return 0;
@@ -89,7 +83,7 @@ static int opt_float(const struct ckh_scn_kv *kv, double lo, double hi, float *o
 static int opt_bool(const struct ckh_scn_kv *kv, bool *out, char *msg, size_t n)
 {
     if (kv->type != CKH_SCN_BOOL)
-        return opt_fail(msg, n, kv, "expected true or false");
+        return ckh__adapter_option_error(msg, n, kv, "expected true or false");
     *out = kv->b;
     return 0;
 }
@@ -145,9 +139,9 @@ static int apply_options(const struct ckh_scenario *sc, struct ckh_ddp_config *c
             else if (strcmp(kv->text, "normalize") == 0)
                 cfg->keymode = CKH_DDP_KEYS_NORMALIZE;
             else
-                rc = opt_fail(msg, n, kv, "expected strict or normalize");
+                rc = ckh__adapter_option_error(msg, n, kv, "expected strict or normalize");
         } else {
-            rc = opt_fail(msg, n, kv,
+            rc = ckh__adapter_option_error(msg, n, kv,
                           "unknown option (known: samples, in_dim, hidden, out_dim, batch, accum, "
                           "warmup_steps, lr, min_lr, momentum, weight_decay, dropout, drop_last, "
                           "map_location, reshard, keys)");

@@ -39,10 +39,7 @@ struct ckh_shrink_stats {
     char oracle[64];         /* the oracle the input and the result fail */
 };
 
-/* Writes sc as a scenario file that parses back to the same scenario
- * (every key explicit where it differs from the default). Returns 0,
- * CKH_EINVAL or -EIO. */
-int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc);
+/* The scenario writer, ckh_scenario_write, lives in scenario/scenario.h. */
 
 /* Shrinks the scenario text (name: used in messages). On success *out is
  * the shrunk scenario's YAML (malloc'd) and *st says what happened.
