@@ -194,10 +194,11 @@ static int parse_job_disks(struct ckh__scn_reader *p, const yaml_node_t *n, stru
     bool mounted = false;
     for (size_t d = 0; d < job->ndisks; d++)
         mounted |= under_mount(job->checkpoint_dir, job->disks[d].mount);
+    yaml_node_t *dir = ckh__scn_get(p, n, "checkpoint_dir");
     if (!mounted)
-        return ckh__scn_fail(p, ckh__scn_get(p, n, "checkpoint_dir") ? ckh__scn_get(p, n, "checkpoint_dir") : n, CKH_EINVAL,
-                    "'job.checkpoint_dir' %s is not under any disk's mount point",
-                    job->checkpoint_dir);
+        return ckh__scn_fail(p, dir ? dir : n, CKH_EINVAL,
+                             "'job.checkpoint_dir' %s is not under any disk's mount point",
+                             job->checkpoint_dir);
     return 0;
 }
 
