@@ -476,6 +476,15 @@ START_TEST(test_duplicates_in_lists)
     strcat(big, "end]\n");
     ck_assert_int_eq(ckh_scenario_parse_string(big, strlen(big), "t.yaml", NULL, &sc, &err), CKH_EINVAL);
     ck_assert_str_eq(err.msg, "'tags' lists 't3' twice");
+    /* Disks: 40 of them (sorted, not pairwise), a mount repeated at the
+     * 31st, a name at the 36th: the earlier problem is reported. */
+    char disks[8192] = "job:\n  workload: w\n  disks:\n";
+    for (int i = 0; i < 40; i++)
+        snprintf(disks + strlen(disks), sizeof disks - strlen(disks), "    - {name: d%d, mount: /m%d}\n",
+                 i == 35 ? 2 : i, i == 30 ? 5 : i);
+    ck_assert_int_eq(ckh_scenario_parse_string(disks, strlen(disks), "t.yaml", NULL, &sc, &err), CKH_EINVAL);
+    ck_assert_str_eq(err.msg, "two disks are mounted at '/m5'");
+    ck_assert_int_eq(err.line, 4 + 30);
 }
 END_TEST
 
