@@ -25,7 +25,8 @@
  * Every candidate runs with a private reference-run cache, so candidates
  * that change only faults cost one faulted run each.
  *
- * Map: writer · candidate runs · concrete schedule · passes · commands.
+ * Map: candidate runs · concrete schedule · passes · commands (the writer
+ * is harness/scenario/writer.c).
  */
 #include "search/shrink.h"
 
