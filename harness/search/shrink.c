@@ -39,8 +39,10 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "cli/opt.h"
 #include "faults/fault.h"
 #include "run/runner.h"
+#include "run/tmpdir.h"
 
 
 /* Writes sc into a malloc'd string. */
@@ -389,7 +391,7 @@ static int shrink_open(struct shrinker *s, const char *text, size_t len, const c
         s->cur = NULL;
         return CKH_EINVAL;
     }
-    snprintf(s->cache, sizeof s->cache, "/tmp/ckh-shrink-XXXXXX");
+    snprintf(s->cache, sizeof s->cache, "%s/ckh-shrink-XXXXXX", ckh_tmp_base()); /* $TMPDIR */
     if (!mkdtemp(s->cache))
         s->cache[0] = '\0';
     return 0;
@@ -554,7 +556,13 @@ int ckh_shrink_main(int argc, char **argv)
         if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) && i + 1 < argc) {
             outp = argv[++i];
         } else if (strcmp(argv[i], "--max-runs") == 0 && i + 1 < argc) {
-            max_runs = (size_t)strtoull(argv[++i], NULL, 10);
+            char msg[200];
+            uint64_t v = 0;
+            if (ckh_opt_u64("max-runs", argv[++i], 0, SIZE_MAX, &v, msg, sizeof msg) != 0) {
+                fprintf(stderr, "ckh shrink: %s\n", msg);
+                return 2;
+            }
+            max_runs = (size_t)v;
         } else if (strcmp(argv[i], "--help") == 0) {
             printf("usage: ckh shrink FILE [-o OUT] [--max-runs N]\n"
                    "Shrinks a failing scenario to a small one failing the same oracle;\n"
