@@ -1,4 +1,5 @@
-/* die-in-collective: the matched rank dies inside a collective (allreduce unless the trigger names another op). */
+/* die-in-collective: the matched rank dies inside a collective (allreduce
+ * unless the trigger names another op). */
 #include "ckh/op.h"
 #include "faults/fault.h"
 

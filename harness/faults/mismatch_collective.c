@@ -1,4 +1,6 @@
-/* mismatch-collective: the matched rank issues a different collective than its peers (allreduce unless the trigger names another op); it fails the collectives of a save. */
+/* mismatch-collective: the matched rank issues a different collective than
+ * its peers (allreduce unless the trigger names another op); it fails the
+ * collectives of a save. */
 #include "ckh/op.h"
 #include "faults/fault.h"
 

@@ -1,13 +1,14 @@
 /* The runner: reference run, faulted run with restarts, oracles, verdict.
  *
  * Map:
- *   1. simulation set-up   ckh__run_build_sim(): disks (shared or one per node),
- *                          nodes from the workload adapter, the checkpoint
- *                          directory created and synced before the job;
- *   2. fault script        ckh__run_arm_faults(): scenario faults for run N become
- *                          simulator fault rules; at-rest faults without a
- *                          trigger change the disks before the run, with a
- *                          trigger they run as CALL actions;
+ *   1. simulation set-up   ckh__run_build_sim(): disks (shared or one per
+ *                          node), nodes from the workload adapter, the
+ *                          checkpoint directory created and synced first;
+ *   2. fault script        arm.c: scenario faults for run N become simulator
+ *                          fault rules (each fault's descriptor in
+ *                          harness/faults/ says how); at-rest faults without
+ *                          a trigger change the disks before the run, with
+ *                          a trigger they run as CALL actions;
  *   3. runs                ckh__run_execute(): run, record how each node ended,
  *                          look at the disks after a crash, restart the
  *                          nodes that did not finish, until the job

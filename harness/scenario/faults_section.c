@@ -2,6 +2,7 @@
  * (`on:`), and its action (`do:` plus the action's keys, which the fault's
  * descriptor in harness/faults/<name>.c reads). docs/SCENARIOS.md,
  * "faults". */
+#include <stdio.h>
 #include <string.h>
 
 #include "ckh/err.h"

@@ -92,31 +92,57 @@ static int parse_disk(struct ckh__scn_reader *p, const yaml_node_t *n, size_t id
     return 0;
 }
 
+/* Disk i of the list that repeats an earlier disk's name or mount among
+ * the first n (the earliest such disk; a name before a mount), or n. */
+static size_t repeated_disk(struct ckh__scn_reader *p, const struct ckh_scn_disk *d, size_t n,
+                            bool *by_mount)
+{
+    const char **names = ckh_malloc(p->s->alloc, (n ? 2 * n : 1) * sizeof *names);
+    size_t first = 0, dn, dm;
+    if (!names)
+        return SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        names[i] = d[i].name;
+        names[n + i] = d[i].mount;
+    }
+    dn = ckh__scn_first_repeat(p->s->alloc, names, n, &first);
+    dm = ckh__scn_first_repeat(p->s->alloc, names + n, n, &first);
+    ckh_free(p->s->alloc, names);
+    if (dn == SIZE_MAX || dm == SIZE_MAX)
+        return SIZE_MAX;
+    *by_mount = dm < dn;
+    return dm < dn ? dm : dn;
+}
+
+/* The list of disks: names and mount points distinct (the first problem in
+ * file order is reported). */
 static int parse_disks(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
 {
     if (n->type != YAML_SEQUENCE_NODE ||
         n->data.sequence.items.top == n->data.sequence.items.start)
         return ckh__scn_fail(p, n, CKH_EINVAL, "'job.disks' expects a non-empty list of disks, got " CKH__GOT_FMT,
-                    CKH__GOT_ARGS(n));
-    size_t cnt = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+                             CKH__GOT_ARGS(n));
+    size_t cnt = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start), ok = 0;
     job->disks = ckh__scn_alloc(p->s, cnt * sizeof(*job->disks));
     if (!job->disks)
         return CKH_ENOMEM;
-    for (size_t i = 0; i < cnt; i++) {
-        yaml_node_t *e = ckh__scn_node(p, n->data.sequence.items.start[i]);
-        int rc = parse_disk(p, e, i, &job->disks[i]);
-        if (rc)
-            return rc;
-        for (size_t j = 0; j < i; j++) {
-            if (!strcmp(job->disks[j].name, job->disks[i].name))
-                return ckh__scn_fail(p, e, CKH_EINVAL, "two disks are named '%s'", job->disks[i].name);
-            if (!strcmp(job->disks[j].mount, job->disks[i].mount))
-                return ckh__scn_fail(p, e, CKH_EINVAL, "two disks are mounted at '%s'",
-                            job->disks[i].mount);
-        }
-        job->ndisks = i + 1;
+    int rc = 0;
+    for (; ok < cnt; ok++)
+        if ((rc = parse_disk(p, ckh__scn_node(p, n->data.sequence.items.start[ok]), ok, &job->disks[ok])))
+            break;
+    if (rc == CKH_ENOMEM)
+        return rc;
+    bool by_mount = false;
+    size_t dup = repeated_disk(p, job->disks, ok, &by_mount);
+    if (dup == SIZE_MAX)
+        return CKH_ENOMEM;
+    if (dup < ok) {
+        yaml_node_t *e = ckh__scn_node(p, n->data.sequence.items.start[dup]);
+        return by_mount ? ckh__scn_fail(p, e, CKH_EINVAL, "two disks are mounted at '%s'", job->disks[dup].mount)
+                        : ckh__scn_fail(p, e, CKH_EINVAL, "two disks are named '%s'", job->disks[dup].name);
     }
-    return 0;
+    job->ndisks = ok;
+    return rc;
 }
 
 /* Whether path lies under the mount point m. */
@@ -194,10 +220,11 @@ static int parse_job_disks(struct ckh__scn_reader *p, const yaml_node_t *n, stru
     bool mounted = false;
     for (size_t d = 0; d < job->ndisks; d++)
         mounted |= under_mount(job->checkpoint_dir, job->disks[d].mount);
+    yaml_node_t *dir = ckh__scn_get(p, n, "checkpoint_dir");
     if (!mounted)
-        return ckh__scn_fail(p, ckh__scn_get(p, n, "checkpoint_dir") ? ckh__scn_get(p, n, "checkpoint_dir") : n, CKH_EINVAL,
-                    "'job.checkpoint_dir' %s is not under any disk's mount point",
-                    job->checkpoint_dir);
+        return ckh__scn_fail(p, dir ? dir : n, CKH_EINVAL,
+                             "'job.checkpoint_dir' %s is not under any disk's mount point",
+                             job->checkpoint_dir);
     return 0;
 }
 

@@ -260,11 +260,7 @@ yaml_node_t *ckh__scn_node(struct ckh__scn_reader *p, int id)
     return yaml_document_get_node(&p->doc, id);
 }
 
-/* The first position i whose text repeats an earlier position's (NULL
- * texts skipped), with that earlier position in *first; n when the texts
- * are distinct, SIZE_MAX when out of memory. Sorting (text, position)
- * keeps it O(n log n), so a map of 200k keys checks in a moment. */
-static size_t first_repeat(struct ckh_alloc *alloc, const char *const *v, size_t n, size_t *first)
+size_t ckh__scn_first_repeat(struct ckh_alloc *alloc, const char *const *v, size_t n, size_t *first)
 {
     size_t best = n;
     if (n <= 16) { /* small maps and lists: pairwise, no allocation */
@@ -316,7 +312,7 @@ int ckh__scn_check_map(struct ckh__scn_reader *p, const yaml_node_t *n, const ch
         yaml_node_t *k = ckh__scn_node(p, pairs[i].key);
         texts[i] = ckh__scn_is_scalar(k) ? ckh__scn_text(k) : NULL;
     }
-    size_t dup = first_repeat(p->s->alloc, texts, cnt, &first);
+    size_t dup = ckh__scn_first_repeat(p->s->alloc, texts, cnt, &first);
     ckh_free(p->s->alloc, texts);
     if (dup == SIZE_MAX)
         return CKH_ENOMEM;
@@ -389,7 +385,7 @@ int ckh__scn_get_name_list(struct ckh__scn_reader *p, const yaml_node_t *n, cons
             break;
     if (rc == CKH_ENOMEM)
         return rc;
-    size_t dup = first_repeat(p->s->alloc, v, ok, &first);
+    size_t dup = ckh__scn_first_repeat(p->s->alloc, v, ok, &first);
     if (dup == SIZE_MAX)
         return CKH_ENOMEM;
     if (dup < ok)

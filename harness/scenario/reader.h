@@ -80,6 +80,12 @@ int ckh__scn_check_map(struct ckh__scn_reader *p, const yaml_node_t *n, const ch
                        const char *const *keys, size_t nkeys,
                        const char *(*advice)(const char *key, void *ctx), void *ctx);
 
+/* The first position i whose text repeats an earlier position's (NULL
+ * texts skipped), with that earlier position in *first; n when the texts
+ * are distinct, SIZE_MAX when out of memory (alloc: for scratch space).
+ * Sorting (text, position) keeps it O(n log n). */
+size_t ckh__scn_first_repeat(struct ckh_alloc *alloc, const char *const *v, size_t n, size_t *first);
+
 /* The value of key in mapping n, or NULL. */
 yaml_node_t *ckh__scn_get(struct ckh__scn_reader *p, const yaml_node_t *n, const char *key);
 

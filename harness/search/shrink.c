@@ -25,7 +25,8 @@
  * Every candidate runs with a private reference-run cache, so candidates
  * that change only faults cost one faulted run each.
  *
- * Map: writer · candidate runs · concrete schedule · passes · commands.
+ * Map: candidate runs · concrete schedule · passes · commands (the writer
+ * is harness/scenario/writer.c).
  */
 #include "search/shrink.h"
 
@@ -369,6 +370,70 @@ static void cache_remove(const char *dir)
     rmdir(dir);
 }
 
+/* Parses the input into s (private cache folder made); refuses a scenario
+ * that expects a planted defect to be detected. */
+static int shrink_open(struct shrinker *s, const char *text, size_t len, const char *name, char *msg,
+                       size_t msglen)
+{
+    struct ckh_scn_error err;
+    ckh_fuzz_scn_options(&s->so);
+    if (ckh_scenario_parse_string(text, len, name, &s->so, &s->cur, &err) != 0) {
+        ckh_scn_error_format(&err, msg, msglen);
+        return CKH_EINVAL;
+    }
+    if (s->cur->expect.ndetect) {
+        /* Such a scenario fails when its planted defect goes undetected;
+         * shrinking that would only remove what could detect it. */
+        snprintf(msg, msglen, "%s expects a planted defect to be detected (expect.detect): remove "
+                              "expect.detect to shrink the failure the defect causes",
+                 name ? name : "the scenario");
+        ckh_scenario_free(s->cur);
+        s->cur = NULL;
+        return CKH_EINVAL;
+    }
+    snprintf(s->cache, sizeof s->cache, "%s/ckh-shrink-XXXXXX", ckh_tmp_base()); /* $TMPDIR */
+    if (!mkdtemp(s->cache))
+        s->cache[0] = '\0';
+    return 0;
+}
+
+/* Step 1: the input must fail; *fired gets what fired. */
+static int input_fails(struct shrinker *s, struct fired_ctx *fired, const char *name, char *msg,
+                       size_t msglen)
+{
+    int rc = still_fails(s, s->cur, fired);
+    if (rc <= 0 && !s->oracle[0]) {
+        /* A determinism failure shows only with the check on. */
+        s->determinism = true;
+        free(fired->v);
+        memset(fired, 0, sizeof *fired);
+        rc = still_fails(s, s->cur, fired);
+    }
+    if (rc <= 0) {
+        snprintf(msg, msglen, "%s does not fail: nothing to shrink", name ? name : "the scenario");
+        return CKH_EINVAL;
+    }
+    s->determinism = strcmp(s->oracle, "determinism") == 0;
+    return 0;
+}
+
+/* Step 2: the concrete schedule, kept when it still fails. */
+static int make_concrete(struct shrinker *s, const struct fired_ctx *fired, struct ckh_shrink_stats *st)
+{
+    struct ckh_scn_fault *cf = NULL;
+    size_t ncf = 0;
+    int rc = concrete_faults(s->cur, fired->v, fired->n, &cf, &ncf);
+    if (rc != 0)
+        return rc;
+    struct ckh_scenario c = with_faults(s->cur, cf, ncf);
+    rc = try_candidate(s, &c);
+    free(cf);
+    if (rc < 0)
+        return rc;
+    st->concrete = rc == 1;
+    return 0;
+}
+
 int ckh_shrink_text(const char *text, size_t len, const char *name,
                     const struct ckh_shrink_config *cfg, char **out, struct ckh_shrink_stats *st,
                     char *msg, size_t msglen)
@@ -376,7 +441,9 @@ int ckh_shrink_text(const char *text, size_t len, const char *name,
     struct ckh_shrink_config dflt = {0};
     struct shrinker s;
     struct ckh_shrink_stats local;
+    struct fired_ctx fired = {0};
     char dummy[8];
+    int rc;
     if (!msg) {
         msg = dummy;
         msglen = sizeof dummy;
@@ -391,62 +458,14 @@ int ckh_shrink_text(const char *text, size_t len, const char *name,
     memset(&s, 0, sizeof s);
     s.cfg = cfg ? cfg : &dflt;
     s.max_runs = s.cfg->max_runs ? s.cfg->max_runs : 400;
-    ckh_fuzz_scn_options(&s.so);
-    struct ckh_scn_error err;
-    int rc = ckh_scenario_parse_string(text, len, name, &s.so, &s.cur, &err);
-    if (rc) {
-        ckh_scn_error_format(&err, msg, msglen);
-        return CKH_EINVAL;
-    }
-    snprintf(s.cache, sizeof s.cache, "%s/ckh-shrink-XXXXXX", ckh_tmp_base()); /* $TMPDIR */
-    if (!mkdtemp(s.cache))
-        s.cache[0] = '\0';
+    if ((rc = shrink_open(&s, text, len, name, msg, msglen)) != 0)
+        return rc;
     st->faults_before = s.cur->nfaults;
     st->nodes_before = s.cur->job.nodes;
-    if (s.cur->expect.ndetect) {
-        /* Such a scenario fails when its planted defect goes undetected;
-         * shrinking that would only remove what could detect it. */
-        snprintf(msg, msglen, "%s expects a planted defect to be detected (expect.detect): remove "
-                              "expect.detect to shrink the failure the defect causes",
-                 name ? name : "the scenario");
-        ckh_scenario_free(s.cur);
-        s.cur = NULL;
-        if (s.cache[0])
-            rmdir(s.cache);
-        return CKH_EINVAL;
-    }
-
-    /* 1. The input must fail; with the trace, what fired. */
-    struct fired_ctx fired = {0};
-    rc = still_fails(&s, s.cur, &fired);
-    if (rc <= 0 && !s.oracle[0]) {
-        /* A determinism failure shows only with the check on. */
-        s.determinism = true;
-        free(fired.v);
-        memset(&fired, 0, sizeof fired);
-        rc = still_fails(&s, s.cur, &fired);
-    }
-    if (rc <= 0) {
-        snprintf(msg, msglen, "%s does not fail: nothing to shrink", name ? name : "the scenario");
-        rc = CKH_EINVAL;
+    if ((rc = input_fails(&s, &fired, name, msg, msglen)) != 0)
         goto out;
-    }
-    s.determinism = strcmp(s.oracle, "determinism") == 0;
-
-    /* 2. The concrete schedule. */
-    if (fired.rc == 0) {
-        struct ckh_scn_fault *cf = NULL;
-        size_t ncf = 0;
-        if ((rc = concrete_faults(s.cur, fired.v, fired.n, &cf, &ncf)) != 0)
-            goto out;
-        struct ckh_scenario c = with_faults(s.cur, cf, ncf);
-        rc = try_candidate(&s, &c);
-        free(cf);
-        if (rc < 0)
-            goto out;
-        st->concrete = rc == 1;
-    }
-
+    if (fired.rc == 0 && (rc = make_concrete(&s, &fired, st)) != 0)
+        goto out;
     /* 3. Passes until nothing changes. */
     for (bool changed = true; changed && s.runs < s.max_runs;) {
         changed = false;
@@ -454,16 +473,13 @@ int ckh_shrink_text(const char *text, size_t len, const char *name,
             (rc = pass_job(&s, &changed)) < 0)
             goto out;
     }
-
     /* 4. The result, saying what it reproduces. */
-    {
-        char desc[256];
-        snprintf(desc, sizeof desc, "shrunk from %s in %zu runs; fails oracle %s",
-                 name ? name : "a failing scenario", s.runs, s.oracle);
-        struct ckh_scenario c = *s.cur;
-        c.description = desc;
-        rc = write_text(&c, out);
-    }
+    char desc[256];
+    snprintf(desc, sizeof desc, "shrunk from %s in %zu runs; fails oracle %s",
+             name ? name : "a failing scenario", s.runs, s.oracle);
+    struct ckh_scenario c = *s.cur;
+    c.description = desc;
+    rc = write_text(&c, out);
     st->runs = s.runs;
     st->faults_after = s.cur->nfaults;
     st->nodes_after = s.cur->job.nodes;

@@ -7,7 +7,8 @@
  * failing the same oracle: faults dropped (halves, then quarters, ..., then
  * one by one), faults moved earlier (smaller nth, earlier run), fewer
  * nodes, fewer epochs and steps, fewer restarts. The algorithm and its
- * budget are specified at the top of harness/shrink.c.
+ * budget are specified at the top of harness/search/shrink.c; the scenario
+ * writer is scenario/writer.c.
  *
  * Ownership: text results are malloc'd (free()); the scenario writer only
  * reads its argument.
