@@ -29,6 +29,10 @@
 
 enum { J_ECHO, J_EXIT7, J_SIGNAL, J_SLEEP, J_EAT, J_BIG };
 
+/* J_EAT stores each block here: an allocation nothing reads is dropped by
+ * clang's optimizer, and the job would never reach the memory limit. */
+static char *volatile eat_sink;
+
 struct rec {
     int kind;                           /* what every job does */
     struct ckh_pool_result r[16];       /* results by index */
@@ -76,6 +80,7 @@ static int job(void *ctx, uint64_t i, int fd)
             if (!p)
                 return 1;
             memset(p, 1, 8u << 20);
+            eat_sink = p;
         }
     case J_BIG: {
         static char buf[1 << 20];
