@@ -357,14 +357,33 @@ END_TEST
 
 /* ---- signals and temporary folders ---- */
 
-/* Waits until a folder of ckh appears under dir. */
-static void wait_for_folder(const char *dir, pid_t pid)
+/* Whether dir holds a folder "ckh-<pid>-*" with its owner marker written. */
+static bool marked_folder(const char *dir, pid_t pid)
 {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "ckh-%ld-", (long)pid);
-    for (int i = 0; i < 6000 && count_entries(dir, prefix) == 0; i++)
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    bool found = false;
+    struct dirent *de;
+    while (!found && (de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char marker[700];
+        struct stat st;
+        snprintf(marker, sizeof marker, "%s/%s/.ckh-owner", dir, de->d_name);
+        found = stat(marker, &st) == 0 && st.st_size > 0;
+    }
+    closedir(d);
+    return found;
+}
+
+/* Waits until ckh's folder under dir is made and marked. */
+static void wait_for_folder(const char *dir, pid_t pid)
+{
+    for (int i = 0; i < 6000 && !marked_folder(dir, pid); i++)
         pause_ms(10);
-    ck_assert_int_eq(count_entries(dir, prefix), 1);
+    ck_assert(marked_folder(dir, pid));
 }
 
 START_TEST(test_run_interrupted_cleans_up)
