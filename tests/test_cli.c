@@ -308,7 +308,7 @@ START_TEST(test_fifo_size_and_folders)
     snprintf(cmd, sizeof cmd, "cp %s %s/", good, dir);
     ck_assert_int_eq(system(cmd), 0);
     ck_assert_int_eq(ckh((const char *[]){"list", "scenarios", dir, NULL}, NULL, &out), 2);
-    HAS(out, "locked: cannot read this folder");
+    HAS(out, "locked: cannot list scenarios: Permission denied");
     HAS(out, "uninterrupted");
     free(out);
     chmod(sub, 0700);
