@@ -160,8 +160,8 @@ size_t ckh__report_utf8_next(const unsigned char *s, uint32_t *cp);
 /* Formats a virtual duration for people: "0s", "340us", "12.5ms", "1.234s". */
 void ckh__report_fmt_ns(uint64_t ns, char *buf, size_t size);
 
-/* ==== HTML report and run timelines (reports/html.c) ====================
- * Everything from here to the end of the file belongs to reports/html.c.
+/* ==== HTML report (reports/html.c) and run timelines (reports/timeline.c) ====
+ * Everything from here to the end of the file belongs to those two files.
  *
  * A timeline is what the HTML report draws for one scenario: for every run
  * of the faulted job, one row per node with its phases (epochs, steps,

@@ -44,12 +44,23 @@
  *
  * Trace lines: barrier/allgather off=0; broadcast off=root; send/recv
  * off=peer, arg=tag; allreduce arg = dtype * 16 + op; len = bytes.
+ *
+ * Invariants (CKH_ASSERT): a node's generation is never ahead of the
+ * group's; a collective completes only with W arrivals, each from the
+ * running node that holds that rank, a member of the slot's generation
+ * that is waiting at that very #seq (no op completes out of generation);
+ * a send/recv pair matches within one generation. CKH_ASSERT_SLOW walks
+ * every open slot before a rank waits: its present count is the number
+ * of arrivals present, and each present arrival is a running member of
+ * the slot's generation with that rank.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
+#include "ckh/sim_testing.h"
 #include "sim_core.h"
 #include "sim_internal.h"
 
@@ -117,6 +128,47 @@ void ckh__coll_node_start(struct ckh_sim *sim, struct ckh__node *n)
     }
     n->coll_gen = cs->gen;
     memset(&n->p2p, 0, sizeof n->p2p);
+}
+
+#ifdef CKH_SLOW_ASSERTS
+/* Slow check: every open slot's arrivals are consistent (see the top). */
+static bool slots_consistent(const struct ckh_sim *sim)
+{
+    const struct ckh__coll_state *cs = &sim->coll;
+    for (size_t i = 0; i < cs->nslots; i++) {
+        const struct ckh__slot *s = &cs->slots[i];
+        int present = 0;
+        if (s->gen > cs->gen)
+            return false;
+        for (int r = 0; r < cs->world; r++) {
+            const struct ckh__arrival *a = &s->arr[r];
+            if (!a->present)
+                continue;
+            present++;
+            const struct ckh__node *m = ckh__sim_node(sim, a->node);
+            if (m == NULL || m->state != CKH_NODE_RUNNING || m->coll_gen != s->gen ||
+                m->rank != r)
+                return false;
+        }
+        if (present != s->present)
+            return false;
+    }
+    return true;
+}
+#endif
+
+/* The members of slot s, about to complete it: every rank has arrived,
+ * and each arrival is the running holder of its rank, waiting at this
+ * #seq of this generation. */
+static void assert_completes_in_generation(const struct ckh_sim *sim, const struct ckh__slot *s)
+{
+    const struct ckh__coll_state *cs = &sim->coll;
+    CKH_ASSERT(s->present == cs->world && s->gen <= cs->gen);
+    for (int r = 0; r < cs->world; r++) {
+        const struct ckh__node *m = sim->nodes[s->arr[r].node];
+        CKH_ASSERT(s->arr[r].present && m->rank == r && m->state == CKH_NODE_RUNNING);
+        CKH_ASSERT(m->coll_gen == s->gen && m->coll_seq == s->seq);
+    }
 }
 
 static bool slot_all_seen(const struct ckh__coll_state *cs, const struct ckh__slot *s)
@@ -361,6 +413,7 @@ static int coll_arrive(struct ckh_sim *sim, struct ckh__node *n, const struct ck
     struct ckh__coll_state *cs = &sim->coll;
     uint64_t gen = n->coll_gen;
     uint64_t seq = ++n->coll_seq;
+    CKH_ASSERT(gen <= cs->gen);
     struct ckh__slot *s = slot_get(cs, gen, seq);
     if (s == NULL)
         return CKH_ENOMEM;
@@ -375,6 +428,7 @@ static int coll_arrive(struct ckh_sim *sim, struct ckh__node *n, const struct ck
     s->arr[n->rank].node = n->id;
     s->present++;
     if (s->present == cs->world && !s->mismatch) {
+        assert_completes_in_generation(sim, s);
         int rc = slot_complete(cs, s);
         for (int r = 0; r < cs->world; r++) {
             struct ckh__node *m = sim->nodes[s->arr[r].node];
@@ -386,6 +440,7 @@ static int coll_arrive(struct ckh_sim *sim, struct ckh__node *n, const struct ck
         slot_remove(cs, (size_t)(s - cs->slots));
         return rc;
     }
+    CKH_ASSERT_SLOW(slots_consistent(sim));
     describe(n, a);
     uint64_t deadline = timeout_ns != 0 ? add_sat(sim->now_ns, timeout_ns) : UINT64_MAX;
     int rc = ckh__sim_block(sim, n->pending_buf, deadline);
@@ -506,6 +561,7 @@ static int p2p_call(struct ckh__node *n, bool is_send, const void *sbuf, void *r
     struct ckh__p2p *pp = &pn->p2p;
     if (pn->state == CKH_NODE_RUNNING && pp->active && pp->gen == n->coll_gen &&
         pp->is_send != is_send && pp->peer == n->rank && pp->tag == tag) {
+        CKH_ASSERT(pn->coll_gen == n->coll_gen && n->coll_gen <= cs->gen);
         if (pp->size_bytes != size) {
             rc = CKH_EMISMATCH;
         } else {
@@ -563,3 +619,12 @@ const struct ckh_coll_ops ckh__coll_ops = {
     .send = coll_send,
     .recv = coll_recv,
 };
+
+/* ---- test-only entries (include/ckh/sim_testing.h) ---- */
+
+void ckh__sim_test_set_coll_gen(struct ckh_sim *sim, int id, uint64_t gen)
+{
+    struct ckh__node *n = ckh__sim_node(sim, id);
+    if (n != NULL)
+        n->coll_gen = gen;
+}

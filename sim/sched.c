@@ -16,6 +16,17 @@
  * path); the choice is exactly the one the heap would make, so the trace
  * does not depend on the fast path. Nodes switch directly to one another;
  * the host (the caller of ckh_sim_run) is resumed only when the run ends.
+ * A schedule hook (ckh_sim_set_sched_hook) replaces the heap's choice at
+ * every scheduling point: the fast path is then off, the chosen node is
+ * taken out of the heap wherever it sits, and now becomes its wake time
+ * when later. ckh_sim_yield is a scheduling point without an op (wake
+ * time now, nothing traced).
+ *
+ * Invariants (CKH_ASSERT): after every push, removal or replacement the
+ * entry that moved is in order with its parent and children and knows its
+ * position, and the first entry is due no later than its children when it
+ * is taken; CKH_ASSERT_SLOW checks the order of the whole heap after each
+ * change.
  *
  * Blocking. ckh__sim_block takes the node out of the heap (or leaves it
  * there keyed by its deadline); ckh__sim_wake puts it back at now.
@@ -81,7 +92,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
+#include "ckh/sim_testing.h"
 #include "ckh/simfs.h"
 #include "sim_core.h"
 #include "sim_internal.h"
@@ -95,14 +108,13 @@ static const char *const fault_names[] = {
 
 enum stop_how { HOW_EXIT, HOW_KILL, HOW_CRASH, HOW_POWER };
 
+/* The handle's side of ckh_verrf: the message goes to sim->errmsg. */
 int ckh__sim_err(struct ckh_sim *sim, int code, const char *fmt, ...)
 {
-    if (sim != NULL) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(sim->errmsg, sizeof sim->errmsg, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    ckh_verrf(sim != NULL ? sim->errmsg : NULL, sim != NULL ? sizeof sim->errmsg : 0, code, fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -165,11 +177,42 @@ static void heap_down(struct ckh_sim *sim, size_t i)
     heap_set(sim, i, n);
 }
 
+/* Cheap check: the entry at i is in order with its parent and children
+ * and knows its position. */
+static bool heap_ok_at(const struct ckh_sim *sim, size_t i)
+{
+    const struct ckh__node *n = sim->heap[i];
+    size_t c = 2 * i + 1;
+    return n->heap_pos == i && (i == 0 || !node_before(n, sim->heap[(i - 1) / 2])) &&
+           (c >= sim->heap_len || !node_before(sim->heap[c], n)) &&
+           (c + 1 >= sim->heap_len || !node_before(sim->heap[c + 1], n));
+}
+
+/* Cheapest check, for the hot path: the entry at i is not due before its
+ * parent (what a sift down must leave behind). */
+static bool heap_parent_ok(const struct ckh_sim *sim, size_t i)
+{
+    return i == 0 || !node_before(sim->heap[i], sim->heap[(i - 1) / 2]);
+}
+
+#ifdef CKH_SLOW_ASSERTS
+/* Slow check: heap order and positions everywhere. */
+static bool heap_ok(const struct ckh_sim *sim)
+{
+    for (size_t i = 0; i < sim->heap_len; i++)
+        if (!heap_ok_at(sim, i))
+            return false;
+    return true;
+}
+#endif
+
 static void heap_push(struct ckh_sim *sim, struct ckh__node *n)
 {
     size_t i = sim->heap_len++;
     heap_set(sim, i, n);
     heap_up(sim, i);
+    CKH_ASSERT(heap_ok_at(sim, n->heap_pos));
+    CKH_ASSERT_SLOW(heap_ok(sim));
 }
 
 static void heap_remove(struct ckh_sim *sim, struct ckh__node *n)
@@ -177,13 +220,17 @@ static void heap_remove(struct ckh_sim *sim, struct ckh__node *n)
     size_t i = n->heap_pos;
     if (i == SIZE_MAX)
         return;
+    CKH_ASSERT(i < sim->heap_len && sim->heap[i] == n);
     n->heap_pos = SIZE_MAX;
     size_t last = --sim->heap_len;
-    if (i == last)
-        return;
-    heap_set(sim, i, sim->heap[last]);
-    heap_up(sim, i);
-    heap_down(sim, sim->heap[i]->heap_pos);
+    if (i != last) {
+        struct ckh__node *moved = sim->heap[last];
+        heap_set(sim, i, moved);
+        heap_up(sim, i);
+        heap_down(sim, moved->heap_pos);
+        CKH_ASSERT(heap_ok_at(sim, moved->heap_pos));
+    }
+    CKH_ASSERT_SLOW(heap_ok(sim));
 }
 
 /* ---- switching ---- */
@@ -206,6 +253,20 @@ static bool any_blocked(const struct ckh_sim *sim)
     return false;
 }
 
+/* The runnable node the schedule hook chooses (the heap's first when the
+ * hook declines or names a node that is not runnable). */
+static struct ckh__node *hook_choice(struct ckh_sim *sim)
+{
+    size_t n = 0;
+    for (int i = 0; i < sim->nnodes; i++)
+        if (sim->nodes[i]->heap_pos != SIZE_MAX)
+            sim->sched_ids[n++] = i;
+    CKH_ASSERT(n == sim->heap_len);
+    int id = sim->sched_hook(sim->sched_ctx, sim->sched_ids, n);
+    struct ckh__node *chosen = ckh__sim_node(sim, id);
+    return chosen != NULL && chosen->heap_pos != SIZE_MAX ? chosen : sim->heap[0];
+}
+
 /* Pops the node to run next and sets now, or returns NULL when the run
  * ends (outcome set). */
 static struct ckh__node *sched_pick(struct ckh_sim *sim)
@@ -217,7 +278,8 @@ static struct ckh__node *sched_pick(struct ckh_sim *sim)
         sim->outcome = any_blocked(sim) ? CKH_SIM_DEADLOCK : CKH_SIM_DONE;
         return NULL;
     }
-    struct ckh__node *n = sim->heap[0];
+    CKH_ASSERT(heap_ok_at(sim, 0)); /* the first is due no later than its children */
+    struct ckh__node *n = sim->sched_hook != NULL ? hook_choice(sim) : sim->heap[0];
     if (n->wake_ns > sim->time_limit_ns) {
         sim->stopping = true;
         sim->outcome = CKH_SIM_TIME_LIMIT;
@@ -248,7 +310,7 @@ static void sched_switch(struct ckh_sim *sim, struct ckh__node *from, struct ckh
 static void sched_yield(struct ckh_sim *sim, struct ckh__node *cur)
 {
     cur->tie = ckh_rng_next(&sim->sched_rng);
-    if (!sim->stopping && cur->wake_ns <= sim->time_limit_ns) {
+    if (!sim->stopping && sim->sched_hook == NULL && cur->wake_ns <= sim->time_limit_ns) {
         if (sim->heap_len == 0 || node_before(cur, sim->heap[0])) {
             if (cur->wake_ns > sim->now_ns)
                 sim->now_ns = cur->wake_ns; /* fast path: cur stays the first */
@@ -259,6 +321,8 @@ static void sched_yield(struct ckh_sim *sim, struct ckh__node *cur)
             next->heap_pos = SIZE_MAX;
             heap_set(sim, 0, cur);
             heap_down(sim, 0);
+            CKH_ASSERT(heap_parent_ok(sim, cur->heap_pos));
+            CKH_ASSERT_SLOW(heap_ok(sim));
             if (next->wake_ns > sim->now_ns)
                 sim->now_ns = next->wake_ns;
             sched_switch(sim, cur, next, false);
@@ -702,6 +766,7 @@ void ckh__sim_wake(struct ckh_sim *sim, int node)
     if (n->heap_pos != SIZE_MAX) {
         heap_up(sim, n->heap_pos);
         heap_down(sim, n->heap_pos);
+        CKH_ASSERT(heap_ok_at(sim, n->heap_pos));
     } else {
         heap_push(sim, n);
     }
@@ -759,6 +824,7 @@ void ckh_sim_destroy(struct ckh_sim *sim)
     }
     free(sim->nodes);
     free(sim->heap);
+    free(sim->sched_ids);
     for (size_t i = 0; i < sim->ndisks; i++)
         ckh_simfs_destroy(sim->disks[i]);
     free(sim->disks);
@@ -844,6 +910,10 @@ int ckh_sim_add_node(struct ckh_sim *sim, const struct ckh_node_config *cfg, int
         if (heap == NULL)
             return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
         sim->heap = heap;
+        int *ids = realloc(sim->sched_ids, (size_t)cap * sizeof *ids);
+        if (ids == NULL)
+            return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
+        sim->sched_ids = ids;
         sim->cap_nodes = cap;
     }
     struct ckh__node *n = calloc(1, sizeof *n);
@@ -967,11 +1037,16 @@ int ckh_sim_add_fault(struct ckh_sim *sim, const struct ckh_fault_rule *rule)
         return ckh__sim_err(sim, CKH_EINVAL, "fault rule: probability must be in [0, 1]");
     if (!(rule->keep_fraction >= 0 && rule->keep_fraction <= 1))
         return ckh__sim_err(sim, CKH_EINVAL, "fault rule: keep_fraction must be in [0, 1]");
-    struct ckh__fault *faults = realloc(sim->faults, (sim->nfaults + 1) * sizeof *faults);
-    if (faults == NULL)
-        return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_fault: out of memory");
-    sim->faults = faults;
-    struct ckh__fault *f = &faults[sim->nfaults];
+    /* The array holds the next power of two of nfaults: it doubles when
+     * nfaults is one, so adding n rules copies O(n), not O(n^2). */
+    if ((sim->nfaults & (sim->nfaults - 1)) == 0) {
+        size_t cap = sim->nfaults ? sim->nfaults * 2 : 1;
+        struct ckh__fault *faults = realloc(sim->faults, cap * sizeof *faults);
+        if (faults == NULL)
+            return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_fault: out of memory");
+        sim->faults = faults;
+    }
+    struct ckh__fault *f = &sim->faults[sim->nfaults];
     memset(f, 0, sizeof *f);
     f->rule = *rule;
     if (rule->path_glob != NULL && (f->path_glob = strdup(rule->path_glob)) == NULL)
@@ -1014,6 +1089,24 @@ void ckh_sim_set_fault_hook(struct ckh_sim *sim, ckh_fault_hook hook, void *ctx)
         return;
     sim->hook = hook;
     sim->hook_ctx = ctx;
+}
+
+void ckh_sim_set_sched_hook(struct ckh_sim *sim, ckh_sched_hook hook, void *ctx)
+{
+    if (sim == NULL)
+        return;
+    sim->sched_hook = hook;
+    sim->sched_ctx = hook != NULL ? ctx : NULL;
+}
+
+int ckh_sim_yield(struct ckh_sim *sim)
+{
+    if (sim == NULL || sim->cur == NULL)
+        return CKH_ESTATE;
+    struct ckh__node *cur = sim->cur;
+    cur->wake_ns = sim->now_ns;
+    sched_yield(sim, cur);
+    return 0;
 }
 
 static void build_report(struct ckh_sim *sim, char *buf, size_t size)
@@ -1154,4 +1247,12 @@ uint64_t ckh_sim_now_ns(const struct ckh_sim *sim)
 uint64_t ckh_sim_seed(const struct ckh_sim *sim)
 {
     return sim != NULL ? sim->cfg.seed : 0;
+}
+
+/* ---- test-only entries (include/ckh/sim_testing.h) ---- */
+
+void ckh__sim_test_break_heap(struct ckh_sim *sim)
+{
+    if (sim != NULL && sim->heap_len >= 2)
+        sim->heap[0]->wake_ns = sim->heap[1]->wake_ns + 1;
 }

@@ -189,6 +189,9 @@ struct ckh_sim {
     int crash_keep;                  /* CKH_CRASH_KEEP_* of the crash being carried out */
     ckh_fault_hook hook;             /* hook */
     void *hook_ctx;                  /* its context */
+    ckh_sched_hook sched_hook;       /* explicit schedule (NULL: the seeded heap decides) */
+    void *sched_ctx;                 /* its context (borrowed) */
+    int *sched_ids;                  /* runnable ids handed to sched_hook (cap_nodes) */
 
     struct ckh__coro host;           /* the context that called ckh_sim_run */
     struct ckh__node *cur;           /* running node, NULL in the host */

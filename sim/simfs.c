@@ -95,16 +95,28 @@
  *     that each copy can be crashed on its own; specified in
  *     sim/simfs_clone.c (C1-C4).
  *
+ * Invariants (CKH_ASSERT; tests/test_simfs.c breaks them on purpose):
+ * pending ops are numbered in issue order (the table is sorted by seq);
+ * an op depends only on earlier ops (S3); a file's pending data ops are
+ * listed in issue order; a file's content has no extent past its size;
+ * a crash applies no op whose dependency it dropped or left pending (S3,
+ * S5). CKH_ASSERT_SLOW adds the whole-list checks: extents sorted and
+ * disjoint; the whole pending table sorted; after an fsync no data op of
+ * that node on that file is pending (S4); after fsync_dir (POSIX_WEAK) no
+ * link/unlink of that node in that directory is pending.
+ *
  * Map: memory | extents | directories | inodes | pending table | applying
- * ops | issuing ops | durability | crash | public API.
+ * ops | issuing ops | durability | crash | public API | test-only entries.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/op.h"
+#include "ckh/sim_testing.h"
 #include "simfs_internal.h"
 
 /* ------------------------------------------------------------------ memory */
@@ -176,14 +188,13 @@ static void buf_ref(struct sf_buf *b)
         b->refs++;
 }
 
+/* The handle's side of ckh_verrf: the message goes to d->errmsg. */
 int ckh__sf_set_err(struct ckh_simfs *d, int rc, const char *fmt, ...)
 {
-    if (d) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(d->errmsg, sizeof(d->errmsg), fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    ckh_verrf(d ? d->errmsg : NULL, d ? sizeof(d->errmsg) : 0, rc, fmt, ap);
+    va_end(ap);
     return rc;
 }
 
@@ -330,6 +341,25 @@ uint64_t ckh__sf_read(const struct sf_data *dt, void *buf, uint64_t n, uint64_t 
     return n;
 }
 
+/* Cheap check: no extent reaches past the size (the last one ends first). */
+static bool data_within_size(const struct sf_data *dt)
+{
+    return dt->n == 0 || dt->ext[dt->n - 1].off + dt->ext[dt->n - 1].len <= dt->size;
+}
+
+#ifdef CKH_SLOW_ASSERTS
+/* Slow check: extents sorted by offset, disjoint, non-empty, within size. */
+static bool data_ok(const struct sf_data *dt)
+{
+    for (uint32_t i = 0; i < dt->n; i++) {
+        const struct sf_ext *e = &dt->ext[i];
+        if (e->len == 0 || (i > 0 && dt->ext[i - 1].off + dt->ext[i - 1].len > e->off))
+            return false;
+    }
+    return data_within_size(dt);
+}
+#endif
+
 static void data_set_size(struct ckh_simfs *d, struct sf_inode *ino, int w, uint64_t size)
 {
     if (w == SF_LIVE && ino->counted)
@@ -337,13 +367,15 @@ static void data_set_size(struct ckh_simfs *d, struct sf_inode *ino, int w, uint
     ino->data[w].size = size;
 }
 
-static int data_write(struct ckh_simfs *d, struct sf_inode *ino, int w, uint64_t off,
+static inline __attribute__((always_inline)) int data_write(struct ckh_simfs *d, struct sf_inode *ino, int w, uint64_t off,
                       uint64_t len, const struct sf_src *src)
 {
     struct sf_ext nx = {.off = off, .len = len, .src = *src};
     int rc = ext_replace(d, &ino->data[w], off, off + len, &nx);
     if (rc == 0 && off + len > ino->data[w].size)
         data_set_size(d, ino, w, off + len);
+    CKH_ASSERT(rc != 0 || data_within_size(&ino->data[w]));
+    CKH_ASSERT_SLOW(rc != 0 || data_ok(&ino->data[w]));
     return rc;
 }
 
@@ -352,6 +384,8 @@ static int data_trunc(struct ckh_simfs *d, struct sf_inode *ino, int w, uint64_t
     int rc = ext_replace(d, &ino->data[w], len, UINT64_MAX, NULL);
     if (rc == 0)
         data_set_size(d, ino, w, len);
+    CKH_ASSERT(rc != 0 || data_within_size(&ino->data[w]));
+    CKH_ASSERT_SLOW(rc != 0 || data_ok(&ino->data[w]));
     return rc;
 }
 
@@ -670,6 +704,7 @@ static struct sf_op *op_new(struct ckh_simfs *d, enum sf_opk k, int node, int ck
     if (!op)
         return NULL;
     op->seq = ++d->next_seq;
+    CKH_ASSERT(d->pn == 0 || d->pv[d->pn - 1].seq < op->seq); /* issue order */
     op->node = node;
     op->k = (uint8_t)k;
     op->ckind = (uint8_t)ckind;
@@ -735,6 +770,8 @@ static uint32_t op_sectors(const struct ckh_simfs *d, const struct sf_op *op)
 /* Applies op to copy w; choice APPLY or a torn kind (S5). */
 static int apply_op(struct ckh_simfs *d, struct sf_op *op, int w, enum ckh_crash_choice choice)
 {
+    /* S3: an op depends only on ops issued before it. */
+    CKH_ASSERT(op->dep[0] < op->seq && op->dep[1] < op->seq && op->dep[2] < op->seq);
     uint64_t seq = w == SF_LIVE ? op->seq : 0;
     switch (op->k) {
     case SF_OP_WRITE:
@@ -793,6 +830,7 @@ static int capacity_check(struct ckh_simfs *d, struct sf_inode *ino, uint64_t ne
 
 static void data_op_append(struct sf_inode *ino, struct sf_op *op)
 {
+    CKH_ASSERT(ino->ops_tail == NULL || ino->ops_tail->seq < op->seq);
     op->iprev = ino->ops_tail;
     if (ino->ops_tail)
         ino->ops_tail->inext = op;
@@ -1011,6 +1049,30 @@ static void commit_journal(struct ckh_simfs *d, int node)
     }
 }
 
+#ifdef CKH_SLOW_ASSERTS
+/* Slow check of S4: whether node still has pending data ops on ino. */
+static bool node_has_data_ops(const struct sf_inode *ino, int node)
+{
+    for (const struct sf_op *x = ino->ops_head; x; x = x->inext)
+        if (x->node == node)
+            return true;
+    return false;
+}
+
+/* Slow check of S4 (POSIX_WEAK): whether node still has a pending link or
+ * unlink in dir. */
+static bool node_has_entry_ops(const struct ckh_simfs *d, const struct sf_inode *dir, int node)
+{
+    for (size_t i = 0; i < d->pn; i++) {
+        const struct sf_op *op = d->pv[i].op;
+        if (op && op->node == node && op->dir == dir &&
+            (op->k == SF_OP_LINK || op->k == SF_OP_UNLINK))
+            return true;
+    }
+    return false;
+}
+#endif
+
 void ckh__sf_fsync(struct ckh_simfs *d, int node, struct sf_inode *ino)
 {
     struct sf_op *x = ino->ops_head;
@@ -1023,6 +1085,7 @@ void ckh__sf_fsync(struct ckh_simfs *d, int node, struct sf_inode *ino)
     if (d->cfg.model == CKH_CRASH_EXT4_ORDERED)
         commit_journal(d, node);
     pv_compact(d);
+    CKH_ASSERT_SLOW(!node_has_data_ops(ino, node));
 }
 
 void ckh__sf_fsync_dir(struct ckh_simfs *d, int node, struct sf_inode *dir)
@@ -1048,6 +1111,7 @@ void ckh__sf_fsync_dir(struct ckh_simfs *d, int node, struct sf_inode *dir)
     }
     dir_purge_whiteouts(d, dir);
     pv_compact(d);
+    CKH_ASSERT_SLOW(d->cfg.model != CKH_CRASH_POSIX_WEAK || !node_has_entry_ops(d, dir, node));
 }
 
 void ckh__sf_fsync_lost(struct ckh_simfs *d, int node, struct sf_inode *ino)
@@ -1226,8 +1290,10 @@ int ckh_simfs_crash(struct ckh_simfs *d, int node, const enum ckh_crash_choice *
         decide_posix(d, node, choices);
     for (size_t i = 0; i < d->pn; i++) {
         struct sf_op *op = d->pv[i].op;
-        if (op && op->affected && op->decision != CKH_CRASH_DROP)
+        if (op && op->affected && op->decision != CKH_CRASH_DROP) {
+            CKH_ASSERT(!dep_dropped(d, op)); /* S3: never without what it builds on */
             apply_op(d, op, SF_DUR, (enum ckh_crash_choice)op->decision);
+        }
     }
     d->gc_hold = true; /* retiring ops must not free inodes the rebuild walks */
     for (size_t i = 0; i < d->pn; i++) {
@@ -1625,4 +1691,23 @@ static uint64_t digest_inode(const struct sf_inode *ino, int w, uint64_t h)
 uint64_t ckh_simfs_digest(const struct ckh_simfs *d, bool durable)
 {
     return d ? digest_inode(d->root, durable ? SF_DUR : SF_LIVE, CKH_HASH_INIT) : 0;
+}
+
+/* ------------------------------------------------------ test-only entries */
+
+void ckh__simfs_test_rewind_seq(struct ckh_simfs *d)
+{
+    if (d != NULL)
+        d->next_seq = 0;
+}
+
+int ckh__simfs_test_set_size(struct ckh_simfs *d, const char *path, uint64_t size_bytes)
+{
+    struct sf_inode *ino;
+    if (d == NULL)
+        return CKH_EINVAL;
+    int rc = rest_file(d, path, &ino);
+    if (rc == 0)
+        ino->data[SF_LIVE].size = size_bytes;
+    return rc;
 }

@@ -2,6 +2,7 @@
  * sim/coll.c). Node programs record what they saw in a shared struct; the
  * assertions run in the test body after the simulation. */
 #include <check.h>
+#include <signal.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "ckh/err.h"
 #include "ckh/sim.h"
+#include "ckh/sim_testing.h"
 
 #define MAXW 8
 
@@ -403,6 +405,58 @@ START_TEST(bad_ranks)
 }
 END_TEST
 
+/* The simulator of the generation tests (their nodes reach it here). */
+static struct ckh_sim *gen_sim;
+
+/* Rank 1 arrives last at a barrier; with arg != NULL it first moves rank
+ * 0 (node 0, waiting at the barrier) into another generation. */
+static int prog_barrier_last(struct ckh_env *env, void *arg)
+{
+    int r = ckh_coll_rank(env->coll);
+    if (r == 1) {
+        ckh_clock_sleep_ns(env->clock, 1000);
+        if (arg != NULL)
+            ckh__sim_test_set_coll_gen(gen_sim, 0, 5);
+    }
+    return ckh_coll_barrier(env->coll, 0);
+}
+
+static void barrier_job(void *arg)
+{
+    gen_sim = make_sim(1, 0);
+    for (int r = 0; r < 2; r++) {
+        char name[16];
+        snprintf(name, sizeof name, "rank_%d", r);
+        struct ckh_node_config nc = {.name = name, .main = prog_barrier_last, .arg = arg, .rank = r};
+        ck_assert_int_eq(ckh_sim_add_node(gen_sim, &nc, NULL), 0);
+    }
+    struct ckh_sim_result res = run(gen_sim);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    for (int r = 0; r < 2; r++) {
+        struct ckh_node_status st;
+        ck_assert_int_eq(ckh_sim_node_status(gen_sim, r, &st), 0);
+        ck_assert_int_eq(st.exit_status, 0);
+    }
+    ckh_sim_destroy(gen_sim);
+}
+
+/* Invariants (top of sim/coll.c): a collective completes only among
+ * members of one generation. */
+START_TEST(generation_invariant_holds)
+{
+    barrier_job(NULL);
+}
+END_TEST
+
+/* A rank moved into another generation while it waits makes the barrier
+ * complete out of generation: CKH_ASSERT aborts. */
+START_TEST(generation_invariant_aborts)
+{
+    static int moved;
+    barrier_job(&moved);
+}
+END_TEST
+
 static Suite *coll_suite(void)
 {
     Suite *s = suite_create("coll");
@@ -416,6 +470,12 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, restart_generations);
     tcase_add_test(tc, send_recv);
     tcase_add_test(tc, bad_ranks);
+    tcase_add_test(tc, generation_invariant_holds);
+    /* A failed CKH_ASSERT aborts: only where each test runs in its own
+     * process (not under valgrind's CK_FORK=no). */
+    const char *fork_mode = getenv("CK_FORK");
+    if (fork_mode == NULL || strcmp(fork_mode, "no") != 0)
+        tcase_add_test_raise_signal(tc, generation_invariant_aborts, SIGABRT);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,6 +1,7 @@
 /* Tests for the simulator's scheduler, lifecycle, allocator and fault
  * rules (specification at the top of sim/sched.c and sim/node_env.c). */
 #include <check.h>
+#include <signal.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "ckh/err.h"
 #include "ckh/sim.h"
+#include "ckh/sim_testing.h"
 
 static bool under_valgrind(void)
 {
@@ -706,6 +708,211 @@ START_TEST(fault_hook)
 }
 END_TEST
 
+/* ---- explicit schedules (ckh_sim_set_sched_hook, ckh_sim_yield) ---- */
+
+struct order_log {
+    struct ckh_sim *sim;  /* the simulator the nodes yield to */
+    int ran[64];          /* node id at each step, in order */
+    int n;                /* steps logged */
+    int first_runnable[8];/* the runnable list of the hook's first call */
+    size_t nfirst;        /* its length (0: not called yet) */
+    int calls;            /* hook calls */
+};
+
+struct order_node {
+    struct order_log *log; /* shared log */
+    int id;                /* this node's id */
+};
+
+/* Logs its id, then yields; three times. */
+static int prog_yield3(struct ckh_env *env, void *arg)
+{
+    struct order_node *me = arg;
+    (void)env;
+    for (int i = 0; i < 3; i++) {
+        me->log->ran[me->log->n++] = me->id;
+        ck_assert_int_eq(ckh_sim_yield(me->log->sim), 0);
+    }
+    return 0;
+}
+
+static void note_call(struct order_log *log, const int *runnable, size_t n)
+{
+    if (log->calls++ == 0) {
+        memcpy(log->first_runnable, runnable, n * sizeof *runnable);
+        log->nfirst = n;
+    }
+}
+
+/* Picks the runnable node with the highest id. */
+static int pick_highest(void *ctx, const int *runnable, size_t n)
+{
+    note_call(ctx, runnable, n);
+    return runnable[n - 1];
+}
+
+/* Declines: the seeded heap decides. */
+static int pick_none(void *ctx, const int *runnable, size_t n)
+{
+    note_call(ctx, runnable, n);
+    return -1;
+}
+
+/* Names a node that does not exist: the heap decides. */
+static int pick_bad(void *ctx, const int *runnable, size_t n)
+{
+    note_call(ctx, runnable, n);
+    return 99;
+}
+
+static void run_order(uint64_t seed, ckh_sched_hook hook, struct order_log *log, uint64_t *hash)
+{
+    struct ckh_sim *sim = make_sim(seed, false);
+    struct order_node nodes[3];
+    memset(log, 0, sizeof *log);
+    log->sim = sim;
+    for (int i = 0; i < 3; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", i);
+        nodes[i] = (struct order_node){log, i};
+        add_node(sim, name, prog_yield3, &nodes[i], -1);
+    }
+    if (hook != NULL)
+        ckh_sim_set_sched_hook(sim, hook, log);
+    struct ckh_sim_result res = run(sim);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    ck_assert_uint_eq(res.now_ns, 0);
+    *hash = res.trace_hash;
+    ckh_sim_destroy(sim);
+}
+
+START_TEST(sched_hook_orders_nodes)
+{
+    struct order_log log;
+    uint64_t h;
+    run_order(5, pick_highest, &log, &h);
+    /* Highest id first, each to its end: yields do not hand over. */
+    static const int want[9] = {2, 2, 2, 1, 1, 1, 0, 0, 0};
+    ck_assert_int_eq(log.n, 9);
+    for (int i = 0; i < 9; i++)
+        ck_assert_int_eq(log.ran[i], want[i]);
+    ck_assert_uint_eq(log.nfirst, 3);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(log.first_runnable[i], i);
+    /* A pick at the start, after each of the 9 yields and at each of 3 ends
+     * (the last end has nobody left to pick). */
+    ck_assert_int_eq(log.calls, 1 + 9 + 2);
+}
+END_TEST
+
+START_TEST(sched_hook_declining_keeps_seeded_order)
+{
+    struct order_log plain, declined, bad;
+    uint64_t hp, hd, hb;
+    run_order(11, NULL, &plain, &hp);
+    run_order(11, pick_none, &declined, &hd);
+    run_order(11, pick_bad, &bad, &hb);
+    ck_assert_int_eq(plain.calls, 0);
+    ck_assert_int_gt(declined.calls, 0);
+    ck_assert_int_eq(plain.n, 9);
+    ck_assert_mem_eq(plain.ran, declined.ran, sizeof plain.ran);
+    ck_assert_mem_eq(plain.ran, bad.ran, sizeof plain.ran);
+    ck_assert_uint_eq(hp, hd);
+    ck_assert_uint_eq(hp, hb);
+}
+END_TEST
+
+/* Sleeps (node 0: 100 ns, else 10 ns), then logs its id. */
+static int prog_sleep_log(struct ckh_env *env, void *arg)
+{
+    struct order_node *me = arg;
+    ckh_clock_sleep_ns(env->clock, me->id == 0 ? 100 : 10);
+    me->log->ran[me->log->n++] = me->id;
+    return 0;
+}
+
+/* Prefers node 0 whenever it is runnable. */
+static int pick_zero(void *ctx, const int *runnable, size_t n)
+{
+    (void)ctx;
+    return runnable[0] == 0 ? 0 : runnable[n - 1];
+}
+
+START_TEST(sched_hook_time_moves_forward)
+{
+    struct ckh_sim *sim = make_sim(3, true);
+    struct order_log log;
+    memset(&log, 0, sizeof log);
+    struct order_node nodes[2] = {{&log, 0}, {&log, 1}};
+    add_node(sim, "slow", prog_sleep_log, &nodes[0], -1);
+    add_node(sim, "fast", prog_sleep_log, &nodes[1], -1);
+    ckh_sim_set_sched_hook(sim, pick_zero, NULL);
+    struct ckh_sim_result res = run(sim);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    /* node 0 is chosen to start and again when its sleep ends (time jumps to
+     * 100); node 1 starts only then, at 100, and its own sleep ends at 110. */
+    ck_assert_int_eq(log.n, 2);
+    ck_assert_int_eq(log.ran[0], 0);
+    ck_assert_int_eq(log.ran[1], 1);
+    ck_assert_uint_eq(res.now_ns, 110);
+    uint64_t prev = 0;
+    for (uint64_t i = 0; i < ckh_sim_trace_len(sim); i++) {
+        struct ckh_trace_rec r;
+        ck_assert_int_eq(ckh_sim_trace_get(sim, i, &r), 0);
+        ck_assert_uint_ge(r.time_ns, prev);
+        prev = r.time_ns;
+    }
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+START_TEST(yield_outside_a_node)
+{
+    struct ckh_sim *sim = make_sim(1, false);
+    ck_assert_int_eq(ckh_sim_yield(sim), CKH_ESTATE);
+    ck_assert_int_eq(ckh_sim_yield(NULL), CKH_ESTATE);
+    ckh_sim_set_sched_hook(NULL, pick_zero, NULL); /* no-op */
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+/* Runs four stepping nodes until the op limit stops the run (all four
+ * still runnable); with brk, breaks the run queue's order first. */
+static void heap_job(bool brk)
+{
+    struct ckh_sim_config cfg = {.seed = 9, .op_limit = 6, .stack_bytes = 64 * 1024};
+    struct ckh_sim *sim = NULL;
+    ck_assert_int_eq(ckh_sim_create(&cfg, &sim), 0);
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "w%d", i);
+        add_node(sim, name, prog_steps, NULL, -1);
+    }
+    struct ckh_sim_result res = run(sim);
+    ck_assert_int_eq(res.outcome, CKH_SIM_OP_LIMIT);
+    if (brk)
+        ckh__sim_test_break_heap(sim);
+    for (int i = 0; i < 20; i++) /* 80 ops, 6 per run */
+        res = run(sim);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    ckh_sim_destroy(sim);
+}
+
+/* Invariants (top of sim/sched.c): the run queue stays a heap. */
+START_TEST(heap_invariant_holds)
+{
+    heap_job(false);
+}
+END_TEST
+
+/* A run queue whose first node is due after its child aborts at the next
+ * scheduling point. */
+START_TEST(heap_invariant_aborts)
+{
+    heap_job(true);
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
     Suite *s = suite_create("sched");
@@ -729,6 +936,16 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, fs_trace_deterministic);
     tcase_add_test(tc, kill_mid_write);
     tcase_add_test(tc, fault_hook);
+    tcase_add_test(tc, sched_hook_orders_nodes);
+    tcase_add_test(tc, sched_hook_declining_keeps_seeded_order);
+    tcase_add_test(tc, sched_hook_time_moves_forward);
+    tcase_add_test(tc, yield_outside_a_node);
+    tcase_add_test(tc, heap_invariant_holds);
+    /* A failed CKH_ASSERT aborts: only where each test runs in its own
+     * process (not under valgrind's CK_FORK=no). */
+    const char *fork_mode = getenv("CK_FORK");
+    if (fork_mode == NULL || strcmp(fork_mode, "no") != 0)
+        tcase_add_test_raise_signal(tc, heap_invariant_aborts, SIGABRT);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -3,6 +3,7 @@
  * sim/simfs.c. Views here have no simulator (sim == NULL).
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "ckh/op.h"
 #include "ckh/rng.h"
 #include "ckh/sim.h"
+#include "ckh/sim_testing.h"
 #include "ckh/simfs.h"
 
 static int seeds(int full)
@@ -860,6 +862,56 @@ START_TEST(test_with_sim)
 }
 END_TEST
 
+/* Invariants (top of sim/simfs.c): pending ops are numbered in issue
+ * order. A disk whose numbering restarts aborts at its next op. */
+START_TEST(test_assert_issue_order)
+{
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, 1, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    put(fs, "/a", "one"); /* pending: the link and the write, seq 1 and 2 */
+    ckh__simfs_test_rewind_seq(d);
+    put(fs, "/b", "two"); /* numbered 1 again: CKH_ASSERT aborts */
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+/* Invariants: no extent of a file reaches past its size. A file whose
+ * size was cut under its data aborts at the next write. */
+START_TEST(test_assert_extents_within_size)
+{
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, 1, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    struct ckh_file *f;
+    put(fs, "/a", "0123456789");
+    ck_assert_int_eq(ckh__simfs_test_set_size(d, "/a", 4), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, "/a", CKH_O_WRONLY, &f), 0);
+    ckh_file_pwrite(f, "x", 1, 0); /* CKH_ASSERT aborts */
+    ckh_file_close(f);
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+/* The same sequences without the break run through. */
+START_TEST(test_invariants_hold)
+{
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, 1, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    struct ckh_file *f;
+    char buf[32];
+    put(fs, "/a", "0123456789");
+    put(fs, "/b", "two");
+    ck_assert_int_eq(ckh__simfs_test_set_size(d, "/a", 10), 0); /* its true size */
+    ck_assert_int_eq(ckh_fs_open(fs, "/a", CKH_O_WRONLY, &f), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, "x", 1, 0), 1);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_eq(get(fs, "/a", buf, sizeof buf), 10);
+    ck_assert_str_eq(buf, "x123456789");
+    ck_assert_int_eq(ckh__simfs_test_set_size(d, "/missing", 1), -ENOENT);
+    ck_assert_int_eq(ckh__simfs_test_set_size(NULL, "/a", 1), CKH_EINVAL);
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
 static Suite *simfs_suite(void)
 {
     Suite *s = suite_create("simfs");
@@ -890,6 +942,16 @@ static Suite *simfs_suite(void)
     TCase *tcs = tcase_create("sim");
     tcase_add_test(tcs, test_with_sim);
     suite_add_tcase(s, tcs);
+    TCase *tci = tcase_create("invariants");
+    tcase_add_test(tci, test_invariants_hold);
+    /* A failed CKH_ASSERT aborts: only where each test runs in its own
+     * process (not under valgrind's CK_FORK=no). */
+    const char *fork_mode = getenv("CK_FORK");
+    if (fork_mode == NULL || strcmp(fork_mode, "no") != 0) {
+        tcase_add_test_raise_signal(tci, test_assert_issue_order, SIGABRT);
+        tcase_add_test_raise_signal(tci, test_assert_extents_within_size, SIGABRT);
+    }
+    suite_add_tcase(s, tci);
     return s;
 }
 

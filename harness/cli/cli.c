@@ -26,6 +26,7 @@
 #include "ckh/version.h"
 #include "cli/cli_load.h"
 #include "cli/opt.h"
+#include "faults/fault.h"
 #include "oracles/oracle.h"
 #include "run/adapter.h"
 #include "run/pool.h"
@@ -33,30 +34,6 @@
 #include "scenario/scenario.h"
 #include "search/fuzz.h"
 #include "search/shrink.h"
-
-/* ---- the fault catalogue, as `ckh list faults` and the docs show it ---- */
-
-struct fault_doc {
-    const char *name; /* as scenarios write it */
-    const char *desc; /* one line */
-};
-
-static const struct fault_doc fault_docs[] = {
-    {"kill", "kill a node before/after an operation or mid-write (when: before|after|mid-write)"},
-    {"crash", "crash a node's machine: its unsynced writes meet the crash model (keep: random|synced|cache)"},
-    {"power-loss", "kill every node at once; every disk applies its crash model (keep: as for crash)"},
-    {"errno", "fail an operation with EIO, ENOSPC, EDQUOT, EACCES, ENOENT or EROFS"},
-    {"fsync-fail", "fsync fails with Linux semantics: dirty data dropped, retry succeeds"},
-    {"disk-full", "the disk holding a path is full after N more bytes"},
-    {"delay", "an operation takes longer (slow disk, slow rank)"},
-    {"corrupt", "damage a file at rest: bit-flip, truncate, zero-range, delete, older-version"},
-    {"remove-dir", "a directory is missing at start or removed during the run"},
-    {"dangling-latest", "the latest pointer names a checkpoint that does not exist"},
-    {"stale-latest", "the latest pointer names an older checkpoint"},
-    {"die-in-collective", "a rank dies inside a collective (default: allreduce)"},
-    {"mismatch-collective", "a rank joins a different collective than its peers"},
-    {"gpu-oom", "emulated GPUs sized for one rank's state (ddp-train; job.gpu_memory sets it exactly)"},
-};
 
 /* ---- ckh list ---- */
 
@@ -123,8 +100,8 @@ static int cmd_list(int argc, char **argv)
     if (all || strcmp(what, "faults") == 0) {
         known = true;
         printf("faults:\n");
-        for (size_t i = 0; i < sizeof fault_docs / sizeof fault_docs[0]; i++)
-            printf("  %-28s %s\n", fault_docs[i].name, fault_docs[i].desc);
+        for (size_t i = 0; ckh_fault_at(i); i++) /* the descriptors (harness/faults/) */
+            printf("  %-28s %s\n", ckh_fault_at(i)->name, ckh_fault_at(i)->summary);
     }
     if (all || strcmp(what, "defects") == 0) {
         known = true;

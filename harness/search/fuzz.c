@@ -47,6 +47,7 @@
 #include "ckh/defects.h"
 #include "ckh/err.h"
 #include "ckh/rng.h"
+#include "faults/fault.h"
 #include "oracles/oracle.h"
 #include "run/runner.h"
 #include "search/shrink.h"
@@ -111,23 +112,15 @@ static bool fault_in_run(const struct ckh_scn_fault *f, uint32_t run)
     return f->on.run == CKH_SCN_RUN_ANY || f->on.run == run;
 }
 
-/* Whether the runner applies f between runs instead of arming a rule
- * (mirrors harness/runner.c arm_faults). */
-static bool applied_between_runs(const struct ckh_scn_fault *f)
-{
-    bool at_rest_kind = ckh_scn_action_is_at_rest(f->act.kind) || f->act.kind == CKH_SCN_ACT_DISK_FULL;
-    return at_rest_kind && !f->on.matches_ops;
-}
-
 /* The scenario fault behind simulator rule `rule` of run `run`: the
- * runner arms, in file order, every fault of the run that is neither
- * applied between runs nor a gpu-oom (which the adapter handles). */
+ * runner arms, in file order, every fault of the run that arms a rule
+ * (ckh_fault_arms_rule: neither applied between runs nor the adapter's). */
 static long fault_of_rule(const struct ckh_scenario *sc, uint32_t run, uint64_t rule)
 {
     uint64_t k = 0;
     for (size_t i = 0; i < sc->nfaults; i++) {
         const struct ckh_scn_fault *f = &sc->faults[i];
-        if (!fault_in_run(f, run) || applied_between_runs(f) || f->act.kind == CKH_SCN_ACT_GPU_OOM)
+        if (!fault_in_run(f, run) || !ckh_fault_arms_rule(f))
             continue;
         if (k++ == rule)
             return (long)i;
@@ -168,7 +161,7 @@ int ckh_fuzz_fired_collect(const struct ckh_sim *sim, const struct ckh_scenario_
         uint64_t end = r->runs[ri].trace_end;
         for (size_t i = 0; i < r->sc->nfaults && rc == 0; i++) {
             const struct ckh_scn_fault *f = &r->sc->faults[i];
-            if (!fault_in_run(f, run) || !applied_between_runs(f))
+            if (!fault_in_run(f, run) || !ckh_fault_applied_between_runs(f))
                 continue;
             struct ckh_fuzz_fired x = {.fault = i, .run = run, .node = -1, .op = -1,
                                        .phase = CKH_FUZZ_PH_REST, .time_ns = 0};
@@ -244,15 +237,17 @@ struct sbuf {
     bool oom;   /* an append failed */
 };
 
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
+/* Appends fmt's text to b (a struct sbuf; also the fault descriptors'
+ * output, struct ckh_fault_gen.vprintf). */
+static void sb_vprintf(void *out, const char *fmt, va_list ap)
 {
+    struct sbuf *b = out;
     if (b->oom)
         return;
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
+    va_list ap2;
+    va_copy(ap2, ap);
+    int w = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
     if (w < 0)
         return;
     if (b->n + (size_t)w + 1 > b->cap) {
@@ -267,10 +262,17 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...)
         b->s = ns;
         b->cap = nc;
     }
-    va_start(ap, fmt);
     vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-    va_end(ap);
     b->n += (size_t)w;
+}
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(b, fmt, ap);
+    va_end(ap);
 }
 
 static uint64_t pick(struct ckh_rng *g, uint64_t lo, uint64_t hi)
@@ -283,28 +285,6 @@ static bool chance(struct ckh_rng *g, double p)
     return ckh_rng_unit(g) < p;
 }
 
-static const char *pick_str(struct ckh_rng *g, const char *const *v, size_t n)
-{
-    return v[ckh_rng_below(g, n)];
-}
-#define PICK(g, arr) pick_str((g), (arr), sizeof(arr) / sizeof((arr)[0]))
-
-/* Ops each workload family performs (seed-pipeline and param-server save
- * through minidb; ddp-train through the atomic directory saver). */
-static const char *const ep_write_ops[] = {"pwrite", "fsync", "rename", "fsync_dir", "open", "close"};
-static const char *const ep_any_ops[] = {"open", "pread", "pwrite", "fsync", "rename", "listdir",
-                                         "stat", "fsync_dir", "close"};
-static const char *const ddp_write_ops[] = {"write", "fsync", "rename", "fsync_dir", "open",
-                                            "close", "mkdir", "symlink"};
-static const char *const ddp_any_ops[] = {"open", "read", "write", "fsync", "rename", "listdir",
-                                          "stat", "readlink", "symlink", "fsync_dir", "close",
-                                          "mkdir"};
-#define WRITE_OP(g, s) ((s)->ddp ? PICK(g, ddp_write_ops) : PICK(g, ep_write_ops))
-#define ANY_OP(g, s) ((s)->ddp ? PICK(g, ddp_any_ops) : PICK(g, ep_any_ops))
-static const char *const errnos[] = {"EIO", "ENOSPC", "EDQUOT", "EACCES", "ENOENT", "EROFS"};
-static const char *const phases_epoch[] = {"save", "load", "epoch", "init"};
-static const char *const phases_ddp[] = {"save", "load", "epoch", "init", "collective"};
-
 /* One job shape, chosen before the faults. */
 struct shape {
     const char *workload; /* workload name */
@@ -314,121 +294,22 @@ struct shape {
     bool damaging;        /* the "damaging" tier (see the top of the file) */
 };
 
-/* Writes the trigger `on:` mapping of one fault. */
-static void gen_trigger(struct sbuf *b, struct ckh_rng *g, const struct shape *s, const char *op,
-                        uint32_t run, bool allow_repeat)
+/* Whether fault kind ops may be drawn for shape s in its tier: the
+ * descriptor generates, belongs to the tier, and the job has what it
+ * needs (collectives and a latest pointer: only the DDP job has them). */
+static bool fuzzable(const struct ckh_fault_ops *ops, const struct shape *s)
 {
-    sb_printf(b, "    on: {");
-    bool first = true;
-#define SEP() (first ? (first = false, "") : ", ")
-    if (op)
-        sb_printf(b, "%sop: %s", SEP(), op);
-    if (s->nodes > 1 && chance(g, 0.4))
-        sb_printf(b, "%snode: %d", SEP(), (int)pick(g, 0, (uint64_t)s->nodes - 1));
-    if (chance(g, 0.5)) {
-        const char *ph = s->ddp ? PICK(g, phases_ddp) : PICK(g, phases_epoch);
-        sb_printf(b, "%sphase: %s", SEP(), ph);
-    }
-    if (chance(g, 0.5)) {
-        /* A rate: 1% .. 50% per matching op. */
-        double p = 0.01 * (double)pick(g, 1, 50);
-        sb_printf(b, "%sprobability: %.3f", SEP(), p);
-        if (allow_repeat && chance(g, 0.5))
-            sb_printf(b, "%srepeat: true", SEP());
-    } else {
-        sb_printf(b, "%snth: %d", SEP(), (int)pick(g, 1, s->ddp ? 16 : 6));
-    }
-    sb_printf(b, "%srun: %u}\n", SEP(), run);
-#undef SEP
+    if (!ops->generate || (!s->damaging && !ops->fuzz_recoverable))
+        return false;
+    return s->ddp || !(ops->needs & (CKH_FAULT_NEEDS_LATEST | CKH_FAULT_NEEDS_COLLECTIVES));
 }
 
-/* The action kinds each tier draws from. */
-static const enum ckh_scn_action_kind recoverable_kinds[] = {
-    CKH_SCN_ACT_KILL, CKH_SCN_ACT_CRASH, CKH_SCN_ACT_POWER_LOSS, CKH_SCN_ACT_ERRNO,
-    CKH_SCN_ACT_FSYNC_FAIL, CKH_SCN_ACT_DELAY, CKH_SCN_ACT_DIE_IN_COLLECTIVE,
-    CKH_SCN_ACT_MISMATCH_COLLECTIVE,
-};
-
-static void gen_fault(struct sbuf *b, struct ckh_rng *g, const struct shape *s,
-                      enum ckh_scn_action_kind k)
+/* Appends fault kind ops, drawn with g, to b. */
+static void gen_fault(struct sbuf *b, struct ckh_rng *g, const struct shape *s, const struct ckh_fault_ops *ops)
 {
-    uint32_t run = s->damaging ? (uint32_t)pick(g, 1, 3) : (uint32_t)pick(g, 1, 2);
-    char path[128];
-    switch (k) {
-    case CKH_SCN_ACT_KILL: {
-        static const char *const whens[] = {"before", "after", "mid-write"};
-        const char *when = PICK(g, whens);
-        const char *op = strcmp(when, "mid-write") == 0 ? (s->ddp ? "write" : "pwrite")
-                                                        : WRITE_OP(g, s);
-        sb_printf(b, "  - do: kill\n    when: %s\n", when);
-        if (strcmp(when, "mid-write") == 0)
-            sb_printf(b, "    at: %d%%\n", (int)pick(g, 0, 99));
-        gen_trigger(b, g, s, op, run, false);
-        break;
-    }
-    case CKH_SCN_ACT_CRASH:
-        sb_printf(b, "  - do: crash\n");
-        gen_trigger(b, g, s, WRITE_OP(g, s), run, false);
-        break;
-    case CKH_SCN_ACT_POWER_LOSS:
-        sb_printf(b, "  - do: power-loss\n");
-        gen_trigger(b, g, s, WRITE_OP(g, s), run, false);
-        break;
-    case CKH_SCN_ACT_ERRNO:
-        sb_printf(b, "  - do: errno\n    errno: %s\n", PICK(g, errnos));
-        gen_trigger(b, g, s, ANY_OP(g, s), run, true);
-        break;
-    case CKH_SCN_ACT_FSYNC_FAIL:
-        sb_printf(b, "  - do: fsync-fail\n");
-        gen_trigger(b, g, s, "fsync", run, true);
-        break;
-    case CKH_SCN_ACT_DISK_FULL:
-        sb_printf(b, "  - do: disk-full\n    after: %d\n", (int)pick(g, 0, 1 << 16));
-        if (chance(g, 0.5))
-            gen_trigger(b, g, s, WRITE_OP(g, s), run, false);
-        else
-            sb_printf(b, "    on: {run: %u}\n", run);
-        break;
-    case CKH_SCN_ACT_DELAY:
-        sb_printf(b, "  - do: delay\n    duration: %dms\n", (int)pick(g, 1, 50));
-        gen_trigger(b, g, s, chance(g, 0.5) ? ANY_OP(g, s) : NULL, run, true);
-        break;
-    case CKH_SCN_ACT_CORRUPT: {
-        static const char *const modes[] = {"bit-flip", "truncate", "zero-range", "delete"};
-        const char *mode = PICK(g, modes);
-        if (s->ddp)
-            snprintf(path, sizeof path, "/ckpt/latest");
-        else
-            snprintf(path, sizeof path, "/ckpt/trainer_%d.%d", (int)pick(g, 0, (uint64_t)s->nodes - 1),
-                     (int)pick(g, 0, (uint64_t)s->epochs));
-        sb_printf(b, "  - do: corrupt\n    mode: %s\n    path: %s\n", mode, path);
-        if (strcmp(mode, "bit-flip") == 0)
-            sb_printf(b, "    offset: %d\n    bit: %d\n", (int)pick(g, 0, 200), (int)pick(g, 0, 7));
-        else if (strcmp(mode, "truncate") == 0)
-            sb_printf(b, "    offset: %d\n", (int)pick(g, 0, 200));
-        else if (strcmp(mode, "zero-range") == 0)
-            sb_printf(b, "    offset: %d\n    length: %d\n", (int)pick(g, 0, 200), (int)pick(g, 1, 64));
-        if (chance(g, 0.5))
-            gen_trigger(b, g, s, WRITE_OP(g, s), run, false);
-        else
-            sb_printf(b, "    on: {run: %u}\n", run < 2 ? 2 : run);
-        break;
-    }
-    case CKH_SCN_ACT_REMOVE_DIR:
-        sb_printf(b, "  - do: remove-dir\n    path: /ckpt\n    on: {run: %u}\n", run < 2 ? 2 : run);
-        break;
-    case CKH_SCN_ACT_DANGLING_LATEST:
-    case CKH_SCN_ACT_STALE_LATEST:
-        sb_printf(b, "  - do: %s\n    on: {run: %u}\n", ckh_scn_action_name(k), run < 2 ? 2 : run);
-        break;
-    case CKH_SCN_ACT_DIE_IN_COLLECTIVE:
-    case CKH_SCN_ACT_MISMATCH_COLLECTIVE:
-        sb_printf(b, "  - do: %s\n", ckh_scn_action_name(k));
-        gen_trigger(b, g, s, chance(g, 0.7) ? "allreduce" : "barrier", run, false);
-        break;
-    default:
-        break;
-    }
+    struct ckh_fault_gen fg = {.rng = g, .nodes = s->nodes, .epochs = s->epochs, .ddp = s->ddp,
+                               .damaging = s->damaging, .vprintf = sb_vprintf, .out = b};
+    ckh_fault_generate(ops, &fg);
 }
 
 static bool adapter_exists(const char *name)
@@ -489,25 +370,11 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
         sb_printf(&b, "  defects: [%s]\n", c->defect);
 
     /* Faults: 1..4 kinds, each with its own trigger and rate. */
-    enum ckh_scn_action_kind kinds[CKH_SCN_ACT__COUNT];
+    const struct ckh_fault_ops *kinds[CKH_SCN_ACT__COUNT];
     size_t nk = 0;
-    if (s.damaging) {
-        for (int k = 0; k < CKH_SCN_ACT__COUNT; k++) {
-            if (k == CKH_SCN_ACT_GPU_OOM)
-                continue; /* needs a device-memory budget: not fuzzed yet */
-            if (!s.ddp && (k == CKH_SCN_ACT_DIE_IN_COLLECTIVE || k == CKH_SCN_ACT_MISMATCH_COLLECTIVE ||
-                           k == CKH_SCN_ACT_DANGLING_LATEST || k == CKH_SCN_ACT_STALE_LATEST))
-                continue; /* collectives and a latest pointer: only the DDP job has them */
-            kinds[nk++] = (enum ckh_scn_action_kind)k;
-        }
-    } else {
-        for (size_t i = 0; i < sizeof recoverable_kinds / sizeof recoverable_kinds[0]; i++) {
-            enum ckh_scn_action_kind k = recoverable_kinds[i];
-            if (!s.ddp && (k == CKH_SCN_ACT_DIE_IN_COLLECTIVE || k == CKH_SCN_ACT_MISMATCH_COLLECTIVE))
-                continue;
-            kinds[nk++] = k;
-        }
-    }
+    for (size_t k = 0; ckh_fault_at(k); k++)
+        if (fuzzable(ckh_fault_at(k), &s))
+            kinds[nk++] = ckh_fault_at(k);
     int nfaults = (int)pick(&g, 1, 4);
     sb_printf(&b, "faults:\n");
     for (int i = 0; i < nfaults; i++)

@@ -185,6 +185,31 @@ uint64_t ckh_sim_fault_fired(const struct ckh_sim *sim, size_t rule);
  * an ERRNO without an errno becomes EIO. */
 void ckh_sim_set_fault_hook(struct ckh_sim *sim, ckh_fault_hook hook, void *ctx);
 
+/* ---- explicit schedules ----
+ * By default the seeded heap decides which runnable node runs next
+ * (sim/sched.c). A schedule hook takes that decision instead: at every
+ * scheduling point of a run (a run's start, an op a node enters, a
+ * ckh_sim_yield, a node blocking or ending) it is called with the ids of
+ * the runnable nodes in ascending order (n >= 1; the node that reached the
+ * point is among them unless it blocked or ended) and returns the id of
+ * the one to run next. An id not in the list, or -1, leaves the choice to
+ * the heap. Virtual time still only moves forward: it becomes the chosen
+ * node's wake time when that is later than now. The time and op limits
+ * still apply. The hook must not call back into the simulator. */
+typedef int (*ckh_sched_hook)(void *ctx, const int *runnable, size_t n);
+
+/* Installs a schedule hook (NULL restores the seeded scheduler); ctx is
+ * borrowed until replaced. Allowed between runs and from a hook. */
+void ckh_sim_set_sched_hook(struct ckh_sim *sim, ckh_sched_hook hook, void *ctx);
+
+/* A scheduling point without an op: the running node stays runnable at
+ * the current virtual time and the scheduler (or the schedule hook) picks
+ * who runs next; returns when the node runs again. Nothing is traced and
+ * no op is counted. For code that runs inside a node but does not go
+ * through a simulated device (a recording shim over a disk used
+ * directly). Returns 0, or CKH_ESTATE outside a running node. */
+int ckh_sim_yield(struct ckh_sim *sim);
+
 /* Runs until every node has stopped, a deadlock, or a limit. */
 int ckh_sim_run(struct ckh_sim *sim, struct ckh_sim_result *res);
 

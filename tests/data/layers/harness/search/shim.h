@@ -1,0 +1,1 @@
+/* Fixture of the layers_catches test: a harness header (allowed). */
