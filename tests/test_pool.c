@@ -29,10 +29,6 @@
 
 enum { J_ECHO, J_EXIT7, J_SIGNAL, J_SLEEP, J_EAT, J_BIG };
 
-/* J_EAT stores each block here: an allocation nothing reads is dropped by
- * clang's optimizer, and the job would never reach the memory limit. */
-static char *volatile eat_sink;
-
 struct rec {
     int kind;                           /* what every job does */
     struct ckh_pool_result r[16];       /* results by index */
@@ -43,7 +39,8 @@ struct rec {
     _Atomic int *running, *running_max; /* shared with the children */
 };
 
-static int ready_fd = -1; /* J_SLEEP jobs write a byte here once started */
+static int ready_fd = -1;       /* J_SLEEP jobs write a byte here once started */
+static void *volatile eaten;    /* J_EAT's blocks, chained */
 
 static void pause_ms(long ms)
 {
@@ -75,12 +72,13 @@ static int job(void *ctx, uint64_t i, int fd)
         for (;;)
             pause();
     case J_EAT:
-        for (;;) { /* until the memory limit refuses */
+        for (;;) { /* until the memory limit refuses; kept, so never optimized away */
             char *p = malloc(8u << 20);
             if (!p)
                 return 1;
             memset(p, 1, 8u << 20);
-            eat_sink = p;
+            *(void **)p = eaten;
+            eaten = p;
         }
     case J_BIG: {
         static char buf[1 << 20];

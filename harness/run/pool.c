@@ -235,6 +235,7 @@ struct pool {
     unsigned nslots;                   /* their count */
     unsigned running;                  /* slots in use */
     uint64_t next;                     /* next job index */
+    uint64_t approved;                 /* jobs below this index ops->more allowed */
     bool no_more;                      /* ops->more said no */
 };
 
@@ -368,12 +369,17 @@ static void kill_all(struct pool *p)
     }
 }
 
+/* Whether job p->next should start; asks ops->more once per index. */
 static bool want_more(struct pool *p)
 {
     if (p->no_more || p->next >= p->cfg->njobs)
         return false;
+    if (p->next < p->approved)
+        return true;
     if (p->cfg->ops->more && !p->cfg->ops->more(p->cfg->ctx, p->next))
         p->no_more = true;
+    else
+        p->approved = p->next + 1;
     return !p->no_more;
 }
 
@@ -395,18 +401,18 @@ static int poll_round(struct pool *p, struct pollfd *pfd)
             try_reap(p, s);
             continue;
         }
+        if (s->deadline) {
+            uint64_t left = s->deadline - now;
+            if (timeout < 0 || left < (uint64_t)timeout)
+                timeout = (int)(left > 60000 ? 60000 : left);
+        }
         if (s->fd < 0) { /* closed its pipe: reap it, or wait for its end */
             try_reap(p, s);
             if (s->pid && s->pidfd >= 0)
                 pfd[n++] = (struct pollfd){.fd = s->pidfd, .events = POLLIN};
             else if (s->pid)
-                timeout = 2;
+                timeout = timeout >= 0 && timeout < 2 ? timeout : 2;
             continue;
-        }
-        if (s->deadline) {
-            uint64_t left = s->deadline - now;
-            if (timeout < 0 || left < (uint64_t)timeout)
-                timeout = (int)(left > 60000 ? 60000 : left);
         }
         pfd[n++] = (struct pollfd){.fd = s->fd, .events = POLLIN};
     }
@@ -446,8 +452,8 @@ int ckh_pool_run(const struct ckh_pool_config *cfg)
             rc = -EINTR;
             break;
         }
-        for (unsigned i = 0; rc == 0 && i < p.nslots && want_more(&p); i++)
-            if (!p.slots[i].pid)
+        for (unsigned i = 0; rc == 0 && i < p.nslots; i++)
+            if (!p.slots[i].pid && want_more(&p))
                 rc = start_job(&p, &p.slots[i]);
         if (rc || (p.running == 0 && !want_more(&p)))
             break;

@@ -71,7 +71,8 @@ struct ckh_pool_ops {
     /* Parent: job `index` ended. r and r->data live until it returns. */
     void (*done)(void *ctx, uint64_t index, const struct ckh_pool_result *r);
     /* Parent, optional: whether job `index` should start (false: no more
-     * jobs; called in index order, never past njobs). NULL: all njobs. */
+     * jobs). Called once per index, in index order, just before the job
+     * would start; never past njobs. NULL: all njobs. */
     bool (*more)(void *ctx, uint64_t index);
 };
 

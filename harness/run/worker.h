@@ -1,5 +1,6 @@
-/* Ending a forked worker process of the harness (ckh run, ckh fuzz,
- * ckh validate-backend). */
+/* Ending a forked worker process of the harness: every job of the worker
+ * pool (harness/run/pool.c: ckh run, list, fuzz, validate-backend) ends
+ * here. */
 #ifndef CKH_WORKER_H
 #define CKH_WORKER_H
 
