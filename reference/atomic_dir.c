@@ -74,7 +74,7 @@ static int dfail(struct ckh_adir *d, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(d->errmsg, sizeof d->errmsg, fmt, ap);
+    code = ckh_verrf(d->errmsg, sizeof d->errmsg, code, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -95,6 +95,60 @@ static int sync_dir(struct ckh_adir *d, const char *dir)
         return 0;
     int rc = ckh_fs_fsync_dir(d->env->fs, dir);
     return rc ? dfail(d, rc, "fsync directory '%s': %s", dir, ckh_strerror(rc)) : 0;
+}
+
+/* Every rank agrees on the strategy and, in the synchronous strategies,
+ * on exactly one master (whose rank d->master_rank becomes). */
+static int adir_agree(struct ckh_adir *d, const struct ckh_adir_config *cfg, const char *name)
+{
+    struct ckh_env *env = d->env;
+    int32_t mine[2] = {(int32_t)cfg->strategy, d->is_master ? 1 : 0};
+    int32_t *all = ckh_calloc(env->alloc, (size_t)d->world, sizeof mine);
+    int rc;
+    if (!all)
+        return CKH_ENOMEM;
+    rc = ckh_coll_allgather(env->coll, mine, all, sizeof mine, cfg->timeout_ns);
+    if (!rc) {
+        int masters = 0;
+        d->master_rank = d->rank;
+        for (int r = 0; r < d->world && !rc; r++) {
+            if (all[2 * r] != mine[0])
+                rc = CKH_EMISMATCH;
+            if (all[2 * r + 1]) {
+                masters++;
+                if (cfg->strategy != CKH_ADIR_ASYNC)
+                    d->master_rank = r;
+            }
+        }
+        if (!rc && cfg->strategy != CKH_ADIR_ASYNC && masters != 1)
+            rc = CKH_EMISMATCH;
+    }
+    ckh_free(env->alloc, all);
+    if (rc) /* the message would be lost with d; say it through the node log */
+        ckh_node_logf(env->node, "atomic directory '%s': ranks disagree on strategy or master (%s)",
+                      name, ckh_err_name(rc));
+    return rc;
+}
+
+/* The master creates a missing output directory and makes its entry (and
+ * its parents') durable, else a crash could take every checkpoint with it. */
+static int adir_make_dir(struct ckh_adir *d)
+{
+    struct ckh_env *env = d->env;
+    char dir[CKH_PATH_MAX + 1];
+    int rc;
+    if (!d->is_master || ckh_fs_exists(env->fs, d->out_dir))
+        return 0;
+    rc = ckh_fs_mkdirs(env->fs, d->out_dir);
+    snprintf(dir, sizeof dir, "%s", d->out_dir);
+    while (!rc && strcmp(dir, "/") != 0 && !no_fsync(d)) {
+        char parent[CKH_PATH_MAX + 1];
+        rc = ckh_path_dirname(dir, parent, sizeof parent);
+        if (!rc)
+            rc = ckh_fs_fsync_dir(env->fs, parent);
+        snprintf(dir, sizeof dir, "%s", parent);
+    }
+    return rc;
 }
 
 int ckh_adir_create(struct ckh_env *env, const struct ckh_adir_config *cfg, struct ckh_adir **out)
@@ -139,52 +193,8 @@ int ckh_adir_create(struct ckh_env *env, const struct ckh_adir_config *cfg, stru
         goto out_free;
     }
 
-    /* Agreement on the strategy and the master. */
-    int32_t mine[2] = {(int32_t)cfg->strategy, d->is_master ? 1 : 0};
-    int32_t *all = ckh_calloc(env->alloc, (size_t)d->world, sizeof mine);
-    if (!all) {
-        rc = CKH_ENOMEM;
+    if ((rc = adir_agree(d, cfg, name)) != 0 || (rc = adir_make_dir(d)) != 0)
         goto out_free;
-    }
-    rc = ckh_coll_allgather(env->coll, mine, all, sizeof mine, cfg->timeout_ns);
-    if (!rc) {
-        int masters = 0;
-        d->master_rank = d->rank;
-        for (int r = 0; r < d->world && !rc; r++) {
-            if (all[2 * r] != mine[0])
-                rc = CKH_EMISMATCH;
-            if (all[2 * r + 1]) {
-                masters++;
-                if (cfg->strategy != CKH_ADIR_ASYNC)
-                    d->master_rank = r;
-            }
-        }
-        if (!rc && cfg->strategy != CKH_ADIR_ASYNC && masters != 1)
-            rc = CKH_EMISMATCH;
-    }
-    ckh_free(env->alloc, all);
-    if (rc) {
-        /* The message is lost with d; say it through the node log. */
-        ckh_node_logf(env->node, "atomic directory '%s': ranks disagree on strategy or master (%s)",
-                      name, ckh_err_name(rc));
-        goto out_free;
-    }
-    if (d->is_master && !ckh_fs_exists(env->fs, d->out_dir)) {
-        /* Created here: make its entry (and its parents') durable, else
-         * a crash could take every checkpoint with it. */
-        rc = ckh_fs_mkdirs(env->fs, d->out_dir);
-        char dir[CKH_PATH_MAX + 1];
-        snprintf(dir, sizeof dir, "%s", d->out_dir);
-        while (!rc && strcmp(dir, "/") != 0 && !no_fsync(d)) {
-            char parent[CKH_PATH_MAX + 1];
-            rc = ckh_path_dirname(dir, parent, sizeof parent);
-            if (!rc)
-                rc = ckh_fs_fsync_dir(env->fs, parent);
-            snprintf(dir, sizeof dir, "%s", parent);
-        }
-        if (rc)
-            goto out_free;
-    }
     *out = d;
     return 0;
 
@@ -366,13 +376,11 @@ static int remove_folder(struct ckh_adir *d, const char *base)
     return remove_tree(d, path, true);
 }
 
-/* Master: removes what crashes left; *next_n receives the next number. */
-static int cleanup(struct ckh_adir *d, uint64_t *next_n)
+/* Removes the pointer's temporary links a crash left (*removed: any). */
+static int remove_tmp_links(struct ckh_adir *d, bool *removed)
 {
     struct ckh_fs *fs = d->env->fs;
-    bool removed = false;
-    int rc = 0;
-    /* Temporary links of the pointer. */
+    int rc;
     char tmp_prefix[CKH_PATH_MAX + 1];
     snprintf(tmp_prefix, sizeof tmp_prefix, "%s.latest_checkpoint.tmp.", d->name);
     struct ckh_listing l = {0};
@@ -391,12 +399,20 @@ static int cleanup(struct ckh_adir *d, uint64_t *next_n)
             rc = 0;
         if (rc)
             dfail(d, rc, "unlink '%s': %s", p, ckh_strerror(rc));
-        removed = true;
+        *removed = true;
     }
     ckh_atomic_listing_free(d->env->alloc, &l);
+    return rc;
+}
+
+/* Master: removes what crashes left; *next_n receives the next number. */
+static int cleanup(struct ckh_adir *d, uint64_t *next_n)
+{
+    bool removed = false;
+    int rc = 0;
+    rc = remove_tmp_links(d, &removed);
     if (rc)
         return rc;
-
     char latest[CKH_PATH_MAX + 1];
     rc = read_pointer(d, latest, sizeof latest);
     if (rc)

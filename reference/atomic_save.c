@@ -29,7 +29,7 @@ static int afail(struct ckh_atomic *a, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(a->errmsg, sizeof a->errmsg, fmt, ap);
+    code = ckh_verrf(a->errmsg, sizeof a->errmsg, code, fmt, ap);
     va_end(ap);
     return code;
 }

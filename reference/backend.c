@@ -5,7 +5,6 @@
 #include "ckh/backend.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,25 +15,11 @@
 static const struct ckh_backend_ops *registry[REGISTRY_MAX] = {&ckh_minidb_ops};
 static size_t registry_count = 1;
 
-static void set_msg(char *msg, size_t msglen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_msg(char *msg, size_t msglen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!msg || msglen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(msg, msglen, fmt, ap);
-    va_end(ap);
-}
-
 int ckh_backend_find(const char *name, const struct ckh_backend_ops **out, char *msg, size_t msglen)
 {
     char known[256] = "";
-    if (!name || !out) {
-        set_msg(msg, msglen, "backend name or output is NULL");
-        return CKH_EINVAL;
-    }
+    if (!name || !out)
+        return ckh_errf(msg, msglen, CKH_EINVAL, "backend name or output is NULL");
     for (size_t i = 0; i < registry_count; i++) {
         if (strcmp(registry[i]->name, name) == 0) {
             *out = registry[i];
@@ -46,8 +31,8 @@ int ckh_backend_find(const char *name, const struct ckh_backend_ops **out, char 
             strcat(known, registry[i]->name);
         }
     }
-    set_msg(msg, msglen, "unknown checkpoint backend '%s' (known: %s)", name, known);
-    return CKH_ENOTFOUND;
+    return ckh_errf(msg, msglen, CKH_ENOTFOUND, "unknown checkpoint backend '%s' (known: %s)", name,
+                    known);
 }
 
 const struct ckh_backend_ops *ckh_backend_at(size_t i)
@@ -77,17 +62,14 @@ int ckh_backend_open(const char *name, const struct ckh_backend_config *cfg,
     int rc = ckh_backend_find(name, &ops, msg, msglen);
     if (rc != 0)
         return rc;
-    if (!cfg || !cfg->fs || !cfg->prefix || !out) {
-        set_msg(msg, msglen, "backend '%s': config, fs, prefix or output is NULL", name);
-        return CKH_EINVAL;
-    }
-    if (!ops->open) {
-        set_msg(msg, msglen, "backend '%s' has no open method", name);
-        return CKH_EUNSUPPORTED;
-    }
+    if (!cfg || !cfg->fs || !cfg->prefix || !out)
+        return ckh_errf(msg, msglen, CKH_EINVAL, "backend '%s': config, fs, prefix or output is NULL",
+                        name);
+    if (!ops->open)
+        return ckh_errf(msg, msglen, CKH_EUNSUPPORTED, "backend '%s' has no open method", name);
     rc = ops->open(cfg, out);
     if (rc != 0)
-        set_msg(msg, msglen, "backend '%s': open failed: %s", name, ckh_strerror(rc));
+        return ckh_errf(msg, msglen, rc, "backend '%s': open failed: %s", name, ckh_strerror(rc));
     return rc;
 }
 
@@ -127,15 +109,13 @@ static int check_call(struct ckh_backend *b, const char *node, int64_t epoch)
     if (!b || !b->ops)
         return CKH_EINVAL;
     rc = ckh_node_name_check(node);
-    if (rc != 0) {
-        set_msg(b->errmsg, sizeof b->errmsg, "node name '%s' is not a valid file name (%s)",
-                node ? node : "(null)", ckh_err_name(rc));
-        return rc;
-    }
-    if (epoch < 0) {
-        set_msg(b->errmsg, sizeof b->errmsg, "epoch %" PRId64 " is negative", epoch);
-        return CKH_EINVAL;
-    }
+    if (rc != 0)
+        return ckh_errf(b->errmsg, sizeof b->errmsg, rc,
+                        "node name '%s' is not a valid file name (%s)", node ? node : "(null)",
+                        ckh_err_name(rc));
+    if (epoch < 0)
+        return ckh_errf(b->errmsg, sizeof b->errmsg, CKH_EINVAL, "epoch %" PRId64 " is negative",
+                        epoch);
     return 0;
 }
 
@@ -151,10 +131,8 @@ int ckh_backend_save(struct ckh_backend *b, const char *node, int64_t epoch,
     int rc = check_call(b, node, epoch);
     if (rc != 0)
         return rc;
-    if (!ws || (!names && count > 0)) {
-        set_msg(b->errmsg, sizeof b->errmsg, "save: workspace or names is NULL");
-        return CKH_EINVAL;
-    }
+    if (!ws || (!names && count > 0))
+        return ckh_errf(b->errmsg, sizeof b->errmsg, CKH_EINVAL, "save: workspace or names is NULL");
     if (!b->ops->save)
         return CKH_EUNSUPPORTED;
     return b->ops->save(b, node, epoch, ws, names, count);
@@ -168,10 +146,9 @@ int ckh_backend_load(struct ckh_backend *b, const char *node, int64_t epoch, str
         *loaded = 0;
     if (rc != 0)
         return rc;
-    if (!ws || (!names && count > 0) || (flags & ~(unsigned)CKH_LOAD_ALLOW_MISSING)) {
-        set_msg(b->errmsg, sizeof b->errmsg, "load: bad workspace, names or flags");
-        return CKH_EINVAL;
-    }
+    if (!ws || (!names && count > 0) || (flags & ~(unsigned)CKH_LOAD_ALLOW_MISSING))
+        return ckh_errf(b->errmsg, sizeof b->errmsg, CKH_EINVAL,
+                        "load: bad workspace, names or flags");
     if (!b->ops->load)
         return CKH_EUNSUPPORTED;
     return b->ops->load(b, node, epoch, ws, names, count, flags, loaded);

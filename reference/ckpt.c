@@ -148,7 +148,7 @@ static int ck_fail(struct ckh_ckpt *ck, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ck->errmsg, sizeof ck->errmsg, fmt, ap);
+    code = ckh_verrf(ck->errmsg, sizeof ck->errmsg, code, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -160,16 +160,10 @@ static int ckpt_create(struct ckh_env *env, const char *prefix, const char *node
     struct ckh_backend_config bc = {0};
     struct ckh_ckpt *ck;
     int rc;
-    if (!env || !env->fs || !prefix || !db_type || !out || (single && !node_name)) {
-        if (msg && msglen)
-            snprintf(msg, msglen, "checkpoint manager: NULL argument");
-        return CKH_EINVAL;
-    }
-    if (single && (rc = ckh_node_name_check(node_name)) != 0) {
-        if (msg && msglen)
-            snprintf(msg, msglen, "checkpoint manager: bad node name '%s'", node_name);
-        return rc;
-    }
+    if (!env || !env->fs || !prefix || !db_type || !out || (single && !node_name))
+        return ckh_errf(msg, msglen, CKH_EINVAL, "checkpoint manager: NULL argument");
+    if (single && (rc = ckh_node_name_check(node_name)) != 0)
+        return ckh_errf(msg, msglen, rc, "checkpoint manager: bad node name '%s'", node_name);
     ck = ckh_calloc(env->alloc, 1, sizeof *ck);
     if (!ck)
         return CKH_ENOMEM;
@@ -382,6 +376,33 @@ int ckh_ckpt_load(struct ckh_ckpt *ck, struct ckh_session *s, int64_t epoch)
                      nm->nblobs, 0);
         if (rc != 0)
             return rc;
+    }
+    return 0;
+}
+
+/* Why resuming syncs: the save protocol (temporary file, fsync, rename,
+ * fsync of the directory) can be cut by a kill between the rename and the
+ * directory fsync. The restarted process sees the renamed checkpoint and
+ * resumes from it, but the rename is still pending: a machine crash later
+ * drops it and the next restart falls back one checkpoint further, losing
+ * the interval it had resumed from as well as the one it was working on.
+ * Syncing on resume closes that window; the file's data was fsynced before
+ * the rename, so the directory is all that can still be pending. */
+int ckh_ckpt_sync(struct ckh_ckpt *ck, struct ckh_session *s, int64_t epoch)
+{
+    int rc;
+    if (!ck || !s)
+        return CKH_EINVAL;
+    for (size_t i = 0; i < ck->nnodes; i++) {
+        char name[CKH_PATH_MAX], dir[CKH_PATH_MAX];
+        if (!nm_local(ck, s, &ck->nodes[i]))
+            continue;
+        if ((rc = ckh_backend_db_name(ck->backend, ck->nodes[i].node, epoch, name, sizeof name)) != 0 ||
+            (rc = ckh_path_dirname(name, dir, sizeof dir)) != 0)
+            return ck_fail(ck, rc, "no directory for the checkpoint of '%s', epoch %" PRId64,
+                           ck->nodes[i].node, epoch);
+        if ((rc = ckh_fs_fsync_dir(ck->env->fs, dir)) != 0)
+            return ck_fail(ck, rc, "cannot sync %s holding %s: %s", dir, name, ckh_strerror(rc));
     }
     return 0;
 }

@@ -54,7 +54,7 @@ static int tfail(struct trainer *t, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(t->rr->errmsg, sizeof t->rr->errmsg, fmt, ap);
+    code = ckh_verrf(t->rr->errmsg, sizeof t->rr->errmsg, code, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -461,14 +461,84 @@ static int load_checkpoint(struct trainer *t)
 
 /* ---- training loop ---- */
 
+/* Accumulates one step's gradients: up to accum micro-batches of this
+ * rank's samples, whose ids go to ids (per_step slots). */
+static int accumulate(struct trainer *t, float *x, float *y, float scale, uint64_t len_max,
+                      uint32_t *ids)
+{
+    const struct ckh_ddp_config *c = t->cfg;
+    uint32_t nids = 0;
+    int rc = 0;
+    for (uint32_t a = 0; a < c->accum && t->epoch_pos < len_max; a++) {
+        uint64_t take = len_max - t->epoch_pos < c->batch ? len_max - t->epoch_pos : c->batch;
+        uint64_t left = ckh_dsampler_remaining(&t->sampler);
+        uint64_t mine = take < left ? take : left;
+        for (uint64_t k = 0; k < mine && !rc; k++) {
+            uint64_t idx;
+            rc = ckh_dsampler_get(&t->sampler, k, &idx);
+            if (rc)
+                break;
+            ckh_ddp_sample(c, idx, x, y);
+            ckh_ddp_model_backward(&t->model, x, y, c->dropout, &t->rng, scale);
+            if (nids < t->rec->per_step)
+                ids[nids++] = (uint32_t)idx;
+        }
+        if (!rc)
+            rc = ckh_dsampler_advance(&t->sampler, mine);
+        t->epoch_pos += take;
+    }
+    return rc;
+}
+
+/* Sums every gradient over the ranks. */
+static int allreduce_grads(struct trainer *t, int64_t slot)
+{
+    int rc = 0;
+    for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
+        rc = ckh_coll_allreduce(t->env->coll, t->model.grad[i], t->model.count[i], CKH_DT_F32,
+                                CKH_RED_SUM, t->cfg->timeout_ns);
+        if (rc)
+            tfail(t, rc, "gradient all-reduce at step %" PRId64 ": %s", slot, ckh_strerror(rc));
+    }
+    return rc;
+}
+
+/* The optimizer step `slot`, then its bookkeeping: the epoch may end, the
+ * step is recorded and announced, a checkpoint is taken when due. */
+static int end_step(struct trainer *t, int64_t slot, uint64_t len_max, bool *epoch_end)
+{
+    const struct ckh_ddp_config *c = t->cfg;
+    int64_t step_epoch = t->epoch;
+    int rc = 0;
+    ckh_ddp_sgd_step(&t->model, t->lr, c->momentum, c->weight_decay);
+    t->sched.last_step++;
+    t->step = slot;
+    *epoch_end = t->epoch_pos >= len_max;
+    if (*epoch_end) {
+        t->epoch++;
+        ckh_dsampler_set_epoch(&t->sampler, t->epoch);
+        t->epoch_pos = 0;
+    }
+    fill_rec(t, &t->rr->steps[slot], step_epoch);
+    /* Each finished step is announced: triggers aim at steps, and the
+     * harness measures work lost to a crash in steps. */
+    ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
+    bool due = (c->ckpt_every && t->step % (int64_t)c->ckpt_every == 0) ||
+               (*epoch_end && c->ckpt_epoch_end);
+    if (t->saver && due)
+        rc = save_checkpoint(t);
+    if (!rc && c->halt_after_step > 0 && t->step == c->halt_after_step)
+        rc = tfail(t, CKH_EKILLED, "halted after step %" PRId64, t->step);
+    return rc;
+}
+
 static int train(struct trainer *t)
 {
     const struct ckh_ddp_config *c = t->cfg;
-    float *x = NULL, *y = NULL;
-    x = ckh_calloc(t->env->alloc, c->in_dim + c->out_dim, sizeof *x);
+    float *x = ckh_calloc(t->env->alloc, c->in_dim + c->out_dim, sizeof *x);
     if (!x)
         return tfail(t, CKH_ENOMEM, "no memory for a sample");
-    y = x + c->in_dim;
+    float *y = x + c->in_dim;
     int rc = 0;
     float scale = 1.0f / (float)((uint64_t)c->batch * c->accum * (uint64_t)t->world);
     while (t->epoch < c->epochs && !rc) {
@@ -476,61 +546,20 @@ static int train(struct trainer *t)
         uint64_t len_max = ckh_dsampler_len_max(&t->sampler);
         while (t->epoch_pos < len_max && !rc) {
             int64_t slot = t->step + 1;
+            bool epoch_end;
             if ((uint64_t)slot > t->rec->max_steps) {
                 rc = tfail(t, CKH_ELIMIT, "more steps than the record holds");
                 break;
             }
             uint32_t *ids = t->rr->samples + (uint64_t)slot * t->rec->per_step;
             memset(ids, 0xff, t->rec->per_step * sizeof *ids);
-            uint32_t nids = 0;
             t->lr = ckh_ddp_sched_lr(&t->sched);
-            for (uint32_t a = 0; a < c->accum && t->epoch_pos < len_max; a++) {
-                uint64_t take = len_max - t->epoch_pos < c->batch ? len_max - t->epoch_pos : c->batch;
-                uint64_t left = ckh_dsampler_remaining(&t->sampler);
-                uint64_t mine = take < left ? take : left;
-                for (uint64_t k = 0; k < mine && !rc; k++) {
-                    uint64_t idx;
-                    rc = ckh_dsampler_get(&t->sampler, k, &idx);
-                    if (rc)
-                        break;
-                    ckh_ddp_sample(c, idx, x, y);
-                    ckh_ddp_model_backward(&t->model, x, y, c->dropout, &t->rng, scale);
-                    if (nids < t->rec->per_step)
-                        ids[nids++] = (uint32_t)idx;
-                }
-                if (!rc)
-                    rc = ckh_dsampler_advance(&t->sampler, mine);
-                t->epoch_pos += take;
-            }
-            for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
-                rc = ckh_coll_allreduce(t->env->coll, t->model.grad[i], t->model.count[i],
-                                        CKH_DT_F32, CKH_RED_SUM, c->timeout_ns);
-                if (rc)
-                    tfail(t, rc, "gradient all-reduce at step %" PRId64 ": %s", slot,
-                          ckh_strerror(rc));
-            }
+            rc = accumulate(t, x, y, scale, len_max, ids);
+            if (!rc)
+                rc = allreduce_grads(t, slot);
             if (rc)
                 break;
-            ckh_ddp_sgd_step(&t->model, t->lr, c->momentum, c->weight_decay);
-            t->sched.last_step++;
-            t->step = slot;
-            int64_t step_epoch = t->epoch;
-            bool epoch_end = t->epoch_pos >= len_max;
-            if (epoch_end) {
-                t->epoch++;
-                ckh_dsampler_set_epoch(&t->sampler, t->epoch);
-                t->epoch_pos = 0;
-            }
-            fill_rec(t, &t->rr->steps[slot], step_epoch);
-            /* Each finished step is announced: triggers aim at steps, and
-             * the harness measures work lost to a crash in steps. */
-            ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
-            bool due = (c->ckpt_every && t->step % (int64_t)c->ckpt_every == 0) ||
-                       (epoch_end && c->ckpt_epoch_end);
-            if (t->saver && due)
-                rc = save_checkpoint(t);
-            if (!rc && c->halt_after_step > 0 && t->step == c->halt_after_step)
-                rc = tfail(t, CKH_EKILLED, "halted after step %" PRId64, t->step);
+            rc = end_step(t, slot, len_max, &epoch_end);
             if (epoch_end)
                 break;
         }

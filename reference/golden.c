@@ -27,7 +27,7 @@ static int perr(char *msg, size_t msglen, size_t line, const char *fmt, ...)
         if (k < 0 || (size_t)k >= msglen)
             k = 0;
         va_start(ap, fmt);
-        vsnprintf(msg + k, msglen - (size_t)k, fmt, ap);
+        ckh_verrf(msg + k, msglen - (size_t)k, CKH_EPARSE, fmt, ap);
         va_end(ap);
     }
     return CKH_EPARSE;

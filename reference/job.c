@@ -67,7 +67,7 @@ static int job_fail(struct ckh_job *job, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(job->errmsg, sizeof job->errmsg, fmt, ap);
+    code = ckh_verrf(job->errmsg, sizeof job->errmsg, code, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -375,6 +375,36 @@ static void save_checkpoints(struct ckh_runner_config *cfg, struct ckh_session *
     ckh_ckpt_report_stats(cfg->ckpt, "checkpoint_save");
 }
 
+/* Starts the job: from scratch (init group, then the checkpoint of epoch
+ * 0) or from the checkpoint of epoch resume (loaded, then made durable). */
+static int runner_start(struct ckh_runner_config *cfg, struct ckh_session *s,
+                        const char *const *nodes, size_t nnodes, int64_t resume)
+{
+    bool from_scratch = resume < 0;
+    int rc;
+    if (from_scratch && (rc = ckh_job_run_group(cfg->job, s, CKH_GROUP_INIT, "init", 0)) != 0)
+        return rc;
+    if (!cfg->ckpt)
+        return 0;
+    ckh_node_phase(s->env->node, from_scratch ? "init" : "load", from_scratch ? 0 : resume, -1);
+    if ((rc = ckh_ckpt_init(cfg->ckpt, s, nodes, nnodes, from_scratch ? -1 : resume)) != 0)
+        return rc;
+    if (from_scratch) {
+        save_checkpoints(cfg, s, 0);
+        return 0;
+    }
+    ckh_node_phase(s->env->node, "load", resume, -1);
+    if ((rc = ckh_ckpt_load(cfg->ckpt, s, resume)) != 0)
+        return rc;
+    ckh_ckpt_report_stats(cfg->ckpt, "checkpoint_load");
+    /* The job builds on this checkpoint: make it durable (see
+     * ckh_ckpt_sync). Like a failed save, a failure is not fatal. */
+    if ((rc = ckh_ckpt_sync(cfg->ckpt, s, resume)) != 0)
+        ckh_node_logf(s->env->node, "checkpoint of epoch %" PRId64 " not made durable: %s", resume,
+                      ckh_ckpt_errmsg(cfg->ckpt));
+    return 0;
+}
+
 int ckh_runner_run(struct ckh_runner_config *cfg, struct ckh_session *s, int64_t *epochs)
 {
     const char *const *nodes;
@@ -395,22 +425,8 @@ int ckh_runner_run(struct ckh_runner_config *cfg, struct ckh_session *s, int64_t
     from_scratch = resume < 0;
     cfg->resumed_from = resume < 0 ? -1 : resume;
     cfg->saves_failed = 0;
-    if (from_scratch && (rc = ckh_job_run_group(cfg->job, s, CKH_GROUP_INIT, "init", 0)) != 0)
+    if ((rc = runner_start(cfg, s, nodes, nnodes, resume)) != 0)
         return rc;
-    if (cfg->ckpt) {
-        ckh_node_phase(s->env->node, from_scratch ? "init" : "load", from_scratch ? 0 : resume, -1);
-        rc = ckh_ckpt_init(cfg->ckpt, s, nodes, nnodes, from_scratch ? -1 : resume);
-        if (rc != 0)
-            return rc;
-        if (from_scratch) {
-            save_checkpoints(cfg, s, 0);
-        } else {
-            ckh_node_phase(s->env->node, "load", resume, -1);
-            if ((rc = ckh_ckpt_load(cfg->ckpt, s, resume)) != 0)
-                return rc;
-            ckh_ckpt_report_stats(cfg->ckpt, "checkpoint_load");
-        }
-    }
     epoch = from_scratch ? 1 : resume + 1;
     /* A checkpoint whose stop condition already holds is the final epoch's:
      * the job was over, so no epoch runs again (running one more would

@@ -3,7 +3,6 @@
 #include "ckh/endian.h"
 #include "ckh/sampler.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,17 +12,6 @@
 #define STATE_MAGIC "CKHSMPL1"
 #define KIND_DIST 0u
 #define KIND_SHARD 1u
-
-static int sfail(char *buf, size_t n, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int sfail(char *buf, size_t n, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, n, fmt, ap);
-    va_end(ap);
-    return code;
-}
 
 /* The decoded state, shared by both samplers. */
 struct state {
@@ -55,12 +43,12 @@ static int decode(const void *buf, size_t n, struct state *st, char *msg, size_t
     if (!buf)
         return CKH_EINVAL;
     if (n < CKH_SAMPLER_STATE_BYTES)
-        return sfail(msg, msglen, CKH_ETRUNCATED, "sampler state is %zu bytes, expected %d", n,
+        return ckh_errf(msg, msglen, CKH_ETRUNCATED, "sampler state is %zu bytes, expected %d", n,
                      CKH_SAMPLER_STATE_BYTES);
     if (memcmp(b, STATE_MAGIC, 8) != 0)
-        return sfail(msg, msglen, CKH_EFOREIGN, "not a sampler state (bad magic)");
+        return ckh_errf(msg, msglen, CKH_EFOREIGN, "not a sampler state (bad magic)");
     if (ckh_get_le32(b + 72) != ckh_crc32c(0, b, 72))
-        return sfail(msg, msglen, CKH_ECORRUPT, "sampler state checksum mismatch");
+        return ckh_errf(msg, msglen, CKH_ECORRUPT, "sampler state checksum mismatch");
     st->kind = ckh_get_le32(b + 8);
     st->world = ckh_get_le32(b + 12);
     st->epoch = (int64_t)ckh_get_le64(b + 16);
@@ -72,7 +60,7 @@ static int decode(const void *buf, size_t n, struct state *st, char *msg, size_t
     st->epoch_offset = ckh_get_le64(b + 56);
     st->pct = ckh_get_le32(b + 64);
     if (st->world < 1 || st->world > (1u << 20) || st->epoch < 0)
-        return sfail(msg, msglen, CKH_ECORRUPT, "sampler state has world %u epoch %lld", st->world,
+        return ckh_errf(msg, msglen, CKH_ECORRUPT, "sampler state has world %u epoch %lld", st->world,
                      (long long)st->epoch);
     return 0;
 }
@@ -138,7 +126,7 @@ static int ensure_order(struct ckh_dsampler *s)
     uint64_t alloc_n = total > s->n ? total : s->n;
     uint64_t *o = ckh_realloc(s->alloc, s->order, alloc_n * sizeof *o);
     if (!o)
-        return sfail(s->errmsg, sizeof s->errmsg, CKH_ENOMEM, "sampler order of %llu entries",
+        return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_ENOMEM, "sampler order of %llu entries",
                      (unsigned long long)alloc_n);
     s->order = o;
     struct ckh_rng rng;
@@ -193,7 +181,7 @@ int ckh_dsampler_get(struct ckh_dsampler *s, uint64_t k, uint64_t *index)
     if (!s || !index)
         return CKH_EINVAL;
     if (k >= ckh_dsampler_remaining(s))
-        return sfail(s->errmsg, sizeof s->errmsg, CKH_EINVAL,
+        return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_EINVAL,
                      "sample %llu past the end of epoch %lld",
                      (unsigned long long)(s->progress + k), (long long)s->epoch);
     int rc = ensure_order(s);
@@ -209,7 +197,7 @@ int ckh_dsampler_advance(struct ckh_dsampler *s, uint64_t n)
     if (!s)
         return CKH_EINVAL;
     if (n > ckh_dsampler_remaining(s))
-        return sfail(s->errmsg, sizeof s->errmsg, CKH_EINVAL,
+        return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_EINVAL,
                      "advance by %llu past the end of epoch %lld (%llu left)", (unsigned long long)n,
                      (long long)s->epoch, (unsigned long long)ckh_dsampler_remaining(s));
     s->progress += n;
@@ -251,16 +239,16 @@ int ckh_dsampler_load_defects(struct ckh_dsampler *s, const void *buf, size_t n,
     if (rc)
         return rc;
     if (st.kind != KIND_DIST)
-        return sfail(s->errmsg, sizeof s->errmsg, CKH_EMISMATCH,
+        return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_EMISMATCH,
                      "state belongs to a sharded sampler, not a distributed one");
     if (st.n != s->n || st.seed != s->seed || (bool)st.drop_last != s->drop_last)
-        return sfail(s->errmsg, sizeof s->errmsg, CKH_EMISMATCH,
+        return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_EMISMATCH,
                      "sampler state is for n=%llu seed=%llu drop_last=%u, this sampler has "
                      "n=%llu seed=%llu drop_last=%d",
                      (unsigned long long)st.n, (unsigned long long)st.seed, st.drop_last,
                      (unsigned long long)s->n, (unsigned long long)s->seed, s->drop_last);
     if (st.epoch_world < 1 || st.epoch_world > (1u << 20))
-        return sfail(s->errmsg, sizeof s->errmsg, CKH_ECORRUPT, "bad epoch world size %u",
+        return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_ECORRUPT, "bad epoch world size %u",
                      st.epoch_world);
     struct ckh_dsampler probe = *s;
     probe.world = (int)st.world;
@@ -270,12 +258,12 @@ int ckh_dsampler_load_defects(struct ckh_dsampler *s, const void *buf, size_t n,
     probe.rank = 0;
     uint64_t total = total_for(&probe, probe.epoch_world);
     if (st.epoch_offset > total || st.progress > len_of_rank(&probe, 0))
-        return sfail(s->errmsg, sizeof s->errmsg, CKH_ECORRUPT,
+        return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_ECORRUPT,
                      "sampler state progress %llu is past its epoch",
                      (unsigned long long)st.progress);
     if ((int)st.world != s->world) {
         if (!reshard)
-            return sfail(s->errmsg, sizeof s->errmsg, CKH_EMISMATCH,
+            return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_EMISMATCH,
                          "sampler state was saved with world size %u, loading with world size "
                          "%d; ask for resharding to redistribute the rest of epoch %lld",
                          st.world, s->world, (long long)st.epoch);
@@ -381,7 +369,7 @@ int ckh_ssampler_get(struct ckh_ssampler *s, uint64_t k, uint64_t *index)
     if (!s || !index || !s->shard)
         return CKH_EINVAL;
     if (k >= ckh_ssampler_remaining(s))
-        return sfail(s->errmsg, sizeof s->errmsg, CKH_EINVAL, "sample past the end of the shard");
+        return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_EINVAL, "sample past the end of the shard");
     if (s->order_epoch != s->epoch) {
         struct ckh_rng rng;
         ckh_rng_seed(&rng, epoch_seed(s->seed, s->epoch, s->rank));
@@ -397,7 +385,7 @@ int ckh_ssampler_advance(struct ckh_ssampler *s, uint64_t n)
     if (!s)
         return CKH_EINVAL;
     if (n > ckh_ssampler_remaining(s))
-        return sfail(s->errmsg, sizeof s->errmsg, CKH_EINVAL, "advance past the end of the shard");
+        return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_EINVAL, "advance past the end of the shard");
     s->progress += n;
     return 0;
 }
@@ -430,21 +418,21 @@ int ckh_ssampler_load(struct ckh_ssampler *s, const void *buf, size_t n, bool re
     if (rc)
         return rc;
     if (st.kind != KIND_SHARD)
-        return sfail(s->errmsg, sizeof s->errmsg, CKH_EMISMATCH,
+        return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_EMISMATCH,
                      "state belongs to a distributed sampler, not a sharded one");
     if ((int)st.world != s->world)
-        return sfail(s->errmsg, sizeof s->errmsg, reshard ? CKH_EUNSUPPORTED : CKH_EMISMATCH,
+        return ckh_errf(s->errmsg, sizeof s->errmsg, reshard ? CKH_EUNSUPPORTED : CKH_EMISMATCH,
                      "sharded sampler state was saved with world size %u, loading with %d%s",
                      st.world, s->world,
                      reshard ? "; a sharded dataset cannot be resharded (shards depend on the "
                                "world size)"
                              : "");
     if (st.n != s->n || st.seed != s->seed || st.pct != s->pct)
-        return sfail(s->errmsg, sizeof s->errmsg, CKH_EMISMATCH,
+        return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_EMISMATCH,
                      "sharded sampler state is for n=%llu seed=%llu pct=%u",
                      (unsigned long long)st.n, (unsigned long long)st.seed, st.pct);
     if (st.progress > s->m)
-        return sfail(s->errmsg, sizeof s->errmsg, CKH_ECORRUPT, "progress past the shard");
+        return ckh_errf(s->errmsg, sizeof s->errmsg, CKH_ECORRUPT, "progress past the shard");
     s->epoch = st.epoch;
     s->progress = st.progress;
     return 0;

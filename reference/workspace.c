@@ -27,7 +27,7 @@ static int ws_fail(struct ckh_ws *ws, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ws->errmsg, sizeof ws->errmsg, fmt, ap);
+    code = ckh_verrf(ws->errmsg, sizeof ws->errmsg, code, fmt, ap);
     va_end(ap);
     return code;
 }

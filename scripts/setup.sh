@@ -10,8 +10,12 @@ CKH_BUILD=${CKH_BUILD:-$CKH_ROOT/build}
 # package name -> a file or command that shows it is installed
 need=()
 check_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed" || need+=("$1"); }
-# CKH_SETUP_EXTRA names more packages a caller needs (scripts/test.sh adds
-# chromium, the headless browser the HTML report test renders in).
+# CKH_SETUP_EXTRA names more packages a caller needs: scripts/test.sh adds
+# chromium (the headless browser the HTML report test renders in), clang and
+# libclang-rt-14-dev (the clang build and libFuzzer's runtime) and dpkg-dev
+# (dpkg-shlibdeps, which computes the Debian package's dependencies).
+# CKH_BUILD (default build/) and CKH_CMAKE_ARGS choose the build folder and
+# its options (CKH_CMAKE_ARGS=-DCMAKE_C_COMPILER=clang for a clang build).
 for p in build-essential cmake pkg-config check lcov valgrind libjemalloc-dev libyaml-dev ${CKH_SETUP_EXTRA:-}; do
   check_pkg "$p"
 done

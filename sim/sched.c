@@ -1037,11 +1037,16 @@ int ckh_sim_add_fault(struct ckh_sim *sim, const struct ckh_fault_rule *rule)
         return ckh__sim_err(sim, CKH_EINVAL, "fault rule: probability must be in [0, 1]");
     if (!(rule->keep_fraction >= 0 && rule->keep_fraction <= 1))
         return ckh__sim_err(sim, CKH_EINVAL, "fault rule: keep_fraction must be in [0, 1]");
-    struct ckh__fault *faults = realloc(sim->faults, (sim->nfaults + 1) * sizeof *faults);
-    if (faults == NULL)
-        return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_fault: out of memory");
-    sim->faults = faults;
-    struct ckh__fault *f = &faults[sim->nfaults];
+    /* The array holds the next power of two of nfaults: it doubles when
+     * nfaults is one, so adding n rules copies O(n), not O(n^2). */
+    if ((sim->nfaults & (sim->nfaults - 1)) == 0) {
+        size_t cap = sim->nfaults ? sim->nfaults * 2 : 1;
+        struct ckh__fault *faults = realloc(sim->faults, cap * sizeof *faults);
+        if (faults == NULL)
+            return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_fault: out of memory");
+        sim->faults = faults;
+    }
+    struct ckh__fault *f = &sim->faults[sim->nfaults];
     memset(f, 0, sizeof *f);
     f->rule = *rule;
     if (rule->path_glob != NULL && (f->path_glob = strdup(rule->path_glob)) == NULL)

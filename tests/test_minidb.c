@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/endian.h"
 #include "ckh/err.h"
 #include "ckh/ref.h"
 #include "ckh/op.h"
@@ -195,6 +196,80 @@ START_TEST(test_corrupt_every_bit)
     ck_assert_int_eq(ckh_backend_load(db, "n", 1, ws, NULL, 0, 0, NULL), 0);
     b = ckh_ws_find(ws, "n/a");
     ck_assert_int_eq(((int32_t *)b->data)[5], -6);
+}
+END_TEST
+
+/* Writes /ckpt/n.<epoch>, a file built by hand from the format at the top
+ * of reference/minidb.c: node "n", one DESCRIBED u8 blob named
+ * "n/" + 368 'w's (so the file is 503 bytes) claiming size_bytes bytes,
+ * every checksum consistent except data_crc (0: streaming 2^40 generated
+ * bytes to compute it is what the loader must not do). */
+static uint64_t write_described_claim(int64_t epoch, uint64_t size_bytes)
+{
+    enum { NAME_LEN = 370, HDR = 40 + 1 + 4, REC = 56 + 8 + NAME_LEN + 8, FILE_BYTES = HDR + REC + 16 };
+    unsigned char f[FILE_BYTES] = {0}, *h = f, *r = f + HDR, *ft = f + HDR + REC;
+    char path[64];
+    struct ckh_file *fp;
+    uint32_t crc;
+    memcpy(h, "CKHMINDB", 8);
+    ckh_put_le32(h + 8, 1);
+    ckh_put_le32(h + 12, HDR);
+    ckh_put_le64(h + 16, (uint64_t)epoch);
+    ckh_put_le32(h + 24, 1);
+    ckh_put_le32(h + 28, 1);
+    ckh_put_le64(h + 32, FILE_BYTES);
+    h[40] = 'n';
+    ckh_put_le32(h + 41, ckh_crc32c(0, h, 41));
+    memcpy(r, "BLOB", 4);
+    r[4] = 1;         /* DESCRIBED */
+    r[5] = CKH_DT_U8; /* 1 byte per element */
+    r[6] = 1;         /* ndim */
+    ckh_put_le32(r + 8, NAME_LEN);
+    ckh_put_le64(r + 16, size_bytes);
+    ckh_put_le64(r + 24, 0); /* data_bytes: none in the file */
+    ckh_put_le64(r + 32, 42);
+    ckh_put_le64(r + 40, 3);
+    ckh_put_le64(r + 56, size_bytes); /* shape[0] */
+    memcpy(r + 64, "n/", 2);
+    memset(r + 66, 'w', NAME_LEN - 2);
+    ckh_put_le32(r + 64 + NAME_LEN, 0); /* data_crc */
+    ckh_put_le32(r + 68 + NAME_LEN, ckh_crc32c(0, r, 68 + NAME_LEN));
+    memcpy(ft, "CKHMDEND", 8);
+    ckh_put_le32(ft + 8, 1);
+    crc = ckh_crc32c(0, h + 41, 4);
+    crc = ckh_crc32c(crc, r + 68 + NAME_LEN, 4);
+    ckh_put_le32(ft + 12, ckh_crc32c(crc, ft, 12));
+    snprintf(path, sizeof path, "/ckpt/n.%lld", (long long)epoch);
+    ck_assert_int_eq(ckh_fs_open(fs, path, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_TRUNC, &fp), 0);
+    ck_assert_int_eq(ckh_file_write_all(fp, f, sizeof f), 0);
+    ck_assert_int_eq(ckh_file_close(fp), 0);
+    return FILE_BYTES;
+}
+
+/* A described blob's logical size is not held by the file, so the format
+ * caps what one file may describe: a 503-byte file whose checksums hold
+ * but which claims 2^40 described bytes is refused as corrupt at once,
+ * without streaming the claimed bytes to verify them; a claim within the
+ * cap is verified (and refused here only because data_crc is wrong). */
+START_TEST(test_described_claim_bounded)
+{
+    uint64_t before;
+    fill_ws(ws);
+    before = ckh_ws_digest(ws, NULL);
+    ck_assert_uint_eq(write_described_claim(5, 1ull << 40), 503);
+    ck_assert_int_eq(ckh_backend_load(db, "n", 5, ws, NULL, 0, 0, NULL), CKH_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(ckh_backend_errmsg(db), "/ckpt/n.5"));
+    ck_assert_ptr_nonnull(strstr(ckh_backend_errmsg(db), "more than a file may describe"));
+    ck_assert_uint_eq(ckh_ws_digest(ws, NULL), before);
+    write_described_claim(6, 4096);
+    ck_assert_int_eq(ckh_backend_load(db, "n", 6, ws, NULL, 0, 0, NULL), CKH_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(ckh_backend_errmsg(db), "generator does not match"));
+    ck_assert_uint_eq(ckh_ws_digest(ws, NULL), before);
+    /* save never writes what load would refuse: 2^36 + 1 described bytes */
+    struct ckh_gen g = {.seed = 1, .stream = 2, .offset = 0};
+    ck_assert_int_eq(ckh_ws_set_gen(ws, "n/huge", CKH_DT_U8, 1, (uint64_t[]){(1ull << 36) + 1}, &g), 0);
+    ck_assert_int_eq(ckh_backend_save(db, "n", 7, ws, NULL, 0), CKH_ELIMIT);
+    ck_assert_ptr_nonnull(strstr(ckh_backend_errmsg(db), "/ckpt/n.7"));
 }
 END_TEST
 
@@ -398,6 +473,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_large_inline);
     tcase_add_test(tc, test_truncated);
     tcase_add_test(tc, test_corrupt_every_bit);
+    tcase_add_test(tc, test_described_claim_bounded);
     tcase_add_test(tc, test_foreign_and_not_a_file);
     tcase_add_test(tc, test_escaping_names);
     tcase_add_test(tc, test_registry);

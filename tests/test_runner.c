@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ckh/err.h"
@@ -205,12 +206,83 @@ START_TEST(test_bad_fault_node_is_input_error)
                               &r, false),
                      CKH_EINVAL);
     ck_assert_int_eq(r.verdict, CKH_VERDICT_ERROR);
-    ck_assert_ptr_nonnull(strstr(r.message, "t.yaml:3:5: the fault names a node the job does not have"));
+    /* The message names the node and the fault's line, and lists the nodes. */
+    ck_assert_ptr_nonnull(strstr(r.message, "t.yaml:3:5: the fault names node 'trainer_7', which the "
+                                            "job does not have (its nodes: trainer_0, trainer_1)"));
     ckh_report_result_clear(&r);
     ck_assert_int_eq(run_text("job: {workload: ddp-train, nodes: 2, options: {batch: 0}}\n", &r, false),
                      CKH_EINVAL);
     ck_assert_ptr_nonnull(strstr(r.message, "option 'batch': expected an integer 1..4096"));
     ckh_report_result_clear(&r);
+}
+END_TEST
+
+
+/* A bit-flip offset past the end of the file is an error naming the
+ * fault's line, and an offset whose bit index overflows 64 bits (a model
+ * built in code: the parser refuses it) never wraps onto another byte. */
+START_TEST(test_corrupt_offset_past_end)
+{
+    struct ckh_report_result r;
+    const char *scn = "job: {workload: seed-pipeline}\n"
+                      "faults:\n"
+                      "  - {on: {run: 2}, do: corrupt, mode: bit-flip, path: /ckpt/trainer_0.2, offset: 1000000}\n"
+                      "  - {on: {op: stat, phase: save, epoch: 3}, do: kill}\n"
+                      "restart: {max_restarts: 1}\n";
+    ck_assert_int_eq(run_text(scn, &r, false), CKH_EINVAL);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_ERROR);
+    ck_assert_msg(strstr(r.message, "t.yaml:3:5: corrupt bit-flip: offset 1000000 is past the end of "
+                                    "/ckpt/trainer_0.2") != NULL, "%s", r.message);
+    ckh_report_result_clear(&r);
+
+    struct ckh_scenario *sc = NULL;
+    ck_assert_int_eq(ckh_scenario_parse_string(scn, strlen(scn), "t.yaml", NULL, &sc, NULL), 0);
+    sc->faults[0].act.u.corrupt.offset = (1ull << 61) + 40; /* * 8 wraps to byte 40 */
+    struct ckh_run_options o = {.source_dir = getenv("CKH_SOURCE_DIR")};
+    ckh_report_result_init(&r);
+    ck_assert_int_eq(ckh_harness_run(sc, &o, &r), CKH_EINVAL);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_ERROR);
+    ck_assert_msg(strstr(r.message, "t.yaml:3:5: corrupt bit-flip: offset 2305843009213693992 is past the end") != NULL,
+                  "%s", r.message);
+    ckh_report_result_clear(&r);
+    ckh_scenario_free(sc);
+}
+END_TEST
+
+/* An absurd option size is refused with the key and the limit. */
+START_TEST(test_option_size_limit)
+{
+    struct ckh_report_result r;
+    ck_assert_int_eq(run_text("job: {workload: param-server, options: {param_bytes: 1TiB}}\n", &r, false),
+                     CKH_EINVAL);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_ERROR);
+    ck_assert_msg(strstr(r.message, "t.yaml:1:54: option 'param_bytes': more than a parameter server can "
+                                    "hold (at most 1GiB)") != NULL, "%s", r.message);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+
+/* Arming is linear in the number of faults (the simulator's rule array
+ * grows geometrically): 20k faults that never fire run to a pass well
+ * within the timeout in every build, sanitizers included (it took minutes
+ * under ASan when each rule was a realloc by one). */
+START_TEST(test_many_faults)
+{
+    size_t n = getenv("CKH_VALGRIND") ? 2000 : 20000, cap = 128 + n * 72, len = 0;
+    char *t = malloc(cap);
+    ck_assert_ptr_nonnull(t);
+    len += (size_t)snprintf(t, cap, "job: {workload: seed-pipeline, nodes: 1}\nfaults:\n");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(t + len, cap - len,
+                                "  - {on: {op: open, path: /nowhere/%zu}, do: errno, errno: EIO}\n", i);
+    snprintf(t + len, cap - len, "expect: {skip: [faults-fired]}\n");
+    struct ckh_report_result r;
+    ck_assert_int_eq(run_text(t, &r, false), 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_PASS);
+    ck_assert_uint_eq(r.runs, 1);
+    ckh_report_result_clear(&r);
+    free(t);
 }
 END_TEST
 
@@ -336,6 +408,33 @@ START_TEST(test_cli_list_replay_help)
         ck_assert_ptr_nonnull(strstr(slurp("out.txt"), "usage: ckh"));
     }
     ck_assert_int_eq(ckh(2, (char *[]){"ckh", "--help", NULL}), CKH_EXIT_OK);
+}
+END_TEST
+
+
+/* Input errors exit 2 with a message naming what is wrong: a fault on a
+ * node the job does not have, expect.golden naming a folder. */
+START_TEST(test_cli_input_errors)
+{
+    char node[256], golden[256], dir[256];
+    write_file("node.yaml", "job: {workload: seed-pipeline, nodes: 2}\n"
+                            "faults:\n  - {on: {node: trainer_9, op: fsync}, do: kill}\n");
+    snprintf(node, sizeof node, "%s/node.yaml", tmpdir);
+    ck_assert_int_eq(ckh(3, (char *[]){"ckh", "run", node, NULL}), CKH_EXIT_BAD_INPUT);
+    ck_assert_ptr_nonnull(strstr(slurp("out.txt"), "node.yaml:3:5: the fault names node 'trainer_9'"));
+    snprintf(dir, sizeof dir, "%s/reference", tmpdir);
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    snprintf(dir, sizeof dir, "%s/reference/folder", tmpdir);
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    write_file("golden.yaml", "job: {workload: seed-pipeline}\nexpect: {golden: folder}\n");
+    snprintf(golden, sizeof golden, "%s/golden.yaml", tmpdir);
+    ck_assert_int_eq(ckh(3, (char *[]){"ckh", "run", golden, NULL}), CKH_EXIT_BAD_INPUT);
+    const char *out = slurp("out.txt");
+    ck_assert_msg(strstr(out, "expect.golden 'folder' names ") && strstr(out, "reference/folder, not a file"),
+                  "%s", out);
+    rmdir(dir);
+    snprintf(dir, sizeof dir, "%s/reference", tmpdir);
+    rmdir(dir);
 }
 END_TEST
 
@@ -772,6 +871,12 @@ static Suite *runner_suite(void)
     tcase_add_test(tc, test_defect_detected_only_with_fault);
     tcase_add_test(tc, test_determinism_check);
     tcase_add_test(tc, test_bad_fault_node_is_input_error);
+    tcase_add_test(tc, test_corrupt_offset_past_end);
+    tcase_add_test(tc, test_option_size_limit);
+    TCase *many = tcase_create("many-faults");
+    tcase_set_timeout(many, 30);
+    tcase_add_test(many, test_many_faults);
+    suite_add_tcase(s, many);
     tcase_add_loop_test(tc, test_world_size_changes, 0, 2);
     tcase_add_test(tc, test_world_size_at_epoch_boundary);
     tcase_add_test(tc, test_world_size_defect_detected);
@@ -788,6 +893,7 @@ static Suite *runner_suite(void)
     tcase_add_checked_fixture(cli, cli_setup, cli_teardown);
     tcase_add_test(cli, test_cli_exit_codes);
     tcase_add_test(cli, test_cli_list_replay_help);
+    tcase_add_test(cli, test_cli_input_errors);
     suite_add_tcase(s, cli);
     return s;
 }

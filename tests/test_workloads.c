@@ -317,6 +317,53 @@ START_TEST(test_crash_during_save)
 }
 END_TEST
 
+/* Runs w until its node stops, with one rule on the rename that commits
+ * epoch's checkpoint (none when kind is CKH_FAULT_NONE). */
+static void run_with_rename_fault(struct wl_run *w, int64_t epoch, enum ckh_fault_kind kind)
+{
+    struct ckh_fault_rule rule;
+    ckh_fault_rule_init(&rule);
+    rule.node = 0;
+    rule.kind = CKH_OP_RENAME;
+    rule.phase = "save";
+    rule.epoch = epoch;
+    rule.action.kind = kind;
+    rule.action.crash_keep = CKH_CRASH_KEEP_SYNCED;
+    ckh_sim_clear_faults(w->sim);
+    if (kind != CKH_FAULT_NONE)
+        ck_assert_int_eq(ckh_sim_add_fault(w->sim, &rule), 0);
+    wl_run(w);
+}
+
+/* A kill between the rename of epoch 1's checkpoint and the fsync of its
+ * directory leaves a checkpoint the restart sees (the page cache survives)
+ * but that is not durable. The restart resumes from it and must make it
+ * durable before training on: when its machine then crashes while
+ * committing epoch 2 (keeping only durable state), the next restart still
+ * finds epoch 1, so the crash loses one interval, not two. (Found by the
+ * fuzzer; scenarios/found/resume-from-unsynced-rename.yaml.) */
+START_TEST(test_resume_makes_checkpoint_durable)
+{
+    struct wl_run w;
+    struct ckh_node_status ns;
+    wl_start(&w, 15, "seed-pipeline", 1, false);
+    run_with_rename_fault(&w, 1, CKH_FAULT_KILL_AFTER);
+    ck_assert_int_eq(ckh_sim_node_status(w.sim, 0, &ns), 0);
+    ck_assert_int_eq(ns.state, CKH_NODE_KILLED);
+    ck_assert_int_eq(ckh_sim_restart(w.sim, 0), 0);
+    run_with_rename_fault(&w, 2, CKH_FAULT_CRASH_BEFORE);
+    ck_assert_int_eq(ckh_sim_node_status(w.sim, 0, &ns), 0);
+    ck_assert_int_eq(ns.state, CKH_NODE_KILLED);
+    ck_assert_int_eq(ckh_sim_restart(w.sim, 0), 0);
+    run_with_rename_fault(&w, 0, CKH_FAULT_NONE);
+    ck_assert_int_eq(w.res[0].rc, 0);
+    ck_assert_int_eq(w.res[0].resumed_from, 1);
+    ck_assert_int_eq(w.res[0].total, 145);
+    ck_assert_int_eq(w.res[0].epochs, 4);
+    wl_end(&w);
+}
+END_TEST
+
 /* ---- param-server ---- */
 
 static uint64_t trainer0_peak(bool every_epoch, struct ckh_workload_result *r0, bool golden_check)
@@ -406,6 +453,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_corrupt_checkpoint_refused);
     tcase_add_test(tc, test_kill_during_save);
     tcase_add_test(tc, test_crash_during_save);
+    tcase_add_test(tc, test_resume_makes_checkpoint_durable);
     tcase_add_test(tc, test_param_server_download_memory);
     tcase_add_loop_test(tc, test_local_matches_golden, 0, 3);
     tcase_add_test(tc, test_registry);

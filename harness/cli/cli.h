@@ -1,4 +1,4 @@
-/* The `ckh` command line (harness/cli.c); harness/main.c only calls it. */
+/* The `ckh` command line (harness/cli/); harness/cli/main.c only calls it. */
 #ifndef CKH_CLI_H
 #define CKH_CLI_H
 
@@ -8,11 +8,16 @@ enum {
     CKH_EXIT_FAILED = 1,    /* an oracle failed: the code under test misbehaved */
     CKH_EXIT_BAD_INPUT = 2, /* malformed scenario, unknown option, missing file */
     CKH_EXIT_INTERNAL = 3,  /* ckh itself failed, or a worker crashed or hung */
+    CKH_EXIT_SIGNAL = 128,  /* + N: interrupted by signal N (run, fuzz) */
 };
 
 /* Runs the ckh command with argv (argv[0] is the program name); returns
  * the exit status. Writes to stdout/stderr; may fork workers. */
 int ckh_cli_main(int argc, char **argv);
+
+/* `ckh run` (harness/cli/cli_run.c): argv[0] is the verb; argv0 is the
+ * ckh command as replay lines name it. */
+int ckh__cli_run(int argc, char **argv, const char *argv0);
 
 /* `ckh validate-backend` (harness/validate.c): argv[0] is the verb. */
 int ckh_validate_main(int argc, char **argv);

@@ -1,6 +1,7 @@
 /* The oracle registry and helpers shared by the *_check.c files. */
 #include <string.h>
 
+#include "faults/fault.h"
 #include "oracles/oracle.h"
 
 static const struct ckh_oracle_ops *const oracles[] = {
@@ -30,21 +31,12 @@ bool ckh_oracle_expects_pass(const struct ckh_scenario_run *r)
 
 bool ckh_oracle_faults_touch_data(const struct ckh_scenario_run *r)
 {
+    /* Each fault's descriptor says whether it may fail a save or damage
+     * data (harness/faults/<name>.c, touches_data). */
     for (size_t i = 0; i < r->sc->nfaults; i++) {
-        switch (r->sc->faults[i].act.kind) {
-        case CKH_SCN_ACT_ERRNO:
-        case CKH_SCN_ACT_FSYNC_FAIL:
-        case CKH_SCN_ACT_DISK_FULL:
-        case CKH_SCN_ACT_CORRUPT:
-        case CKH_SCN_ACT_REMOVE_DIR:
-        case CKH_SCN_ACT_DANGLING_LATEST:
-        case CKH_SCN_ACT_STALE_LATEST:
-        case CKH_SCN_ACT_MISMATCH_COLLECTIVE: /* fails the collectives of a save */
-        case CKH_SCN_ACT_DELAY:               /* a late rank times a save's collectives out */
+        const struct ckh_fault_ops *ops = ckh_fault_of(r->sc->faults[i].act.kind);
+        if (ops && ops->touches_data)
             return true;
-        default:
-            break;
-        }
     }
     return false;
 }

@@ -2,7 +2,11 @@
  * number of times ends bit-identical to the uninterrupted run: the same
  * per-step digests (weights, optimizer, learning rate, RNG streams,
  * sampler), and every epoch consumed exactly the reference multiset of
- * sample ids. Reports the first divergent step. */
+ * sample ids. Reports the first divergent step.
+ *
+ * This is ckh's one definition of resume equivalence: tests/test_ddp.c
+ * judges its resumed runs through it (as ddp-train scenarios), and the
+ * DDP record (reference/ddp_record.c) keeps no comparison of its own. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>

@@ -27,3 +27,8 @@ bool ckh_rc_is_corruption(int rc)
 {
     return rc == CKH_ECORRUPT || rc == CKH_ETRUNCATED || rc == CKH_EFOREIGN || rc == CKH_EVERSION;
 }
+
+int ckh__adapter_option_error(char *msg, size_t n, const struct ckh_scn_kv *kv, const char *what)
+{
+    return ckh_errf(msg, n, CKH_EINVAL, "%d:%d: option '%s': %s", kv->line, kv->column, kv->key, what);
+}

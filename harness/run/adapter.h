@@ -136,4 +136,8 @@ extern const struct ckh_adapter_ops ckh__adapter_ddp_train;
 /* True when rc is how a load reports refusing corrupt data. */
 bool ckh_rc_is_corruption(int rc);
 
+/* Reports a bad job.options entry: "line:col: option 'key': what" into
+ * msg (n bytes); returns CKH_EINVAL. Shared by the adapters. */
+int ckh__adapter_option_error(char *msg, size_t n, const struct ckh_scn_kv *kv, const char *what);
+
 #endif

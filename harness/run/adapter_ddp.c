@@ -57,19 +57,13 @@ struct ddp_inst {
     int *epoch_world;                      /* [epochs] ranks that ran each epoch's first step */
 };
 
-static int opt_fail(char *msg, size_t n, const struct ckh_scn_kv *kv, const char *what)
-{
-    snprintf(msg, n, "%d:%d: option '%s': %s", kv->line, kv->column, kv->key, what);
-    return CKH_EINVAL;
-}
-
 static int opt_uint(const struct ckh_scn_kv *kv, uint64_t lo, uint64_t hi, uint64_t *out, char *msg,
                     size_t n)
 {
     if (kv->type != CKH_SCN_INT || kv->i < (int64_t)lo || (uint64_t)kv->i > hi) {
         char what[96];
         snprintf(what, sizeof what, "expected an integer %" PRIu64 "..%" PRIu64, lo, hi);
-        return opt_fail(msg, n, kv, what);
+        return ckh__adapter_option_error(msg, n, kv, what);
     }
     *out = (uint64_t)kv->i;
     return 0;
@@ -80,7 +74,7 @@ static int opt_float(const struct ckh_scn_kv *kv, double lo, double hi, float *o
     if ((kv->type != CKH_SCN_FLOAT && kv->type != CKH_SCN_INT) || !(kv->f >= lo && kv->f <= hi)) {
         char what[96];
         snprintf(what, sizeof what, "expected a number in [%g, %g]", lo, hi);
-        return opt_fail(msg, n, kv, what);
+        return ckh__adapter_option_error(msg, n, kv, what);
     }
     *out = (float)kv->f;
     return 0;
@@ -89,7 +83,7 @@ static int opt_float(const struct ckh_scn_kv *kv, double lo, double hi, float *o
 static int opt_bool(const struct ckh_scn_kv *kv, bool *out, char *msg, size_t n)
 {
     if (kv->type != CKH_SCN_BOOL)
-        return opt_fail(msg, n, kv, "expected true or false");
+        return ckh__adapter_option_error(msg, n, kv, "expected true or false");
     *out = kv->b;
     return 0;
 }
@@ -145,9 +139,9 @@ static int apply_options(const struct ckh_scenario *sc, struct ckh_ddp_config *c
             else if (strcmp(kv->text, "normalize") == 0)
                 cfg->keymode = CKH_DDP_KEYS_NORMALIZE;
             else
-                rc = opt_fail(msg, n, kv, "expected strict or normalize");
+                rc = ckh__adapter_option_error(msg, n, kv, "expected strict or normalize");
         } else {
-            rc = opt_fail(msg, n, kv,
+            rc = ckh__adapter_option_error(msg, n, kv,
                           "unknown option (known: samples, in_dim, hidden, out_dim, batch, accum, "
                           "warmup_steps, lr, min_lr, momentum, weight_decay, dropout, drop_last, "
                           "map_location, reshard, keys)");
@@ -171,33 +165,30 @@ static void ddp_destroy(void *p)
     free(d);
 }
 
-static int ddp_create(const struct ckh_scenario *sc, uint64_t seed, unsigned mode, void **out, char *msg, size_t msglen)
+/* The job of sc (faulted unless mode says otherwise) into d->cfg. */
+static int configure(struct ddp_inst *d, const struct ckh_scenario *sc, uint64_t seed, unsigned mode,
+                     char *msg, size_t msglen)
 {
-    struct ddp_inst *d = calloc(1, sizeof *d);
-    if (!d)
-        return CKH_ENOMEM;
-    int rc = CKH_EINVAL;
     struct ckh_ddp_config *cfg = &d->cfg;
+    int rc;
     ckh_ddp_config_default(cfg);
     cfg->seed = seed;
     cfg->world = (int)(sc->job.nodes ? sc->job.nodes : 2);
-    if (cfg->world > CKH_DDP_MAX_RANKS) {
-        snprintf(msg, msglen, "ddp-train supports at most %d ranks, got %d", CKH_DDP_MAX_RANKS, cfg->world);
-        goto out_free;
-    }
+    if (cfg->world > CKH_DDP_MAX_RANKS)
+        return ckh_errf(msg, msglen, CKH_EINVAL, "ddp-train supports at most %d ranks, got %d",
+                        CKH_DDP_MAX_RANKS, cfg->world);
     if (sc->job.epochs)
         cfg->epochs = sc->job.epochs;
-    if (sc->job.steps) {
-        snprintf(msg, msglen, "ddp-train counts epochs: use job.epochs (and options.samples) instead of steps");
-        goto out_free;
-    }
+    if (sc->job.steps)
+        return ckh_errf(msg, msglen, CKH_EINVAL,
+                        "ddp-train counts epochs: use job.epochs (and options.samples) instead of steps");
     snprintf(d->dir, sizeof d->dir, "%s", sc->job.checkpoint_dir ? sc->job.checkpoint_dir : "/ckpt");
     cfg->ckpt_dir = d->dir;
     snprintf(d->saver, sizeof d->saver, "%s", sc->job.saver.name ? sc->job.saver.name : "ddp");
     cfg->saver_name = d->saver;
     if (sc->job.every_steps) {
         cfg->ckpt_every = sc->job.every_steps;
-    } else {
+    } else { /* at every epoch end only */
         cfg->ckpt_every = 0;
         cfg->ckpt_epoch_end = true;
     }
@@ -208,77 +199,87 @@ static int ddp_create(const struct ckh_scenario *sc, uint64_t seed, unsigned mod
     cfg->timeout_ns = sc->job.collective_timeout_ns;
     cfg->device_capacity_bytes = sc->job.gpu_mem_bytes;
     if ((rc = apply_options(sc, cfg, msg, msglen)) != 0)
-        goto out_free;
+        return rc;
     for (size_t i = 0; !(mode & CKH_RUN_NO_DEFECTS) && i < sc->job.ndefects; i++) {
-            int df = ckh_defect_from_name(sc->job.defects[i]);
-            if (df < 0 || ckh_defect_enable(&cfg->defects, (enum ckh_defect)df) != 0) {
-                snprintf(msg, msglen, "unknown defect switch '%s'", sc->job.defects[i]);
-                rc = CKH_EINVAL;
-                goto out_free;
-            }
+        int df = ckh_defect_from_name(sc->job.defects[i]);
+        if (df < 0 || ckh_defect_enable(&cfg->defects, (enum ckh_defect)df) != 0)
+            return ckh_errf(msg, msglen, CKH_EINVAL, "unknown defect switch '%s'", sc->job.defects[i]);
     }
-    if (!(mode & CKH_RUN_NO_FAULTS)) {
-        /* gpu-oom faults shrink the emulated devices of the faulted run
-         * to what one rank needs: its weights and momentum plus one staged
-         * copy of a checkpoint, with a little room (5x the weights). */
-        for (size_t i = 0; i < sc->nfaults; i++)
-            if (sc->faults[i].act.kind == CKH_SCN_ACT_GPU_OOM && !cfg->device_capacity_bytes)
-                cfg->device_capacity_bytes = 5 * ((uint64_t)cfg->in_dim * cfg->hidden +
-                                                  cfg->hidden + (uint64_t)cfg->hidden * cfg->out_dim +
-                                                  cfg->out_dim) * sizeof(float);
-    }
-    if (ckh_ddp_total_steps(cfg) == 0) {
-        snprintf(msg, msglen, "ddp-train: this job has no optimizer step (check samples, batch, accum, nodes)");
-        rc = CKH_EINVAL;
-        goto out_free;
-    }
-    /* A reference instance runs the job as written: restart.world_size
-     * plays no part in it. */
+    /* gpu-oom faults (harness/faults/gpu_oom.c) shrink the emulated devices
+     * of the faulted run to what one rank needs: its weights and momentum
+     * plus one staged copy of a checkpoint, with a little room (5x the
+     * weights). */
+    for (size_t i = 0; !(mode & CKH_RUN_NO_FAULTS) && i < sc->nfaults; i++)
+        if (sc->faults[i].act.kind == CKH_SCN_ACT_GPU_OOM && !cfg->device_capacity_bytes)
+            cfg->device_capacity_bytes = 5 * ((uint64_t)cfg->in_dim * cfg->hidden + cfg->hidden +
+                                              (uint64_t)cfg->hidden * cfg->out_dim + cfg->out_dim) *
+                                         sizeof(float);
+    if (ckh_ddp_total_steps(cfg) == 0)
+        return ckh_errf(msg, msglen, CKH_EINVAL,
+                        "ddp-train: this job has no optimizer step (check samples, batch, accum, nodes)");
+    return 0;
+}
+
+/* The world of runs 2.. (restart.world_size): a reference instance runs
+ * the job as written, so restart.world_size plays no part in it. */
+static int configure_restart(struct ddp_inst *d, const struct ckh_scenario *sc, unsigned mode, char *msg,
+                             size_t msglen)
+{
+    const struct ckh_ddp_config *cfg = &d->cfg;
     d->world_restart = (mode & CKH_RUN_NO_FAULTS) || !sc->restart.world_size ? cfg->world
                                                                              : (int)sc->restart.world_size;
-    if (d->world_restart > CKH_DDP_MAX_RANKS) {
-        snprintf(msg, msglen, "restart.world_size: ddp-train supports at most %d ranks, got %d",
-                 CKH_DDP_MAX_RANKS, d->world_restart);
-        rc = CKH_EINVAL;
-        goto out_free;
-    }
+    if (d->world_restart > CKH_DDP_MAX_RANKS)
+        return ckh_errf(msg, msglen, CKH_EINVAL, "restart.world_size: ddp-train supports at most %d ranks, got %d",
+                        CKH_DDP_MAX_RANKS, d->world_restart);
     struct ckh_ddp_config restarted = *cfg;
     restarted.world = d->world_restart;
-    if (ckh_ddp_total_steps(&restarted) == 0 ||
-        (cfg->drop_last && cfg->samples < (uint64_t)d->world_restart)) {
-        snprintf(msg, msglen, "restart.world_size: with %d ranks this job has no optimizer step "
-                 "(check samples, batch, accum, drop_last)", d->world_restart);
-        rc = CKH_EINVAL;
-        goto out_free;
-    }
+    if (ckh_ddp_total_steps(&restarted) == 0 || (cfg->drop_last && cfg->samples < (uint64_t)d->world_restart))
+        return ckh_errf(msg, msglen, CKH_EINVAL,
+                        "restart.world_size: with %d ranks this job has no optimizer step "
+                        "(check samples, batch, accum, drop_last)", d->world_restart);
     d->world_first = cfg->world;
     d->nodes = cfg->world > d->world_restart ? cfg->world : d->world_restart;
-    if ((rc = ckh_ddp_record_create_worlds(cfg, d->world_restart, &d->rec)) != 0) {
-        snprintf(msg, msglen, "ddp-train: cannot allocate the oracle record");
-        goto out_free;
-    }
+    return 0;
+}
+
+/* The oracle record and the result arrays, and each rank's arguments. */
+static int allocate(struct ddp_inst *d, char *msg, size_t msglen)
+{
+    struct ckh_ddp_config *cfg = &d->cfg;
+    int rc = ckh_ddp_record_create_worlds(cfg, d->world_restart, &d->rec);
+    if (rc != 0)
+        return ckh_errf(msg, msglen, rc, "ddp-train: cannot allocate the oracle record");
     d->steps = calloc(d->rec->max_steps + 1, sizeof *d->steps);
     d->samples = calloc((size_t)cfg->epochs + 1, sizeof *d->samples);
     /* Per-id counts for jobs of a sane size (else the reshard oracle
      * has nothing to judge). */
-    if ((uint64_t)cfg->epochs * cfg->samples <= MAX_COUNTS)
+    bool counted = (uint64_t)cfg->epochs * cfg->samples <= MAX_COUNTS;
+    if (counted)
         d->counts = calloc((size_t)cfg->epochs * cfg->samples + 1, sizeof *d->counts);
     d->epoch_world = calloc((size_t)cfg->epochs + 1, sizeof *d->epoch_world);
-    if (!d->steps || !d->samples || !d->epoch_world ||
-        (!d->counts && (uint64_t)cfg->epochs * cfg->samples <= MAX_COUNTS)) {
-        rc = CKH_ENOMEM;
-        goto out_free;
-    }
+    if (!d->steps || !d->samples || !d->epoch_world || (!d->counts && counted))
+        return CKH_ENOMEM;
     for (int r = 0; r < d->nodes; r++) {
         d->args[r].cfg = cfg;
         d->args[r].rank = r;
         d->args[r].rec = d->rec;
     }
+    return 0;
+}
+
+static int ddp_create(const struct ckh_scenario *sc, uint64_t seed, unsigned mode, void **out, char *msg, size_t msglen)
+{
+    struct ddp_inst *d = calloc(1, sizeof *d);
+    int rc;
+    if (!d)
+        return CKH_ENOMEM;
+    if ((rc = configure(d, sc, seed, mode, msg, msglen)) != 0 ||
+        (rc = configure_restart(d, sc, mode, msg, msglen)) != 0 || (rc = allocate(d, msg, msglen)) != 0) {
+        ddp_destroy(d);
+        return rc;
+    }
     *out = d;
     return 0;
-out_free:
-    ddp_destroy(d);
-    return rc;
 }
 
 static int ddp_node_count(void *p)
@@ -334,11 +335,10 @@ static uint64_t fold(uint64_t h, uint64_t v)
     return ckh_hash64(h, &v, sizeof v);
 }
 
-static int ddp_collect(void *p, struct ckh_job_result *out)
+/* Per rank: the generic result, and what a failed load or device said. */
+static void collect_nodes(struct ddp_inst *d, struct ckh_job_result *out)
 {
-    struct ddp_inst *d = p;
     const struct ckh_ddp_record *rec = d->rec;
-    memset(out, 0, sizeof *out);
     for (int r = 0; r < d->nodes; r++) {
         const struct ckh_ddp_rank_rec *rr = &rec->ranks[r];
         struct ckh_node_result *o = &d->out[r];
@@ -361,8 +361,14 @@ static int ddp_collect(void *p, struct ckh_job_result *out)
         if (rr->status == CKH_EOOM_DEVICE)
             out->device_oom = true;
     }
-    /* Per step: one digest over every rank, and which component differs is
-     * named by comparing component digests in the oracle's message. */
+}
+
+/* Per step: one digest over every rank, and which component differs is
+ * named by comparing component digests in the oracle's message. Returns
+ * the number of steps recorded. */
+static size_t collect_steps(struct ddp_inst *d)
+{
+    const struct ckh_ddp_record *rec = d->rec;
     size_t ns = 0;
     for (uint64_t s = 1; s <= rec->max_steps; s++) {
         uint64_t h = CKH_HASH_INIT;
@@ -393,9 +399,13 @@ static int ddp_collect(void *p, struct ckh_job_result *out)
         snprintf(d->steps[ns].what, sizeof d->steps[ns].what, "%s", what);
         ns++;
     }
-    out->steps = d->steps;
-    out->nsteps = ns;
-    /* Per epoch: count and an order-independent digest of the sample ids. */
+    return ns;
+}
+
+/* Per epoch: count and an order-independent digest of the sample ids. */
+static void collect_samples(struct ddp_inst *d)
+{
+    const struct ckh_ddp_record *rec = d->rec;
     uint64_t n = d->cfg.samples;
     if (d->counts)
         memset(d->counts, 0, (size_t)d->cfg.epochs * n * sizeof *d->counts);
@@ -422,8 +432,13 @@ static int ddp_collect(void *p, struct ckh_job_result *out)
             }
         }
     }
-    /* The ranks that ran each epoch's first step (the step slot is shared
-     * by every rank of the run that took it). */
+}
+
+/* The ranks that ran each epoch's first step (the step slot is shared by
+ * every rank of the run that took it). */
+static void collect_epoch_world(struct ddp_inst *d)
+{
+    const struct ckh_ddp_record *rec = d->rec;
     for (uint64_t s = 1; s <= rec->max_steps; s++) {
         int64_t e = -1;
         int ranks = 0;
@@ -439,10 +454,21 @@ static int ddp_collect(void *p, struct ckh_job_result *out)
         if (e >= 0 && d->epoch_world[e] == 0)
             d->epoch_world[e] = ranks;
     }
+}
+
+static int ddp_collect(void *p, struct ckh_job_result *out)
+{
+    struct ddp_inst *d = p;
+    memset(out, 0, sizeof *out);
+    collect_nodes(d, out);
+    out->steps = d->steps;
+    out->nsteps = collect_steps(d);
+    collect_samples(d);
+    collect_epoch_world(d);
     out->samples = d->samples;
     out->nsamples = (size_t)d->cfg.epochs;
     out->sample_counts = d->counts;
-    out->dataset_size = d->counts ? n : 0;
+    out->dataset_size = d->counts ? d->cfg.samples : 0;
     out->epoch_world = d->epoch_world;
     out->drop_last = d->cfg.drop_last;
     out->nodes = d->out;

@@ -14,6 +14,7 @@
 #include "run/adapter.h"
 #include "ckh/err.h"
 #include "ckh/ref.h"
+#include "faults/fault.h"
 
 struct wl_inst {
     struct ckh_workload_spec spec;          /* the job */
@@ -25,11 +26,7 @@ struct wl_inst {
     char backend[64];                       /* backend name */
 };
 
-static int opt_fail(char *msg, size_t n, const struct ckh_scn_kv *kv, const char *what)
-{
-    snprintf(msg, n, "%d:%d: option '%s': %s", kv->line, kv->column, kv->key, what);
-    return CKH_EINVAL;
-}
+#define PARAM_BYTES_MAX (1ull << 30) /* per parameter-server shard: held in memory */
 
 static int apply_options(const struct ckh_scenario *sc, struct ckh_workload_spec *spec, char *msg,
                          size_t msglen)
@@ -38,23 +35,25 @@ static int apply_options(const struct ckh_scenario *sc, struct ckh_workload_spec
         const struct ckh_scn_kv *kv = &sc->job.options[i];
         if (strcmp(kv->key, "num_ps") == 0) {
             if (kv->type != CKH_SCN_INT || kv->i < 1 || kv->i > 64)
-                return opt_fail(msg, msglen, kv, "expected an integer 1..64");
+                return ckh__adapter_option_error(msg, msglen, kv, "expected an integer 1..64");
             spec->num_ps = (int)kv->i;
         } else if (strcmp(kv->key, "param_bytes") == 0) {
             uint64_t v;
             if (ckh_scn_parse_size(kv->text, &v) != 0 || v == 0 || v % 8 != 0)
-                return opt_fail(msg, msglen, kv, "expected a size, a positive multiple of 8 bytes");
+                return ckh__adapter_option_error(msg, msglen, kv, "expected a size, a positive multiple of 8 bytes");
+            if (v > PARAM_BYTES_MAX)
+                return ckh__adapter_option_error(msg, msglen, kv, "more than a parameter server can hold (at most 1GiB)");
             spec->param_bytes = v;
         } else if (strcmp(kv->key, "download_every_epoch") == 0) {
             if (kv->type != CKH_SCN_BOOL)
-                return opt_fail(msg, msglen, kv, "expected true or false");
+                return ckh__adapter_option_error(msg, msglen, kv, "expected true or false");
             spec->download_every_epoch = kv->b;
         } else if (strcmp(kv->key, "no_checkpoint") == 0) {
             if (kv->type != CKH_SCN_BOOL)
-                return opt_fail(msg, msglen, kv, "expected true or false");
+                return ckh__adapter_option_error(msg, msglen, kv, "expected true or false");
             spec->no_checkpoint = kv->b;
         } else {
-            return opt_fail(msg, msglen, kv,
+            return ckh__adapter_option_error(msg, msglen, kv,
                             "unknown option (known: num_ps, param_bytes, download_every_epoch, "
                             "no_checkpoint)");
         }
@@ -87,11 +86,12 @@ static int wl_create(const struct ckh_scenario *sc, uint64_t seed, unsigned mode
                               : sc->job.every_steps || sc->job.every_epochs
                                   ? "job.checkpoint_every (these jobs checkpoint after every epoch)"
                                   : NULL;
+    /* What each fault needs is in its descriptor (harness/faults/). */
     for (size_t i = 0; !unsupported && i < sc->nfaults; i++) {
-        enum ckh_scn_action_kind k = sc->faults[i].act.kind;
-        if (k == CKH_SCN_ACT_GPU_OOM)
+        const struct ckh_fault_ops *ops = ckh_fault_of(sc->faults[i].act.kind);
+        if (ops->needs & CKH_FAULT_NEEDS_DEVICES)
             unsupported = "the gpu-oom fault (no emulated devices)";
-        else if ((k == CKH_SCN_ACT_DANGLING_LATEST || k == CKH_SCN_ACT_STALE_LATEST))
+        else if (ops->needs & CKH_FAULT_NEEDS_LATEST)
             unsupported = "latest-pointer faults (minidb keeps no latest pointer)";
     }
     if (unsupported) {
@@ -177,23 +177,28 @@ static void wl_before_run(void *p, int run, int64_t resume_epoch)
     w->spec.resume_epoch = resume_epoch;
 }
 
+/* The one conversion of a workload node's result into the generic one. */
+static void node_result_from(struct ckh_node_result *o, const struct ckh_workload_result *r)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->node, sizeof o->node, "%s", r->node);
+    o->finished = r->finished;
+    o->rc = r->rc;
+    o->epochs = r->epochs;
+    o->resumed_from = r->resumed_from;
+    o->total = r->total;
+    snprintf(o->blobs, sizeof o->blobs, "%s", r->blobs);
+    o->digest = r->digest;
+    o->saves_failed = r->saves_failed;
+}
+
 static int wl_collect(void *p, struct ckh_job_result *out)
 {
     struct wl_inst *w = p;
     memset(out, 0, sizeof *out);
     for (int i = 0; i < w->n; i++) {
         const struct ckh_workload_result *r = &w->results[i];
-        struct ckh_node_result *o = &w->out[i];
-        memset(o, 0, sizeof *o);
-        snprintf(o->node, sizeof o->node, "%s", r->node);
-        o->finished = r->finished;
-        o->rc = r->rc;
-        o->epochs = r->epochs;
-        o->resumed_from = r->resumed_from;
-        o->total = r->total;
-        snprintf(o->blobs, sizeof o->blobs, "%s", r->blobs);
-        o->digest = r->digest;
-        o->saves_failed = r->saves_failed;
+        node_result_from(&w->out[i], r);
         if (r->finished && ckh_rc_is_corruption(r->rc))
             out->corruption_detected = true;
     }

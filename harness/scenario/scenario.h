@@ -20,9 +20,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ckh/alloc.h"
 #include "ckh/simfs.h"
+#include "faults/list.h"
 
 /* ---- generic values (job.options, expect.values) ---- */
 
@@ -95,27 +97,12 @@ struct ckh_scn_job {
 
 /* ---- faults ---- */
 
-/* X(ENUM, "name", at_rest): at_rest actions change data at rest and may run
- * between runs instead of on an operation. Append only. */
-#define CKH_SCN_ACTION_MAP(X)                                                  \
-    X(KILL, "kill", false)                                                     \
-    X(CRASH, "crash", false)                                                   \
-    X(POWER_LOSS, "power-loss", false)                                         \
-    X(ERRNO, "errno", false)                                                   \
-    X(FSYNC_FAIL, "fsync-fail", false)                                         \
-    X(DISK_FULL, "disk-full", false)                                           \
-    X(DELAY, "delay", false)                                                   \
-    X(CORRUPT, "corrupt", true)                                                \
-    X(REMOVE_DIR, "remove-dir", true)                                          \
-    X(DANGLING_LATEST, "dangling-latest", true)                                \
-    X(STALE_LATEST, "stale-latest", true)                                      \
-    X(DIE_IN_COLLECTIVE, "die-in-collective", false)                           \
-    X(MISMATCH_COLLECTIVE, "mismatch-collective", false)                       \
-    X(GPU_OOM, "gpu-oom", false)
-
+/* The fault kinds, one per descriptor of harness/faults/ (faults/list.h
+ * registers them; each descriptor says its name, keys and whether it
+ * changes data at rest). Append only. */
 enum ckh_scn_action_kind {
-#define CKH__SCN_ACT_ENUM(e, s, r) CKH_SCN_ACT_##e,
-    CKH_SCN_ACTION_MAP(CKH__SCN_ACT_ENUM)
+#define CKH__SCN_ACT_ENUM(e, id) CKH_SCN_ACT_##e,
+    CKH_FAULT_LIST(CKH__SCN_ACT_ENUM)
 #undef CKH__SCN_ACT_ENUM
         CKH_SCN_ACT__COUNT
 };
@@ -200,8 +187,9 @@ struct ckh_scn_action {
 struct ckh_scn_fault {
     struct ckh_scn_trigger on;  /* when it fires */
     struct ckh_scn_action act;  /* what happens */
-    bool at_rest;               /* at-rest action with no op trigger: applied to the
-                                   disks before run `on.run` starts */
+    bool at_rest;               /* at-rest action (its descriptor has `apply`) with no
+                                   op trigger: applied to the disks before run
+                                   `on.run` starts (faults/fault.h) */
     int line;                   /* 1-based line of the fault's entry */
     int column;                 /* 1-based column of the fault's entry */
 };
@@ -315,11 +303,20 @@ void ckh_scenario_free(struct ckh_scenario *s);
 int ckh_scn_error_format(const struct ckh_scn_error *err, char *buf, size_t n);
 
 /* Stable names of the enums above ("kill", "corruption-detected", ...);
- * "?" when out of range. */
+ * "?" when out of range. Action names come from the fault descriptors
+ * (harness/faults/registry.c). */
 const char *ckh_scn_action_name(enum ckh_scn_action_kind k);
 const char *ckh_scn_outcome_name(enum ckh_scn_outcome o);
-/* Whether the action changes data at rest (may run between runs). */
+/* Whether the action changes data at rest (its descriptor applies it to
+ * the disks: corrupt, remove-dir, the latest-pointer faults, disk-full). */
 bool ckh_scn_action_is_at_rest(enum ckh_scn_action_kind k);
+
+/* Writes sc as a scenario file that parses back to the same scenario
+ * (every key explicit where it differs from the default; writer.c).
+ * Returns 0; CKH_EINVAL when sc holds a value the grammar cannot express
+ * (an errno no fault can inject, an enum out of range; nothing useful is
+ * written then); -EIO when f fails. */
+int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc);
 
 /* Value helpers, also used by the parser (exposed for the CLI and tests).
  * Each returns 0 or CKH_EINVAL and leaves *out untouched on error. */

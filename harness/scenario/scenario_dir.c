@@ -9,17 +9,28 @@
  *     depends on the order the OS lists a folder in.
  *   - A filter is a comma-separated list of shell globs matched against
  *     the scenario name; '*' also matches '/'. Empty or NULL: everything.
+ *   - A path given by the caller must be a regular file or a folder
+ *     (a FIFO, a device or a socket is refused, never opened, so nothing
+ *     blocks). A subfolder that cannot be read is listed as an entry of
+ *     its own whose error names it; the rest of the folder still loads.
+ *   - A scenario file is opened with O_NONBLOCK and checked with fstat
+ *     before it is read (a regular file, at most SCN_FILE_BYTES_MAX).
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ckh/err.h"
 #include "scenario/scenario.h"
+
+/* The largest scenario file read (no scenario is nearly that large). */
+#define SCN_FILE_BYTES_MAX (64u << 20)
 
 struct path_vec {
     char **v;                /* owned paths */
@@ -55,8 +66,8 @@ static int walk(struct path_vec *pv, const char *dir, int depth)
     if (depth > 64)
         return CKH_ELIMIT;
     DIR *d = opendir(dir);
-    if (!d)
-        return -errno;
+    if (!d) /* a subfolder that cannot be read is an entry whose error names it */
+        return depth > 0 ? vec_push(pv, dir) : -errno;
     int rc = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -97,6 +108,66 @@ static const char *base_name(const char *path, char (*buf)[256])
     return *buf;
 }
 
+static int entry_error(struct ckh_scn_error *e, const char *path, int code, const char *fmt,
+                       const char *arg)
+{
+    memset(e, 0, sizeof(*e));
+    snprintf(e->file, sizeof(e->file), "%s", path);
+    snprintf(e->msg, sizeof(e->msg), fmt, arg);
+    e->code = code;
+    return code;
+}
+
+/* Reads and parses one listed path: a scenario file, or a subfolder that
+ * could not be read. Never blocks on a FIFO swapped in after the listing. */
+static int parse_path(const char *path, const struct ckh_scn_options *opts,
+                      struct ckh_scenario **out, struct ckh_scn_error *e)
+{
+    struct ckh_alloc *alloc = opts && opts->alloc ? opts->alloc : ckh_alloc_system();
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int code = -errno;
+        if (fd >= 0)
+            close(fd);
+        return entry_error(e, path, code, "cannot open: %s", strerror(-code));
+    }
+    int rc = 0;
+    char *buf = NULL;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        rc = d ? CKH_EINVAL : -errno;
+        if (d)
+            closedir(d);
+        rc = entry_error(e, path, rc, "cannot read this folder: %s", ckh_strerror(rc));
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = entry_error(e, path, CKH_EUNSUPPORTED, "%s", "not a regular file or folder");
+    } else if ((uint64_t)st.st_size > SCN_FILE_BYTES_MAX) {
+        rc = entry_error(e, path, CKH_ELIMIT, "%s", "larger than 64 MiB, the limit for a scenario file");
+    } else if (!(buf = ckh_malloc(alloc, (size_t)st.st_size + 1))) {
+        rc = CKH_ENOMEM;
+    } else {
+        size_t len = 0;
+        ssize_t r = 1;
+        while (len < (size_t)st.st_size && r != 0) {
+            r = read(fd, buf + len, (size_t)st.st_size - len);
+            if (r < 0 && errno != EINTR) {
+                rc = entry_error(e, path, -errno, "cannot read: %s", strerror(errno));
+                break;
+            }
+            len += r > 0 ? (size_t)r : 0;
+        }
+        if (rc == 0)
+            rc = ckh_scenario_parse_string(buf, len, path, opts, out, e);
+    }
+    ckh_free(alloc, buf);
+    close(fd);
+    if (rc && !e->code)
+        entry_error(e, path, rc, "cannot read: %s", ckh_strerror(rc));
+    return rc;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -113,8 +184,10 @@ int ckh_scn_list_files(const char *dir, struct ckh_alloc *alloc, char ***paths, 
         return -errno;
     if (S_ISDIR(st.st_mode))
         rc = walk(&pv, dir, 0);
-    else
+    else if (S_ISREG(st.st_mode))
         rc = vec_push(&pv, dir);
+    else
+        return CKH_EUNSUPPORTED; /* a FIFO, device or socket: never opened */
     if (rc) {
         ckh_scn_paths_free(pv.alloc, pv.v, pv.n);
         return rc;
@@ -154,7 +227,8 @@ int ckh_scn_set_load(const char *dir, const struct ckh_scn_options *opts, const 
     int rc = ckh_scn_list_files(dir, alloc, &paths, &n);
     if (rc) {
         snprintf(e->file, sizeof(e->file), "%s", dir);
-        snprintf(e->msg, sizeof(e->msg), "cannot list scenarios: %s", ckh_strerror(rc));
+        snprintf(e->msg, sizeof(e->msg), "cannot list scenarios: %s",
+                 rc == CKH_EUNSUPPORTED ? "not a regular file or folder" : ckh_strerror(rc));
         e->code = rc;
         return rc;
     }
@@ -166,7 +240,7 @@ int ckh_scn_set_load(const char *dir, const struct ckh_scn_options *opts, const 
     char nb[256];
     for (size_t i = 0; i < n; i++) {
         struct ckh_scn_entry *en = &set->v[set->n];
-        int prc = ckh_scenario_parse_file(paths[i], opts, &en->scn, &en->err);
+        int prc = parse_path(paths[i], opts, &en->scn, &en->err);
         if (prc == CKH_ENOMEM) {
             rc = CKH_ENOMEM;
             goto out_free_set;

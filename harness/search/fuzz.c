@@ -28,36 +28,26 @@
  *   - Every `determinism_every`-th seed also runs with the determinism
  *     check (the faulted job twice, same trace hash).
  *
- * `ckh fuzz` runs the seeds in forked workers: a worker that dies (a
- * crash in ckh or the code under test) is reported with the seed it was
- * running and replaced. Each failing seed is then shrunk
- * (harness/shrink.c) and written as a scenario file.
+ * `ckh fuzz` itself (the seeds in pool workers, the failure listing and
+ * shrinking) is harness/search/fuzz_cmd.c.
  *
- * Map: coverage and phases · fired faults · generation · one seed ·
- * workers · the command.
+ * Map: coverage and phases · fired faults · generation · one seed.
  */
 #include "search/fuzz.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "run/adapter.h"
 #include "ckh/backend.h"
 #include "ckh/defects.h"
 #include "ckh/err.h"
-#include "run/worker.h"
 #include "ckh/rng.h"
+#include "faults/fault.h"
 #include "oracles/oracle.h"
 #include "run/runner.h"
 #include "search/shrink.h"
@@ -122,23 +112,15 @@ static bool fault_in_run(const struct ckh_scn_fault *f, uint32_t run)
     return f->on.run == CKH_SCN_RUN_ANY || f->on.run == run;
 }
 
-/* Whether the runner applies f between runs instead of arming a rule
- * (mirrors harness/runner.c arm_faults). */
-static bool applied_between_runs(const struct ckh_scn_fault *f)
-{
-    bool at_rest_kind = ckh_scn_action_is_at_rest(f->act.kind) || f->act.kind == CKH_SCN_ACT_DISK_FULL;
-    return at_rest_kind && !f->on.matches_ops;
-}
-
 /* The scenario fault behind simulator rule `rule` of run `run`: the
- * runner arms, in file order, every fault of the run that is neither
- * applied between runs nor a gpu-oom (which the adapter handles). */
+ * runner arms, in file order, every fault of the run that arms a rule
+ * (ckh_fault_arms_rule: neither applied between runs nor the adapter's). */
 static long fault_of_rule(const struct ckh_scenario *sc, uint32_t run, uint64_t rule)
 {
     uint64_t k = 0;
     for (size_t i = 0; i < sc->nfaults; i++) {
         const struct ckh_scn_fault *f = &sc->faults[i];
-        if (!fault_in_run(f, run) || applied_between_runs(f) || f->act.kind == CKH_SCN_ACT_GPU_OOM)
+        if (!fault_in_run(f, run) || !ckh_fault_arms_rule(f))
             continue;
         if (k++ == rule)
             return (long)i;
@@ -179,7 +161,7 @@ int ckh_fuzz_fired_collect(const struct ckh_sim *sim, const struct ckh_scenario_
         uint64_t end = r->runs[ri].trace_end;
         for (size_t i = 0; i < r->sc->nfaults && rc == 0; i++) {
             const struct ckh_scn_fault *f = &r->sc->faults[i];
-            if (!fault_in_run(f, run) || !applied_between_runs(f))
+            if (!fault_in_run(f, run) || !ckh_fault_applied_between_runs(f))
                 continue;
             struct ckh_fuzz_fired x = {.fault = i, .run = run, .node = -1, .op = -1,
                                        .phase = CKH_FUZZ_PH_REST, .time_ns = 0};
@@ -255,15 +237,17 @@ struct sbuf {
     bool oom;   /* an append failed */
 };
 
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
+/* Appends fmt's text to b (a struct sbuf; also the fault descriptors'
+ * output, struct ckh_fault_gen.vprintf). */
+static void sb_vprintf(void *out, const char *fmt, va_list ap)
 {
+    struct sbuf *b = out;
     if (b->oom)
         return;
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
+    va_list ap2;
+    va_copy(ap2, ap);
+    int w = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
     if (w < 0)
         return;
     if (b->n + (size_t)w + 1 > b->cap) {
@@ -278,10 +262,17 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...)
         b->s = ns;
         b->cap = nc;
     }
-    va_start(ap, fmt);
     vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-    va_end(ap);
     b->n += (size_t)w;
+}
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(b, fmt, ap);
+    va_end(ap);
 }
 
 static uint64_t pick(struct ckh_rng *g, uint64_t lo, uint64_t hi)
@@ -294,28 +285,6 @@ static bool chance(struct ckh_rng *g, double p)
     return ckh_rng_unit(g) < p;
 }
 
-static const char *pick_str(struct ckh_rng *g, const char *const *v, size_t n)
-{
-    return v[ckh_rng_below(g, n)];
-}
-#define PICK(g, arr) pick_str((g), (arr), sizeof(arr) / sizeof((arr)[0]))
-
-/* Ops each workload family performs (seed-pipeline and param-server save
- * through minidb; ddp-train through the atomic directory saver). */
-static const char *const ep_write_ops[] = {"pwrite", "fsync", "rename", "fsync_dir", "open", "close"};
-static const char *const ep_any_ops[] = {"open", "pread", "pwrite", "fsync", "rename", "listdir",
-                                         "stat", "fsync_dir", "close"};
-static const char *const ddp_write_ops[] = {"write", "fsync", "rename", "fsync_dir", "open",
-                                            "close", "mkdir", "symlink"};
-static const char *const ddp_any_ops[] = {"open", "read", "write", "fsync", "rename", "listdir",
-                                          "stat", "readlink", "symlink", "fsync_dir", "close",
-                                          "mkdir"};
-#define WRITE_OP(g, s) ((s)->ddp ? PICK(g, ddp_write_ops) : PICK(g, ep_write_ops))
-#define ANY_OP(g, s) ((s)->ddp ? PICK(g, ddp_any_ops) : PICK(g, ep_any_ops))
-static const char *const errnos[] = {"EIO", "ENOSPC", "EDQUOT", "EACCES", "ENOENT", "EROFS"};
-static const char *const phases_epoch[] = {"save", "load", "epoch", "init"};
-static const char *const phases_ddp[] = {"save", "load", "epoch", "init", "collective"};
-
 /* One job shape, chosen before the faults. */
 struct shape {
     const char *workload; /* workload name */
@@ -325,121 +294,22 @@ struct shape {
     bool damaging;        /* the "damaging" tier (see the top of the file) */
 };
 
-/* Writes the trigger `on:` mapping of one fault. */
-static void gen_trigger(struct sbuf *b, struct ckh_rng *g, const struct shape *s, const char *op,
-                        uint32_t run, bool allow_repeat)
+/* Whether fault kind ops may be drawn for shape s in its tier: the
+ * descriptor generates, belongs to the tier, and the job has what it
+ * needs (collectives and a latest pointer: only the DDP job has them). */
+static bool fuzzable(const struct ckh_fault_ops *ops, const struct shape *s)
 {
-    sb_printf(b, "    on: {");
-    bool first = true;
-#define SEP() (first ? (first = false, "") : ", ")
-    if (op)
-        sb_printf(b, "%sop: %s", SEP(), op);
-    if (s->nodes > 1 && chance(g, 0.4))
-        sb_printf(b, "%snode: %d", SEP(), (int)pick(g, 0, (uint64_t)s->nodes - 1));
-    if (chance(g, 0.5)) {
-        const char *ph = s->ddp ? PICK(g, phases_ddp) : PICK(g, phases_epoch);
-        sb_printf(b, "%sphase: %s", SEP(), ph);
-    }
-    if (chance(g, 0.5)) {
-        /* A rate: 1% .. 50% per matching op. */
-        double p = 0.01 * (double)pick(g, 1, 50);
-        sb_printf(b, "%sprobability: %.3f", SEP(), p);
-        if (allow_repeat && chance(g, 0.5))
-            sb_printf(b, "%srepeat: true", SEP());
-    } else {
-        sb_printf(b, "%snth: %d", SEP(), (int)pick(g, 1, s->ddp ? 16 : 6));
-    }
-    sb_printf(b, "%srun: %u}\n", SEP(), run);
-#undef SEP
+    if (!ops->generate || (!s->damaging && !ops->fuzz_recoverable))
+        return false;
+    return s->ddp || !(ops->needs & (CKH_FAULT_NEEDS_LATEST | CKH_FAULT_NEEDS_COLLECTIVES));
 }
 
-/* The action kinds each tier draws from. */
-static const enum ckh_scn_action_kind recoverable_kinds[] = {
-    CKH_SCN_ACT_KILL, CKH_SCN_ACT_CRASH, CKH_SCN_ACT_POWER_LOSS, CKH_SCN_ACT_ERRNO,
-    CKH_SCN_ACT_FSYNC_FAIL, CKH_SCN_ACT_DELAY, CKH_SCN_ACT_DIE_IN_COLLECTIVE,
-    CKH_SCN_ACT_MISMATCH_COLLECTIVE,
-};
-
-static void gen_fault(struct sbuf *b, struct ckh_rng *g, const struct shape *s,
-                      enum ckh_scn_action_kind k)
+/* Appends fault kind ops, drawn with g, to b. */
+static void gen_fault(struct sbuf *b, struct ckh_rng *g, const struct shape *s, const struct ckh_fault_ops *ops)
 {
-    uint32_t run = s->damaging ? (uint32_t)pick(g, 1, 3) : (uint32_t)pick(g, 1, 2);
-    char path[128];
-    switch (k) {
-    case CKH_SCN_ACT_KILL: {
-        static const char *const whens[] = {"before", "after", "mid-write"};
-        const char *when = PICK(g, whens);
-        const char *op = strcmp(when, "mid-write") == 0 ? (s->ddp ? "write" : "pwrite")
-                                                        : WRITE_OP(g, s);
-        sb_printf(b, "  - do: kill\n    when: %s\n", when);
-        if (strcmp(when, "mid-write") == 0)
-            sb_printf(b, "    at: %d%%\n", (int)pick(g, 0, 99));
-        gen_trigger(b, g, s, op, run, false);
-        break;
-    }
-    case CKH_SCN_ACT_CRASH:
-        sb_printf(b, "  - do: crash\n");
-        gen_trigger(b, g, s, WRITE_OP(g, s), run, false);
-        break;
-    case CKH_SCN_ACT_POWER_LOSS:
-        sb_printf(b, "  - do: power-loss\n");
-        gen_trigger(b, g, s, WRITE_OP(g, s), run, false);
-        break;
-    case CKH_SCN_ACT_ERRNO:
-        sb_printf(b, "  - do: errno\n    errno: %s\n", PICK(g, errnos));
-        gen_trigger(b, g, s, ANY_OP(g, s), run, true);
-        break;
-    case CKH_SCN_ACT_FSYNC_FAIL:
-        sb_printf(b, "  - do: fsync-fail\n");
-        gen_trigger(b, g, s, "fsync", run, true);
-        break;
-    case CKH_SCN_ACT_DISK_FULL:
-        sb_printf(b, "  - do: disk-full\n    after: %d\n", (int)pick(g, 0, 1 << 16));
-        if (chance(g, 0.5))
-            gen_trigger(b, g, s, WRITE_OP(g, s), run, false);
-        else
-            sb_printf(b, "    on: {run: %u}\n", run);
-        break;
-    case CKH_SCN_ACT_DELAY:
-        sb_printf(b, "  - do: delay\n    duration: %dms\n", (int)pick(g, 1, 50));
-        gen_trigger(b, g, s, chance(g, 0.5) ? ANY_OP(g, s) : NULL, run, true);
-        break;
-    case CKH_SCN_ACT_CORRUPT: {
-        static const char *const modes[] = {"bit-flip", "truncate", "zero-range", "delete"};
-        const char *mode = PICK(g, modes);
-        if (s->ddp)
-            snprintf(path, sizeof path, "/ckpt/latest");
-        else
-            snprintf(path, sizeof path, "/ckpt/trainer_%d.%d", (int)pick(g, 0, (uint64_t)s->nodes - 1),
-                     (int)pick(g, 0, (uint64_t)s->epochs));
-        sb_printf(b, "  - do: corrupt\n    mode: %s\n    path: %s\n", mode, path);
-        if (strcmp(mode, "bit-flip") == 0)
-            sb_printf(b, "    offset: %d\n    bit: %d\n", (int)pick(g, 0, 200), (int)pick(g, 0, 7));
-        else if (strcmp(mode, "truncate") == 0)
-            sb_printf(b, "    offset: %d\n", (int)pick(g, 0, 200));
-        else if (strcmp(mode, "zero-range") == 0)
-            sb_printf(b, "    offset: %d\n    length: %d\n", (int)pick(g, 0, 200), (int)pick(g, 1, 64));
-        if (chance(g, 0.5))
-            gen_trigger(b, g, s, WRITE_OP(g, s), run, false);
-        else
-            sb_printf(b, "    on: {run: %u}\n", run < 2 ? 2 : run);
-        break;
-    }
-    case CKH_SCN_ACT_REMOVE_DIR:
-        sb_printf(b, "  - do: remove-dir\n    path: /ckpt\n    on: {run: %u}\n", run < 2 ? 2 : run);
-        break;
-    case CKH_SCN_ACT_DANGLING_LATEST:
-    case CKH_SCN_ACT_STALE_LATEST:
-        sb_printf(b, "  - do: %s\n    on: {run: %u}\n", ckh_scn_action_name(k), run < 2 ? 2 : run);
-        break;
-    case CKH_SCN_ACT_DIE_IN_COLLECTIVE:
-    case CKH_SCN_ACT_MISMATCH_COLLECTIVE:
-        sb_printf(b, "  - do: %s\n", ckh_scn_action_name(k));
-        gen_trigger(b, g, s, chance(g, 0.7) ? "allreduce" : "barrier", run, false);
-        break;
-    default:
-        break;
-    }
+    struct ckh_fault_gen fg = {.rng = g, .nodes = s->nodes, .epochs = s->epochs, .ddp = s->ddp,
+                               .damaging = s->damaging, .vprintf = sb_vprintf, .out = b};
+    ckh_fault_generate(ops, &fg);
 }
 
 static bool adapter_exists(const char *name)
@@ -500,25 +370,11 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
         sb_printf(&b, "  defects: [%s]\n", c->defect);
 
     /* Faults: 1..4 kinds, each with its own trigger and rate. */
-    enum ckh_scn_action_kind kinds[CKH_SCN_ACT__COUNT];
+    const struct ckh_fault_ops *kinds[CKH_SCN_ACT__COUNT];
     size_t nk = 0;
-    if (s.damaging) {
-        for (int k = 0; k < CKH_SCN_ACT__COUNT; k++) {
-            if (k == CKH_SCN_ACT_GPU_OOM)
-                continue; /* needs a device-memory budget: not fuzzed yet */
-            if (!s.ddp && (k == CKH_SCN_ACT_DIE_IN_COLLECTIVE || k == CKH_SCN_ACT_MISMATCH_COLLECTIVE ||
-                           k == CKH_SCN_ACT_DANGLING_LATEST || k == CKH_SCN_ACT_STALE_LATEST))
-                continue; /* collectives and a latest pointer: only the DDP job has them */
-            kinds[nk++] = (enum ckh_scn_action_kind)k;
-        }
-    } else {
-        for (size_t i = 0; i < sizeof recoverable_kinds / sizeof recoverable_kinds[0]; i++) {
-            enum ckh_scn_action_kind k = recoverable_kinds[i];
-            if (!s.ddp && (k == CKH_SCN_ACT_DIE_IN_COLLECTIVE || k == CKH_SCN_ACT_MISMATCH_COLLECTIVE))
-                continue;
-            kinds[nk++] = k;
-        }
-    }
+    for (size_t k = 0; ckh_fault_at(k); k++)
+        if (fuzzable(ckh_fault_at(k), &s))
+            kinds[nk++] = ckh_fault_at(k);
     int nfaults = (int)pick(&g, 1, 4);
     sb_printf(&b, "faults:\n");
     for (int i = 0; i < nfaults; i++)
@@ -651,395 +507,4 @@ bool ckh_fuzz_in_shard(uint64_t seed, uint32_t index, uint32_t count)
     if (count <= 1)
         return true;
     return seed % count == (uint64_t)(index - 1);
-}
-
-/* ---- workers ---- */
-
-#define WORKER_MAX_FAILS 64
-
-/* What a worker shares with ckh (one anonymous shared mapping each). */
-struct worker_shm {
-    volatile uint64_t current;      /* seed being run (UINT64_MAX: none) */
-    volatile uint64_t next;         /* ordinal of the next seed to take */
-    uint64_t done;                  /* seeds finished */
-    uint64_t failed;                /* failures */
-    uint64_t errors;                /* errors */
-    uint64_t determinism;           /* seeds run with the determinism check */
-    struct ckh_fuzz_coverage cov;   /* fired faults */
-    uint32_t nfails;                /* kept failures */
-    struct ckh_fuzz_seed_result fails[WORKER_MAX_FAILS]; /* first failures */
-};
-
-struct fuzz_plan {
-    uint64_t start;           /* first seed of the range */
-    uint64_t count;           /* seeds in the range (UINT64_MAX: until the deadline) */
-    uint32_t shard;           /* 1-based shard index */
-    uint32_t shards;          /* shard count */
-    uint32_t jobs;            /* workers */
-    uint64_t deadline_ms;     /* wall-clock deadline (0: none) */
-    struct ckh_fuzz_config cfg; /* what every seed may choose */
-};
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* Worker w takes the shard's seeds whose ordinal k satisfies k % jobs == w. */
-static void worker_loop(const struct fuzz_plan *p, uint32_t w, struct worker_shm *m)
-{
-    for (uint64_t k = m->next;; k++) {
-        if (p->deadline_ms && mono_ms() >= p->deadline_ms)
-            break;
-        /* The k-th seed of this worker: ordinal j = k * jobs + w among the
-         * shard's seeds; shard seeds are start + i with i % shards == shard-1
-         * when start is a multiple of shards, so map directly. */
-        uint64_t j = k * p->jobs + w;
-        uint64_t seed = 0;
-        /* The j-th seed of the range that belongs to the shard. */
-        uint64_t first = p->start;
-        while (!ckh_fuzz_in_shard(first, p->shard, p->shards))
-            first++;
-        seed = first + j * (p->shards ? p->shards : 1);
-        if (p->count != UINT64_MAX && seed >= p->start + p->count)
-            break;
-        m->current = seed;
-        m->next = k + 1;
-        struct ckh_fuzz_seed_result r;
-        ckh_fuzz_run_seed(seed, &p->cfg, &r, NULL);
-        m->done++;
-        if (r.determinism)
-            m->determinism++;
-        ckh_fuzz_coverage_add(&m->cov, &r.cov);
-        if (r.verdict != CKH_VERDICT_PASS) {
-            if (r.verdict == CKH_VERDICT_FAIL)
-                m->failed++;
-            else
-                m->errors++;
-            if (m->nfails < WORKER_MAX_FAILS)
-                m->fails[m->nfails++] = r;
-        }
-        m->current = UINT64_MAX;
-    }
-    m->current = UINT64_MAX;
-}
-
-/* Runs the plan in p->jobs forked workers; fills *total (summed; heap
- * memory of the caller, released in the workers). */
-static int run_workers(const struct fuzz_plan *p, struct worker_shm *total)
-{
-    uint32_t jobs = p->jobs ? p->jobs : 1;
-    struct worker_shm *shm = mmap(NULL, sizeof *shm * jobs, PROT_READ | PROT_WRITE,
-                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (shm == MAP_FAILED)
-        return -errno;
-    memset(shm, 0, sizeof *shm * jobs);
-    pid_t *pids = calloc(jobs, sizeof *pids);
-    if (!pids) {
-        munmap(shm, sizeof *shm * jobs);
-        return CKH_ENOMEM;
-    }
-    fflush(NULL);
-    uint32_t live = 0;
-    for (uint32_t w = 0; w < jobs; w++) {
-        shm[w].current = UINT64_MAX;
-        pids[w] = fork();
-        if (pids[w] == 0) {
-            free(pids);
-            free(total); /* the worker owns neither */
-            worker_loop(p, w, &shm[w]);
-            ckh__worker_exit(0);
-        }
-        if (pids[w] > 0)
-            live++;
-    }
-    while (live > 0) {
-        int st;
-        pid_t pid = wait(&st);
-        if (pid < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        uint32_t w = 0;
-        while (w < jobs && pids[w] != pid)
-            w++;
-        if (w == jobs)
-            continue;
-        live--;
-        pids[w] = 0;
-        bool clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-        if (!clean && shm[w].current != UINT64_MAX) {
-            /* The worker died inside a seed: report it, go on after it. */
-            struct worker_shm *m = &shm[w];
-            m->done++;
-            m->errors++;
-            if (m->nfails < WORKER_MAX_FAILS) {
-                struct ckh_fuzz_seed_result *r = &m->fails[m->nfails++];
-                memset(r, 0, sizeof *r);
-                r->seed = m->current;
-                r->verdict = CKH_VERDICT_ERROR;
-                snprintf(r->message, sizeof r->message, "the worker died running the seed (%s %d)",
-                         WIFSIGNALED(st) ? "signal" : "status",
-                         WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-            }
-            m->current = UINT64_MAX;
-            pids[w] = fork();
-            if (pids[w] == 0) {
-                free(pids);
-                free(total);
-                worker_loop(p, w, &shm[w]);
-                ckh__worker_exit(0);
-            }
-            if (pids[w] > 0)
-                live++;
-        }
-    }
-    memset(total, 0, sizeof *total);
-    for (uint32_t w = 0; w < jobs; w++) {
-        total->done += shm[w].done;
-        total->failed += shm[w].failed;
-        total->errors += shm[w].errors;
-        total->determinism += shm[w].determinism;
-        ckh_fuzz_coverage_add(&total->cov, &shm[w].cov);
-        for (uint32_t i = 0; i < shm[w].nfails && total->nfails < WORKER_MAX_FAILS; i++)
-            total->fails[total->nfails++] = shm[w].fails[i];
-    }
-    /* Failures in seed order, whatever worker found them. */
-    for (uint32_t i = 1; i < total->nfails; i++)
-        for (uint32_t j = i; j > 0 && total->fails[j - 1].seed > total->fails[j].seed; j--) {
-            struct ckh_fuzz_seed_result t = total->fails[j];
-            total->fails[j] = total->fails[j - 1];
-            total->fails[j - 1] = t;
-        }
-    free(pids);
-    munmap(shm, sizeof *shm * jobs);
-    return 0;
-}
-
-/* ---- the command ---- */
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: ckh fuzz [--seeds N | --time DURATION] [--start S] [--jobs N] [--shard I/N]\n"
-            "                [--workload NAME] [--defect NAME[,NAME]] [--backend NAME]\n"
-            "                [--determinism-every K] [--out DIR] [--shrink-max N] [--no-shrink]\n"
-            "                [--cache DIR] [--print-seed S] [--coverage-all]\n"
-            "Runs random fault schedules (one scenario per seed), shrinks every failure\n"
-            "into a small scenario file under DIR (default ckh-fuzz-failures) and prints\n"
-            "the seeds run, the failures and the fault coverage. See docs/FUZZING.md.\n");
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (!s[0] || *end || errno || s[0] == '-')
-        return CKH_EINVAL;
-    *out = v;
-    return 0;
-}
-
-int ckh_fuzz_main(int argc, char **argv)
-{
-    struct fuzz_plan p = {.start = 1, .count = 1000, .shard = 1, .shards = 1, .jobs = 1};
-    p.cfg.determinism_every = 16;
-    const char *out_dir = "ckh-fuzz-failures";
-    uint64_t shrink_max = 5, v;
-    bool shrink = true, cov_all = false, have_seeds = false, have_time = false;
-    int64_t print_seed = -1;
-    enum { O_SEEDS = 256, O_TIME, O_START, O_JOBS, O_SHARD, O_WL, O_DEFECT, O_BACKEND, O_DET,
-           O_OUT, O_SHRINK_MAX, O_NO_SHRINK, O_CACHE, O_PRINT, O_COV_ALL, O_HELP };
-    static const struct option longopts[] = {
-        {"seeds", required_argument, NULL, O_SEEDS},
-        {"time", required_argument, NULL, O_TIME},
-        {"start", required_argument, NULL, O_START},
-        {"jobs", required_argument, NULL, O_JOBS},
-        {"shard", required_argument, NULL, O_SHARD},
-        {"workload", required_argument, NULL, O_WL},
-        {"defect", required_argument, NULL, O_DEFECT},
-        {"backend", required_argument, NULL, O_BACKEND},
-        {"determinism-every", required_argument, NULL, O_DET},
-        {"out", required_argument, NULL, O_OUT},
-        {"shrink-max", required_argument, NULL, O_SHRINK_MAX},
-        {"no-shrink", no_argument, NULL, O_NO_SHRINK},
-        {"cache", required_argument, NULL, O_CACHE},
-        {"print-seed", required_argument, NULL, O_PRINT},
-        {"coverage-all", no_argument, NULL, O_COV_ALL},
-        {"help", no_argument, NULL, O_HELP},
-        {NULL, 0, NULL, 0},
-    };
-    optind = 0; /* 0: GNU getopt re-initializes (the CLI may run more than once) */
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "+j:", longopts, NULL)) != -1) {
-        switch (ch) {
-        case O_SEEDS:
-            if (parse_u64(optarg, &p.count) || p.count == 0)
-                goto bad_value;
-            have_seeds = true;
-            break;
-        case O_TIME: {
-            uint64_t ns;
-            if (ckh_scn_parse_duration(optarg, &ns) != 0 || ns == 0)
-                goto bad_value;
-            p.deadline_ms = ns / 1000000u + 1;
-            have_time = true;
-            break;
-        }
-        case O_START:
-            if (parse_u64(optarg, &p.start))
-                goto bad_value;
-            break;
-        case 'j':
-        case O_JOBS:
-            if (parse_u64(optarg, &v) || v < 1 || v > 256)
-                goto bad_value;
-            p.jobs = (uint32_t)v;
-            break;
-        case O_SHARD: {
-            unsigned i, n;
-            char extra;
-            if (sscanf(optarg, "%u/%u%c", &i, &n, &extra) != 2 || n < 1 || i < 1 || i > n)
-                goto bad_value;
-            p.shard = i;
-            p.shards = n;
-            break;
-        }
-        case O_WL:
-            if (!ckh_adapter_find(optarg)) {
-                fprintf(stderr, "ckh fuzz: unknown workload '%s' (ckh list shows them)\n", optarg);
-                return 2;
-            }
-            p.cfg.workload = optarg;
-            break;
-        case O_DEFECT: {
-            struct ckh_defect_set ds = {0};
-            char msg[256];
-            if (ckh_defect_parse(&ds, optarg, msg, sizeof msg) != 0) {
-                fprintf(stderr, "ckh fuzz: %s\n", msg);
-                return 2;
-            }
-            p.cfg.defect = optarg;
-            break;
-        }
-        case O_BACKEND: {
-            const struct ckh_backend_ops *bo;
-            char msg[512];
-            if (ckh_backend_find(optarg, &bo, msg, sizeof msg) != 0) {
-                fprintf(stderr, "ckh fuzz: %s\n", msg);
-                return 2;
-            }
-            p.cfg.backend = optarg;
-            break;
-        }
-        case O_DET:
-            if (parse_u64(optarg, &v) || v > UINT32_MAX)
-                goto bad_value;
-            p.cfg.determinism_every = (uint32_t)v;
-            break;
-        case O_OUT: out_dir = optarg; break;
-        case O_SHRINK_MAX:
-            if (parse_u64(optarg, &shrink_max))
-                goto bad_value;
-            break;
-        case O_NO_SHRINK: shrink = false; break;
-        case O_CACHE: p.cfg.cache_dir = optarg; break;
-        case O_PRINT:
-            if (parse_u64(optarg, &v))
-                goto bad_value;
-            print_seed = (int64_t)v;
-            break;
-        case O_COV_ALL: cov_all = true; break;
-        case O_HELP: usage(stdout); return 0;
-        default:
-            fprintf(stderr, "ckh fuzz: unknown option '%s'\n", argv[optind - 1]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "ckh fuzz: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
-    if (have_seeds && have_time) {
-        fprintf(stderr, "ckh fuzz: give --seeds or --time, not both\n");
-        return 2;
-    }
-    if (print_seed >= 0) {
-        char *text = NULL;
-        if (ckh_fuzz_generate((uint64_t)print_seed, &p.cfg, &text) != 0)
-            return 3;
-        fputs(text, stdout);
-        free(text);
-        return 0;
-    }
-    if (have_time) {
-        p.count = UINT64_MAX;
-        p.deadline_ms += mono_ms();
-    }
-
-    uint64_t t0 = mono_ms();
-    struct worker_shm *total = calloc(1, sizeof *total);
-    if (!total)
-        return 3;
-    int rc = run_workers(&p, total);
-    if (rc != 0) {
-        fprintf(stderr, "ckh fuzz: cannot start workers: %s\n", ckh_strerror(rc));
-        free(total);
-        return 3;
-    }
-    uint64_t wall = mono_ms() - t0;
-
-    for (uint32_t i = 0; i < total->nfails; i++) {
-        const struct ckh_fuzz_seed_result *r = &total->fails[i];
-        printf("%s seed %" PRIu64 ": %s%s%s\n", r->verdict == CKH_VERDICT_FAIL ? "FAIL" : "ERROR",
-               r->seed, r->oracle, r->oracle[0] ? ": " : "", r->message);
-    }
-    uint64_t shrunk = 0;
-    if (shrink && total->nfails > 0) {
-        mkdir(out_dir, 0777);
-        for (uint32_t i = 0; i < total->nfails && shrunk < shrink_max; i++) {
-            const struct ckh_fuzz_seed_result *r = &total->fails[i];
-            if (r->verdict != CKH_VERDICT_FAIL)
-                continue;
-            char path[1024];
-            snprintf(path, sizeof path, "%s/fuzz-%" PRIu64 "-%s.yaml", out_dir, r->seed, r->oracle);
-            struct ckh_shrink_stats st;
-            char msg[512];
-            struct ckh_shrink_config sc = {.source_dir = p.cfg.source_dir, .argv0 = p.cfg.argv0};
-            int src = ckh_shrink_seed(r->seed, &p.cfg, &sc, path, &st, msg, sizeof msg);
-            if (src != 0) {
-                printf("  shrinking seed %" PRIu64 ": %s\n", r->seed, msg);
-                continue;
-            }
-            shrunk++;
-            printf("  shrunk seed %" PRIu64 " in %zu runs: %zu -> %zu faults, %u -> %u nodes; "
-                   "fails %s\n  replay: %s run %s\n",
-                   r->seed, st.runs, st.faults_before, st.faults_after, st.nodes_before,
-                   st.nodes_after, st.oracle, p.cfg.argv0 ? p.cfg.argv0 : "ckh", path);
-        }
-    }
-    printf("\nfault coverage (faults that fired, by the phase of the node):\n");
-    ckh_fuzz_coverage_print(stdout, &total->cov, cov_all);
-    printf("\n%" PRIu64 " seeds run (shard %u/%u, %u job%s, %" PRIu64 " with the determinism check)"
-           " in %.1fs: %" PRIu64 " failed, %" PRIu64 " errors\n",
-           total->done, p.shard, p.shards, p.jobs, p.jobs == 1 ? "" : "s", total->determinism,
-           (double)wall / 1000.0, total->failed, total->errors);
-    int status = total->errors ? 3 : total->failed ? 1 : 0;
-    free(total);
-    return status;
-
-bad_value: {
-    const char *opt = ch == 'j' ? "jobs" : "?";
-    for (size_t i = 0; longopts[i].name; i++)
-        if (longopts[i].val == ch)
-            opt = longopts[i].name;
-    fprintf(stderr, "ckh fuzz: --%s: bad value '%s' (ckh fuzz --help)\n", opt, optarg);
-    return 2;
-}
 }

@@ -25,7 +25,8 @@
  * Every candidate runs with a private reference-run cache, so candidates
  * that change only faults cost one faulted run each.
  *
- * Map: writer · candidate runs · concrete schedule · passes · commands.
+ * Map: candidate runs · concrete schedule · passes · commands (the writer
+ * is harness/scenario/writer.c).
  */
 #include "search/shrink.h"
 
@@ -38,295 +39,11 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "cli/opt.h"
+#include "faults/fault.h"
 #include "run/runner.h"
+#include "run/tmpdir.h"
 
-/* ---- writer ---- */
-
-static const char *const crash_models[] = {"posix-weak", "ext4-ordered"};
-static const char *const strategies[] = {"sync_all", "sync_any", "async"};
-static const char *const kill_whens[] = {"before", "after", "mid-write"};
-static const char *const corrupt_modes[] = {"bit-flip", "truncate", "zero-range", "delete",
-                                            "older-version"};
-
-/* A double-quoted YAML scalar. */
-static void q(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\x%02x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-static void name_list(FILE *f, const char *const *v, size_t n)
-{
-    fputc('[', f);
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            fputs(", ", f);
-        q(f, v[i]);
-    }
-    fputc(']', f);
-}
-
-static void kv_value(FILE *f, const struct ckh_scn_kv *kv)
-{
-    if (kv->type == CKH_SCN_STR)
-        q(f, kv->text);
-    else
-        fputs(kv->text, f);
-}
-
-static const char *errno_name(int e)
-{
-    switch (e) {
-    case EIO: return "EIO";
-    case ENOSPC: return "ENOSPC";
-    case EDQUOT: return "EDQUOT";
-    case EACCES: return "EACCES";
-    case ENOENT: return "ENOENT";
-    case EROFS: return "EROFS";
-    default: return "EIO";
-    }
-}
-
-static void write_trigger(FILE *f, const struct ckh_scn_trigger *t)
-{
-    fputs("    on: {", f);
-    if (t->node_name) {
-        fputs("node: ", f);
-        q(f, t->node_name);
-        fputs(", ", f);
-    } else if (t->node >= 0) {
-        fprintf(f, "node: %d, ", t->node);
-    }
-    if (t->op >= 0)
-        fprintf(f, "op: %s, ", ckh_op_name((enum ckh_op_kind)t->op));
-    if (t->path) {
-        fputs("path: ", f);
-        q(f, t->path);
-        fputs(", ", f);
-    }
-    if (t->phase)
-        fprintf(f, "phase: %s, ", t->phase);
-    if (t->epoch >= 0)
-        fprintf(f, "epoch: %" PRId64 ", ", t->epoch);
-    if (t->step >= 0)
-        fprintf(f, "step: %" PRId64 ", ", t->step);
-    if (t->time_ns)
-        fprintf(f, "time: %" PRIu64 "ns, ", t->time_ns);
-    if (t->probability > 0)
-        fprintf(f, "probability: %.17g, ", t->probability);
-    else if (t->nth > 1)
-        fprintf(f, "nth: %" PRIu64 ", ", t->nth);
-    if (t->repeat)
-        fputs("repeat: true, ", f);
-    if (t->run == CKH_SCN_RUN_ANY)
-        fputs("run: any}\n", f);
-    else
-        fprintf(f, "run: %u}\n", t->run);
-}
-
-static void write_fault(FILE *f, const struct ckh_scn_fault *x)
-{
-    const struct ckh_scn_action *a = &x->act;
-    fprintf(f, "  - do: %s\n", ckh_scn_action_name(a->kind));
-    switch (a->kind) {
-    case CKH_SCN_ACT_KILL:
-        fprintf(f, "    when: %s\n", kill_whens[a->u.kill.when % 3]);
-        if (a->u.kill.when == CKH_SCN_KILL_MID_WRITE) {
-            if (a->u.kill.at_is_fraction)
-                fprintf(f, "    at: %.15g%%\n", a->u.kill.at_fraction * 100.0);
-            else
-                fprintf(f, "    at: %" PRIu64 "\n", a->u.kill.at_bytes);
-        }
-        break;
-    case CKH_SCN_ACT_CRASH:
-    case CKH_SCN_ACT_POWER_LOSS:
-        if (a->keep != CKH_SCN_KEEP_RANDOM)
-            fprintf(f, "    keep: %s\n", a->keep == CKH_SCN_KEEP_SYNCED ? "synced" : "cache");
-        break;
-    case CKH_SCN_ACT_ERRNO: fprintf(f, "    errno: %s\n", errno_name(a->u.errno_.err)); break;
-    case CKH_SCN_ACT_DISK_FULL:
-        fprintf(f, "    after: %" PRIu64 "\n", a->u.disk_full.after_bytes);
-        if (a->u.disk_full.disk) {
-            fputs("    disk: ", f);
-            q(f, a->u.disk_full.disk);
-            fputc('\n', f);
-        }
-        break;
-    case CKH_SCN_ACT_DELAY: fprintf(f, "    duration: %" PRIu64 "ns\n", a->u.delay.duration_ns); break;
-    case CKH_SCN_ACT_CORRUPT:
-        fprintf(f, "    mode: %s\n    path: ", corrupt_modes[a->u.corrupt.mode % 5]);
-        q(f, a->u.corrupt.path);
-        fputc('\n', f);
-        switch (a->u.corrupt.mode) {
-        case CKH_SCN_CORRUPT_BIT_FLIP:
-            fprintf(f, "    offset: %" PRIu64 "\n    bit: %u\n", a->u.corrupt.offset, a->u.corrupt.bit);
-            break;
-        case CKH_SCN_CORRUPT_TRUNCATE: fprintf(f, "    offset: %" PRIu64 "\n", a->u.corrupt.offset); break;
-        case CKH_SCN_CORRUPT_ZERO_RANGE:
-            fprintf(f, "    offset: %" PRIu64 "\n    length: %" PRIu64 "\n", a->u.corrupt.offset,
-                    a->u.corrupt.length);
-            break;
-        case CKH_SCN_CORRUPT_OLDER_VERSION: fprintf(f, "    back: %u\n", a->u.corrupt.back); break;
-        default: break;
-        }
-        break;
-    case CKH_SCN_ACT_REMOVE_DIR:
-        fputs("    path: ", f);
-        q(f, a->u.remove_dir.path);
-        fputc('\n', f);
-        break;
-    case CKH_SCN_ACT_DANGLING_LATEST:
-    case CKH_SCN_ACT_STALE_LATEST:
-        if (a->u.latest.path) {
-            fputs("    path: ", f);
-            q(f, a->u.latest.path);
-            fputc('\n', f);
-        }
-        break;
-    default: break;
-    }
-    write_trigger(f, &x->on);
-}
-
-int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc)
-{
-    if (!f || !sc || !sc->job.workload)
-        return CKH_EINVAL;
-    const struct ckh_scn_job *j = &sc->job;
-    fputs("name: ", f);
-    q(f, sc->name ? sc->name : "scenario");
-    fputc('\n', f);
-    if (sc->description) {
-        fputs("description: ", f);
-        q(f, sc->description);
-        fputc('\n', f);
-    }
-    fprintf(f, "seed: %" PRIu64 "\n", sc->seed);
-    if (sc->ntags) {
-        fputs("tags: ", f);
-        name_list(f, sc->tags, sc->ntags);
-        fputc('\n', f);
-    }
-    fputs("job:\n  workload: ", f);
-    q(f, j->workload);
-    fprintf(f, "\n  nodes: %u\n", j->nodes ? j->nodes : 1);
-    if (j->epochs)
-        fprintf(f, "  epochs: %u\n", j->epochs);
-    if (j->steps)
-        fprintf(f, "  steps: %" PRIu64 "\n", j->steps);
-    if (j->backend) {
-        fputs("  backend: ", f);
-        q(f, j->backend);
-        fputc('\n', f);
-    }
-    if (j->saver.kind) {
-        fputs("  saver: {kind: ", f);
-        q(f, j->saver.kind);
-        fprintf(f, ", keep_last: %u, strategy: %s", j->saver.keep_last, strategies[j->saver.strategy % 3]);
-        if (j->saver.name) {
-            fputs(", name: ", f);
-            q(f, j->saver.name);
-        }
-        fputs("}\n", f);
-    }
-    if (j->checkpoint_dir) {
-        fputs("  checkpoint_dir: ", f);
-        q(f, j->checkpoint_dir);
-        fputc('\n', f);
-    }
-    if (j->every_epochs)
-        fprintf(f, "  checkpoint_every: {epochs: %u}\n", j->every_epochs);
-    else if (j->every_steps)
-        fprintf(f, "  checkpoint_every: {steps: %" PRIu64 "}\n", j->every_steps);
-    if (j->noptions) {
-        fputs("  options:\n", f);
-        for (size_t i = 0; i < j->noptions; i++) {
-            fputs("    ", f);
-            q(f, j->options[i].key);
-            fputs(": ", f);
-            kv_value(f, &j->options[i]);
-            fputc('\n', f);
-        }
-    }
-    if (j->ndisks) {
-        fputs("  disks:\n", f);
-        for (size_t i = 0; i < j->ndisks; i++) {
-            const struct ckh_scn_disk *d = &j->disks[i];
-            fputs("    - {name: ", f);
-            q(f, d->name);
-            fputs(", mount: ", f);
-            q(f, d->mount);
-            fprintf(f, ", shared: %s, crash_model: %s, sector: %u", d->shared ? "true" : "false",
-                    crash_models[d->model % 2], d->sector_bytes);
-            if (d->capacity_bytes)
-                fprintf(f, ", capacity: %" PRIu64, d->capacity_bytes);
-            fprintf(f, ", latency: %" PRIu64 "ns, ns_per_kib: %" PRIu64 "}\n", d->latency_ns,
-                    d->ns_per_kib);
-        }
-    }
-    if (j->collective_timeout_ns)
-        fprintf(f, "  collective_timeout: %" PRIu64 "ns\n", j->collective_timeout_ns);
-    if (j->gpu_mem_bytes)
-        fprintf(f, "  gpu_memory: %" PRIu64 "\n", j->gpu_mem_bytes);
-    if (j->ndefects) {
-        fputs("  defects: ", f);
-        name_list(f, j->defects, j->ndefects);
-        fputc('\n', f);
-    }
-    if (sc->nfaults) {
-        fputs("faults:\n", f);
-        for (size_t i = 0; i < sc->nfaults; i++)
-            write_fault(f, &sc->faults[i]);
-    }
-    fputs("restart:\n", f);
-    if (sc->restart.resume_epoch >= 0)
-        fprintf(f, "  resume: epoch %" PRId64 "\n", sc->restart.resume_epoch);
-    fprintf(f, "  max_restarts: %u\n", sc->restart.max_restarts);
-    if (sc->restart.world_size)
-        fprintf(f, "  world_size: %u\n", sc->restart.world_size);
-    const struct ckh_scn_expect *e = &sc->expect;
-    fprintf(f, "expect:\n  outcome: %s\n  reference: %s\n", ckh_scn_outcome_name(e->outcome),
-            e->reference ? "true" : "false");
-    if (e->golden) {
-        fputs("  golden: ", f);
-        q(f, e->golden);
-        fputc('\n', f);
-    }
-    if (e->nvalues) {
-        fputs("  values:\n", f);
-        for (size_t i = 0; i < e->nvalues; i++) {
-            fputs("    ", f);
-            q(f, e->values[i].key);
-            fputs(": ", f);
-            kv_value(f, &e->values[i]);
-            fputc('\n', f);
-        }
-    }
-    if (e->noracles) {
-        fputs("  oracles: ", f);
-        name_list(f, e->oracles, e->noracles);
-        fputc('\n', f);
-    }
-    if (e->nskip) {
-        fputs("  skip: ", f);
-        name_list(f, e->skip, e->nskip);
-        fputc('\n', f);
-    }
-    if (e->ndetect) {
-        fputs("  detect: ", f);
-        name_list(f, e->detect, e->ndetect);
-        fputc('\n', f);
-    }
-    return ferror(f) ? -EIO : 0;
-}
 
 /* Writes sc into a malloc'd string. */
 static int write_text(const struct ckh_scenario *sc, char **out)
@@ -448,7 +165,7 @@ static int concrete_faults(const struct ckh_scenario *sc, const struct ckh_fuzz_
     for (size_t i = 0; i < sc->nfaults; i++) {
         const struct ckh_scn_fault *src = &sc->faults[i];
         bool op_trigger = src->on.matches_ops;
-        if (!op_trigger || src->act.kind == CKH_SCN_ACT_GPU_OOM || per[i] > 256) {
+        if (!op_trigger || !ckh_fault_arms_rule(src) || per[i] > 256) {
             f[k++] = *src; /* between runs, adapter-handled or too many: as written */
             continue;
         }
@@ -653,6 +370,70 @@ static void cache_remove(const char *dir)
     rmdir(dir);
 }
 
+/* Parses the input into s (private cache folder made); refuses a scenario
+ * that expects a planted defect to be detected. */
+static int shrink_open(struct shrinker *s, const char *text, size_t len, const char *name, char *msg,
+                       size_t msglen)
+{
+    struct ckh_scn_error err;
+    ckh_fuzz_scn_options(&s->so);
+    if (ckh_scenario_parse_string(text, len, name, &s->so, &s->cur, &err) != 0) {
+        ckh_scn_error_format(&err, msg, msglen);
+        return CKH_EINVAL;
+    }
+    if (s->cur->expect.ndetect) {
+        /* Such a scenario fails when its planted defect goes undetected;
+         * shrinking that would only remove what could detect it. */
+        snprintf(msg, msglen, "%s expects a planted defect to be detected (expect.detect): remove "
+                              "expect.detect to shrink the failure the defect causes",
+                 name ? name : "the scenario");
+        ckh_scenario_free(s->cur);
+        s->cur = NULL;
+        return CKH_EINVAL;
+    }
+    snprintf(s->cache, sizeof s->cache, "%s/ckh-shrink-XXXXXX", ckh_tmp_base()); /* $TMPDIR */
+    if (!mkdtemp(s->cache))
+        s->cache[0] = '\0';
+    return 0;
+}
+
+/* Step 1: the input must fail; *fired gets what fired. */
+static int input_fails(struct shrinker *s, struct fired_ctx *fired, const char *name, char *msg,
+                       size_t msglen)
+{
+    int rc = still_fails(s, s->cur, fired);
+    if (rc <= 0 && !s->oracle[0]) {
+        /* A determinism failure shows only with the check on. */
+        s->determinism = true;
+        free(fired->v);
+        memset(fired, 0, sizeof *fired);
+        rc = still_fails(s, s->cur, fired);
+    }
+    if (rc <= 0) {
+        snprintf(msg, msglen, "%s does not fail: nothing to shrink", name ? name : "the scenario");
+        return CKH_EINVAL;
+    }
+    s->determinism = strcmp(s->oracle, "determinism") == 0;
+    return 0;
+}
+
+/* Step 2: the concrete schedule, kept when it still fails. */
+static int make_concrete(struct shrinker *s, const struct fired_ctx *fired, struct ckh_shrink_stats *st)
+{
+    struct ckh_scn_fault *cf = NULL;
+    size_t ncf = 0;
+    int rc = concrete_faults(s->cur, fired->v, fired->n, &cf, &ncf);
+    if (rc != 0)
+        return rc;
+    struct ckh_scenario c = with_faults(s->cur, cf, ncf);
+    rc = try_candidate(s, &c);
+    free(cf);
+    if (rc < 0)
+        return rc;
+    st->concrete = rc == 1;
+    return 0;
+}
+
 int ckh_shrink_text(const char *text, size_t len, const char *name,
                     const struct ckh_shrink_config *cfg, char **out, struct ckh_shrink_stats *st,
                     char *msg, size_t msglen)
@@ -660,7 +441,9 @@ int ckh_shrink_text(const char *text, size_t len, const char *name,
     struct ckh_shrink_config dflt = {0};
     struct shrinker s;
     struct ckh_shrink_stats local;
+    struct fired_ctx fired = {0};
     char dummy[8];
+    int rc;
     if (!msg) {
         msg = dummy;
         msglen = sizeof dummy;
@@ -675,62 +458,14 @@ int ckh_shrink_text(const char *text, size_t len, const char *name,
     memset(&s, 0, sizeof s);
     s.cfg = cfg ? cfg : &dflt;
     s.max_runs = s.cfg->max_runs ? s.cfg->max_runs : 400;
-    ckh_fuzz_scn_options(&s.so);
-    struct ckh_scn_error err;
-    int rc = ckh_scenario_parse_string(text, len, name, &s.so, &s.cur, &err);
-    if (rc) {
-        ckh_scn_error_format(&err, msg, msglen);
-        return CKH_EINVAL;
-    }
-    snprintf(s.cache, sizeof s.cache, "/tmp/ckh-shrink-XXXXXX");
-    if (!mkdtemp(s.cache))
-        s.cache[0] = '\0';
+    if ((rc = shrink_open(&s, text, len, name, msg, msglen)) != 0)
+        return rc;
     st->faults_before = s.cur->nfaults;
     st->nodes_before = s.cur->job.nodes;
-    if (s.cur->expect.ndetect) {
-        /* Such a scenario fails when its planted defect goes undetected;
-         * shrinking that would only remove what could detect it. */
-        snprintf(msg, msglen, "%s expects a planted defect to be detected (expect.detect): remove "
-                              "expect.detect to shrink the failure the defect causes",
-                 name ? name : "the scenario");
-        ckh_scenario_free(s.cur);
-        s.cur = NULL;
-        if (s.cache[0])
-            rmdir(s.cache);
-        return CKH_EINVAL;
-    }
-
-    /* 1. The input must fail; with the trace, what fired. */
-    struct fired_ctx fired = {0};
-    rc = still_fails(&s, s.cur, &fired);
-    if (rc <= 0 && !s.oracle[0]) {
-        /* A determinism failure shows only with the check on. */
-        s.determinism = true;
-        free(fired.v);
-        memset(&fired, 0, sizeof fired);
-        rc = still_fails(&s, s.cur, &fired);
-    }
-    if (rc <= 0) {
-        snprintf(msg, msglen, "%s does not fail: nothing to shrink", name ? name : "the scenario");
-        rc = CKH_EINVAL;
+    if ((rc = input_fails(&s, &fired, name, msg, msglen)) != 0)
         goto out;
-    }
-    s.determinism = strcmp(s.oracle, "determinism") == 0;
-
-    /* 2. The concrete schedule. */
-    if (fired.rc == 0) {
-        struct ckh_scn_fault *cf = NULL;
-        size_t ncf = 0;
-        if ((rc = concrete_faults(s.cur, fired.v, fired.n, &cf, &ncf)) != 0)
-            goto out;
-        struct ckh_scenario c = with_faults(s.cur, cf, ncf);
-        rc = try_candidate(&s, &c);
-        free(cf);
-        if (rc < 0)
-            goto out;
-        st->concrete = rc == 1;
-    }
-
+    if (fired.rc == 0 && (rc = make_concrete(&s, &fired, st)) != 0)
+        goto out;
     /* 3. Passes until nothing changes. */
     for (bool changed = true; changed && s.runs < s.max_runs;) {
         changed = false;
@@ -738,16 +473,13 @@ int ckh_shrink_text(const char *text, size_t len, const char *name,
             (rc = pass_job(&s, &changed)) < 0)
             goto out;
     }
-
     /* 4. The result, saying what it reproduces. */
-    {
-        char desc[256];
-        snprintf(desc, sizeof desc, "shrunk from %s in %zu runs; fails oracle %s",
-                 name ? name : "a failing scenario", s.runs, s.oracle);
-        struct ckh_scenario c = *s.cur;
-        c.description = desc;
-        rc = write_text(&c, out);
-    }
+    char desc[256];
+    snprintf(desc, sizeof desc, "shrunk from %s in %zu runs; fails oracle %s",
+             name ? name : "a failing scenario", s.runs, s.oracle);
+    struct ckh_scenario c = *s.cur;
+    c.description = desc;
+    rc = write_text(&c, out);
     st->runs = s.runs;
     st->faults_after = s.cur->nfaults;
     st->nodes_after = s.cur->job.nodes;
@@ -824,7 +556,13 @@ int ckh_shrink_main(int argc, char **argv)
         if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) && i + 1 < argc) {
             outp = argv[++i];
         } else if (strcmp(argv[i], "--max-runs") == 0 && i + 1 < argc) {
-            max_runs = (size_t)strtoull(argv[++i], NULL, 10);
+            char msg[200];
+            uint64_t v = 0;
+            if (ckh_opt_u64("max-runs", argv[++i], 0, SIZE_MAX, &v, msg, sizeof msg) != 0) {
+                fprintf(stderr, "ckh shrink: %s\n", msg);
+                return 2;
+            }
+            max_runs = (size_t)v;
         } else if (strcmp(argv[i], "--help") == 0) {
             printf("usage: ckh shrink FILE [-o OUT] [--max-runs N]\n"
                    "Shrinks a failing scenario to a small one failing the same oracle;\n"

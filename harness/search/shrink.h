@@ -7,7 +7,8 @@
  * failing the same oracle: faults dropped (halves, then quarters, ..., then
  * one by one), faults moved earlier (smaller nth, earlier run), fewer
  * nodes, fewer epochs and steps, fewer restarts. The algorithm and its
- * budget are specified at the top of harness/shrink.c.
+ * budget are specified at the top of harness/search/shrink.c; the scenario
+ * writer is scenario/writer.c.
  *
  * Ownership: text results are malloc'd (free()); the scenario writer only
  * reads its argument.
@@ -39,10 +40,7 @@ struct ckh_shrink_stats {
     char oracle[64];         /* the oracle the input and the result fail */
 };
 
-/* Writes sc as a scenario file that parses back to the same scenario
- * (every key explicit where it differs from the default). Returns 0,
- * CKH_EINVAL or -EIO. */
-int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc);
+/* The scenario writer, ckh_scenario_write, lives in scenario/scenario.h. */
 
 /* Shrinks the scenario text (name: used in messages). On success *out is
  * the shrunk scenario's YAML (malloc'd) and *st says what happened.

@@ -6,12 +6,14 @@
  *     (harness/explore.c E1-E6), fault:EIO, fault:ENOSPC, fault:EDQUOT,
  *     fault:EACCES, fault:EROFS, fault:ENOENT, fault:fsync-lost, at-rest,
  *     leak (E7).
- * V2. Isolation: each case runs in a child (fork) that sends its findings
- *     back through a pipe as fixed-size records and exits. The parent waits
- *     at most timeout_s (the child also arms alarm()); a child killed by a
- *     signal is a BACKEND_CRASHED finding, one past its time a
- *     BACKEND_HUNG finding (the child is SIGKILLed). ckh itself never runs
- *     backend code outside a child, except the plugin's entry point.
+ * V2. Isolation: each case is a job of the worker pool (harness/run/pool.h):
+ *     a child that sends its findings back through the pool's pipe as
+ *     fixed-size records and exits. Cases run one after another, each at
+ *     most timeout_s and under the memory limit; a child killed by a signal
+ *     (or that reached the memory limit) is a BACKEND_CRASHED finding, one
+ *     past its time a BACKEND_HUNG finding (the child is SIGKILLed). ckh
+ *     itself never runs backend code outside a child, except the plugin's
+ *     entry point.
  * V3. Exit codes: 0 no finding, 1 findings, 2 bad input (arguments, a
  *     library that is missing or not a plugin), 3 internal error.
  */
@@ -27,8 +29,9 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
-#include "run/worker.h"
+#include "cli/opt.h"
 #include "run/plugin.h"
+#include "run/pool.h"
 #include "search/validate.h"
 
 struct vcase {
@@ -62,34 +65,31 @@ struct vwire {
     uint64_t nvulns;                /* records that follow */
 };
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
+/* The cases of one validation, as the pool's callbacks see them. */
+struct vrun {
+    const struct ckh_backend_ops *ops;       /* the backend */
+    const struct ckh_validate_options *opt;  /* options */
+    const struct vcase *sel[NVCASES];        /* the selected cases, in order */
+    struct ckh_validate_case *out;           /* one result per selected case */
+    struct ckh_pool_limits limits;           /* per case */
+    int rc;                                  /* first failure of the parent */
+};
 
-static void child(const struct ckh_backend_ops *ops, const struct ckh_validate_options *opt,
-                  const struct vcase *vc, int fd)
+/* The pool's run: one case in a child; its findings go back as fixed-size
+ * records (V2). */
+static int case_job(void *ctx, uint64_t k, int fd)
 {
+    const struct vrun *v = ctx;
+    const struct vcase *vc = v->sel[k];
     struct ckh_explore_config cfg;
     struct ckh_explore_result res;
     struct vwire w;
     memset(&cfg, 0, sizeof(cfg));
-    cfg.ops = ops;
-    cfg.model = opt->model;
-    cfg.sector_bytes = opt->sector_bytes;
+    cfg.ops = v->ops;
+    cfg.model = v->opt->model;
+    cfg.sector_bytes = v->opt->sector_bytes;
     cfg.seed = 1;
     cfg.scenarios = vc->scen;
-    alarm(opt->timeout_s ? opt->timeout_s + 1 : 61);
     memset(&w, 0, sizeof(w));
     if (vc->family < 0)
         w.rc = ckh_explore_run(&cfg, &res, NULL, 0);
@@ -99,13 +99,12 @@ static void child(const struct ckh_backend_ops *ops, const struct ckh_validate_o
         w.stats = res.stats;
         w.nvulns = res.nvulns;
     }
-    int bad = write_all(fd, &w, sizeof(w));
+    int bad = ckh_pool_reply(fd, &w, sizeof(w));
     for (size_t i = 0; !bad && w.rc == 0 && i < res.nvulns; i++)
-        bad = write_all(fd, &res.vulns[i], sizeof(res.vulns[i]));
+        bad = ckh_pool_reply(fd, &res.vulns[i], sizeof(res.vulns[i]));
     if (w.rc == 0)
         ckh_explore_result_free(&res);
-    close(fd);
-    ckh__worker_exit(bad ? 3 : 0);
+    return bad ? 3 : 0;
 }
 
 static int add_finding(struct ckh_explore_result *r, enum ckh_vuln_kind k, const char *scenario,
@@ -124,105 +123,55 @@ static int add_finding(struct ckh_explore_result *r, enum ckh_vuln_kind k, const
     return 0;
 }
 
-static uint64_t now_ms(void)
+/* A child's answer: the header and its records. */
+static int case_answer(struct ckh_validate_case *out, const char *buf, size_t n)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* only the time limit, never a result */
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    struct vwire w;
+    memcpy(&w, buf, sizeof(w));
+    out->rc = w.rc;
+    out->res.stats = w.stats;
+    if (w.nvulns > (n - sizeof(w)) / sizeof(struct ckh_vuln)) {
+        out->rc = CKH_EINTERNAL;
+        return 0;
+    }
+    if (!w.nvulns)
+        return 0;
+    out->res.vulns = malloc(w.nvulns * sizeof(struct ckh_vuln));
+    if (!out->res.vulns)
+        return CKH_ENOMEM;
+    memcpy(out->res.vulns, buf + sizeof(w), w.nvulns * sizeof(struct ckh_vuln));
+    out->res.nvulns = w.nvulns;
+    return 0;
 }
 
-/* Runs one case in a child (V2). */
-static int run_isolated(const struct ckh_backend_ops *ops, const struct ckh_validate_options *opt,
-                        const struct vcase *vc, struct ckh_validate_case *out)
+/* The pool's done: the answer, or the finding of how the child ended (V2). */
+static void case_done(void *ctx, uint64_t k, const struct ckh_pool_result *r)
 {
-    int fds[2];
-    memset(out, 0, sizeof(*out));
-    snprintf(out->name, sizeof(out->name), "%s", vc->name);
-    if (pipe(fds) != 0)
-        return -errno;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = -errno;
-        close(fds[0]);
-        close(fds[1]);
-        return e;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        child(ops, opt, vc, fds[1]);
-    }
-    close(fds[1]);
-    unsigned limit_s = opt->timeout_s ? opt->timeout_s : 10;
-    uint64_t deadline = now_ms() + (uint64_t)limit_s * 1000u;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    bool hung = false;
-    for (;;) {
-        uint64_t t = now_ms();
-        if (t >= deadline) {
-            hung = true;
-            break;
-        }
-        struct pollfd pf = {fds[0], POLLIN, 0};
-        int pr = poll(&pf, 1, (int)(deadline - t));
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0) {
-            hung = pr == 0;
-            break;
-        }
-        if (n + 65536 > cap) {
-            char *nb = realloc(buf, cap + 65536 * 4);
-            if (!nb)
-                break;
-            buf = nb;
-            cap += 65536 * 4;
-        }
-        ssize_t r = read(fds[0], buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fds[0]);
-    int status = 0;
-    if (hung)
-        kill(pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    char sym[200];
+    struct vrun *v = ctx;
+    const struct vcase *vc = v->sel[k];
+    struct ckh_validate_case *out = &v->out[k];
+    char sym[200], why[160];
     int rc = 0;
-    struct vwire w;
-    if (hung || (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)) {
-        snprintf(sym, sizeof(sym), "the case did not finish within %u s", limit_s);
+    ckh_pool_describe(r, &v->limits, why, sizeof(why));
+    if (r->status == CKH_POOL_TIME_LIMIT) {
+        snprintf(sym, sizeof(sym), "the case did not finish within %u s", v->limits.wall_s);
         rc = add_finding(&out->res, CKH_VULN_BACKEND_HUNG, vc->name, sym);
-    } else if (WIFSIGNALED(status)) {
-        snprintf(sym, sizeof(sym), "the backend killed the process with signal %d (%s)",
-                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+    } else if (r->status == CKH_POOL_SIGNALED) {
+        snprintf(sym, sizeof(sym), "the backend killed the process with signal %d (%s)", r->code,
+                 strsignal(r->code));
         rc = add_finding(&out->res, CKH_VULN_BACKEND_CRASHED, vc->name, sym);
-    } else if (WEXITSTATUS(status) != 0 || n < sizeof(w)) {
+    } else if (r->status == CKH_POOL_MEM_LIMIT) {
+        snprintf(sym, sizeof(sym), "the case's process: %s (--mem-limit)", why);
+        rc = add_finding(&out->res, CKH_VULN_BACKEND_CRASHED, vc->name, sym);
+    } else if (r->status != CKH_POOL_OK || r->len < sizeof(struct vwire)) {
         snprintf(sym, sizeof(sym), "the case's process exited with status %d without a result",
-                 WEXITSTATUS(status));
+                 r->code);
         rc = add_finding(&out->res, CKH_VULN_BACKEND_CRASHED, vc->name, sym);
     } else {
-        memcpy(&w, buf, sizeof(w));
-        out->rc = w.rc;
-        out->res.stats = w.stats;
-        if (w.nvulns > (n - sizeof(w)) / sizeof(struct ckh_vuln)) {
-            out->rc = CKH_EINTERNAL;
-        } else if (w.nvulns) {
-            out->res.vulns = malloc(w.nvulns * sizeof(struct ckh_vuln));
-            if (!out->res.vulns)
-                rc = CKH_ENOMEM;
-            else
-                memcpy(out->res.vulns, buf + sizeof(w), w.nvulns * sizeof(struct ckh_vuln));
-            out->res.nvulns = out->res.vulns ? w.nvulns : 0;
-        }
+        rc = case_answer(out, r->data, r->len);
     }
-    free(buf);
-    return rc;
+    if (rc && !v->rc)
+        v->rc = rc;
 }
 
 int ckh_validate_backend(const struct ckh_backend_ops *ops, const struct ckh_validate_options *opt,
@@ -234,21 +183,28 @@ int ckh_validate_backend(const struct ckh_backend_ops *ops, const struct ckh_val
     *ncases = 0;
     if (ckh_plugin_check_ops(ops, NULL, 0) != 0)
         return CKH_EINVAL;
-    struct ckh_validate_case *v = calloc(NVCASES, sizeof(*v));
-    if (!v)
-        return CKH_ENOMEM;
+    struct vrun v = {.ops = ops, .opt = opt,
+                     .limits = {opt->timeout_s ? opt->timeout_s : 10, opt->mem_bytes}};
     size_t n = 0;
-    for (size_t i = 0; i < NVCASES; i++) {
-        if (opt->only && !strstr(vcases[i].name, opt->only))
-            continue;
-        int rc = run_isolated(ops, opt, &vcases[i], &v[n]);
-        n++;
-        if (rc) {
-            ckh_validate_free(v, n);
-            return rc;
-        }
+    for (size_t i = 0; i < NVCASES; i++)
+        if (!opt->only || strstr(vcases[i].name, opt->only))
+            v.sel[n++] = &vcases[i];
+    v.out = calloc(NVCASES, sizeof(*v.out));
+    if (!v.out)
+        return CKH_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        snprintf(v.out[i].name, sizeof(v.out[i].name), "%s", v.sel[i]->name);
+    /* Cases run one after another: a backend may share state on disk. */
+    static const struct ckh_pool_ops pool_ops = {.run = case_job, .done = case_done};
+    struct ckh_pool_config cfg = {.workers = 1, .njobs = n, .limits = v.limits,
+                                  .ops = &pool_ops, .ctx = &v};
+    int rc = ckh_pool_run(&cfg);
+    rc = rc ? rc : v.rc;
+    if (rc) {
+        ckh_validate_free(v.out, n);
+        return rc;
     }
-    *cases = v;
+    *cases = v.out;
     *ncases = n;
     return 0;
 }
@@ -379,12 +335,118 @@ static void usage(FILE *f)
           "  --model posix-weak|ext4-ordered  crash model (default posix-weak)\n"
           "  --sector 512|4096                torn-write granularity (default 512)\n"
           "  --timeout S                      time limit per case in seconds (default 10; cases run one after another)\n"
+          "  --mem-limit SIZE                 memory limit per case (default 4GiB; 0: none)\n"
           "  --only TEXT                      run only cases whose name contains TEXT\n"
           "  --junit FILE, --json FILE, --html FILE   write reports\n"
           "  --quiet                          print only findings and the summary\n"
           "exit status: 0 no vulnerability, 1 vulnerabilities found, 2 bad input,\n"
           "  3 internal error\n",
           f);
+}
+
+/* The command line of validate-backend. */
+struct vargs {
+    struct ckh_validate_options opt; /* for ckh_validate_backend */
+    const char *junit, *json, *html; /* report paths (NULL: none) */
+    bool quiet;                      /* only findings and the summary */
+};
+
+/* One option taking a value; 0 or CKH_EINVAL with msg. */
+static int set_value(struct vargs *a, const char *name, const char *v, char *msg, size_t n)
+{
+    uint64_t x = 0;
+    int rc = 0;
+    if (!strcmp(name, "--model")) {
+        if (!strcmp(v, "posix-weak"))
+            a->opt.model = CKH_CRASH_POSIX_WEAK;
+        else if (!strcmp(v, "ext4-ordered"))
+            a->opt.model = CKH_CRASH_EXT4_ORDERED;
+        else
+            rc = ckh_errf(msg, n, CKH_EINVAL, "unknown model %s (posix-weak, ext4-ordered)", v);
+    } else if (!strcmp(name, "--sector")) {
+        if (strcmp(v, "512") && strcmp(v, "4096"))
+            rc = ckh_errf(msg, n, CKH_EINVAL, "sector must be 512 or 4096, not %s", v);
+        a->opt.sector_bytes = v[0] == '5' ? 512 : 4096;
+    } else if (!strcmp(name, "--timeout")) {
+        rc = ckh_opt_u64("timeout", v, 1, 86400, &x, msg, n);
+        a->opt.timeout_s = (unsigned)x;
+    } else if (!strcmp(name, "--mem-limit")) {
+        rc = ckh_opt_size("mem-limit", v, 0, UINT64_MAX, &a->opt.mem_bytes, msg, n);
+    } else if (!strcmp(name, "--only")) {
+        a->opt.only = v;
+    } else if (!strcmp(name, "--junit")) {
+        a->junit = v;
+    } else if (!strcmp(name, "--json")) {
+        a->json = v;
+    } else {
+        a->html = v;
+    }
+    return rc;
+}
+
+static bool takes_value(const char *a)
+{
+    static const char *const names[] = {"--model", "--sector", "--timeout", "--mem-limit",
+                                        "--only", "--junit", "--json", "--html"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(a, names[i]))
+            return true;
+    return false;
+}
+
+/* Checks the report paths before any case runs. */
+static int check_outputs(const struct vargs *a, char *msg, size_t n)
+{
+    const char *what[] = {"JUnit report", "JSON report", "HTML report"};
+    const char *path[] = {a->junit, a->json, a->html};
+    for (int i = 0; i < 3; i++)
+        if (path[i] && ckh_opt_check_output(what[i], path[i], false, msg, n) != 0)
+            return CKH_EINVAL;
+    return 0;
+}
+
+/* Parses argv into *a; returns -1 to go on, else the exit status. */
+static int validate_options(int argc, char **argv, struct vargs *a)
+{
+    char msg[512];
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            usage(stdout);
+            return CKH_VALIDATE_OK;
+        } else if (!strcmp(arg, "--quiet")) {
+            a->quiet = true;
+        } else if (takes_value(arg)) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "ckh validate-backend: %s needs a value\n", arg);
+                return CKH_VALIDATE_BADINPUT;
+            }
+            if (set_value(a, arg, argv[++i], msg, sizeof(msg)) != 0) {
+                fprintf(stderr, "ckh validate-backend: %s\n", msg);
+                return CKH_VALIDATE_BADINPUT;
+            }
+        } else if (arg[0] == '-') {
+            fprintf(stderr, "ckh validate-backend: unknown option %s\n", arg);
+            usage(stderr);
+            return CKH_VALIDATE_BADINPUT;
+        } else if (a->opt.lib) {
+            fprintf(stderr, "ckh validate-backend: one library at a time (%s, %s)\n", a->opt.lib,
+                    arg);
+            return CKH_VALIDATE_BADINPUT;
+        } else {
+            a->opt.lib = arg;
+        }
+    }
+    if (!a->opt.lib) {
+        fprintf(stderr, "ckh validate-backend: no library given\n");
+        usage(stderr);
+        return CKH_VALIDATE_BADINPUT;
+    }
+    if (check_outputs(a, msg, sizeof(msg)) != 0) {
+        fprintf(stderr, "ckh validate-backend: %s\n", msg);
+        return CKH_VALIDATE_BADINPUT;
+    }
+    return -1;
 }
 
 static int write_report(const char *path, int kind, const char *lib,
@@ -405,96 +467,10 @@ static int write_report(const char *path, int kind, const char *lib,
     return 0;
 }
 
-int ckh_validate_main(int argc, char **argv)
+/* Prints every case's verdict and the summary line; returns the exit code. */
+static int print_cases(const struct ckh_plugin *p, const struct vargs *a,
+                       const struct ckh_validate_case *cases, size_t n)
 {
-    struct ckh_validate_options opt;
-    const char *lib = NULL, *junit = NULL, *json = NULL, *html = NULL;
-    bool quiet = false;
-    memset(&opt, 0, sizeof(opt));
-    opt.sector_bytes = 512;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return CKH_VALIDATE_OK;
-        } else if (!strcmp(a, "--quiet")) {
-            quiet = true;
-        } else if (a[0] == '-' && a[1] == '-' && !v) {
-            fprintf(stderr, "ckh validate-backend: %s needs a value\n", a);
-            return CKH_VALIDATE_BADINPUT;
-        } else if (!strcmp(a, "--model")) {
-            if (!strcmp(v, "posix-weak"))
-                opt.model = CKH_CRASH_POSIX_WEAK;
-            else if (!strcmp(v, "ext4-ordered"))
-                opt.model = CKH_CRASH_EXT4_ORDERED;
-            else {
-                fprintf(stderr, "ckh validate-backend: unknown model %s "
-                        "(posix-weak, ext4-ordered)\n", v);
-                return CKH_VALIDATE_BADINPUT;
-            }
-            i++;
-        } else if (!strcmp(a, "--sector")) {
-            if (strcmp(v, "512") && strcmp(v, "4096")) {
-                fprintf(stderr, "ckh validate-backend: sector must be 512 or 4096, not %s\n", v);
-                return CKH_VALIDATE_BADINPUT;
-            }
-            opt.sector_bytes = (uint32_t)atoi(v);
-            i++;
-        } else if (!strcmp(a, "--timeout")) {
-            char *end;
-            long t = strtol(v, &end, 10);
-            if (*end || t <= 0 || t > 86400) {
-                fprintf(stderr, "ckh validate-backend: bad timeout %s\n", v);
-                return CKH_VALIDATE_BADINPUT;
-            }
-            opt.timeout_s = (unsigned)t;
-            i++;
-        } else if (!strcmp(a, "--only")) {
-            opt.only = v;
-            i++;
-        } else if (!strcmp(a, "--junit")) {
-            junit = v;
-            i++;
-        } else if (!strcmp(a, "--json")) {
-            json = v;
-            i++;
-        } else if (!strcmp(a, "--html")) {
-            html = v;
-            i++;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "ckh validate-backend: unknown option %s\n", a);
-            usage(stderr);
-            return CKH_VALIDATE_BADINPUT;
-        } else if (lib) {
-            fprintf(stderr, "ckh validate-backend: one library at a time (%s, %s)\n", lib, a);
-            return CKH_VALIDATE_BADINPUT;
-        } else {
-            lib = a;
-        }
-    }
-    if (!lib) {
-        fprintf(stderr, "ckh validate-backend: no library given\n");
-        usage(stderr);
-        return CKH_VALIDATE_BADINPUT;
-    }
-    opt.lib = lib;
-    struct ckh_plugin *p = NULL;
-    char msg[512];
-    int rc = ckh_plugin_load(lib, &p, msg, sizeof(msg));
-    if (rc) {
-        fprintf(stderr, "ckh validate-backend: %s\n", msg);
-        return rc == CKH_ENOMEM ? CKH_VALIDATE_INTERNAL : CKH_VALIDATE_BADINPUT;
-    }
-    struct ckh_validate_case *cases = NULL;
-    size_t n = 0;
-    int exit_code = CKH_VALIDATE_OK;
-    rc = ckh_validate_backend(ckh_plugin_ops(p), &opt, &cases, &n);
-    if (rc) {
-        fprintf(stderr, "ckh validate-backend: %s\n", ckh_strerror(rc));
-        ckh_plugin_unload(p);
-        return CKH_VALIDATE_INTERNAL;
-    }
     size_t nv = 0, nerr = 0;
     for (size_t i = 0; i < n; i++) {
         const struct ckh_validate_case *c = &cases[i];
@@ -502,7 +478,7 @@ int ckh_validate_main(int argc, char **argv)
         nerr += c->rc != 0;
         if (c->rc)
             printf("ERROR %s: %s\n", c->name, ckh_strerror(c->rc));
-        else if (!c->res.nvulns && !quiet)
+        else if (!c->res.nvulns && !a->quiet)
             printf("PASS  %s (%" PRIu64 " states, %" PRIu64 " distinct checked)\n", c->name,
                    c->res.stats.states, c->res.stats.states_checked);
         for (size_t j = 0; j < c->res.nvulns; j++) {
@@ -513,26 +489,58 @@ int ckh_validate_main(int argc, char **argv)
         }
     }
     printf("%s (%s): %zu cases, %zu vulnerabilities, %zu errors; model %s, sector %u\n",
-           ckh_plugin_ops(p)->name, lib, n, nv, nerr, model_name(opt.model), opt.sector_bytes);
-    if (nv)
-        exit_code = CKH_VALIDATE_VULN;
-    if (nerr)
+           ckh_plugin_ops(p)->name, a->opt.lib, n, nv, nerr, model_name(a->opt.model),
+           a->opt.sector_bytes);
+    return nerr ? CKH_VALIDATE_INTERNAL : nv ? CKH_VALIDATE_VULN : CKH_VALIDATE_OK;
+}
+
+/* Writes the reports asked for; returns the exit code they leave. */
+static int write_reports(const struct vargs *a, const struct ckh_validate_case *cases, size_t n,
+                         int exit_code)
+{
+    if (!a->junit && !a->json && !a->html)
+        return exit_code;
+    struct ckh_report_result *rs = NULL;
+    if (ckh_validate_results(cases, n, &a->opt, &rs) != 0)
+        return CKH_VALIDATE_INTERNAL;
+    const char *lib = a->opt.lib;
+    if ((a->junit && write_report(a->junit, 0, lib, cases, n, rs)) ||
+        (a->json && write_report(a->json, 1, lib, cases, n, rs)) ||
+        (a->html && write_report(a->html, 2, lib, cases, n, rs)))
         exit_code = CKH_VALIDATE_INTERNAL;
-    if (junit || json || html) {
-        struct ckh_report_result *rs = NULL;
-        if (ckh_validate_results(cases, n, &opt, &rs) != 0) {
-            exit_code = CKH_VALIDATE_INTERNAL;
-        } else {
-            if ((junit && write_report(junit, 0, lib, cases, n, rs)) ||
-                (json && write_report(json, 1, lib, cases, n, rs)) ||
-                (html && write_report(html, 2, lib, cases, n, rs)))
-                exit_code = CKH_VALIDATE_INTERNAL;
-            for (size_t i = 0; i < n; i++)
-                ckh_report_result_clear(&rs[i]);
-            free(rs);
-        }
+    for (size_t i = 0; i < n; i++)
+        ckh_report_result_clear(&rs[i]);
+    free(rs);
+    return exit_code;
+}
+
+int ckh_validate_main(int argc, char **argv)
+{
+    struct vargs a;
+    memset(&a, 0, sizeof(a));
+    a.opt.sector_bytes = 512;
+    a.opt.mem_bytes = CKH_POOL_MEM_DEFAULT;
+    int st = validate_options(argc, argv, &a);
+    if (st >= 0)
+        return st;
+    struct ckh_plugin *p = NULL;
+    char msg[512];
+    int rc = ckh_plugin_load(a.opt.lib, &p, msg, sizeof(msg));
+    if (rc) {
+        fprintf(stderr, "ckh validate-backend: %s\n", msg);
+        return rc == CKH_ENOMEM ? CKH_VALIDATE_INTERNAL : CKH_VALIDATE_BADINPUT;
     }
+    struct ckh_validate_case *cases = NULL;
+    size_t n = 0;
+    rc = ckh_validate_backend(ckh_plugin_ops(p), &a.opt, &cases, &n);
+    if (rc) {
+        fprintf(stderr, "ckh validate-backend: %s\n", ckh_strerror(rc));
+        ckh_plugin_unload(p);
+        return CKH_VALIDATE_INTERNAL;
+    }
+    st = print_cases(p, &a, cases, n);
+    st = write_reports(&a, cases, n, st);
     ckh_validate_free(cases, n);
     ckh_plugin_unload(p);
-    return exit_code;
+    return st;
 }

@@ -25,6 +25,7 @@ struct ckh_validate_options {
     enum ckh_crash_model model; /* crash model (default POSIX_WEAK) */
     uint32_t sector_bytes;      /* 512 or 4096 */
     unsigned timeout_s;         /* per case (0: 10 s) */
+    uint64_t mem_bytes;         /* memory limit per case (0: none; the CLI's default 4 GiB) */
     const char *only;           /* run only cases whose name contains it (NULL: all) */
     const char *lib;            /* library path, for replay lines (may be NULL) */
 };
@@ -53,8 +54,8 @@ int ckh_validate_results(const struct ckh_validate_case *cases, size_t n,
 int ckh_validate_html(FILE *f, const char *lib, const struct ckh_validate_case *cases, size_t n);
 
 /* The CLI: `ckh validate-backend LIB.so [--model posix-weak|ext4-ordered]
- * [--sector 512|4096] [--timeout S] [--only CASE] [--junit F] [--json F]
- * [--html F] [--quiet]`; argv[0] is the verb. Returns an exit code above. */
+ * [--sector 512|4096] [--timeout S] [--mem-limit SIZE] [--only CASE]
+ * [--junit F] [--json F] [--html F] [--quiet]`; argv[0] is the verb. Returns an exit code above. */
 int ckh_validate_main(int argc, char **argv);
 
 #endif

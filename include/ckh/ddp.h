@@ -16,8 +16,9 @@
  * Per optimizer step and rank it holds digests of weights (with devices),
  * optimizer state, learning rate, RNG stream and sampler state, and the
  * sample IDs the step consumed; a resumed run overwrites the slots of the
- * steps it replays. Two records are compared step by step; each epoch's
- * multiset of sample IDs is compared with a reference run's.
+ * steps it replays. The harness judges it: the ddp-train adapter digests
+ * it per step and per epoch, and the resume-equivalence oracle compares
+ * those digests with a reference run's (harness/oracles/resume_check.c).
  *
  * Checkpoint folder content (format of each file: ckh_ddp_sd, below):
  *   model.ckh        model tensors "fc1.weight", "fc1.bias", "fc2.weight",
@@ -252,17 +253,6 @@ int ckh_ddp_record_create_worlds(const struct ckh_ddp_config *cfg, int world_res
  * state. No-op for a bad rank. */
 void ckh_ddp_record_forget_after(struct ckh_ddp_record *r, int rank, int64_t step);
 void ckh_ddp_record_destroy(struct ckh_ddp_record *r);
-/* Compares two runs: 0 when every rank's steps, final state and counts are
- * identical; else CKH_EMISMATCH, *first_step (may be NULL) the first
- * divergent step (final_step + 1 when only the end differs) and msg says
- * which rank and component. */
-int ckh_ddp_record_compare(const struct ckh_ddp_record *ref, const struct ckh_ddp_record *run,
-                           int64_t *first_step, char *msg, size_t msglen);
-/* Checks that every epoch of run consumed exactly ref's multiset of sample
- * IDs (merged over ranks): 0 or CKH_EMISMATCH naming the epoch and a
- * sample skipped or repeated. */
-int ckh_ddp_record_check_epochs(const struct ckh_ddp_record *ref, const struct ckh_ddp_record *run,
-                                char *msg, size_t msglen);
 /* True when every rank finished. */
 bool ckh_ddp_record_finished(const struct ckh_ddp_record *r);
 

@@ -7,9 +7,10 @@
  * process hosting all nodes, like a local session) or only one node's (a
  * simulated node in a multi-node job). The runner implements the protocol:
  *
- *   from scratch: init group, save epoch 0;  resume from k: load k (if
- *     its stop condition already holds, k was the last epoch: no epoch
- *     runs again and the job goes straight to upload, download, exit).
+ *   from scratch: init group, save epoch 0;  resume from k: load k and
+ *     make it durable (ckh_ckpt_sync; a failure is logged and the job goes
+ *     on); if its stop condition already holds, k was the last epoch: no
+ *     epoch runs again and the job goes straight to upload, download, exit.
  *   epoch e = 1 (or k+1), ...: epoch group, evaluate stop conditions,
  *     save e (a failed save is logged; the job goes on), stop if any
  *     stop condition holds.
@@ -146,6 +147,13 @@ int ckh_ckpt_init(struct ckh_ckpt *ck, struct ckh_session *s, const char *const 
                   int64_t retrieve_from_epoch);
 /* Loads every local node's blob list from epoch's checkpoint. */
 int ckh_ckpt_load(struct ckh_ckpt *ck, struct ckh_session *s, int64_t epoch);
+/* Makes every local node's checkpoint of epoch durable before the job
+ * builds on it: fsyncs the directory that holds it (the parent of its
+ * db_name). A process killed between renaming a checkpoint into place and
+ * fsyncing the directory leaves a checkpoint that a restart sees (a kill
+ * keeps the page cache) but that a later crash can still take back (an
+ * unsynced rename is not durable, sim/simfs.c S4). */
+int ckh_ckpt_sync(struct ckh_ckpt *ck, struct ckh_session *s, int64_t epoch);
 /* Saves every local node's blob list as epoch's checkpoint. */
 int ckh_ckpt_save(struct ckh_ckpt *ck, struct ckh_session *s, int64_t epoch);
 /* Partial load: for each node, if its checkpoint of epoch is missing

@@ -1,0 +1,87 @@
+# Install rules, the pkg-config file and the CMake package config of ckh.
+# Included at the end of CMakeLists.txt, once every target exists.
+#
+# What `cmake --install BUILD --prefix P` puts under P:
+#   bin/ckh                               the command (exports the public API to plugins)
+#   include/ckh/*.h                       public headers, ckh/version.h included
+#   lib/libckh_*.a                        the static libraries of CKH_INSTALL_LIBS
+#   lib/pkgconfig/ckh.pc                  relocatable: finds P from its own location
+#   lib/cmake/ckh/ckhConfig*.cmake        find_package(ckh) + ckh_add_backend()
+#
+# The build tree is usable the same way without installing:
+#   PKG_CONFIG_PATH=BUILD/pkgconfig pkg-config --cflags ckh
+#   cmake -Dckh_DIR=BUILD ...
+# Both name BUILD/include, which mirrors the installed include folder: the
+# generated ckh/version.h lives there, and every public header of include/ckh
+# is copied beside it at build time (the project's own targets keep reading
+# the sources: include/ comes first on their include path).
+
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+# Static libraries installed; the list follows the library layout of
+# CMakeLists.txt (a name that is not a target is skipped).
+if(NOT DEFINED CKH_INSTALL_LIBS)
+  set(CKH_INSTALL_LIBS ckh_harness ckh_reference ckh_reports ckh_sim ckh_platform)
+endif()
+
+# ---- the build tree's include folder: BUILD/include/ckh = installed layout ----
+set(CKH_BUILD_INCLUDEDIR ${CMAKE_BINARY_DIR}/include)
+file(GLOB CKH_PUBLIC_HEADERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/include/ckh/*.h)
+# A header removed from the sources must not linger in the mirror.
+file(GLOB ckh_mirrored ${CKH_BUILD_INCLUDEDIR}/ckh/*.h)
+foreach(h ${ckh_mirrored})
+  get_filename_component(n ${h} NAME)
+  if(NOT n STREQUAL "version.h" AND NOT EXISTS ${CMAKE_SOURCE_DIR}/include/ckh/${n})
+    file(REMOVE ${h})
+  endif()
+endforeach()
+set(ckh_mirror_outputs)
+foreach(h ${CKH_PUBLIC_HEADERS})
+  get_filename_component(n ${h} NAME)
+  add_custom_command(OUTPUT ${CKH_BUILD_INCLUDEDIR}/ckh/${n}
+    COMMAND ${CMAKE_COMMAND} -E copy_if_different ${h} ${CKH_BUILD_INCLUDEDIR}/ckh/${n}
+    DEPENDS ${h} VERBATIM)
+  list(APPEND ckh_mirror_outputs ${CKH_BUILD_INCLUDEDIR}/ckh/${n})
+endforeach()
+add_custom_target(ckh_build_headers ALL DEPENDS ${ckh_mirror_outputs})
+
+# ---- pkg-config: build tree (BUILD/pkgconfig/ckh.pc) and install ----
+set(CKH_PC_PREFIX ${CMAKE_BINARY_DIR})
+set(CKH_PC_INCLUDEDIR ${CKH_BUILD_INCLUDEDIR})
+set(CKH_PC_LIBDIR ${CMAKE_BINARY_DIR})
+configure_file(${CMAKE_SOURCE_DIR}/cmake/ckh.pc.in ${CMAKE_BINARY_DIR}/pkgconfig/ckh.pc @ONLY)
+# The installed file finds its prefix from its own location (pcfiledir),
+# so `cmake --install --prefix DIR` anywhere gives a working ckh.pc.
+file(RELATIVE_PATH CKH_PC_UP "/root/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/root")
+set(CKH_PC_PREFIX "\${pcfiledir}/${CKH_PC_UP}")
+set(CKH_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+set(CKH_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+configure_file(${CMAKE_SOURCE_DIR}/cmake/ckh.pc.in ${CMAKE_BINARY_DIR}/install/ckh.pc @ONLY)
+
+# ---- CMake package config: build tree (ckh_DIR=BUILD) and install ----
+set(CKH_CFG_INCLUDE_DIR ${CKH_BUILD_INCLUDEDIR})
+configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/ckhConfig.cmake.in
+  ${CMAKE_BINARY_DIR}/ckhConfig.cmake INSTALL_DESTINATION ${CMAKE_BINARY_DIR}
+  INSTALL_PREFIX ${CMAKE_BINARY_DIR} PATH_VARS CKH_CFG_INCLUDE_DIR)
+set(CKH_CFG_INCLUDE_DIR ${CMAKE_INSTALL_INCLUDEDIR})
+configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/ckhConfig.cmake.in
+  ${CMAKE_BINARY_DIR}/install/ckhConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ckh PATH_VARS CKH_CFG_INCLUDE_DIR)
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/ckhConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+
+# ---- install rules ----
+install(FILES ${CKH_PUBLIC_HEADERS} ${CMAKE_BINARY_DIR}/include/ckh/version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ckh)
+foreach(t ${CKH_INSTALL_LIBS})
+  if(TARGET ${t})
+    install(TARGETS ${t} ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  endif()
+endforeach()
+if(TARGET ckh)
+  install(TARGETS ckh RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(FILES ${CMAKE_BINARY_DIR}/install/ckh.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${CMAKE_BINARY_DIR}/install/ckhConfig.cmake ${CMAKE_BINARY_DIR}/ckhConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ckh)

@@ -1,0 +1,96 @@
+/* Checked option values (see opt.h). */
+#include "cli/opt.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ckh/err.h"
+#include "scenario/scenario.h"
+
+/* Digits only: decimal, or 0x and hex. */
+static int parse_digits(const char *t, uint64_t *out)
+{
+    unsigned base = 10;
+    if (t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+        base = 16;
+        t += 2;
+    }
+    if (!*t)
+        return CKH_EINVAL;
+    uint64_t v = 0;
+    for (; *t; t++) {
+        unsigned d;
+        if (*t >= '0' && *t <= '9')
+            d = (unsigned)(*t - '0');
+        else if (base == 16 && *t >= 'a' && *t <= 'f')
+            d = (unsigned)(*t - 'a' + 10);
+        else if (base == 16 && *t >= 'A' && *t <= 'F')
+            d = (unsigned)(*t - 'A' + 10);
+        else
+            return CKH_EINVAL;
+        if (v > (UINT64_MAX - d) / base)
+            return CKH_EINVAL; /* overflow */
+        v = v * base + d;
+    }
+    *out = v;
+    return 0;
+}
+
+int ckh_opt_u64(const char *name, const char *text, uint64_t min, uint64_t max, uint64_t *out,
+                char *msg, size_t n)
+{
+    uint64_t v = 0;
+    if (!text || parse_digits(text, &v) != 0 || v < min || v > max)
+        return ckh_errf(msg, n, CKH_EINVAL, "--%s expects an integer %" PRIu64 "..%" PRIu64
+                        ", got '%s'", name, min, max, text ? text : "");
+    *out = v;
+    return 0;
+}
+
+int ckh_opt_size(const char *name, const char *text, uint64_t min, uint64_t max, uint64_t *out,
+                 char *msg, size_t n)
+{
+    uint64_t v = 0;
+    bool plain = text && text[0] >= '0' && text[0] <= '9'; /* no sign, no blank */
+    if (!plain || ckh_scn_parse_size(text, &v) != 0 || v < min || v > max)
+        return ckh_errf(msg, n, CKH_EINVAL, "--%s expects a size such as 512MiB or 4GiB, got '%s'",
+                        name, text ? text : "");
+    *out = v;
+    return 0;
+}
+
+int ckh_opt_check_output(const char *what, const char *path, bool is_dir, char *msg, size_t n)
+{
+    char dir[1024];
+    const char *slash = strrchr(path, '/');
+    if (!path[0])
+        return ckh_errf(msg, n, -ENOENT, "cannot write the %s '': no file name", what);
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode) != is_dir)
+            return ckh_errf(msg, n, is_dir ? -ENOTDIR : -EISDIR, "cannot write the %s %s: %s",
+                            what, path, is_dir ? "not a folder" : "is a folder");
+        if (access(path, W_OK | (is_dir ? X_OK : 0)) != 0)
+            return ckh_errf(msg, n, -errno, "cannot write the %s %s: %s", what, path,
+                            strerror(errno));
+        return 0;
+    }
+    if (errno != ENOENT)
+        return ckh_errf(msg, n, -errno, "cannot write the %s %s: %s", what, path, strerror(errno));
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return ckh_errf(msg, n, -ENOENT, "cannot write the %s %s: no folder %s", what, path, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return ckh_errf(msg, n, -errno, "cannot write the %s %s: folder %s: %s", what, path, dir,
+                        strerror(errno));
+    return 0;
+}

@@ -1,0 +1,85 @@
+/* Copies of the adapters' job results: a record that outlives the adapter
+ * instance it came from (struct ckh_job_copy), and freeing a run record.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckh/err.h"
+#include "run/run_ctx.h"
+
+/* ---- results ---- */
+
+void ckh__run_job_copy_free(struct ckh_job_copy *j)
+{
+    free(j->nodes);
+    free(j->steps);
+    free(j->samples);
+    free(j->sample_counts);
+    free(j->epoch_world);
+    memset(j, 0, sizeof *j);
+}
+
+/* Entries of src->sample_counts (0 when not kept). */
+size_t ckh__run_counts_len(const struct ckh_job_result *src)
+{
+    return src->sample_counts && src->dataset_size ? src->nsamples * (size_t)src->dataset_size : 0;
+}
+
+int ckh__run_job_copy(struct ckh_job_copy *dst, const struct ckh_job_result *src)
+{
+    ckh__run_job_copy_free(dst);
+    dst->r = *src;
+    size_t ncounts = ckh__run_counts_len(src);
+    dst->nodes = calloc(src->nnodes ? src->nnodes : 1, sizeof *dst->nodes);
+    dst->steps = calloc(src->nsteps ? src->nsteps : 1, sizeof *dst->steps);
+    dst->samples = calloc(src->nsamples ? src->nsamples : 1, sizeof *dst->samples);
+    if (ncounts)
+        dst->sample_counts = calloc(ncounts, sizeof *dst->sample_counts);
+    if (src->epoch_world)
+        dst->epoch_world = calloc(src->nsamples ? src->nsamples : 1, sizeof *dst->epoch_world);
+    if (!dst->nodes || !dst->steps || !dst->samples || (ncounts && !dst->sample_counts) ||
+        (src->epoch_world && !dst->epoch_world))
+        return CKH_ENOMEM;
+    if (src->nnodes)
+        memcpy(dst->nodes, src->nodes, src->nnodes * sizeof *dst->nodes);
+    if (src->nsteps)
+        memcpy(dst->steps, src->steps, src->nsteps * sizeof *dst->steps);
+    if (src->nsamples)
+        memcpy(dst->samples, src->samples, src->nsamples * sizeof *dst->samples);
+    if (ncounts)
+        memcpy(dst->sample_counts, src->sample_counts, ncounts * sizeof *dst->sample_counts);
+    if (src->epoch_world && src->nsamples)
+        memcpy(dst->epoch_world, src->epoch_world, src->nsamples * sizeof *dst->epoch_world);
+    dst->r.nodes = dst->nodes;
+    dst->r.steps = dst->steps;
+    dst->r.samples = dst->samples;
+    dst->r.sample_counts = dst->sample_counts;
+    dst->r.dataset_size = ncounts ? src->dataset_size : 0;
+    dst->r.epoch_world = dst->epoch_world;
+    return 0;
+}
+
+const struct ckh_node_result *ckh_job_copy_node(const struct ckh_job_copy *c, const char *node)
+{
+    for (size_t i = 0; node && i < c->r.nnodes; i++)
+        if (strcmp(c->r.nodes[i].node, node) == 0)
+            return &c->r.nodes[i];
+    return NULL;
+}
+
+void ckh_scenario_run_free(struct ckh_scenario_run *r)
+{
+    if (!r)
+        return;
+    ckh__run_job_copy_free(&r->ref);
+    ckh__run_job_copy_free(&r->got);
+    for (size_t i = 0; i < r->nruns; i++)
+        free(r->runs[i].nodes);
+    free(r->runs);
+    free(r->fault_fired);
+    free(r->fault_armed);
+    r->fault_fired = NULL;
+    r->fault_armed = NULL;
+    r->runs = NULL;
+    r->nruns = 0;
+}

@@ -1,0 +1,107 @@
+/* The runner's private state, shared by the files that make up the
+ * runner (runner.h says what the runner does, in data-flow order):
+ *   runner.c   set-up of the simulator, the runs with restarts, the
+ *              public entry points;
+ *   arm.c      the fault script of one run: scenario faults become
+ *              simulator rules, at-rest faults are applied to the disks
+ *              (each fault's descriptor in harness/faults/ says how);
+ *   results.c  copies of the adapters' job results;
+ *   cache.c    the reference run and its on-disk cache;
+ *   judge.c    the verdict: oracles, golden files, the control run.
+ */
+#ifndef CKH_RUN_CTX_H
+#define CKH_RUN_CTX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "faults/fault.h"
+#include "run/runner.h"
+
+/* Per-node tracking of progress, fed by the fault hook on every op. */
+struct ckh__run_track {
+    int64_t progress;     /* highest epoch/step seen in an "epoch" or "save" phase */
+    char phase[16];       /* last phase announced */
+    bool load_seen;       /* the node loaded a checkpoint in this run */
+    int64_t load_epoch;   /* the epoch it loaded (epoch-based jobs) */
+    bool resume_known;    /* the node started working in this run */
+    int64_t resume_point; /* the epoch/step its work in this run started from */
+};
+
+struct ckh__run_ctx;
+
+/* An at-rest fault armed on a trigger (CALL action context). */
+struct ckh__run_call {
+    struct ckh__run_ctx *rc;           /* the run */
+    const struct ckh_scn_fault *fault; /* what to do */
+    size_t index;                      /* its index in the scenario */
+};
+
+struct ckh__run_ctx {
+    unsigned mode;                       /* CKH_RUN_* flags: NO_FAULTS skips arming and restarts */
+    const struct ckh_scenario *sc;       /* the scenario */
+    const struct ckh_adapter_ops *ad;    /* its workload adapter */
+    void *inst;                          /* the adapter instance */
+    struct ckh_sim *sim;                 /* the simulator */
+    int n;                               /* nodes */
+    char (*names)[CKH_NODE_NAME_LEN];    /* node names */
+    struct ckh_simfs **disks;            /* [ndisks * n]: disk d of node i (shared: same) */
+    struct ckh_simfs_mount *mounts;      /* [n * ndisks] */
+    struct ckh__run_track *track;        /* [n] */
+    struct ckh__run_call *calls;         /* [nfaults] */
+    size_t *rule_fault;                  /* [nfaults]: scenario fault of each armed rule */
+    size_t nrules;                       /* rules armed for the current run */
+    struct ckh_scenario_run *rec;        /* where firing counts go (NULL: not counted) */
+    struct ckh_fault_env env;            /* the disks, for faults applied at rest */
+    bool step_based;                     /* progress counted in steps (training jobs) */
+    int world_first;                     /* ranks of run 1 */
+    int world_restart;                   /* ranks of runs 2.. (world_first: unchanged) */
+    char err[512];                       /* set-up error */
+};
+
+/* Formats the run's error message (c->err) with ckh_verrf; returns code. */
+int ckh__run_fail(struct ckh__run_ctx *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* runner.c: builds the simulator for sc (mode: CKH_RUN_* flags; keep_trace
+ * keeps the trace). On failure c->err says why; c is freed with
+ * ckh__run_ctx_free either way. */
+int ckh__run_build_sim(struct ckh__run_ctx *c, const struct ckh_scenario *sc, uint64_t seed,
+                       unsigned mode, bool keep_trace);
+void ckh__run_ctx_free(struct ckh__run_ctx *c);
+/* Runs the job with restarts; fills the run records of out. */
+int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out);
+/* restart.world_size is an input error for a workload that cannot change
+ * its world size. */
+int ckh__run_check_world_size(const struct ckh_scenario *sc, const struct ckh_adapter_ops *ad,
+                              char *err, size_t errlen);
+
+/* arm.c: arms the faults of run `run` (1-based) and applies the at-rest
+ * faults that have no trigger. */
+int ckh__run_arm_faults(struct ckh__run_ctx *c, int run);
+/* The hook sees every op: it only tracks each node's progress. */
+void ckh__run_track_hook(void *ctx, const struct ckh_op *op, struct ckh_fault_action *act);
+
+/* results.c: copies of job results (dst owns its arrays). */
+int ckh__run_job_copy(struct ckh_job_copy *dst, const struct ckh_job_result *src);
+void ckh__run_job_copy_free(struct ckh_job_copy *j);
+/* Entries of src->sample_counts (0 when not kept). */
+size_t ckh__run_counts_len(const struct ckh_job_result *src);
+
+/* cache.c: the reference run (cached under o->cache_dir) into out->ref. */
+int ckh__run_reference(const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,
+                       struct ckh_scenario_run *out, char *err, size_t errlen);
+
+/* judge.c: the verdict of r into out. */
+void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *out);
+/* The golden file of sc (a regular file), into out; CKH_EINVAL with a
+ * message in err when missing or not a file. */
+int ckh__run_find_golden(const struct ckh_scenario *sc, const char *source_dir, char *out, size_t n,
+                         char *err, size_t errlen);
+/* A planted defect must be detected because of the defect: the control
+ * run without the defect switches must not trip the detecting oracles. */
+int ckh__run_control_check(const struct ckh_scenario *sc, uint64_t seed, const struct ckh_scenario_run *r,
+                           struct ckh_report_result *out, char *err, size_t errlen);
+
+#endif

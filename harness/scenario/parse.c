@@ -1,0 +1,277 @@
+/* The scenario parser's entry points: YAML text -> struct ckh_scenario.
+ *
+ * Specification (full reference with examples in docs/SCENARIOS.md):
+ *   - A scenario file holds exactly one YAML document whose root is a
+ *     mapping with the keys name, description, seed, tags, job (required),
+ *     faults, restart and expect.
+ *   - Every mapping is closed: an unknown key is an error that names the
+ *     closest known key ("did you mean"), a duplicate key is an error.
+ *   - Scalars are typed by the key that holds them (integer ranges, sizes
+ *     with units, durations with units, enums, booleans, absolute simulated
+ *     paths). Free-form maps (job.options, expect.values) keep each value's
+ *     text and its inferred type.
+ *   - A simulated path must be absolute and may not contain a ".."
+ *     component; a host path (expect.golden) must be relative without "..".
+ *   - Every error carries file, 1-based line and column of the offending
+ *     node and a message saying what was expected.
+ *   - Parsing is linear in the size of the text (scenario/reader.c).
+ *
+ * Where each part lives: values.c (scalar conversions), reader.c (arena,
+ * errors, getters, closed maps), job.c, faults_section.c (triggers; each
+ * action's keys in harness/faults/<name>.c), expect.c (restart, expect),
+ * names.c (name tables shared with writer.c), and this file (the root).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ckh/err.h"
+#include "scenario/reader.h"
+
+/* ---- the root ---- */
+
+static const char *const top_keys[] = {"name", "description", "seed",    "tags",
+                                       "job",  "faults",      "restart", "expect"};
+
+static bool name_ok(const char *t)
+{
+    for (; *t; t++)
+        if (!isalnum((unsigned char)*t) && !strchr("._-/", *t))
+            return false;
+    return true;
+}
+
+/* "dir/kill-mid.yaml" -> "kill-mid". */
+static int default_name(struct ckh_scenario *s, const char *file)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    const char *dot = strrchr(base, '.');
+    size_t len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    char *name = ckh__scn_strndup(s, base, len);
+    if (!name)
+        return CKH_ENOMEM;
+    /* A name goes into terminal lines and reports: control characters
+     * from a file name become '_' (reports escape everything else). */
+    for (char *c = name; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '_';
+    s->name = name;
+    return 0;
+}
+
+static int parse_root(struct ckh__scn_reader *p, const yaml_node_t *n)
+{
+    struct ckh_scenario *s = p->s;
+    yaml_node_t *v;
+    int rc = ckh__scn_check_map(p, n, "scenario", top_keys, CKH__NKEYS(top_keys), NULL, NULL);
+    if (rc)
+        return rc;
+    if ((v = ckh__scn_get(p, n, "name"))) {
+        if ((rc = ckh__scn_get_str(p, v, "name", &s->name)))
+            return rc;
+        if (!name_ok(s->name))
+            return ckh__scn_fail(p, v, CKH_EINVAL,
+                        "'name' may use only letters, digits, '.', '_', '-' and '/', got '%s'",
+                        s->name);
+    } else if ((rc = default_name(s, s->file))) {
+        return rc;
+    }
+    if ((v = ckh__scn_get(p, n, "description")) && (rc = ckh__scn_get_str(p, v, "description", &s->description)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "seed")) && (rc = ckh__scn_get_u64(p, v, "seed", 0, &s->seed)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "tags")) && (rc = ckh__scn_get_name_list(p, v, "tags", NULL, &s->tags, &s->ntags)))
+        return rc;
+    if (!(v = ckh__scn_get(p, n, "job")))
+        return ckh__scn_fail(p, n, CKH_EINVAL, "a scenario needs 'job'");
+    if ((rc = ckh__scn_parse_job(p, v, &s->job)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "faults")) && (rc = ckh__scn_parse_faults(p, v, s)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "restart")) && (rc = ckh__scn_parse_restart(p, v, &s->restart)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "expect")) && (rc = ckh__scn_parse_expect(p, v, &s->expect)))
+        return rc;
+    return 0;
+}
+
+/* ==== 6. public entry points ==== */
+
+/* Reports libyaml's error: its position, its problem and, for a tab where
+ * YAML wants spaces, a hint. */
+static int yaml_fail(struct ckh__scn_reader *p, yaml_parser_t *ps)
+{
+    yaml_mark_t m = ps->problem ? ps->problem_mark : ps->mark;
+    struct ckh_scn_error *err = p->err;
+    const char *tab = m.index < p->len && p->text[m.index] == '\t'
+                          ? "; YAML indents with spaces, not tabs" : "";
+    char ctx[96] = "";
+    if (ps->context)
+        snprintf(ctx, sizeof ctx, " %s (line %d)", ps->context, (int)ps->context_mark.line + 1);
+    snprintf(err->file, sizeof(err->file), "%s", p->file);
+    err->line = (int)m.line + 1;
+    err->column = (int)m.column + 1;
+    err->code = ps->error == YAML_MEMORY_ERROR ? CKH_ENOMEM : CKH_EPARSE;
+    return ckh_errf(err->msg, sizeof(err->msg), err->code, "malformed YAML: %s%s%s",
+                    ps->problem ? ps->problem : "error", ctx, tab);
+}
+
+/* Reports a failure that belongs to no node ("out of memory", bad
+ * arguments); returns code. */
+static int fail_whole(struct ckh_scn_error *err, const char *file, int code, const char *msg)
+{
+    snprintf(err->file, sizeof(err->file), "%s", file);
+    err->code = code;
+    return ckh_errf(err->msg, sizeof(err->msg), code, "%s", msg);
+}
+
+/* Loads the text's one document into p->doc and parses its root. */
+static int load_and_parse(struct ckh__scn_reader *p, yaml_parser_t *ps)
+{
+    int rc;
+    if (!yaml_parser_load(ps, &p->doc))
+        return yaml_fail(p, ps);
+    yaml_node_t *root = yaml_document_get_root_node(&p->doc);
+    if (!root) {
+        rc = ckh__scn_fail(p, NULL, CKH_EPARSE, "the file holds no scenario (empty document)");
+        p->err->line = 1;
+        p->err->column = 1;
+        goto out_delete_doc;
+    }
+    /* Exactly one document per file. */
+    yaml_document_t extra;
+    if (!yaml_parser_load(ps, &extra)) {
+        rc = yaml_fail(p, ps);
+        goto out_delete_doc;
+    }
+    yaml_node_t *xroot = yaml_document_get_root_node(&extra);
+    rc = xroot ? ckh__scn_fail(p, xroot, CKH_EPARSE,
+                               "a scenario file holds one YAML document; found another")
+               : 0;
+    yaml_document_delete(&extra);
+    if (rc == 0)
+        rc = parse_root(p, root);
+out_delete_doc:
+    yaml_document_delete(&p->doc);
+    return rc;
+}
+
+int ckh_scenario_parse_string(const char *text, size_t len, const char *file,
+                              const struct ckh_scn_options *opts, struct ckh_scenario **out,
+                              struct ckh_scn_error *err)
+{
+    struct ckh_scn_error dummy;
+    struct ckh__scn_reader p = {.file = file ? file : "<string>", .opts = opts,
+                                .err = err ? err : &dummy, .text = text, .len = len};
+    yaml_parser_t ps;
+    int rc;
+    memset(p.err, 0, sizeof(*p.err));
+    if (out)
+        *out = NULL;
+    if (!text || !out)
+        return fail_whole(p.err, p.file, CKH_EINVAL, "no text or no result pointer given");
+    struct ckh_alloc *alloc = opts && opts->alloc ? opts->alloc : ckh_alloc_system();
+    struct ckh_scenario *s = ckh_calloc(alloc, 1, sizeof(*s));
+    if (!s)
+        return fail_whole(p.err, p.file, CKH_ENOMEM, "out of memory");
+    s->alloc = alloc;
+    s->seed = 1;
+    s->expect.reference = true;
+    s->restart.resume_epoch = -1;
+    s->restart.max_restarts = 3;
+    p.s = s;
+    if (!(s->file = ckh__scn_strdup(s, p.file))) {
+        rc = CKH_ENOMEM;
+        goto out_free_scenario;
+    }
+    if (!yaml_parser_initialize(&ps)) {
+        rc = CKH_ENOMEM;
+        goto out_free_scenario;
+    }
+    yaml_parser_set_input_string(&ps, (const unsigned char *)text, len);
+    rc = load_and_parse(&p, &ps);
+    yaml_parser_delete(&ps);
+    if (rc == 0) {
+        *out = s;
+        return 0;
+    }
+out_free_scenario:
+    if (rc == CKH_ENOMEM && !p.err->msg[0])
+        fail_whole(p.err, p.file, CKH_ENOMEM, "out of memory");
+    ckh_scenario_free(s);
+    return rc;
+}
+
+/* Reads all of f into *buf (owned by the caller, freed with alloc). */
+static int read_all(FILE *f, struct ckh_alloc *alloc, char **buf, size_t *len)
+{
+    size_t cap = 4096;
+    char *b = ckh_malloc(alloc, cap);
+    *len = 0;
+    if (!b)
+        return CKH_ENOMEM;
+    for (;;) {
+        if (*len == cap) {
+            char *nb = cap >= (64u << 20) ? NULL : ckh_realloc(alloc, b, cap * 2);
+            if (!nb) {
+                ckh_free(alloc, b);
+                return cap >= (64u << 20) ? CKH_ELIMIT : CKH_ENOMEM; /* 64 MiB: no scenario is that large */
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t got = fread(b + *len, 1, cap - *len, f);
+        *len += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        ckh_free(alloc, b);
+        return -EIO;
+    }
+    *buf = b;
+    return 0;
+}
+
+int ckh_scenario_parse_file(const char *path, const struct ckh_scn_options *opts,
+                            struct ckh_scenario **out, struct ckh_scn_error *err)
+{
+    struct ckh_scn_error dummy;
+    struct ckh_scn_error *e = err ? err : &dummy;
+    struct ckh_alloc *alloc = opts && opts->alloc ? opts->alloc : ckh_alloc_system();
+    memset(e, 0, sizeof(*e));
+    if (out)
+        *out = NULL;
+    if (!path || !out)
+        return fail_whole(e, "", CKH_EINVAL, "no path or no result pointer given");
+    snprintf(e->file, sizeof(e->file), "%s", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        e->code = -errno;
+        return ckh_errf(e->msg, sizeof(e->msg), e->code, "cannot open: %s", strerror(errno));
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = read_all(f, alloc, &buf, &len);
+    fclose(f);
+    if (rc == 0) {
+        rc = ckh_scenario_parse_string(buf, len, path, opts, out, e);
+        ckh_free(alloc, buf);
+    }
+    if (rc && !e->code) {
+        e->code = rc;
+        ckh_errf(e->msg, sizeof(e->msg), rc, "cannot read: %s", ckh_strerror(rc));
+    }
+    return rc;
+}
+
+int ckh_scn_error_format(const struct ckh_scn_error *err, char *buf, size_t n)
+{
+    if (!err || (!buf && n))
+        return CKH_EINVAL;
+    if (err->line > 0)
+        return snprintf(buf, n, "%s:%d:%d: %s", err->file, err->line, err->column, err->msg);
+    return snprintf(buf, n, "%s: %s", err->file, err->msg);
+}

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Checks ckh's Debian package end to end, from an already built build folder:
+#   1. `cpack -G DEB` makes ckh_<version>_<arch>.deb; its Version is the
+#      project version and its Depends name libc6 and libyaml;
+#   2. the package is unpacked into a scratch prefix (dpkg -x: the system is
+#      not touched) and the unpacked ckh and headers carry that version;
+#   3. examples/backend_example is built against the unpacked prefix with
+#      pkg-config (its Makefile) and with find_package (its CMakeLists.txt),
+#      and both plugins pass the unpacked `ckh validate-backend`;
+#   4. only with CKH_PACKAGE_APT=1 (default: CI=true and root): the package is
+#      installed with `apt-get install ./ckh_*.deb`, the example is built
+#      against /usr and validated, then `apt-get remove ckh` leaves the
+#      machine as it was.
+# Usage: scripts/package-test.sh [BUILD_DIR]   (default: build)
+# Exit status 0 only if every check passes.
+set -euo pipefail
+CKH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$(cd "${1:-$CKH_ROOT/build}" && pwd)
+example=$CKH_ROOT/examples/backend_example
+work=$(mktemp -d "${TMPDIR:-/tmp}/ckh-package.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+fail() { echo "package-test: FAIL: $*" >&2; exit 1; }
+step() { echo "package-test: $*"; }
+
+# Builds the example plugin against one prefix with both build systems and
+# puts each through that prefix's ckh validate-backend. $1 prefix, $2 label.
+build_and_validate() {
+  local prefix=$1 label=$2 out=$work/$2
+  mkdir -p "$out/pc"
+  # pkg-config: PKG_CONFIG_LIBDIR, not _PATH, so no other ckh.pc is found.
+  PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig make -s -C "$example" OUT="$out/pc" >/dev/null \
+    || fail "$label: the example does not build with pkg-config"
+  cmake -S "$example" -B "$out/cmake" -Dckh_DIR="$prefix/lib/cmake/ckh" >/dev/null \
+    || fail "$label: find_package(ckh) failed"
+  cmake --build "$out/cmake" >/dev/null || fail "$label: the example does not build with CMake"
+  for so in "$out/pc/libexample_backend.so" "$out/cmake/libexample_backend.so"; do
+    "$prefix/bin/ckh" validate-backend "$so" >"$out/validate.log" 2>&1 \
+      || { cat "$out/validate.log"; fail "$label: ckh validate-backend $so"; }
+  done
+  step "$label: example plugin built with pkg-config and find_package, validate-backend passed"
+}
+
+# Checks that ckh --version and ckh/version.h under a prefix say $2.
+check_version() {
+  local prefix=$1 want=$2 got
+  got=$("$prefix/bin/ckh" --version)
+  [ "$got" = "ckh $want" ] || fail "ckh --version says '$got', the package is $want"
+  printf '#include <stdio.h>\n#include "ckh/version.h"\nint main(void){puts(CKH_VERSION_STRING);return 0;}\n' \
+    >"$work/version.c"
+  cc -I"$prefix/include" -o "$work/version" "$work/version.c"
+  got=$("$work/version")
+  [ "$got" = "$want" ] || fail "ckh/version.h says '$got', the package is $want"
+}
+
+step "cpack -G DEB in $build"
+(cd "$build" && cpack -G DEB -B "$work/deb" >"$work/cpack.log" 2>&1) \
+  || { cat "$work/cpack.log"; fail "cpack"; }
+debs=("$work"/deb/ckh_*.deb)
+[ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || fail "expected one ckh_*.deb, found: ${debs[*]}"
+deb=${debs[0]}
+version=$(dpkg-deb -f "$deb" Version)
+arch=$(dpkg-deb -f "$deb" Architecture)
+depends=$(dpkg-deb -f "$deb" Depends)
+want_version=$(sed -n 's/^project(ckh VERSION \([0-9.]*\).*/\1/p' "$CKH_ROOT/CMakeLists.txt")
+[ "$(basename "$deb")" = "ckh_${version}_${arch}.deb" ] || fail "file name $(basename "$deb")"
+[ "$version" = "$want_version" ] || fail "package version $version, project version $want_version"
+case "$depends" in *libc6*) ;; *) fail "Depends lacks libc6: $depends" ;; esac
+case "$depends" in *libyaml*) ;; *) fail "Depends lacks libyaml: $depends" ;; esac
+step "$(basename "$deb"): Depends: $depends"
+
+step "dpkg -x into a scratch prefix"
+dpkg -x "$deb" "$work/root"
+prefix=$work/root/usr
+for f in bin/ckh include/ckh/plugin.h include/ckh/version.h lib/pkgconfig/ckh.pc \
+         lib/cmake/ckh/ckhConfig.cmake lib/cmake/ckh/ckhConfigVersion.cmake; do
+  [ -e "$prefix/$f" ] || fail "the package lacks /usr/$f"
+done
+check_version "$prefix" "$version"
+build_and_validate "$prefix" unpacked
+
+apt_default=0
+if [ "${CI:-}" = true ] && [ "$(id -u)" -eq 0 ]; then apt_default=1; fi
+if [ "${CKH_PACKAGE_APT:-$apt_default}" = 1 ]; then
+  if dpkg-query -W -f='${Status}' ckh 2>/dev/null | grep -q "install ok installed"; then
+    fail "a ckh package is already installed; not replacing it"
+  fi
+  step "apt-get install ./$(basename "$deb")"
+  chmod -R a+rX "$work" # apt reads local packages as its unprivileged user
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >"$work/apt.log" 2>&1 \
+    || { cat "$work/apt.log"; fail "apt-get install"; }
+  status=0
+  ( check_version /usr "$version" && build_and_validate /usr installed ) || status=$?
+  DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq ckh >/dev/null 2>&1 \
+    || fail "apt-get remove ckh"
+  [ "$status" -eq 0 ] || fail "the installed package"
+  step "apt-get remove ckh: done"
+fi
+step "ok"

@@ -1,0 +1,561 @@
+/* Tests of the ckh command as a user runs it (harness/cli/, the fuzz,
+ * shrink and validate-backend verbs): each test executes ./ckh from the
+ * build folder (CTest's working folder) on the scenario library of
+ * CKH_SOURCE_DIR and checks exit statuses and messages (docs/CLI.md):
+ * signals, temporary folders, bad paths, limits and option values. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckh/version.h"
+#include "run/pool.h"
+#include "run/tmpdir.h"
+
+#define MAX_ARGS 32
+
+static char src[1024];    /* the source tree */
+static char scen[1200];   /* its scenario library */
+static char work[256];    /* a private folder for the test */
+
+static void setup(void)
+{
+    const char *s = getenv("CKH_SOURCE_DIR");
+    snprintf(src, sizeof src, "%s", s && s[0] ? s : "..");
+    snprintf(scen, sizeof scen, "%s/scenarios", src);
+    snprintf(work, sizeof work, "/tmp/ckh-test-cli-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(work));
+    /* Orphans of a killed ckh become this process's children. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+static void teardown(void)
+{
+    ckh_tmp_remove(work);
+}
+
+/* Seconds a ckh may take before the test fails (CKH_TEST_BOUND_S, default
+ * 240): a generous bound on a hang, never a measure of speed. */
+static unsigned bound_s(void)
+{
+    const char *e = getenv("CKH_TEST_BOUND_S");
+    return e && atoi(e) > 0 ? (unsigned)atoi(e) : 240;
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Starts ./ckh with args (NULL-terminated) and the environment variables
+ * in env ("NAME=value", NULL-terminated, may be NULL); stdout and stderr
+ * go to *fd. */
+static pid_t spawn(const char *const *args, const char *const *env, int *fd)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char *argv[MAX_ARGS + 2] = {(char *)"./ckh"};
+        for (int i = 0; args[i] && i < MAX_ARGS; i++)
+            argv[i + 1] = (char *)args[i];
+        for (int i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        execv("./ckh", argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    *fd = fds[0];
+    alarm(bound_s()); /* a ckh that never ends fails the test (wait_status clears it) */
+    return pid;
+}
+
+/* Reads fd to its end into a malloc'd string. */
+static char *slurp_fd(int fd)
+{
+    size_t n = 0, cap = 4096;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    for (;;) {
+        if (cap - n < 2048) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+        ssize_t r = read(fd, buf + n, cap - n - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    buf[n] = '\0';
+    close(fd);
+    return buf;
+}
+
+/* Waits for pid: its exit status, or 128 + the signal that killed it. */
+static int wait_status(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ck_assert_int_eq(errno, EINTR);
+    alarm(0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Runs ./ckh to its end; *out (may be NULL) gets its output (free()). */
+static int ckh(const char *const *args, const char *const *env, char **out)
+{
+    int fd;
+    pid_t pid = spawn(args, env, &fd);
+    char *text = slurp_fd(fd);
+    int st = wait_status(pid);
+    if (out)
+        *out = text;
+    else
+        free(text);
+    return st;
+}
+
+/* Every orphan left to this process ends (a live one fails the test). */
+static void reap_orphans(void)
+{
+    alarm(bound_s());
+    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+        ;
+    alarm(0);
+    ck_assert_int_eq(errno, ECHILD);
+}
+
+static int count_entries(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+#define HAS(text, what) ck_assert_msg(strstr((text), (what)) != NULL, "'%s' not in:\n%s", (what), (text))
+
+/* ---- version, options, paths ---- */
+
+START_TEST(test_version)
+{
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"--version", NULL}, NULL, &out), 0);
+    ck_assert_str_eq(out, "ckh " CKH_VERSION_STRING "\n");
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"version", NULL}, NULL, &out), 0);
+    ck_assert_str_eq(out, "ckh " CKH_VERSION_STRING "\n");
+    free(out);
+}
+END_TEST
+
+struct bad_case {
+    const char *args[10]; /* "@" stands for one scenario file, "%" for the library */
+    const char *says;     /* part of the message */
+};
+
+START_TEST(test_numeric_options_refused)
+{
+    static const struct bad_case cases[] = {
+        {{"fuzz", "--start", "18446744073709551610", "--seeds", "20"}, "would pass"},
+        {{"fuzz", "--seeds"}, "--seeds needs a value"},
+        {{"fuzz", "--seeds", "0"}, "--seeds expects an integer 1.."},
+        {{"fuzz", "--jobs", "4294967297"}, "--jobs expects an integer 1..256"},
+        {{"fuzz", "--start", "-1"}, "--start expects"},
+        {{"fuzz", "--shard", "0/2"}, "--shard expects I/N"},
+        {{"fuzz", "--shard", "1/-1"}, "--shard expects I/N"},
+        {{"fuzz", "--determinism-every", "4294967296"}, "--determinism-every expects"},
+        {{"fuzz", "--shrink-max", "5x"}, "--shrink-max expects"},
+        {{"fuzz", "--mem-limit", "lots"}, "--mem-limit expects a size"},
+        {{"fuzz", "--print-seed", "18446744073709551616"}, "--print-seed expects"},
+        {{"run", "--jobs", "4294967297", "@"}, "--jobs expects an integer 1..256, got '4294967297'"},
+        {{"run", "--seed", " -1", "@"}, "--seed expects an integer"},
+        {{"run", "--seed", "", "@"}, "--seed expects an integer"},
+        {{"run", "--mem-limit", "-4GiB", "@"}, "--mem-limit expects a size"},
+        {{"replay", "@", "--seed", "1x"}, "--seed expects an integer"},
+        {{"shrink", "@", "--max-runs", "-5"}, "--max-runs expects an integer"},
+        {{"validate-backend", "--bogus"}, "unknown option --bogus"},
+        {{"validate-backend", "x.so", "--timeout", "99999999999999999999"}, "--timeout expects"},
+        {{"validate-backend", "x.so", "--mem-limit", "x"}, "--mem-limit expects a size"},
+        {{"validate-backend", "x.so", "--timeout"}, "--timeout needs a value"},
+    };
+    char file[1300];
+    snprintf(file, sizeof file, "%s/ddp/uninterrupted.yaml", scen);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[11] = {0};
+        for (int k = 0; k < 10 && cases[i].args[k]; k++)
+            args[k] = strcmp(cases[i].args[k], "@") == 0 ? file : cases[i].args[k];
+        char *out;
+        int st = ckh(args, NULL, &out);
+        ck_assert_msg(st == 2, "%s %s: status %d:\n%s", args[0], args[1], st, out);
+        HAS(out, cases[i].says);
+        free(out);
+    }
+    /* The largest seed prints one scenario, not a campaign. */
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"fuzz", "--print-seed", "18446744073709551615", NULL},
+                         NULL, &out), 0);
+    HAS(out, "# ckh fuzz seed 18446744073709551615");
+    ck_assert_ptr_null(strstr(out, "seeds run"));
+    free(out);
+}
+END_TEST
+
+START_TEST(test_replay_of_a_folder)
+{
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"replay", scen, NULL}, NULL, &out), 2);
+    HAS(out, "is a folder; replay takes one scenario file");
+    free(out);
+}
+END_TEST
+
+START_TEST(test_report_paths_checked_first)
+{
+    char file[1300], *out;
+    snprintf(file, sizeof file, "%s/ddp/uninterrupted.yaml", scen);
+    const char *opts[] = {"--junit", "--json", "--html"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(ckh((const char *[]){"run", file, opts[i], "/nonexistent-ckh/r", NULL},
+                             NULL, &out), 2);
+        HAS(out, "cannot write the");
+        HAS(out, "/nonexistent-ckh");
+        ck_assert_ptr_null(strstr(out, "PASS"));
+        free(out);
+    }
+    ck_assert_int_eq(ckh((const char *[]){"fuzz", "--seeds", "3", "--out", "/nonexistent-ckh/f",
+                                          NULL}, NULL, &out), 2);
+    HAS(out, "/nonexistent-ckh");
+    ck_assert_ptr_null(strstr(out, "seeds run"));
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"validate-backend", "backends/libbk_adir.so", "--json",
+                                          "/nonexistent-ckh/v.json", NULL}, NULL, &out), 2);
+    HAS(out, "cannot write the JSON report");
+    ck_assert_ptr_null(strstr(out, "PASS"));
+    free(out);
+}
+END_TEST
+
+START_TEST(test_fifo_size_and_folders)
+{
+    char fifo[400], dir[400], big[500], *out;
+    snprintf(fifo, sizeof fifo, "%s/pipe.yaml", work);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(ckh((const char *[]){"run", fifo, NULL}, NULL, &out), 2);
+    HAS(out, "not a regular file or folder");
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"list", "scenarios", fifo, NULL}, NULL, &out), 2);
+    HAS(out, "not a regular file or folder");
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"replay", fifo, NULL}, NULL, &out), 2);
+    HAS(out, "not a regular file or folder");
+    free(out);
+
+    /* A file over the size limit names the limit. */
+    snprintf(dir, sizeof dir, "%s/lib", work);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(big, sizeof big, "%s/big.yaml", dir);
+    int fd = open(big, O_CREAT | O_WRONLY, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, 65 << 20), 0);
+    close(fd);
+    ck_assert_int_eq(ckh((const char *[]){"run", dir, NULL}, NULL, &out), 2);
+    HAS(out, "big.yaml: larger than 64 MiB, the limit for a scenario file");
+    free(out);
+
+    /* An unreadable subfolder is named; the rest of the folder loads. */
+    if (geteuid() == 0)
+        return; /* root reads every folder */
+    char sub[500], good[1300];
+    snprintf(sub, sizeof sub, "%s/locked", dir);
+    ck_assert_int_eq(mkdir(sub, 0000), 0);
+    unlink(big);
+    snprintf(good, sizeof good, "%s/ddp/uninterrupted.yaml", scen);
+    char cmd[2000];
+    snprintf(cmd, sizeof cmd, "cp %s %s/", good, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(ckh((const char *[]){"list", "scenarios", dir, NULL}, NULL, &out), 2);
+    HAS(out, "locked: cannot read this folder");
+    HAS(out, "uninterrupted");
+    free(out);
+    chmod(sub, 0700);
+}
+END_TEST
+
+START_TEST(test_parse_time_limit)
+{
+    char path[400], *out;
+    snprintf(path, sizeof path, "%s/deep.yaml", work);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("description: nested lists\njob:\n  workload: seed-pipeline\n  options: ", f);
+    for (int i = 0; i < 30000; i++)
+        fputc('[', f);
+    for (int i = 0; i < 30000; i++)
+        fputc(']', f);
+    fputc('\n', f);
+    fclose(f);
+    const char *env[] = {"CKH_PARSE_LIMIT_S=1", NULL};
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, env, &out), 2);
+    HAS(out, "deep.yaml: parsing stopped: time limit 1 s reached (the limit for one scenario file)");
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"list", "scenarios", work, NULL}, env, &out), 2);
+    HAS(out, "parsing stopped: time limit 1 s reached");
+    free(out);
+}
+END_TEST
+
+START_TEST(test_memory_limit_verdict)
+{
+    if (!ckh_pool_mem_limit_supported())
+        return; /* AddressSanitizer builds need the address space */
+    char path[400], *out;
+    snprintf(path, sizeof path, "%s/huge.yaml", work);
+    /* 1 GiB is within what the parser accepts for a parameter server (a
+     * larger value is refused at parse time); under a 256 MiB limit the
+     * worker runs out of memory and the verdict says which limit. */
+    write_file(path, "description: a 1 GiB model\njob:\n  workload: param-server\n  nodes: 2\n"
+                     "  epochs: 2\n  options: {param_bytes: 1GiB}\n");
+    ck_assert_int_eq(ckh((const char *[]){"run", path, "--mem-limit", "256MiB", NULL}, NULL, &out), 3);
+    HAS(out, "memory limit 256 MiB reached");
+    free(out);
+    snprintf(path, sizeof path, "%s/huge.yaml", work);
+    write_file(path, "description: a 1 TiB model\njob:\n  workload: param-server\n  nodes: 2\n"
+                     "  epochs: 2\n  options: {param_bytes: 1TiB}\n");
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, NULL, &out), 2);
+    HAS(out, "at most 1GiB");
+    free(out);
+}
+END_TEST
+
+/* ---- signals and temporary folders ---- */
+
+/* Waits until a folder of ckh appears under dir. */
+static void wait_for_folder(const char *dir, pid_t pid)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "ckh-%ld-", (long)pid);
+    for (int i = 0; i < 6000 && count_entries(dir, prefix) == 0; i++)
+        pause_ms(10);
+    ck_assert_int_eq(count_entries(dir, prefix), 1);
+}
+
+START_TEST(test_run_interrupted_cleans_up)
+{
+    char env_tmp[400];
+    snprintf(env_tmp, sizeof env_tmp, "TMPDIR=%s", work);
+    const char *env[] = {env_tmp, NULL};
+    const char *args[] = {"run", "--jobs", "2", scen, scen, scen, scen, scen, scen, NULL};
+    static const struct {
+        int sig;
+        long delay_ms;
+    } tries[] = {{SIGINT, 0}, {SIGINT, 150}, {SIGINT, 600}, {SIGTERM, 300}, {SIGINT, 1500}};
+    for (size_t t = 0; t < sizeof tries / sizeof tries[0]; t++) {
+        int fd;
+        pid_t pid = spawn(args, env, &fd);
+        wait_for_folder(work, pid);
+        pause_ms(tries[t].delay_ms);
+        kill(pid, tries[t].sig);
+        char *out = slurp_fd(fd);
+        int st = wait_status(pid);
+        ck_assert_msg(st == 128 + tries[t].sig, "try %zu: status %d", t, st);
+        HAS(out, "interrupted by signal");
+        free(out);
+        reap_orphans();
+        ck_assert_int_eq(count_entries(work, "ckh-"), 0);
+    }
+}
+END_TEST
+
+START_TEST(test_killed_run_folder_swept_later)
+{
+    char env_tmp[400], file[1300], *out;
+    snprintf(env_tmp, sizeof env_tmp, "TMPDIR=%s", work);
+    const char *env[] = {env_tmp, NULL};
+    int fd;
+    pid_t pid = spawn((const char *[]){"run", "--jobs", "2", scen, scen, NULL}, env, &fd);
+    wait_for_folder(work, pid);
+    kill(pid, SIGKILL);
+    free(slurp_fd(fd));
+    ck_assert_int_eq(wait_status(pid), 128 + SIGKILL);
+    reap_orphans();
+    ck_assert_int_eq(count_entries(work, "ckh-"), 1); /* left behind */
+    /* Decoys a sweep must leave alone. */
+    char p[600];
+    snprintf(p, sizeof p, "%s/ckh-%ld-nomark", work, (long)pid);
+    ck_assert_int_eq(mkdir(p, 0700), 0);
+    snprintf(p, sizeof p, "%s/unrelated", work);
+    ck_assert_int_eq(mkdir(p, 0700), 0);
+    snprintf(file, sizeof file, "%s/ddp/uninterrupted.yaml", scen);
+    ck_assert_int_eq(ckh((const char *[]){"run", file, NULL}, env, &out), 0);
+    free(out);
+    ck_assert_int_eq(count_entries(work, "ckh-"), 1);
+    ck_assert_int_eq(count_entries(work, "unrelated"), 1);
+    snprintf(p, sizeof p, "ckh-%ld-nomark", (long)pid);
+    ck_assert_int_eq(count_entries(work, p), 1);
+}
+END_TEST
+
+START_TEST(test_fuzz_interrupted_reports)
+{
+    int fd;
+    const char *args[] = {"fuzz", "--seeds", "1000000", "--jobs", "2", "--no-shrink", NULL};
+    pid_t pid = spawn(args, NULL, &fd);
+    pause_ms(1500);
+    kill(pid, SIGINT);
+    char *out = slurp_fd(fd);
+    ck_assert_int_eq(wait_status(pid), 128 + SIGINT);
+    HAS(out, "seeds run (shard 1/1, 2 jobs");
+    HAS(out, "interrupted by signal 2");
+    free(out);
+    reap_orphans();
+}
+END_TEST
+
+START_TEST(test_fuzz_workers_die_with_ckh)
+{
+    int fd;
+    const char *args[] = {"fuzz", "--seeds", "1000000", "--jobs", "2", "--no-shrink", NULL};
+    pid_t pid = spawn(args, NULL, &fd);
+    pause_ms(1000);
+    kill(pid, SIGKILL);
+    free(slurp_fd(fd));
+    ck_assert_int_eq(wait_status(pid), 128 + SIGKILL);
+    reap_orphans(); /* workers running the rest of the range fail here */
+}
+END_TEST
+
+/* The FAIL/ERROR lines and the omission line of a fuzz output. */
+static char *failure_lines(const char *out)
+{
+    char *res = calloc(1, strlen(out) + 1);
+    ck_assert_ptr_nonnull(res);
+    for (const char *l = out; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l + 1) : strlen(l);
+        if (!strncmp(l, "FAIL seed", 9) || !strncmp(l, "ERROR seed", 10) || l[0] == '(')
+            strncat(res, l, len);
+        l += len;
+    }
+    return res;
+}
+
+START_TEST(test_fuzz_listing_independent_of_jobs)
+{
+    const char *base[] = {"fuzz", "--seeds", "1200", "--defect", "rng-not-saved", "--no-shrink",
+                          "--jobs", NULL, NULL};
+    char *lines[2];
+    const char *jobs[] = {"1", "3"};
+    for (int i = 0; i < 2; i++) {
+        base[7] = jobs[i];
+        char *out;
+        ck_assert_int_eq(ckh(base, NULL, &out), 1);
+        lines[i] = failure_lines(out);
+        free(out);
+    }
+    ck_assert_str_eq(lines[0], lines[1]);
+    int n = 0;
+    for (const char *p = lines[0]; (p = strstr(p, " seed ")) != NULL; p++)
+        n++;
+    ck_assert_int_eq(n, 64);
+    HAS(lines[0], "more failures, seeds above");
+    free(lines[0]);
+    free(lines[1]);
+}
+END_TEST
+
+START_TEST(test_shrink_uses_tmpdir)
+{
+    char env_tmp[400], file[1300], outp[400];
+    snprintf(env_tmp, sizeof env_tmp, "TMPDIR=%s", work);
+    const char *env[] = {env_tmp, NULL};
+    int in = inotify_init1(IN_NONBLOCK);
+    ck_assert_int_ge(in, 0);
+    ck_assert_int_ge(inotify_add_watch(in, work, IN_CREATE), 0);
+    snprintf(file, sizeof file, "%s/ddp/uninterrupted.yaml", scen);
+    snprintf(outp, sizeof outp, "%s/out.yaml", work);
+    char *out;
+    /* It passes, so nothing shrinks; the cache folder is made first. */
+    ck_assert_int_eq(ckh((const char *[]){"shrink", file, "-o", outp, NULL}, env, &out), 2);
+    free(out);
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t n = read(in, buf, sizeof buf);
+    bool seen = false;
+    for (ssize_t off = 0; n > 0 && off < n;) {
+        const struct inotify_event *ev = (const struct inotify_event *)(buf + off);
+        seen |= ev->len && strncmp(ev->name, "ckh-shrink-", 11) == 0;
+        off += (ssize_t)(sizeof *ev + ev->len);
+    }
+    close(in);
+    ck_assert_msg(seen, "ckh shrink made no folder under TMPDIR");
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("paths-and-options");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 280);
+    tcase_add_test(tc, test_version);
+    tcase_add_test(tc, test_numeric_options_refused);
+    tcase_add_test(tc, test_replay_of_a_folder);
+    tcase_add_test(tc, test_report_paths_checked_first);
+    tcase_add_test(tc, test_fifo_size_and_folders);
+    tcase_add_test(tc, test_parse_time_limit);
+    tcase_add_test(tc, test_memory_limit_verdict);
+    tcase_add_test(tc, test_shrink_uses_tmpdir);
+    suite_add_tcase(s, tc);
+    TCase *ts = tcase_create("signals");
+    tcase_add_checked_fixture(ts, setup, teardown);
+    tcase_set_timeout(ts, 280);
+    tcase_add_test(ts, test_run_interrupted_cleans_up);
+    tcase_add_test(ts, test_killed_run_folder_swept_later);
+    tcase_add_test(ts, test_fuzz_interrupted_reports);
+    tcase_add_test(ts, test_fuzz_workers_die_with_ckh);
+    tcase_add_test(ts, test_fuzz_listing_independent_of_jobs);
+    suite_add_tcase(s, ts);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(cli_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

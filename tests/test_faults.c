@@ -1,0 +1,577 @@
+/* Tests of the fault descriptors (harness/faults/) and of the scenario
+ * grammar they take part in (harness/scenario/):
+ *   - the registry lists one descriptor per action kind, in enum order,
+ *     and the at-rest answer of each descriptor is what the runner does;
+ *   - parse -> write -> parse gives an equal model for every fault and
+ *     every key of every fault, and every key of the other sections;
+ *   - the writer refuses a value the grammar cannot express (an errno no
+ *     fault injects) instead of writing another;
+ *   - parsing is linear: a 200k-key job.options and a 100k-tag list parse
+ *     (no timing is asserted; a quadratic parser exceeds the timeout);
+ *   - a corrupt offset whose bit index or range overflows is refused at
+ *     parse time with the fault's line;
+ *   - the fuzzer draws faults through the descriptors, by tier;
+ *   - docs/SCENARIOS.md lists every fault with its descriptor's keys and
+ *     meaning. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckh/err.h"
+#include "faults/fault.h"
+#include "scenario/scenario.h"
+#include "search/fuzz.h"
+
+/* ---- helpers ---- */
+
+static struct ckh_scenario *parse(const char *text)
+{
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    int rc = ckh_scenario_parse_string(text, strlen(text), "t.yaml", NULL, &sc, &err);
+    if (rc) {
+        char m[700];
+        ckh_scn_error_format(&err, m, sizeof m);
+        ck_abort_msg("does not parse: %s\n%s", m, text);
+    }
+    return sc;
+}
+
+static char *write_str(const struct ckh_scenario *sc)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    int rc = ckh_scenario_write(f, sc);
+    fclose(f);
+    ck_assert_int_eq(rc, 0);
+    return buf;
+}
+
+#define STR_EQ(a, b) ck_assert_msg(((a) == NULL) == ((b) == NULL) && (!(a) || !strcmp((a), (b))), \
+                                   "%s: '%s' != '%s'", #a, (a) ? (a) : "(null)", (b) ? (b) : "(null)")
+
+static void kv_eq(const struct ckh_scn_kv *a, const struct ckh_scn_kv *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        STR_EQ(a[i].key, b[i].key);
+        STR_EQ(a[i].text, b[i].text);
+        ck_assert_int_eq(a[i].type, b[i].type);
+        ck_assert_int_eq(a[i].i, b[i].i);
+        ck_assert(a[i].f == b[i].f);
+        ck_assert_int_eq(a[i].b, b[i].b);
+    }
+}
+
+static void names_eq(const char *const *a, size_t na, const char *const *b, size_t nb)
+{
+    ck_assert_uint_eq(na, nb);
+    for (size_t i = 0; i < na; i++)
+        STR_EQ(a[i], b[i]);
+}
+
+static void job_eq(const struct ckh_scn_job *a, const struct ckh_scn_job *b)
+{
+    STR_EQ(a->workload, b->workload);
+    ck_assert_uint_eq(a->nodes, b->nodes);
+    ck_assert_uint_eq(a->epochs, b->epochs);
+    ck_assert_uint_eq(a->steps, b->steps);
+    STR_EQ(a->backend, b->backend);
+    STR_EQ(a->saver.kind, b->saver.kind);
+    ck_assert_uint_eq(a->saver.keep_last, b->saver.keep_last);
+    ck_assert_int_eq(a->saver.strategy, b->saver.strategy);
+    STR_EQ(a->saver.name, b->saver.name);
+    STR_EQ(a->checkpoint_dir, b->checkpoint_dir);
+    ck_assert_uint_eq(a->every_epochs, b->every_epochs);
+    ck_assert_uint_eq(a->every_steps, b->every_steps);
+    ck_assert_uint_eq(a->noptions, b->noptions);
+    kv_eq(a->options, b->options, a->noptions);
+    ck_assert_uint_eq(a->ndisks, b->ndisks);
+    for (size_t i = 0; i < a->ndisks; i++) {
+        const struct ckh_scn_disk *x = &a->disks[i], *y = &b->disks[i];
+        STR_EQ(x->name, y->name);
+        STR_EQ(x->mount, y->mount);
+        ck_assert_int_eq(x->shared, y->shared);
+        ck_assert_int_eq(x->model, y->model);
+        ck_assert_uint_eq(x->sector_bytes, y->sector_bytes);
+        ck_assert_uint_eq(x->capacity_bytes, y->capacity_bytes);
+        ck_assert_uint_eq(x->latency_ns, y->latency_ns);
+        ck_assert_uint_eq(x->ns_per_kib, y->ns_per_kib);
+    }
+    ck_assert_uint_eq(a->collective_timeout_ns, b->collective_timeout_ns);
+    ck_assert_uint_eq(a->gpu_mem_bytes, b->gpu_mem_bytes);
+    names_eq(a->defects, a->ndefects, b->defects, b->ndefects);
+}
+
+static void trigger_eq(const struct ckh_scn_trigger *a, const struct ckh_scn_trigger *b)
+{
+    ck_assert_int_eq(a->node, b->node);
+    STR_EQ(a->node_name, b->node_name);
+    ck_assert_int_eq(a->op, b->op);
+    STR_EQ(a->path, b->path);
+    STR_EQ(a->phase, b->phase);
+    ck_assert_int_eq(a->epoch, b->epoch);
+    ck_assert_int_eq(a->step, b->step);
+    ck_assert_uint_eq(a->nth, b->nth);
+    ck_assert_uint_eq(a->time_ns, b->time_ns);
+    ck_assert(a->probability == b->probability);
+    ck_assert_int_eq(a->repeat, b->repeat);
+    ck_assert_uint_eq(a->run, b->run);
+    ck_assert_int_eq(a->matches_ops, b->matches_ops);
+}
+
+static void action_eq(const struct ckh_scn_action *a, const struct ckh_scn_action *b)
+{
+    ck_assert_int_eq(a->kind, b->kind);
+    ck_assert_int_eq(a->keep, b->keep);
+    switch (a->kind) {
+    case CKH_SCN_ACT_KILL:
+        ck_assert_int_eq(a->u.kill.when, b->u.kill.when);
+        ck_assert_uint_eq(a->u.kill.at_bytes, b->u.kill.at_bytes);
+        ck_assert(a->u.kill.at_fraction == b->u.kill.at_fraction);
+        ck_assert_int_eq(a->u.kill.at_is_fraction, b->u.kill.at_is_fraction);
+        break;
+    case CKH_SCN_ACT_ERRNO:
+        ck_assert_int_eq(a->u.errno_.err, b->u.errno_.err);
+        break;
+    case CKH_SCN_ACT_DISK_FULL:
+        ck_assert_uint_eq(a->u.disk_full.after_bytes, b->u.disk_full.after_bytes);
+        STR_EQ(a->u.disk_full.disk, b->u.disk_full.disk);
+        break;
+    case CKH_SCN_ACT_DELAY:
+        ck_assert_uint_eq(a->u.delay.duration_ns, b->u.delay.duration_ns);
+        break;
+    case CKH_SCN_ACT_CORRUPT:
+        ck_assert_int_eq(a->u.corrupt.mode, b->u.corrupt.mode);
+        STR_EQ(a->u.corrupt.path, b->u.corrupt.path);
+        ck_assert_uint_eq(a->u.corrupt.offset, b->u.corrupt.offset);
+        ck_assert_uint_eq(a->u.corrupt.length, b->u.corrupt.length);
+        ck_assert_uint_eq(a->u.corrupt.bit, b->u.corrupt.bit);
+        ck_assert_uint_eq(a->u.corrupt.back, b->u.corrupt.back);
+        break;
+    case CKH_SCN_ACT_REMOVE_DIR:
+        STR_EQ(a->u.remove_dir.path, b->u.remove_dir.path);
+        break;
+    case CKH_SCN_ACT_DANGLING_LATEST:
+    case CKH_SCN_ACT_STALE_LATEST:
+        STR_EQ(a->u.latest.path, b->u.latest.path);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Equal models (positions in the file aside). */
+static void scenario_eq(const struct ckh_scenario *a, const struct ckh_scenario *b)
+{
+    STR_EQ(a->name, b->name);
+    STR_EQ(a->description, b->description);
+    ck_assert_uint_eq(a->seed, b->seed);
+    names_eq(a->tags, a->ntags, b->tags, b->ntags);
+    job_eq(&a->job, &b->job);
+    ck_assert_uint_eq(a->nfaults, b->nfaults);
+    for (size_t i = 0; i < a->nfaults; i++) {
+        trigger_eq(&a->faults[i].on, &b->faults[i].on);
+        action_eq(&a->faults[i].act, &b->faults[i].act);
+        ck_assert_int_eq(a->faults[i].at_rest, b->faults[i].at_rest);
+    }
+    ck_assert_int_eq(a->restart.resume_epoch, b->restart.resume_epoch);
+    ck_assert_uint_eq(a->restart.max_restarts, b->restart.max_restarts);
+    ck_assert_uint_eq(a->restart.world_size, b->restart.world_size);
+    ck_assert_int_eq(a->expect.outcome, b->expect.outcome);
+    ck_assert_int_eq(a->expect.reference, b->expect.reference);
+    STR_EQ(a->expect.golden, b->expect.golden);
+    ck_assert_uint_eq(a->expect.nvalues, b->expect.nvalues);
+    kv_eq(a->expect.values, b->expect.values, a->expect.nvalues);
+    names_eq(a->expect.oracles, a->expect.noracles, b->expect.oracles, b->expect.noracles);
+    names_eq(a->expect.skip, a->expect.nskip, b->expect.skip, b->expect.nskip);
+    names_eq(a->expect.detect, a->expect.ndetect, b->expect.detect, b->expect.ndetect);
+}
+
+/* ---- the registry ---- */
+
+START_TEST(test_registry)
+{
+    size_t n = 0;
+    for (; ckh_fault_at(n); n++) {
+        const struct ckh_fault_ops *ops = ckh_fault_at(n);
+        ck_assert_int_eq(ops->kind, (int)n);
+        ck_assert_ptr_eq(ckh_fault_of(ops->kind), ops);
+        ck_assert_ptr_eq(ckh_fault_find(ops->name), ops);
+        ck_assert_str_eq(ckh_scn_action_name(ops->kind), ops->name);
+        ck_assert(ops->summary && ops->summary[0] && ops->keys_doc && ops->meaning);
+        /* Armed as a rule, applied at rest, or left to the adapter (gpu-oom). */
+        ck_assert(!(ops->arm && ops->apply));
+    }
+    ck_assert_uint_eq(n, CKH_SCN_ACT__COUNT);
+    ck_assert_ptr_null(ckh_fault_find("explode"));
+    ck_assert_ptr_null(ckh_fault_of(CKH_SCN_ACT__COUNT));
+    /* disk-full changes the disk: it is at rest, as the runner applies it. */
+    ck_assert(ckh_scn_action_is_at_rest(CKH_SCN_ACT_DISK_FULL));
+    ck_assert(ckh_scn_action_is_at_rest(CKH_SCN_ACT_CORRUPT));
+    ck_assert(!ckh_scn_action_is_at_rest(CKH_SCN_ACT_KILL));
+    ck_assert(!ckh_scn_action_is_at_rest(CKH_SCN_ACT_GPU_OOM));
+    struct ckh_scenario *sc = parse("job: {workload: w}\n"
+                                    "faults:\n"
+                                    "  - {do: disk-full, after: 10}\n"
+                                    "  - {do: disk-full, on: {op: write}}\n"
+                                    "  - {do: gpu-oom}\n");
+    ck_assert(sc->faults[0].at_rest && ckh_fault_applied_between_runs(&sc->faults[0]));
+    ck_assert(!ckh_fault_arms_rule(&sc->faults[0]));
+    ck_assert(!sc->faults[1].at_rest && ckh_fault_arms_rule(&sc->faults[1]));
+    ck_assert(!sc->faults[2].at_rest && !ckh_fault_arms_rule(&sc->faults[2]));
+    ckh_scenario_free(sc);
+}
+END_TEST
+
+/* ---- round trip ---- */
+
+/* Every fault, every key of every fault, and every key of the other
+ * sections (the keys each fault's entries below use are listed in
+ * `covered`, checked against the descriptors). */
+static const char every_key[] =
+    "name: every-key\n"
+    "description: \"all the grammar: \\\"quoted\\\"\"\n"
+    "seed: 0x2a\n"
+    "tags: [one, two]\n"
+    "job:\n"
+    "  workload: ddp-train\n"
+    "  ranks: 3\n"
+    "  epochs: 2\n"
+    "  steps: 40\n"
+    "  backend: minidb\n"
+    "  saver: {kind: atomic-dir, keep_last: 2, strategy: sync_any, name: ck}\n"
+    "  checkpoint_dir: /data/ckpt\n"
+    "  checkpoint_every: {steps: 4}\n"
+    "  options: {lr: 0.125, batch: 8, drop_last: true, keys: normalize, label: \"007\"}\n"
+    "  disks:\n"
+    "    - {name: shared, mount: /data, shared: true, crash_model: ext4-ordered, sector: 512,\n"
+    "       capacity: 1MiB, latency: 2ms, bandwidth: 1GiB/s}\n"
+    "    - {name: local, mount: /local, shared: false, ns_per_kib: 7}\n"
+    "  collective_timeout: 2s\n"
+    "  gpu_memory: 64MiB\n"
+    "  defects: [rng-not-saved]\n"
+    "faults:\n"
+    "  - {on: {node: 1, op: write, path: \"/data/ckpt/*\", phase: save, epoch: 1, step: 3, nth: 2,\n"
+    "          time: 10ms, repeat: true, run: 2}, do: kill, when: mid-write, at: 25%}\n"
+    "  - {on: {op: write}, do: kill, when: mid-write, at: 0.3}\n"
+    "  - {on: {op: pwrite}, do: kill, when: mid-write, at: 100}\n"
+    "  - {on: {node: rank_2, op: fsync, run: any}, do: kill, when: after}\n"
+    "  - {on: {op: fsync, probability: 0.25}, do: crash, keep: synced}\n"
+    "  - {on: {op: rename}, do: power-loss, keep: cache}\n"
+    "  - {on: {op: open}, do: errno, errno: EIO}\n"
+    "  - {on: {op: open}, do: errno, errno: ENOSPC}\n"
+    "  - {on: {op: open}, do: errno, errno: EDQUOT}\n"
+    "  - {on: {op: open}, do: errno, errno: EACCES}\n"
+    "  - {on: {op: open}, do: errno, errno: ENOENT}\n"
+    "  - {on: {op: open}, do: errno, errno: EROFS}\n"
+    "  - {do: fsync-fail}\n"
+    "  - {on: {op: fsync_dir}, do: fsync-fail}\n"
+    "  - {do: disk-full, after: 4KiB, disk: local}\n"
+    "  - {on: {op: write, nth: 3}, do: disk-full}\n"
+    "  - {on: {op: fsync}, do: delay, duration: 1.5ms}\n"
+    "  - {on: {run: 2}, do: corrupt, mode: bit-flip, path: /data/ckpt/x, offset: 7, bit: 3}\n"
+    "  - {on: {run: 2}, do: corrupt, mode: truncate, path: /data/ckpt/x, offset: 9}\n"
+    "  - {on: {run: 2}, do: corrupt, mode: zero-range, path: /data/ckpt/x, offset: 8, length: 16}\n"
+    "  - {on: {op: rename}, do: corrupt, mode: delete, path: /data/ckpt/x}\n"
+    "  - {on: {run: 3}, do: corrupt, mode: older-version, path: /data/ckpt/x.3, back: 2}\n"
+    "  - {on: {run: 2}, do: remove-dir, path: /data/ckpt}\n"
+    "  - {on: {run: 2}, do: dangling-latest, path: /data/ckpt/latest}\n"
+    "  - {do: stale-latest}\n"
+    "  - {on: {op: barrier}, do: die-in-collective}\n"
+    "  - {do: mismatch-collective}\n"
+    "  - {do: gpu-oom}\n"
+    "restart: {resume: epoch 1, max_restarts: 5, world_size: 2}\n"
+    "expect:\n"
+    "  outcome: corruption-detected\n"
+    "  reference: false\n"
+    "  golden: golden/x.txt\n"
+    "  values: {total.rank_0: 145, digest: \"00000000deadbeef\", blobs.rank_1: \"a,b\", runs: 2}\n"
+    "  oracles: [reference, values]\n"
+    "  skip: [liveness]\n"
+    "  detect: [resume-equivalence]\n";
+
+/* The keys of each fault kind the text above uses. */
+static const char *const covered[CKH_SCN_ACT__COUNT] = {
+    [CKH_SCN_ACT_KILL] = " when at ",
+    [CKH_SCN_ACT_CRASH] = " keep ",
+    [CKH_SCN_ACT_POWER_LOSS] = " keep ",
+    [CKH_SCN_ACT_ERRNO] = " errno ",
+    [CKH_SCN_ACT_DISK_FULL] = " after disk ",
+    [CKH_SCN_ACT_DELAY] = " duration ",
+    [CKH_SCN_ACT_CORRUPT] = " mode path offset length bit back ",
+    [CKH_SCN_ACT_REMOVE_DIR] = " path ",
+    [CKH_SCN_ACT_DANGLING_LATEST] = " path ",
+    [CKH_SCN_ACT_STALE_LATEST] = " path ",
+};
+
+START_TEST(test_round_trip_every_key)
+{
+    struct ckh_scenario *a = parse(every_key);
+    bool seen[CKH_SCN_ACT__COUNT] = {false};
+    for (size_t i = 0; i < a->nfaults; i++)
+        seen[a->faults[i].act.kind] = true;
+    for (size_t k = 0; k < CKH_SCN_ACT__COUNT; k++) {
+        const struct ckh_fault_ops *ops = ckh_fault_at(k);
+        ck_assert_msg(seen[k], "the round trip misses fault '%s'", ops->name);
+        for (size_t j = 0; j < ops->nkeys; j++) {
+            char pat[40];
+            snprintf(pat, sizeof pat, " %s ", ops->keys[j]);
+            ck_assert_msg(covered[k] && strstr(covered[k], pat), "the round trip misses '%s' of '%s'",
+                          ops->keys[j], ops->name);
+        }
+    }
+    char *t1 = write_str(a);
+    struct ckh_scenario *b = parse(t1);
+    scenario_eq(a, b);
+    char *t2 = write_str(b);
+    ck_assert_str_eq(t1, t2);
+    /* Spot checks that the models hold what the text says. */
+    ck_assert(a->faults[0].act.u.kill.at_fraction == 0.25);
+    ck_assert(a->faults[1].act.u.kill.at_fraction == 0.3);
+    ck_assert_uint_eq(a->faults[2].act.u.kill.at_bytes, 100);
+    ck_assert_int_eq(a->faults[11].act.u.errno_.err, EROFS);
+    ck_assert(a->faults[14].at_rest);
+    ckh_scenario_free(a);
+    ckh_scenario_free(b);
+    free(t1);
+    free(t2);
+}
+END_TEST
+
+/* Fractions that no short percentage expresses still come back exact. */
+START_TEST(test_round_trip_kill_fractions)
+{
+    static const double fr[] = {0.0, 1.0, 0.1, 1.0 / 3.0, 0.123456789012345678, 1e-7};
+    for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) {
+        struct ckh_scenario *a = parse("job: {workload: w}\n"
+                                       "faults:\n  - {on: {op: write}, do: kill, when: mid-write}\n");
+        a->faults[0].act.u.kill.at_fraction = fr[i];
+        char *t = write_str(a);
+        struct ckh_scenario *b = parse(t);
+        ck_assert_msg(b->faults[0].act.u.kill.at_fraction == fr[i], "%.17g:\n%s", fr[i], t);
+        ck_assert(b->faults[0].act.u.kill.at_is_fraction);
+        ckh_scenario_free(a);
+        ckh_scenario_free(b);
+        free(t);
+    }
+}
+END_TEST
+
+/* An errno no fault can inject is refused, never written as EIO. */
+START_TEST(test_writer_refuses_unknown_values)
+{
+    struct ckh_scenario *a = parse("job: {workload: w}\nfaults:\n  - {do: errno, errno: ENOENT}\n");
+    char *buf = NULL;
+    size_t len = 0;
+    a->faults[0].act.u.errno_.err = EPERM;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_int_eq(ckh_scenario_write(f, a), CKH_EINVAL);
+    fclose(f);
+    free(buf);
+    a->faults[0].act.u.errno_.err = ENOENT;
+    a->job.disks[0].model = (enum ckh_crash_model)7;
+    f = open_memstream(&buf, &len);
+    ck_assert_int_eq(ckh_scenario_write(f, a), CKH_EINVAL);
+    fclose(f);
+    free(buf);
+    ckh_scenario_free(a);
+}
+END_TEST
+
+/* ---- parse-time checks ---- */
+
+static void parse_fails(const char *text, int line, const char *msg)
+{
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    ck_assert_int_eq(ckh_scenario_parse_string(text, strlen(text), "t.yaml", NULL, &sc, &err), CKH_EINVAL);
+    ck_assert_ptr_null(sc);
+    ck_assert_int_eq(err.line, line);
+    ck_assert_msg(strstr(err.msg, msg) != NULL, "%s", err.msg);
+}
+
+START_TEST(test_corrupt_offsets_that_overflow)
+{
+    /* 2^61 + 40: * 8 wraps to bit 320, byte 40. */
+    parse_fails("job: {workload: w}\nfaults:\n"
+                "  - {do: corrupt, mode: bit-flip, path: /x, offset: 2305843009213693992}\n",
+                3, "'offset' of a bit-flip must be at most 2305843009213693951");
+    parse_fails("job: {workload: w}\nfaults:\n"
+                "  - {do: corrupt, mode: zero-range, path: /x, offset: 18446744073709551615, length: 2}\n",
+                3, "'offset' + 'length' of a zero-range must fit in 64 bits");
+    struct ckh_scenario *sc = parse("job: {workload: w}\nfaults:\n"
+                                    "  - {do: corrupt, mode: bit-flip, path: /x, offset: 2305843009213693951, bit: 7}\n");
+    ck_assert_uint_eq(sc->faults[0].act.u.corrupt.offset, 2305843009213693951ull);
+    ckh_scenario_free(sc);
+}
+END_TEST
+
+START_TEST(test_fault_key_errors)
+{
+    parse_fails("job: {workload: w}\nfaults:\n  - {do: kill, errno: EIO}\n", 3,
+                "'errno' does not apply to 'do: kill'");
+    parse_fails("job: {workload: w}\nfaults:\n  - {do: kill, node: 1}\n", 3,
+                "trigger keys such as 'node' go under 'on:'");
+    parse_fails("job: {workload: w}\nfaults:\n  - {do: corrupt, mode: truncate, path: /x, bit: 1}\n", 3,
+                "'bit' does not apply to 'mode: truncate'");
+    parse_fails("job: {workload: w}\nfaults:\n  - {do: explode}\n", 3, "'do' got unknown value 'explode'");
+    parse_fails("job: {workload: w}\nfaults:\n  - {do: kill, wen: after}\n", 3, "did you mean 'when'?");
+}
+END_TEST
+
+/* ---- linear parsing ---- */
+
+START_TEST(test_big_maps_parse)
+{
+    /* Scaled down under valgrind only (scripts/memcheck.sh). */
+    const size_t nkeys = getenv("CKH_VALGRIND") ? 20000 : 200000, ntags = nkeys / 2;
+    size_t cap = 64 + (size_t)nkeys * 32 + (size_t)ntags * 16, len = 0;
+    char *t = malloc(cap);
+    ck_assert_ptr_nonnull(t);
+    len += (size_t)snprintf(t + len, cap - len, "tags: [");
+    for (size_t i = 0; i < ntags; i++)
+        len += (size_t)snprintf(t + len, cap - len, "%st%zu", i ? ", " : "", i);
+    len += (size_t)snprintf(t + len, cap - len, "]\njob:\n  workload: w\n  options:\n");
+    for (size_t i = 0; i < nkeys; i++)
+        len += (size_t)snprintf(t + len, cap - len, "    key_%zu: %zu\n", i, i);
+    struct ckh_scenario *sc = parse(t);
+    ck_assert_uint_eq(sc->job.noptions, nkeys);
+    ck_assert_uint_eq(sc->ntags, ntags);
+    char last[32];
+    snprintf(last, sizeof last, "key_%zu", nkeys - 1);
+    ck_assert_str_eq(sc->job.options[nkeys - 1].key, last);
+    ck_assert_int_eq(sc->job.options[12345].i, 12345);
+    ckh_scenario_free(sc);
+    /* A duplicate deep in a big map is still found, at its line. */
+    len += (size_t)snprintf(t + len, cap - len, "    key_77: 1\n");
+    struct ckh_scn_error err;
+    ck_assert_int_eq(ckh_scenario_parse_string(t, len, "t.yaml", NULL, &sc, &err), CKH_EINVAL);
+    ck_assert_int_eq(err.line, (int)(4 + nkeys + 1));
+    ck_assert_str_eq(err.msg, "duplicate key 'key_77' in 'job.options' (first at line 82)");
+    free(t);
+}
+END_TEST
+
+START_TEST(test_duplicates_in_lists)
+{
+    /* The first problem in file order wins: the repeated name before the
+     * unknown one. */
+    struct ckh_scn_names only = {(const char *const[]){"a", "b", "c"}, 3};
+    struct ckh_scn_options o = {.oracles = only};
+    const char *text = "job: {workload: w}\nexpect: {oracles: [a, b, a, zz]}\n";
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    ck_assert_int_eq(ckh_scenario_parse_string(text, strlen(text), "t.yaml", &o, &sc, &err), CKH_EINVAL);
+    ck_assert_str_eq(err.msg, "'expect.oracles' lists 'a' twice");
+    text = "job: {workload: w}\nexpect: {oracles: [a, zz, a]}\n";
+    ck_assert_int_eq(ckh_scenario_parse_string(text, strlen(text), "t.yaml", &o, &sc, &err), CKH_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'expect.oracles' got unknown value 'zz'"));
+    char big[4096] = "job: {workload: w}\ntags: [";
+    for (int i = 0; i < 40; i++)
+        snprintf(big + strlen(big), sizeof big - strlen(big), "t%d, ", i % 30 == 29 ? 3 : i);
+    strcat(big, "end]\n");
+    ck_assert_int_eq(ckh_scenario_parse_string(big, strlen(big), "t.yaml", NULL, &sc, &err), CKH_EINVAL);
+    ck_assert_str_eq(err.msg, "'tags' lists 't3' twice");
+    /* Disks: 40 of them (sorted, not pairwise), a mount repeated at the
+     * 31st, a name at the 36th: the earlier problem is reported. */
+    char disks[8192] = "job:\n  workload: w\n  disks:\n";
+    for (int i = 0; i < 40; i++)
+        snprintf(disks + strlen(disks), sizeof disks - strlen(disks), "    - {name: d%d, mount: /m%d}\n",
+                 i == 35 ? 2 : i, i == 30 ? 5 : i);
+    ck_assert_int_eq(ckh_scenario_parse_string(disks, strlen(disks), "t.yaml", NULL, &sc, &err), CKH_EINVAL);
+    ck_assert_str_eq(err.msg, "two disks are mounted at '/m5'");
+    ck_assert_int_eq(err.line, 4 + 30);
+}
+END_TEST
+
+
+/* ---- generation (the descriptors' generate ops, via the fuzzer) ---- */
+
+/* Generated faults parse, come from their tier (recoverable seeds draw only
+ * fuzz_recoverable kinds), fit their job (collective and latest-pointer
+ * faults only in ddp-train) and round-trip through the writer. */
+START_TEST(test_generated_faults)
+{
+    bool drawn[CKH_SCN_ACT__COUNT] = {false};
+    uint64_t nseeds = getenv("CKH_VALGRIND") ? 60 : 300;
+    for (uint64_t seed = 0; seed < nseeds; seed++) {
+        char *text = NULL;
+        ck_assert_int_eq(ckh_fuzz_generate(seed, NULL, &text), 0);
+        struct ckh_scenario *a = parse(text);
+        bool recoverable = strstr(text, "(recoverable tier)") != NULL;
+        bool ddp = strcmp(a->job.workload, "ddp-train") == 0;
+        for (size_t i = 0; i < a->nfaults; i++) {
+            const struct ckh_fault_ops *ops = ckh_fault_of(a->faults[i].act.kind);
+            drawn[ops->kind] = true;
+            ck_assert_ptr_nonnull(ops->generate);
+            ck_assert_msg(!recoverable || ops->fuzz_recoverable, "seed %llu: %s", (unsigned long long)seed, ops->name);
+            ck_assert(ddp || !(ops->needs & (CKH_FAULT_NEEDS_LATEST | CKH_FAULT_NEEDS_COLLECTIVES)));
+        }
+        char *w = write_str(a);
+        struct ckh_scenario *b = parse(w);
+        scenario_eq(a, b);
+        ckh_scenario_free(a);
+        ckh_scenario_free(b);
+        free(w);
+        free(text);
+    }
+    for (size_t k = 0; k < CKH_SCN_ACT__COUNT && nseeds >= 300; k++)
+        ck_assert_msg(drawn[k] == (ckh_fault_at(k)->generate != NULL), "fault '%s'", ckh_fault_at(k)->name);
+}
+END_TEST
+
+/* ---- the docs ---- */
+
+START_TEST(test_docs_list_every_fault)
+{
+    char path[1024];
+    const char *root = getenv("CKH_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/docs/SCENARIOS.md", root ? root : ".");
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char doc[1 << 17];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    doc[n] = '\0';
+    fclose(f);
+    for (size_t i = 0; ckh_fault_at(i); i++) {
+        const struct ckh_fault_ops *ops = ckh_fault_at(i);
+        char row[1024];
+        snprintf(row, sizeof row, "| `%s` | %s | %s |\n", ops->name, ops->keys_doc, ops->meaning);
+        ck_assert_msg(strstr(doc, row) != NULL, "docs/SCENARIOS.md lacks the row\n%s", row);
+    }
+}
+END_TEST
+
+static Suite *faults_suite(void)
+{
+    Suite *s = suite_create("faults");
+    TCase *tc = tcase_create("descriptors");
+    tcase_add_test(tc, test_registry);
+    tcase_add_test(tc, test_round_trip_every_key);
+    tcase_add_test(tc, test_round_trip_kill_fractions);
+    tcase_add_test(tc, test_writer_refuses_unknown_values);
+    tcase_add_test(tc, test_corrupt_offsets_that_overflow);
+    tcase_add_test(tc, test_fault_key_errors);
+    tcase_add_test(tc, test_docs_list_every_fault);
+    tcase_add_test(tc, test_generated_faults);
+    suite_add_tcase(s, tc);
+    TCase *big = tcase_create("linear");
+    tcase_set_timeout(big, 120); /* a quadratic parser takes far longer */
+    tcase_add_test(big, test_big_maps_parse);
+    tcase_add_test(big, test_duplicates_in_lists);
+    suite_add_tcase(s, big);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(faults_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
