@@ -364,6 +364,38 @@ START_TEST(test_resume_makes_checkpoint_durable)
 }
 END_TEST
 
+/* A resume whose sync fails (EIO from the directory fsync) is logged and
+ * the job goes on, as after a failed save: a checkpoint that cannot be
+ * made durable never fails the job. */
+START_TEST(test_resume_sync_failure_not_fatal)
+{
+    struct wl_run w;
+    struct ckh_fault_rule rule;
+    wl_start(&w, 16, "seed-pipeline", 1, false);
+    wl_run(&w);
+    for (int64_t e = 2; e <= 4; e++) {
+        char p[32];
+        snprintf(p, sizeof p, "/ckpt/trainer_0.%" PRId64, e);
+        ck_assert_int_eq(ckh_fs_unlink(ckh_simfs_fs(w.disk), p), 0);
+    }
+    ckh_fault_rule_init(&rule);
+    rule.node = 0;
+    rule.kind = CKH_OP_FSYNC_DIR;
+    rule.phase = "load";
+    rule.action.kind = CKH_FAULT_ERRNO;
+    rule.action.err = EIO;
+    ck_assert_int_eq(ckh_sim_add_fault(w.sim, &rule), 0);
+    ck_assert_int_eq(ckh_sim_restart(w.sim, 0), 0);
+    wl_run(&w);
+    ck_assert_uint_eq(ckh_sim_fault_fired(w.sim, 0), 1);
+    ck_assert_int_eq(w.res[0].rc, 0);
+    ck_assert_int_eq(w.res[0].resumed_from, 1);
+    ck_assert_int_eq(w.res[0].total, 145);
+    ck_assert_int_eq(w.res[0].epochs, 4);
+    wl_end(&w);
+}
+END_TEST
+
 /* ---- param-server ---- */
 
 static uint64_t trainer0_peak(bool every_epoch, struct ckh_workload_result *r0, bool golden_check)
@@ -454,6 +486,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_kill_during_save);
     tcase_add_test(tc, test_crash_during_save);
     tcase_add_test(tc, test_resume_makes_checkpoint_durable);
+    tcase_add_test(tc, test_resume_sync_failure_not_fatal);
     tcase_add_test(tc, test_param_server_download_memory);
     tcase_add_loop_test(tc, test_local_matches_golden, 0, 3);
     tcase_add_test(tc, test_registry);

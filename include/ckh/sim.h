@@ -13,6 +13,11 @@
  *   ckh_sim_run(sim, &res);                     (until all nodes stop)
  *   ckh_sim_restart(sim, id); ckh_sim_run(...)  (resume after a kill)
  *   ckh_sim_destroy(sim);
+ *
+ * Part of the sim API (with ckh/simfs.h and ckh/sim_testing.h), not an ops
+ * table: only sim/, harness/ and tests include it; code under test sees
+ * the simulator only through struct ckh_env (docs/LAYERS-MAP.md, checked
+ * by the layers test).
  */
 #ifndef CKH_SIM_H
 #define CKH_SIM_H

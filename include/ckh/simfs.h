@@ -6,6 +6,11 @@
  * crash model allows. The full model is specified at the top of
  * sim/simfs.c. A disk is mounted into nodes' views (struct ckh_fs) by the
  * simulator; it can also be used directly, outside any simulation.
+ *
+ * Part of the sim API (with ckh/sim.h and ckh/sim_testing.h), not an ops
+ * table: only sim/, harness/ and tests include it; code under test sees a
+ * disk only as a struct ckh_fs (docs/LAYERS-MAP.md, checked by the layers
+ * test).
  */
 #ifndef CKH_SIMFS_H
 #define CKH_SIMFS_H
