@@ -237,6 +237,9 @@ struct pool {
     uint64_t next;                     /* next job index */
     uint64_t approved;                 /* jobs below this index ops->more allowed */
     bool no_more;                      /* ops->more said no */
+    struct pollfd *pfd;                /* a pipe or a pidfd per slot, and the signal pipe;
+                                          held here, in memory, so a forked child's leak
+                                          check sees it reachable */
 };
 
 static uint64_t mono_ms(void)
@@ -443,8 +446,8 @@ int ckh_pool_run(const struct ckh_pool_config *cfg)
         return CKH_EINVAL;
     struct pool p = {.cfg = cfg, .nslots = cfg->workers ? cfg->workers : 1};
     p.slots = calloc(p.nslots, sizeof *p.slots);
-    struct pollfd *pfd = calloc(p.nslots + 1, sizeof *pfd); /* a pipe or a pidfd per slot */
-    int rc = p.slots && pfd ? 0 : CKH_ENOMEM;
+    p.pfd = calloc(p.nslots + 1, sizeof *p.pfd);
+    int rc = p.slots && p.pfd ? 0 : CKH_ENOMEM;
     for (unsigned i = 0; p.slots && i < p.nslots; i++)
         p.slots[i].fd = p.slots[i].pidfd = -1;
     while (rc == 0) {
@@ -457,12 +460,12 @@ int ckh_pool_run(const struct ckh_pool_config *cfg)
                 rc = start_job(&p, &p.slots[i]);
         if (rc || (p.running == 0 && !want_more(&p)))
             break;
-        rc = poll_round(&p, pfd);
+        rc = poll_round(&p, p.pfd);
     }
     if (p.slots)
         kill_all(&p);
     CKH_ASSERT(p.running == 0);
-    free(pfd);
+    free(p.pfd);
     free(p.slots);
     return rc;
 }
