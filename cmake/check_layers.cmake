@@ -1,5 +1,5 @@
 # Checks the #include lines of every layer against the allowed arrows
-# (docs/LAYERS-MAP.md). Run as the `layers` test:
+# (docs/ARCHITECTURE.md, "The layers"). Run as the `layers` test:
 #   cmake -DCKH_ROOT=<source dir> -P cmake/check_layers.cmake
 # Exits with an error listing each offending line.
 #

@@ -8,7 +8,7 @@
  * on a run (a simulator fault rule), how it is applied to the disks at
  * rest, how the fuzzer draws one, and how `ckh list faults` and the docs
  * describe it. Adding a fault = its file + its line in faults/list.h + its
- * test + its docs line (docs/FAULTS-MAP.md).
+ * test + its docs line (docs/ARCHITECTURE.md, "Faults as descriptors").
  *
  * At rest: a descriptor with `apply` changes data at rest. Without an op
  * trigger (struct ckh_scn_fault.at_rest) it is applied to the disks before

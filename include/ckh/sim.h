@@ -16,7 +16,7 @@
  *
  * Part of the sim API (with ckh/simfs.h and ckh/sim_testing.h), not an ops
  * table: only sim/, harness/ and tests include it; code under test sees
- * the simulator only through struct ckh_env (docs/LAYERS-MAP.md, checked
+ * the simulator only through struct ckh_env (docs/ARCHITECTURE.md, "The layers", checked
  * by the layers test).
  */
 #ifndef CKH_SIM_H

@@ -9,7 +9,7 @@
  *
  * Part of the sim API (with ckh/sim.h and ckh/sim_testing.h), not an ops
  * table: only sim/, harness/ and tests include it; code under test sees a
- * disk only as a struct ckh_fs (docs/LAYERS-MAP.md, checked by the layers
+ * disk only as a struct ckh_fs (docs/ARCHITECTURE.md, "The layers", checked by the layers
  * test).
  */
 #ifndef CKH_SIMFS_H
