@@ -135,4 +135,11 @@ void ckh_explore_result_free(struct ckh_explore_result *r);
 /* True when r has a finding of kind k. */
 bool ckh_explore_has(const struct ckh_explore_result *r, enum ckh_vuln_kind k);
 
+/* Adds a finding to r unless (scenario, kind) is already reported; the
+ * strings are copied (NULL state or step: empty). 0 or CKH_ENOMEM. Shared
+ * by the explorer and ckh validate-backend. */
+int ckh__explore_vuln_add(struct ckh_explore_result *r, enum ckh_vuln_kind kind,
+                          const char *scenario, const char *symptom, const char *state,
+                          const char *step);
+
 #endif

@@ -125,10 +125,7 @@ struct ckh__xctx {
 };
 
 /* ---- explore.c ---- */
-/* Adds a finding unless (scenario, kind) is already reported. 0 or CKH_ENOMEM. */
-int ckh__explore_vuln_add(struct ckh_explore_result *r, enum ckh_vuln_kind kind,
-                          const char *scenario, const char *symptom, const char *state,
-                          const char *step);
+/* ckh__explore_vuln_add: search/explore.h */
 /* True once the config's max_states bound is reached. */
 bool ckh__explore_bounded(const struct ckh__xctx *x);
 

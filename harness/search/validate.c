@@ -107,20 +107,11 @@ static int case_job(void *ctx, uint64_t k, int fd)
     return bad ? 3 : 0;
 }
 
+/* A case that never answered: its finding, with the state it ran in. */
 static int add_finding(struct ckh_explore_result *r, enum ckh_vuln_kind k, const char *scenario,
                        const char *symptom)
 {
-    struct ckh_vuln *v = realloc(r->vulns, (r->nvulns + 1) * sizeof(*v));
-    if (!v)
-        return CKH_ENOMEM;
-    r->vulns = v;
-    v = &r->vulns[r->nvulns++];
-    memset(v, 0, sizeof(*v));
-    v->kind = k;
-    snprintf(v->scenario, sizeof(v->scenario), "%s", scenario);
-    snprintf(v->symptom, sizeof(v->symptom), "%s", symptom);
-    snprintf(v->state, sizeof(v->state), "isolated child process");
-    return 0;
+    return ckh__explore_vuln_add(r, k, scenario, symptom, "isolated child process", NULL);
 }
 
 /* A child's answer: the header and its records. */
