@@ -384,6 +384,44 @@ static bool marked_folder(const char *dir, pid_t pid)
     return found;
 }
 
+/* --shard I/N: the shards of a run partition the library (every scenario
+ * in exactly one shard), an empty shard is not an error, a bad one is. */
+START_TEST(test_run_shards_partition)
+{
+    char *all, *out;
+    ck_assert_int_eq(ckh((const char *[]){"run", scen, NULL}, NULL, &all), 0);
+    size_t total = 0, seen = 0;
+    for (const char *p = all; (p = strstr(p, "PASS  ")) != NULL; p += 6)
+        total++;
+    ck_assert_uint_gt(total, 10);
+    for (int i = 1; i <= 3; i++) {
+        char shard[16];
+        snprintf(shard, sizeof shard, "%d/3", i);
+        ck_assert_int_eq(ckh((const char *[]){"run", scen, "--shard", shard, NULL}, NULL, &out), 0);
+        for (const char *p = out; (p = strstr(p, "PASS  ")) != NULL; p += 6) {
+            char name[200];
+            ck_assert_int_eq(sscanf(p + 6, "%199s", name), 1);
+            char line[220];
+            snprintf(line, sizeof line, "PASS  %s  (", name);
+            ck_assert_msg(strstr(all, line) != NULL, "shard %s ran %s, the whole run did not", shard,
+                          name);
+            seen++;
+        }
+        free(out);
+    }
+    ck_assert_uint_eq(seen, total);
+    free(all);
+    char one[1300];
+    snprintf(one, sizeof one, "%s/ddp/uninterrupted.yaml", scen);
+    ck_assert_int_eq(ckh((const char *[]){"run", one, "--shard", "2/2", NULL}, NULL, &out), 0);
+    HAS(out, "shard 2/2 holds no scenario");
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"run", one, "--shard", "3/2", NULL}, NULL, &out), 2);
+    HAS(out, "--shard expects I/N with 1 <= I <= N, got '3/2'");
+    free(out);
+}
+END_TEST
+
 /* Waits until ckh's folder under dir is made and marked. */
 static void wait_for_folder(const char *dir, pid_t pid)
 {
@@ -557,6 +595,7 @@ static Suite *cli_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, test_version);
+    tcase_add_test(tc, test_run_shards_partition);
     tcase_add_test(tc, test_numeric_options_refused);
     tcase_add_test(tc, test_replay_of_a_folder);
     tcase_add_test(tc, test_report_paths_checked_first);

@@ -164,11 +164,16 @@ static void scn_clear(struct ckh_cli_scn *e)
 }
 
 /* Keeps the entries whose name passes the filter, in order. */
-static size_t apply_filter(const char *filter, struct ckh_cli_scn *v, size_t n)
+/* Keeps the files that pass the filter and, among them, those of the
+ * shard: the same split whatever the machine, since the order is sorted. */
+static size_t apply_filter(const struct ckh_cli_load *l, struct ckh_cli_scn *v, size_t n)
 {
-    size_t k = 0;
+    size_t k = 0, passed = 0;
     for (size_t i = 0; i < n; i++) {
-        if (ckh_scn_filter_match(filter, v[i].name))
+        bool keep = ckh_scn_filter_match(l->filter, v[i].name);
+        if (keep && l->shards > 1)
+            keep = passed++ % l->shards == l->shard - 1;
+        if (keep)
             v[k++] = v[i];
         else
             scn_clear(&v[i]);
@@ -214,7 +219,7 @@ int ckh_cli_load_scenarios(const struct ckh_cli_load *l, char *const *paths, siz
         ckh_cli_scns_free(c.v, c.v ? nfiles : 0);
         return rc;
     }
-    *n = apply_filter(l->filter, c.v, nfiles);
+    *n = apply_filter(l, c.v, nfiles);
     *out = c.v;
     return 0;
 }

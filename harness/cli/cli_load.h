@@ -34,6 +34,9 @@ struct ckh_cli_load {
     const char *filter;     /* --filter globs on names (NULL: all) */
     unsigned jobs;          /* parse workers at a time */
     uint64_t mem_bytes;     /* memory limit per worker (0: none) */
+    uint32_t shard;         /* --shard I/N: keep the I-th (1-based) of every N files that
+                               pass the filter, in sorted order (0: all) */
+    uint32_t shards;        /* N (0: no sharding) */
 };
 
 /* Lists the scenario files under each of npaths paths (sorted per path, in

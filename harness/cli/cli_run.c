@@ -39,6 +39,7 @@ struct run_args {
     unsigned jobs;             /* worker processes */
     uint64_t mem_bytes;        /* memory limit per worker (0: none) */
     const char *filter;        /* --filter */
+    uint32_t shard, shards;    /* --shard I/N (shards 0: all) */
     const char *junit;         /* --junit FILE */
     const char *json;          /* --json FILE */
     const char *html;          /* --html FILE */
@@ -79,6 +80,8 @@ static void print_usage_run(FILE *f)
             "  --jobs N             worker processes (default 1)\n"
             "  --mem-limit SIZE     memory limit per worker (default 4GiB; 0: none)\n"
             "  --filter GLOBS       only scenarios whose name matches a comma-separated glob\n"
+            "  --shard I/N          only the I-th of every N scenarios (sorted, after --filter):\n"
+            "                       N machines of a CI matrix run the whole suite once\n"
             "  --junit FILE         write a JUnit XML report\n"
             "  --json FILE          write a JSON report (schema: docs/SCENARIOS.md)\n"
             "  --html FILE          write a self-contained HTML report with per-node timelines\n"
@@ -304,6 +307,7 @@ static int run_options(int argc, char **argv, struct run_args *a)
         {"json", required_argument, NULL, 'O'},  {"check-determinism", no_argument, NULL, 'D'},
         {"html", required_argument, NULL, 'H'},  {"mem-limit", required_argument, NULL, 'M'},
         {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
+        {"shard", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
     char msg[256];
@@ -323,6 +327,7 @@ static int run_options(int argc, char **argv, struct run_args *a)
             break;
         case 'M': rc = ckh_opt_size("mem-limit", optarg, 0, UINT64_MAX, &a->mem_bytes, msg, sizeof msg); break;
         case 'f': a->filter = optarg; break;
+        case 'S': rc = ckh_opt_shard("shard", optarg, &a->shard, &a->shards, msg, sizeof msg); break;
         case 'J': a->junit = optarg; break;
         case 'O': a->json = optarg; break;
         case 'H':
@@ -432,11 +437,15 @@ static int run_all(struct run_args *a, char **paths, size_t npaths, const char *
 {
     int exit_code = CKH_EXIT_OK;
     struct ckh_cli_load l = {.verb = "run", .filter = a->filter, .jobs = a->jobs,
-                             .mem_bytes = a->mem_bytes};
+                             .mem_bytes = a->mem_bytes, .shard = a->shard, .shards = a->shards};
     struct run_ctx c = {.a = a};
     struct ckh_cli_scn *scns = NULL;
     size_t n = 0;
     int rc = ckh_cli_load_scenarios(&l, paths, npaths, &scns, &n, &exit_code);
+    if (rc == 0 && n == 0 && exit_code == CKH_EXIT_OK && a->shards > 1) {
+        fprintf(stderr, "ckh run: shard %u/%u holds no scenario\n", a->shard, a->shards);
+        return CKH_EXIT_OK;
+    }
     if (rc == 0 && n == 0 && exit_code == CKH_EXIT_OK) {
         fprintf(stderr, "ckh run: no scenario found%s%s\n", a->filter ? " matching " : "",
                 a->filter ? a->filter : "");

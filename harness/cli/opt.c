@@ -94,3 +94,23 @@ int ckh_opt_check_output(const char *what, const char *path, bool is_dir, char *
                         strerror(errno));
     return 0;
 }
+
+int ckh_opt_shard(const char *name, const char *text, uint32_t *index, uint32_t *count, char *msg,
+                  size_t n)
+{
+    const char *slash = strchr(text, '/');
+    char first[32];
+    uint64_t i = 0, c = 0;
+    int rc = CKH_EINVAL;
+    if (slash && (size_t)(slash - text) < sizeof first) {
+        snprintf(first, sizeof first, "%.*s", (int)(slash - text), text);
+        rc = ckh_opt_u64(name, slash + 1, 1, UINT32_MAX, &c, msg, n);
+        rc = rc ? rc : ckh_opt_u64(name, first, 1, c, &i, msg, n);
+    }
+    if (rc)
+        return ckh_errf(msg, n, CKH_EINVAL, "--%s expects I/N with 1 <= I <= N, got '%s'", name,
+                        text);
+    *index = (uint32_t)i;
+    *count = (uint32_t)c;
+    return 0;
+}

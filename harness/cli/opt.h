@@ -24,6 +24,12 @@ int ckh_opt_u64(const char *name, const char *text, uint64_t min, uint64_t max, 
 int ckh_opt_size(const char *name, const char *text, uint64_t min, uint64_t max, uint64_t *out,
                  char *msg, size_t n);
 
+/* Parses a shard "I/N" (1 <= I <= N < 2^32) into *index (1-based) and
+ * *count. On failure writes "--NAME expects I/N with 1 <= I <= N, got
+ * 'TEXT'" into msg and returns CKH_EINVAL; the outputs are then unchanged. */
+int ckh_opt_shard(const char *name, const char *text, uint32_t *index, uint32_t *count, char *msg,
+                  size_t n);
+
 /* Checks, before any work starts, that a report file can be written at
  * path: its folder exists, is a folder and is writable, and path itself
  * is not a folder nor a read-only file. With is_dir, path is a folder to

@@ -126,23 +126,6 @@ static const char *opt_name(int ch)
     return ch == 'j' ? "jobs" : "?";
 }
 
-static int parse_shard(const char *text, struct fuzz_plan *p, char *msg, size_t n)
-{
-    const char *slash = strchr(text, '/');
-    char first[32];
-    uint64_t i = 0, count = 0;
-    if (!slash || (size_t)(slash - text) >= sizeof first)
-        return ckh_errf(msg, n, CKH_EINVAL, "--shard expects I/N with 1 <= I <= N, got '%s'", text);
-    snprintf(first, sizeof first, "%.*s", (int)(slash - text), text);
-    int rc = ckh_opt_u64("shard", slash + 1, 1, UINT32_MAX, &count, msg, n);
-    rc = rc ? rc : ckh_opt_u64("shard", first, 1, count, &i, msg, n);
-    if (rc)
-        return ckh_errf(msg, n, CKH_EINVAL, "--shard expects I/N with 1 <= I <= N, got '%s'", text);
-    p->shard = (uint32_t)i;
-    p->shards = (uint32_t)count;
-    return 0;
-}
-
 /* Checks a name option against its registry; 0 or CKH_EINVAL with msg. */
 static int check_name(int ch, const char *v, char *msg, size_t n)
 {
@@ -179,7 +162,7 @@ static int set_option(struct fuzz_plan *p, int ch, const char *v, char *msg, siz
         rc = ckh_opt_u64("jobs", v, 1, 256, &x, msg, n);
         p->jobs = (uint32_t)x;
         break;
-    case O_SHARD: rc = parse_shard(v, p, msg, n); break;
+    case O_SHARD: rc = ckh_opt_shard("shard", v, &p->shard, &p->shards, msg, n); break;
     case O_WL: p->cfg.workload = v; break;
     case O_DEFECT: p->cfg.defect = v; break;
     case O_BACKEND: p->cfg.backend = v; break;
