@@ -283,6 +283,9 @@ START_TEST(test_fifo_size_and_folders)
     ck_assert_int_eq(ckh((const char *[]){"replay", fifo, NULL}, NULL, &out), 2);
     HAS(out, "not a regular file or folder");
     free(out);
+    ck_assert_int_eq(ckh((const char *[]){"shrink", fifo, NULL}, NULL, &out), 2);
+    HAS(out, "pipe.yaml: not a regular file or folder");
+    free(out);
 
     /* A file over the size limit names the limit. */
     snprintf(dir, sizeof dir, "%s/lib", work);

@@ -25,6 +25,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 
 #include "ckh/err.h"
 #include "scenario/reader.h"
@@ -204,35 +207,68 @@ out_free_scenario:
     return rc;
 }
 
-/* Reads all of f into *buf (owned by the caller, freed with alloc). */
-static int read_all(FILE *f, struct ckh_alloc *alloc, char **buf, size_t *len)
+static int read_fail(struct ckh_scn_error *e, const char *path, int code, const char *fmt,
+                     const char *arg)
 {
-    size_t cap = 4096;
-    char *b = ckh_malloc(alloc, cap);
-    *len = 0;
+    memset(e, 0, sizeof(*e));
+    snprintf(e->file, sizeof(e->file), "%s", path);
+    e->code = code;
+    return ckh_errf(e->msg, sizeof(e->msg), code, fmt, arg);
+}
+
+/* Reads the whole open regular file fd of size bytes into *buf. */
+static int read_fd(int fd, size_t size, struct ckh_alloc *alloc, char **buf, size_t *len)
+{
+    char *b = ckh_malloc(alloc, size + 1);
     if (!b)
         return CKH_ENOMEM;
-    for (;;) {
-        if (*len == cap) {
-            char *nb = cap >= (64u << 20) ? NULL : ckh_realloc(alloc, b, cap * 2);
-            if (!nb) {
-                ckh_free(alloc, b);
-                return cap >= (64u << 20) ? CKH_ELIMIT : CKH_ENOMEM; /* 64 MiB: no scenario is that large */
-            }
-            b = nb;
-            cap *= 2;
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, b + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = -errno;
+            ckh_free(alloc, b);
+            return e;
         }
-        size_t got = fread(b + *len, 1, cap - *len, f);
-        *len += got;
-        if (got == 0)
-            break;
+        if (r == 0)
+            break; /* the file shrank while read: parse what is there */
+        got += (size_t)r;
     }
-    if (ferror(f)) {
-        ckh_free(alloc, b);
-        return -EIO;
-    }
+    b[got] = '\0';
     *buf = b;
+    *len = got;
     return 0;
+}
+
+int ckh_scn_read_file(const char *path, struct ckh_alloc *alloc, char **buf, size_t *len,
+                      struct ckh_scn_error *e)
+{
+    if (!alloc)
+        alloc = ckh_alloc_system();
+    *buf = NULL;
+    *len = 0;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int code = -errno;
+        if (fd >= 0)
+            close(fd);
+        return read_fail(e, path, code, "cannot open: %s", strerror(-code));
+    }
+    int rc;
+    if (S_ISDIR(st.st_mode))
+        rc = read_fail(e, path, CKH_EINVAL, "%s", "is a folder, not a scenario file");
+    else if (!S_ISREG(st.st_mode))
+        rc = read_fail(e, path, CKH_EUNSUPPORTED, "%s", "not a regular file or folder");
+    else if ((uint64_t)st.st_size > CKH_SCN_FILE_BYTES_MAX)
+        rc = read_fail(e, path, CKH_ELIMIT, "%s", "larger than 64 MiB, the limit for a scenario file");
+    else if ((rc = read_fd(fd, (size_t)st.st_size, alloc, buf, len)) != 0)
+        rc = read_fail(e, path, rc, "cannot read: %s", ckh_strerror(rc));
+    close(fd);
+    return rc;
 }
 
 int ckh_scenario_parse_file(const char *path, const struct ckh_scn_options *opts,
@@ -246,16 +282,9 @@ int ckh_scenario_parse_file(const char *path, const struct ckh_scn_options *opts
         *out = NULL;
     if (!path || !out)
         return fail_whole(e, "", CKH_EINVAL, "no path or no result pointer given");
-    snprintf(e->file, sizeof(e->file), "%s", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        e->code = -errno;
-        return ckh_errf(e->msg, sizeof(e->msg), e->code, "cannot open: %s", strerror(errno));
-    }
     char *buf = NULL;
     size_t len = 0;
-    int rc = read_all(f, alloc, &buf, &len);
-    fclose(f);
+    int rc = ckh_scn_read_file(path, alloc, &buf, &len, e);
     if (rc == 0) {
         rc = ckh_scenario_parse_string(buf, len, path, opts, out, e);
         ckh_free(alloc, buf);

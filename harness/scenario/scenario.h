@@ -289,6 +289,17 @@ struct ckh_scn_options {
 int ckh_scenario_parse_file(const char *path, const struct ckh_scn_options *opts,
                             struct ckh_scenario **out, struct ckh_scn_error *err);
 
+/* The largest scenario file ckh reads. */
+#define CKH_SCN_FILE_BYTES_MAX (64u << 20)
+
+/* Reads the scenario file at path into *buf (NUL-terminated, *len bytes,
+ * freed with alloc; NULL: the system allocator) without ever blocking:
+ * a folder, a FIFO or another non-regular file, and a file over
+ * CKH_SCN_FILE_BYTES_MAX, are refused. Returns 0, or a negative code
+ * with *e filled (file, code, what). */
+int ckh_scn_read_file(const char *path, struct ckh_alloc *alloc, char **buf, size_t *len,
+                      struct ckh_scn_error *e);
+
 /* Like ckh_scenario_parse_file on len bytes of text; file is the name used
  * in messages and for the default scenario name (NULL: "<string>"). */
 int ckh_scenario_parse_string(const char *text, size_t len, const char *file,

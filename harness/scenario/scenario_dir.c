@@ -14,7 +14,7 @@
  *     blocks). A subfolder that cannot be read is listed as an entry of
  *     its own whose error names it; the rest of the folder still loads.
  *   - A scenario file is opened with O_NONBLOCK and checked with fstat
- *     before it is read (a regular file, at most SCN_FILE_BYTES_MAX).
+ *     before it is read (a regular file, at most CKH_SCN_FILE_BYTES_MAX).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -30,7 +30,6 @@
 #include "scenario/scenario.h"
 
 /* The largest scenario file read (no scenario is nearly that large). */
-#define SCN_FILE_BYTES_MAX (64u << 20)
 
 struct path_vec {
     char **v;                /* owned paths */
@@ -125,46 +124,20 @@ static int parse_path(const char *path, const struct ckh_scn_options *opts,
 {
     struct ckh_alloc *alloc = opts && opts->alloc ? opts->alloc : ckh_alloc_system();
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int code = -errno;
-        if (fd >= 0)
-            close(fd);
-        return entry_error(e, path, code, "cannot open: %s", strerror(-code));
-    }
-    int rc = 0;
-    char *buf = NULL;
-    if (S_ISDIR(st.st_mode)) {
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         DIR *d = opendir(path);
-        rc = d ? CKH_EINVAL : -errno;
+        int rc = d ? CKH_EINVAL : -errno;
         if (d)
             closedir(d);
-        rc = entry_error(e, path, rc, "cannot read this folder: %s", ckh_strerror(rc));
-    } else if (!S_ISREG(st.st_mode)) {
-        rc = entry_error(e, path, CKH_EUNSUPPORTED, "%s", "not a regular file or folder");
-    } else if ((uint64_t)st.st_size > SCN_FILE_BYTES_MAX) {
-        rc = entry_error(e, path, CKH_ELIMIT, "%s", "larger than 64 MiB, the limit for a scenario file");
-    } else if (!(buf = ckh_malloc(alloc, (size_t)st.st_size + 1))) {
-        rc = CKH_ENOMEM;
-    } else {
-        size_t len = 0;
-        ssize_t r = 1;
-        while (len < (size_t)st.st_size && r != 0) {
-            r = read(fd, buf + len, (size_t)st.st_size - len);
-            if (r < 0 && errno != EINTR) {
-                rc = entry_error(e, path, -errno, "cannot read: %s", strerror(errno));
-                break;
-            }
-            len += r > 0 ? (size_t)r : 0;
-        }
-        if (rc == 0)
-            rc = ckh_scenario_parse_string(buf, len, path, opts, out, e);
+        return entry_error(e, path, rc, "cannot read this folder: %s", ckh_strerror(rc));
     }
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = ckh_scn_read_file(path, alloc, &buf, &len, e);
+    if (rc == 0)
+        rc = ckh_scenario_parse_string(buf, len, path, opts, out, e);
     ckh_free(alloc, buf);
-    close(fd);
-    if (rc && !e->code)
-        entry_error(e, path, rc, "cannot read: %s", ckh_strerror(rc));
     return rc;
 }
 

@@ -520,34 +520,6 @@ int ckh_shrink_seed(uint64_t seed, const struct ckh_fuzz_config *fc,
 
 /* ---- the command ---- */
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    for (size_t got; buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
-        n += got;
-        if (n + 1 == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf) {
-        buf[n] = '\0';
-        *len = n;
-    }
-    return buf;
-}
-
 int ckh_shrink_main(int argc, char **argv)
 {
     const char *in = NULL, *outp = NULL;
@@ -580,9 +552,12 @@ int ckh_shrink_main(int argc, char **argv)
         return 2;
     }
     size_t len = 0;
-    char *text = slurp(in, &len);
-    if (!text) {
-        fprintf(stderr, "ckh shrink: cannot read %s: %s\n", in, strerror(errno));
+    char *text = NULL;
+    struct ckh_scn_error rerr;
+    if (ckh_scn_read_file(in, NULL, &text, &len, &rerr) != 0) {
+        char where[900];
+        ckh_scn_error_format(&rerr, where, sizeof where);
+        fprintf(stderr, "ckh shrink: %s\n", where);
         return 2;
     }
     char def_out[1024];
