@@ -106,7 +106,8 @@
  * link/unlink of that node in that directory is pending.
  *
  * Map: memory | extents | directories | inodes | pending table | applying
- * ops | issuing ops | durability | crash | public API | test-only entries.
+ * ops | issuing ops | durability | public API | test-only entries. The crash itself (S5):
+ * simfs_crash.c.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -304,7 +305,7 @@ static void ext_clear(struct ckh_simfs *d, struct sf_data *dt)
     dt->size = 0;
 }
 
-static int data_copy(struct ckh_simfs *d, struct sf_data *to, const struct sf_data *from)
+int ckh__sf_data_copy(struct ckh_simfs *d, struct sf_data *to, const struct sf_data *from)
 {
     ext_clear(d, to);
     if (from->n) {
@@ -442,7 +443,7 @@ bool ckh__sf_dir_contains(struct sf_inode *top, int which, const struct sf_inode
 }
 
 /* Points dir/name at ino in copy w (replacing what was there). */
-static int ent_set(struct ckh_simfs *d, struct sf_inode *dirino, int w, const char *name,
+int ckh__sf_ent_set(struct ckh_simfs *d, struct sf_inode *dirino, int w, const char *name,
                    struct sf_inode *ino, uint64_t seq)
 {
     struct sf_dir *dir = &dirino->dir[w];
@@ -508,7 +509,7 @@ static void ent_remove(struct ckh_simfs *d, struct sf_inode *dirino, int w, cons
 }
 
 /* Drops every entry of copy w of dirino (children lose a link). */
-static void dir_clear(struct ckh_simfs *d, struct sf_inode *dirino, int w, bool free_children)
+void ckh__sf_dir_clear(struct ckh_simfs *d, struct sf_inode *dirino, int w, bool free_children)
 {
     struct sf_dir *dir = &dirino->dir[w];
     for (uint32_t i = 0; i < dir->n; i++) {
@@ -615,7 +616,7 @@ void ckh__sf_inode_maybe_free(struct ckh_simfs *d, struct sf_inode *ino)
     if (ino->type == CKH_FT_FILE)
         data_set_size(d, ino, SF_LIVE, 0);
     for (int w = 0; w < 2; w++)
-        dir_clear(d, ino, w, true);
+        ckh__sf_dir_clear(d, ino, w, true);
     inode_free_raw(d, ino);
 }
 
@@ -645,7 +646,7 @@ static size_t pv_find(const struct ckh_simfs *d, uint64_t seq)
     return lo < d->pn && d->pv[lo].seq == seq ? lo : SIZE_MAX;
 }
 
-static struct sf_op *op_by_seq(const struct ckh_simfs *d, uint64_t seq)
+struct sf_op *ckh__sf_op_by_seq(const struct ckh_simfs *d, uint64_t seq)
 {
     if (!seq)
         return NULL;
@@ -655,10 +656,10 @@ static struct sf_op *op_by_seq(const struct ckh_simfs *d, uint64_t seq)
 
 static bool seq_pending(const struct ckh_simfs *d, uint64_t seq)
 {
-    return op_by_seq(d, seq) != NULL;
+    return ckh__sf_op_by_seq(d, seq) != NULL;
 }
 
-static void pv_compact(struct ckh_simfs *d)
+void ckh__sf_pv_compact(struct ckh_simfs *d)
 {
     if (!d->ptomb)
         return;
@@ -670,7 +671,7 @@ static void pv_compact(struct ckh_simfs *d)
     d->ptomb = 0;
 }
 
-static bool op_is_data(const struct sf_op *op)
+bool ckh__sf_op_is_data(const struct sf_op *op)
 {
     return op->k == SF_OP_WRITE || op->k == SF_OP_TRUNC;
 }
@@ -713,7 +714,7 @@ static struct sf_op *op_new(struct ckh_simfs *d, enum sf_opk k, int node, int ck
 }
 
 /* Removes op from the table and frees it (the caller applied or dropped it). */
-static void op_retire(struct ckh_simfs *d, struct sf_op *op)
+void ckh__sf_op_retire(struct ckh_simfs *d, struct sf_op *op)
 {
     size_t i = pv_find(d, op->seq);
     if (i != SIZE_MAX && d->pv[i].op == op) {
@@ -721,7 +722,7 @@ static void op_retire(struct ckh_simfs *d, struct sf_op *op)
         d->ptomb++;
     }
     struct sf_inode *ino = op->ino;
-    if (op_is_data(op)) {
+    if (ckh__sf_op_is_data(op)) {
         if (op->iprev)
             op->iprev->inext = op->inext;
         else
@@ -768,7 +769,7 @@ static uint32_t op_sectors(const struct ckh_simfs *d, const struct sf_op *op)
 /* --------------------------------------------------------- applying ops */
 
 /* Applies op to copy w; choice APPLY or a torn kind (S5). */
-static int apply_op(struct ckh_simfs *d, struct sf_op *op, int w, enum ckh_crash_choice choice)
+int ckh__sf_apply_op(struct ckh_simfs *d, struct sf_op *op, int w, enum ckh_crash_choice choice)
 {
     /* S3: an op depends only on ops issued before it. */
     CKH_ASSERT(op->dep[0] < op->seq && op->dep[1] < op->seq && op->dep[2] < op->seq);
@@ -801,7 +802,7 @@ static int apply_op(struct ckh_simfs *d, struct sf_op *op, int w, enum ckh_crash
     case SF_OP_TRUNC:
         return data_trunc(d, op->ino, w, op->len);
     case SF_OP_LINK:
-        return ent_set(d, op->dir, w, op->name, op->ino, seq);
+        return ckh__sf_ent_set(d, op->dir, w, op->name, op->ino, seq);
     case SF_OP_UNLINK:
         ent_remove(d, op->dir, w, op->name, op->ino, seq);
         return 0;
@@ -810,7 +811,7 @@ static int apply_op(struct ckh_simfs *d, struct sf_op *op, int w, enum ckh_crash
             (op->dir2 == op->ino || ckh__sf_dir_contains(op->ino, w, op->dir2)))
             return 0; /* would make a cycle in this copy: the move cannot land */
         ent_remove(d, op->dir, w, op->name, op->ino, seq);
-        return ent_set(d, op->dir2, w, op->name2, op->ino, seq);
+        return ckh__sf_ent_set(d, op->dir2, w, op->name2, op->ino, seq);
     }
     return CKH_EINTERNAL;
 }
@@ -912,8 +913,8 @@ static int entry_op_new(struct ckh_simfs *d, enum sf_opk kind, int node, int cki
     op_ref_inode(dir);
     int rc = op_set_path(d, path, &op->path, &op->name);
     if (rc) {
-        op_retire(d, op);
-        pv_compact(d);
+        ckh__sf_op_retire(d, op);
+        ckh__sf_pv_compact(d);
         return rc;
     }
     op->dep[0] = name_seq(d, dir, op->name);
@@ -931,7 +932,7 @@ int ckh__sf_issue_link(struct ckh_simfs *d, int node, int ckind, struct sf_inode
     ino->create_seq = op->seq;
     ino->last_op = op;
     ckh__sf_inode_set_hint(d, ino, path);
-    return apply_op(d, op, SF_LIVE, CKH_CRASH_APPLY);
+    return ckh__sf_apply_op(d, op, SF_LIVE, CKH_CRASH_APPLY);
 }
 
 int ckh__sf_issue_unlink(struct ckh_simfs *d, int node, int ckind, struct sf_inode *dir,
@@ -943,7 +944,7 @@ int ckh__sf_issue_unlink(struct ckh_simfs *d, int node, int ckind, struct sf_ino
         return rc;
     op->dep[1] = pending_or_zero(d, ino->create_seq);
     ino->last_op = op;
-    return apply_op(d, op, SF_LIVE, CKH_CRASH_APPLY);
+    return ckh__sf_apply_op(d, op, SF_LIVE, CKH_CRASH_APPLY);
 }
 
 int ckh__sf_issue_rename(struct ckh_simfs *d, int node, struct sf_inode *dir, const char *path,
@@ -962,8 +963,8 @@ int ckh__sf_issue_rename(struct ckh_simfs *d, int node, struct sf_inode *dir, co
     if (rc == 0)
         rc = op_set_path(d, path2, &op->path2, &op->name2);
     if (rc) {
-        op_retire(d, op);
-        pv_compact(d);
+        ckh__sf_op_retire(d, op);
+        ckh__sf_pv_compact(d);
         return rc;
     }
     op->dep[0] = name_seq(d, dir, op->name);
@@ -971,15 +972,15 @@ int ckh__sf_issue_rename(struct ckh_simfs *d, int node, struct sf_inode *dir, co
     op->dep[2] = pending_or_zero(d, ino->create_seq);
     ino->last_op = op;
     ckh__sf_inode_set_hint(d, ino, path2);
-    return apply_op(d, op, SF_LIVE, CKH_CRASH_APPLY);
+    return ckh__sf_apply_op(d, op, SF_LIVE, CKH_CRASH_APPLY);
 }
 
 /* ------------------------------------------------------------- durability */
 
 static void commit(struct ckh_simfs *d, struct sf_op *op)
 {
-    apply_op(d, op, SF_DUR, CKH_CRASH_APPLY);
-    op_retire(d, op);
+    ckh__sf_apply_op(d, op, SF_DUR, CKH_CRASH_APPLY);
+    ckh__sf_op_retire(d, op);
 }
 
 /* Commits one entry op; under EXT4_ORDERED first the node's earlier data
@@ -1006,14 +1007,14 @@ static void commit_entry_deps(struct ckh_simfs *d, struct sf_op *op)
     size_t n = 0, cap = 32;
     st[n++] = op->seq;
     while (n) {
-        struct sf_op *top = op_by_seq(d, st[n - 1]);
+        struct sf_op *top = ckh__sf_op_by_seq(d, st[n - 1]);
         if (!top) {
             n--;
             continue;
         }
         struct sf_op *dep = NULL;
         for (int i = 0; i < 3 && !dep; i++)
-            dep = op_by_seq(d, top->dep[i]);
+            dep = ckh__sf_op_by_seq(d, top->dep[i]);
         if (!dep) {
             n--;
             commit_entry(d, top);
@@ -1044,7 +1045,7 @@ static void commit_journal(struct ckh_simfs *d, int node)
 {
     for (size_t i = 0; i < d->pn; i++) {
         struct sf_op *op = d->pv[i].op;
-        if (op && !op_is_data(op) && op->node == node)
+        if (op && !ckh__sf_op_is_data(op) && op->node == node)
             commit_entry_deps(d, op);
     }
 }
@@ -1084,7 +1085,7 @@ void ckh__sf_fsync(struct ckh_simfs *d, int node, struct sf_inode *ino)
     }
     if (d->cfg.model == CKH_CRASH_EXT4_ORDERED)
         commit_journal(d, node);
-    pv_compact(d);
+    ckh__sf_pv_compact(d);
     CKH_ASSERT_SLOW(!node_has_data_ops(ino, node));
 }
 
@@ -1095,7 +1096,7 @@ void ckh__sf_fsync_dir(struct ckh_simfs *d, int node, struct sf_inode *dir)
     } else {
         for (size_t i = 0; i < d->pn; i++) {
             struct sf_op *op = d->pv[i].op;
-            if (!op || op_is_data(op) || op->node != node)
+            if (!op || ckh__sf_op_is_data(op) || op->node != node)
                 continue;
             if (op->k == SF_OP_RENAME) {
                 if (op->dir == dir)
@@ -1110,7 +1111,7 @@ void ckh__sf_fsync_dir(struct ckh_simfs *d, int node, struct sf_inode *dir)
         }
     }
     dir_purge_whiteouts(d, dir);
-    pv_compact(d);
+    ckh__sf_pv_compact(d);
     CKH_ASSERT_SLOW(d->cfg.model != CKH_CRASH_POSIX_WEAK || !node_has_entry_ops(d, dir, node));
 }
 
@@ -1120,192 +1121,10 @@ void ckh__sf_fsync_lost(struct ckh_simfs *d, int node, struct sf_inode *ino)
     while (x) {
         struct sf_op *next = x->inext;
         if (x->node == node)
-            op_retire(d, x);
+            ckh__sf_op_retire(d, x);
         x = next;
     }
-    pv_compact(d);
-}
-
-/* ------------------------------------------------------------------ crash */
-
-static bool op_affected(const struct sf_op *op, int node)
-{
-    return op && (node == -1 || op->node == node);
-}
-
-/* An op cannot persist without what it depends on: a dependency this crash
- * drops, or one still pending in another node's cache (not part of this
- * crash, so not durable), takes the op down with it. */
-static bool dep_dropped(const struct ckh_simfs *d, const struct sf_op *op)
-{
-    for (int i = 0; i < 3; i++) {
-        struct sf_op *x = op_by_seq(d, op->dep[i]);
-        if (x && (!x->affected || x->decision == CKH_CRASH_DROP))
-            return true;
-    }
-    return false;
-}
-
-static enum ckh_crash_choice draw_choice(struct ckh_simfs *d, const struct sf_op *op)
-{
-    if (op->k == SF_OP_WRITE) {
-        uint64_t r = ckh_rng_below(&d->rng, 10);
-        return r < 4 ? CKH_CRASH_APPLY
-             : r < 8 ? CKH_CRASH_DROP
-             : r == 8 ? CKH_CRASH_TORN_ZERO
-                      : CKH_CRASH_TORN_GARBAGE;
-    }
-    return ckh_rng_below(&d->rng, 2) ? CKH_CRASH_DROP : CKH_CRASH_APPLY;
-}
-
-static void decide_posix(struct ckh_simfs *d, int node, const enum ckh_crash_choice *choices)
-{
-    size_t ai = 0;
-    for (size_t i = 0; i < d->pn; i++) {
-        struct sf_op *op = d->pv[i].op;
-        if (!op_affected(op, node))
-            continue;
-        enum ckh_crash_choice c = choices ? choices[ai] : CKH_CRASH_APPLY;
-        ai++;
-        if (dep_dropped(d, op))
-            c = CKH_CRASH_DROP;
-        else if (!choices)
-            c = draw_choice(d, op);
-        op->decision = (uint8_t)c;
-    }
-}
-
-static void decide_ext4(struct ckh_simfs *d, int node, const enum ckh_crash_choice *choices)
-{
-    size_t m = 0, ai = 0;
-    for (size_t i = 0; i < d->pn; i++) {
-        struct sf_op *op = d->pv[i].op;
-        if (op_affected(op, node)) {
-            op->ino->crash_order_seq = 0;
-            if (!op_is_data(op))
-                m++;
-        }
-    }
-    /* The journal keeps a prefix of the node's entry ops. */
-    size_t keep = choices ? m : (size_t)ckh_rng_below(&d->rng, m + 1);
-    size_t mi = 0;
-    for (size_t i = 0; i < d->pn; i++) {
-        struct sf_op *op = d->pv[i].op;
-        if (!op_affected(op, node))
-            continue;
-        size_t idx = ai++;
-        if (op_is_data(op))
-            continue;
-        if (choices && choices[idx] == CKH_CRASH_DROP && keep == m)
-            keep = mi;
-        op->decision = mi < keep ? CKH_CRASH_APPLY : CKH_CRASH_DROP;
-        if (op->decision == CKH_CRASH_APPLY && op->seq > op->ino->crash_order_seq)
-            op->ino->crash_order_seq = op->seq;
-        mi++;
-    }
-    ai = 0;
-    for (size_t i = 0; i < d->pn; i++) {
-        struct sf_op *op = d->pv[i].op;
-        if (!op_affected(op, node))
-            continue;
-        size_t idx = ai++;
-        if (!op_is_data(op))
-            continue;
-        enum ckh_crash_choice c;
-        if (dep_dropped(d, op))
-            c = CKH_CRASH_DROP;
-        else if (op->seq < op->ino->crash_order_seq)
-            c = CKH_CRASH_APPLY; /* data=ordered: a later entry op on it persisted */
-        else
-            c = choices ? choices[idx] : draw_choice(d, op);
-        op->decision = (uint8_t)c;
-    }
-}
-
-/* Makes the live copy the durable copy plus the still-pending ops. */
-static void rebuild_live(struct ckh_simfs *d)
-{
-    d->gc_hold = true;
-    for (uint32_t s = 0; s < d->ninodes; s++) {
-        struct sf_inode *ino = d->inodes[s];
-        if (!ino)
-            continue;
-        dir_clear(d, ino, SF_LIVE, false);
-        ino->create_seq = 0;
-        ino->last_op = NULL;
-        ino->counted = false;
-    }
-    d->used_bytes = 0;
-    for (uint32_t s = 0; s < d->ninodes; s++) {
-        struct sf_inode *ino = d->inodes[s];
-        if (!ino)
-            continue;
-        if (ino->type == CKH_FT_FILE)
-            data_copy(d, &ino->data[SF_LIVE], &ino->data[SF_DUR]);
-        const struct sf_dir *dur = &ino->dir[SF_DUR];
-        for (uint32_t i = 0; i < dur->n; i++)
-            ent_set(d, ino, SF_LIVE, dur->v[i].name, dur->v[i].ino, 0);
-    }
-    for (size_t i = 0; i < d->pn; i++) {
-        struct sf_op *op = d->pv[i].op;
-        if (!op)
-            continue;
-        apply_op(d, op, SF_LIVE, CKH_CRASH_APPLY);
-        if (op->k == SF_OP_LINK)
-            op->ino->create_seq = op->seq;
-        op->ino->last_op = op;
-    }
-    d->gc_hold = false;
-    for (uint32_t s = 0; s < d->ninodes; s++)
-        ckh__sf_inode_maybe_free(d, d->inodes[s]);
-}
-
-int ckh_simfs_crash(struct ckh_simfs *d, int node, const enum ckh_crash_choice *choices, size_t n)
-{
-    if (!d)
-        return CKH_EINVAL;
-    pv_compact(d);
-    size_t na = 0;
-    for (size_t i = 0; i < d->pn; i++) {
-        struct sf_op *op = d->pv[i].op;
-        op->affected = op_affected(op, node);
-        op->decision = CKH_CRASH_APPLY;
-        if (op->affected) {
-            if (choices && na < n) {
-                enum ckh_crash_choice c = choices[na];
-                if ((unsigned)c > CKH_CRASH_TORN_GARBAGE ||
-                    (c >= CKH_CRASH_TORN_ZERO && op->k != SF_OP_WRITE))
-                    return ckh__sf_set_err(d, CKH_EINVAL,
-                                           "crash choice %zu (%d) not allowed for op seq %llu",
-                                           na, (int)c, (unsigned long long)op->seq);
-            }
-            na++;
-        }
-    }
-    if (choices && n != na)
-        return ckh__sf_set_err(d, CKH_EINVAL, "crash: %zu choices for %zu pending ops", n, na);
-    if (d->cfg.model == CKH_CRASH_EXT4_ORDERED)
-        decide_ext4(d, node, choices);
-    else
-        decide_posix(d, node, choices);
-    for (size_t i = 0; i < d->pn; i++) {
-        struct sf_op *op = d->pv[i].op;
-        if (op && op->affected && op->decision != CKH_CRASH_DROP) {
-            CKH_ASSERT(!dep_dropped(d, op)); /* S3: never without what it builds on */
-            apply_op(d, op, SF_DUR, (enum ckh_crash_choice)op->decision);
-        }
-    }
-    d->gc_hold = true; /* retiring ops must not free inodes the rebuild walks */
-    for (size_t i = 0; i < d->pn; i++) {
-        struct sf_op *op = d->pv[i].op;
-        if (op && op->affected)
-            op_retire(d, op);
-    }
-    d->gc_hold = false;
-    pv_compact(d);
-    rebuild_live(d);
-    d->crashes++;
-    return 0;
+    ckh__sf_pv_compact(d);
 }
 
 /* ------------------------------------------------------------- public API */
@@ -1316,7 +1135,7 @@ int ckh_simfs_crash_uniform(struct ckh_simfs *d, int node, enum ckh_crash_choice
         return CKH_EINVAL;
     size_t n = 0;
     for (size_t i = 0; i < d->pn; i++)
-        if (op_affected(d->pv[i].op, node))
+        if (ckh__sf_op_affected(d->pv[i].op, node))
             n++;
     enum ckh_crash_choice *v = malloc((n ? n : 1) * sizeof *v);
     if (v == NULL)
@@ -1428,7 +1247,7 @@ int ckh_simfs_pending_get(const struct ckh_simfs *d, size_t i, struct ckh_simfs_
         .path = op->path ? op->path : (op->ino->hint ? op->ino->hint : ""),
         .path2 = op->k == SF_OP_RENAME ? op->path2 : op->ino->target,
         .off = op->k == SF_OP_WRITE ? op->off : 0,
-        .len = op_is_data(op) ? op->len : 0,
+        .len = ckh__sf_op_is_data(op) ? op->len : 0,
         .sectors = op_sectors(d, op),
     };
     return 0;
@@ -1441,7 +1260,7 @@ void ckh_simfs_sync_all(struct ckh_simfs *d)
     for (size_t i = 0; i < d->pn; i++)
         if (d->pv[i].op)
             commit(d, d->pv[i].op);
-    pv_compact(d);
+    ckh__sf_pv_compact(d);
     for (uint32_t s = 0; s < d->ninodes; s++)
         if (d->inodes[s] && d->inodes[s]->type == CKH_FT_DIR)
             dir_purge_whiteouts(d, d->inodes[s]);
@@ -1560,7 +1379,7 @@ static void tree_clear(struct ckh_simfs *d, struct sf_inode *dir, int w)
         if (c && c != dir && c->type == CKH_FT_DIR)
             tree_clear(d, c, w);
     }
-    dir_clear(d, dir, w, true);
+    ckh__sf_dir_clear(d, dir, w, true);
 }
 
 int ckh_simfs_remove_tree(struct ckh_simfs *d, const char *path)
@@ -1590,10 +1409,10 @@ int ckh_simfs_remove_tree(struct ckh_simfs *d, const char *path)
         struct sf_op *op = d->pv[i].op;
         if (op && (op->k == SF_OP_LINK || op->k == SF_OP_RENAME) &&
             (op->ino == live || op->ino == dur))
-            op_retire(d, op);
+            ckh__sf_op_retire(d, op);
     }
     d->gc_hold = false;
-    pv_compact(d);
+    ckh__sf_pv_compact(d);
     /* Everything below is gone too: its files stop counting against the
      * capacity even while pending ops still refer to them. */
     tree_clear(d, live, SF_LIVE);

@@ -249,4 +249,16 @@ struct sf_res {
 };
 int ckh__sf_resolve(struct sf_view *v, const char *vpath, bool follow_final, struct sf_res *r);
 
+/* ---- shared between simfs.c and simfs_crash.c ---- */
+int ckh__sf_apply_op(struct ckh_simfs *d, struct sf_op *op, int w, enum ckh_crash_choice choice);
+int ckh__sf_data_copy(struct ckh_simfs *d, struct sf_data *to, const struct sf_data *from);
+void ckh__sf_dir_clear(struct ckh_simfs *d, struct sf_inode *dirino, int w, bool free_children);
+int ckh__sf_ent_set(struct ckh_simfs *d, struct sf_inode *dirino, int w, const char *name,
+                   struct sf_inode *ino, uint64_t seq);
+struct sf_op *ckh__sf_op_by_seq(const struct ckh_simfs *d, uint64_t seq);
+bool ckh__sf_op_is_data(const struct sf_op *op);
+void ckh__sf_op_retire(struct ckh_simfs *d, struct sf_op *op);
+void ckh__sf_pv_compact(struct ckh_simfs *d);
+bool ckh__sf_op_affected(const struct sf_op *op, int node);
+
 #endif
