@@ -444,6 +444,7 @@ static int run_all(struct run_args *a, char **paths, size_t npaths, const char *
     int rc = ckh_cli_load_scenarios(&l, paths, npaths, &scns, &n, &exit_code);
     if (rc == 0 && n == 0 && exit_code == CKH_EXIT_OK && a->shards > 1) {
         fprintf(stderr, "ckh run: shard %u/%u holds no scenario\n", a->shard, a->shards);
+        ckh_cli_scns_free(scns, n);
         return CKH_EXIT_OK;
     }
     if (rc == 0 && n == 0 && exit_code == CKH_EXIT_OK) {
