@@ -113,7 +113,8 @@
  *     grows until the harness's remove) and for keep-last-N ones alike.
  *
  * The explorer's files (harness/search/explore_internal.h has the map):
- * this one holds the results and the public API; explore_record.c the
+ * this one holds the results; explore_entry.c the public API (the
+ * entry points, which call the others); explore_record.c the
  * shim, explore_run.c the scenarios, explore_check.c E4/E8,
  * explore_diagnose.c E5, explore_states.c E2/E3, explore_schedules.c E6,
  * explore_catalogue.c E7.
@@ -193,116 +194,4 @@ int ckh__explore_vuln_add(struct ckh_explore_result *r, enum ckh_vuln_kind kind,
 bool ckh__explore_bounded(const struct ckh__xctx *x)
 {
     return x->cfg->max_states && x->res->stats.states >= x->cfg->max_states;
-}
-
-/* ---------------------------------------------------------------- public API */
-
-static int ctx_init(struct ckh__xctx *x, const struct ckh_explore_config *cfg,
-                    struct ckh_explore_result *out, char *msg, size_t msglen)
-{
-    memset(x, 0, sizeof(*x));
-    if (!out)
-        return CKH_EINVAL;
-    memset(out, 0, sizeof(*out));
-    if (!cfg || !cfg->ops || !cfg->ops->open || !cfg->ops->close || !cfg->ops->save ||
-        !cfg->ops->load || !cfg->ops->list_epochs)
-        return ckh_errf(msg, msglen, CKH_EINVAL, "explore: a backend with open, close, save, "
-                        "load and list_epochs is required");
-    if (cfg->sector_bytes != 0 && cfg->sector_bytes != 512 && cfg->sector_bytes != 4096)
-        return ckh_errf(msg, msglen, CKH_EINVAL, "explore: sector size %u is not 512 or 4096",
-                        cfg->sector_bytes);
-    if (cfg->model != CKH_CRASH_POSIX_WEAK && cfg->model != CKH_CRASH_EXT4_ORDERED)
-        return ckh_errf(msg, msglen, CKH_EINVAL, "explore: unknown crash model %d",
-                        (int)cfg->model);
-    if (cfg->retention_epochs > CKH_EXPLORE_MAX_RETAINED)
-        return ckh_errf(msg, msglen, CKH_EINVAL, "explore: %u retention epochs (at most %d)",
-                        cfg->retention_epochs, CKH_EXPLORE_MAX_RETAINED);
-    x->cfg = cfg;
-    x->ops = cfg->ops;
-    x->res = out;
-    uint32_t nb = cfg->nblobs ? cfg->nblobs : 4;
-    uint64_t bytes = cfg->blob_bytes ? cfg->blob_bytes : 3000;
-    for (int i = 0; i < 4; i++) {
-        int rc = ckh__explore_ws_make(ckh_mix64(cfg->seed + (uint64_t)i + 1), nb, bytes, &x->v[i]);
-        if (rc)
-            return rc;
-        x->d[i] = ckh_ws_digest(x->v[i], NULL);
-    }
-    x->nret = cfg->retention_epochs ? cfg->retention_epochs : 3;
-    for (int64_t e = 1; e <= x->nret; e++) {
-        int rc = ckh__explore_ws_make(ckh_mix64(cfg->seed + 100 + (uint64_t)e), nb, bytes, &x->rv[e - 1]);
-        if (rc)
-            return rc;
-        x->rd[e - 1] = ckh_ws_digest(x->rv[e - 1], NULL);
-    }
-    return 0;
-}
-
-static void ctx_fini(struct ckh__xctx *x)
-{
-    for (int i = 0; i < 4; i++)
-        ckh_ws_destroy(x->v[i]);
-    for (int i = 0; i < CKH_EXPLORE_MAX_RETAINED; i++)
-        ckh_ws_destroy(x->rv[i]);
-    free(x->c0);
-    free(x->seen);
-}
-
-int ckh_explore_run(const struct ckh_explore_config *cfg, struct ckh_explore_result *out,
-                    char *msg, size_t msglen)
-{
-    struct ckh__xctx x;
-    int rc = ctx_init(&x, cfg, out, msg, msglen);
-    unsigned sc = cfg && cfg->scenarios ? cfg->scenarios : CKH_EXPLORE_ALL;
-    if (rc == 0 && (sc & CKH_EXPLORE_NEW_EPOCH))
-        rc = ckh__explore_scenario(&x, CKH__SC_NEW_EPOCH);
-    if (rc == 0 && (sc & CKH_EXPLORE_REPLACE))
-        rc = ckh__explore_scenario(&x, CKH__SC_REPLACE);
-    if (rc == 0 && (sc & CKH_EXPLORE_RETENTION))
-        rc = ckh__explore_scenario(&x, CKH__SC_RETENTION);
-    if (rc == 0 && (sc & CKH_EXPLORE_TWO_RANKS))
-        rc = ckh__explore_two_ranks(&x);
-    ctx_fini(&x);
-    if (rc && out) {
-        if (rc != CKH_EINVAL)
-            ckh_errf(msg, msglen, rc, "explore: %s", ckh_strerror(rc));
-        ckh_explore_result_free(out);
-    }
-    return rc;
-}
-
-int ckh_explore_faults(const struct ckh_explore_config *cfg, enum ckh_fault_family fam, int err,
-                       struct ckh_explore_result *out, char *msg, size_t msglen)
-{
-    struct ckh__xctx x;
-    int rc = ctx_init(&x, cfg, out, msg, msglen);
-    if (rc == 0) {
-        switch (fam) {
-        case CKH_FAULTS_ERRNO:
-            if (err <= 0) {
-                rc = ckh_errf(msg, msglen, CKH_EINVAL, "explore: errno %d must be positive", err);
-                break;
-            }
-            rc = ckh__explore_faults_inject(&x, fam, err);
-            break;
-        case CKH_FAULTS_FSYNC:
-            rc = ckh__explore_faults_inject(&x, fam, EIO);
-            break;
-        case CKH_FAULTS_AT_REST:
-            rc = ckh__explore_faults_at_rest(&x);
-            break;
-        case CKH_FAULTS_LEAK:
-            rc = ckh__explore_faults_leak(&x);
-            break;
-        default:
-            rc = ckh_errf(msg, msglen, CKH_EINVAL, "explore: unknown fault family %d", (int)fam);
-        }
-    }
-    ctx_fini(&x);
-    if (rc && out) {
-        if (rc != CKH_EINVAL)
-            ckh_errf(msg, msglen, rc, "explore: %s", ckh_strerror(rc));
-        ckh_explore_result_free(out);
-    }
-    return rc;
 }

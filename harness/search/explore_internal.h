@@ -3,7 +3,8 @@
  * below are specified at the top of harness/search/explore.c.
  *
  * Files, in the order the data flows:
- *   explore.c            specification, results, public API
+ *   explore.c            specification, results
+ *   explore_entry.c      the public API: the entry points that run the rest
  *   explore_record.c     the recording shim: numbers, records, kills and
  *                        fails the action's ops, snapshots crash points (E2)
  *   explore_run.c        scenario set-up and the traced action (E1)
