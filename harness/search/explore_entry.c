@@ -66,6 +66,20 @@ static void ctx_fini(struct ckh__xctx *x)
     free(x->seen);
 }
 
+/* Ends an entry point: releases the context and, on failure, the partial
+ * result; the message names the code unless the call refused its input. */
+static int finish(struct ckh__xctx *x, int rc, struct ckh_explore_result *out, char *msg,
+                  size_t msglen)
+{
+    ctx_fini(x);
+    if (rc && out) {
+        if (rc != CKH_EINVAL)
+            ckh_errf(msg, msglen, rc, "explore: %s", ckh_strerror(rc));
+        ckh_explore_result_free(out);
+    }
+    return rc;
+}
+
 int ckh_explore_run(const struct ckh_explore_config *cfg, struct ckh_explore_result *out,
                     char *msg, size_t msglen)
 {
@@ -80,13 +94,7 @@ int ckh_explore_run(const struct ckh_explore_config *cfg, struct ckh_explore_res
         rc = ckh__explore_scenario(&x, CKH__SC_RETENTION);
     if (rc == 0 && (sc & CKH_EXPLORE_TWO_RANKS))
         rc = ckh__explore_two_ranks(&x);
-    ctx_fini(&x);
-    if (rc && out) {
-        if (rc != CKH_EINVAL)
-            ckh_errf(msg, msglen, rc, "explore: %s", ckh_strerror(rc));
-        ckh_explore_result_free(out);
-    }
-    return rc;
+    return finish(&x, rc, out, msg, msglen);
 }
 
 int ckh_explore_faults(const struct ckh_explore_config *cfg, enum ckh_fault_family fam, int err,
@@ -116,11 +124,5 @@ int ckh_explore_faults(const struct ckh_explore_config *cfg, enum ckh_fault_fami
             rc = ckh_errf(msg, msglen, CKH_EINVAL, "explore: unknown fault family %d", (int)fam);
         }
     }
-    ctx_fini(&x);
-    if (rc && out) {
-        if (rc != CKH_EINVAL)
-            ckh_errf(msg, msglen, rc, "explore: %s", ckh_strerror(rc));
-        ckh_explore_result_free(out);
-    }
-    return rc;
+    return finish(&x, rc, out, msg, msglen);
 }
