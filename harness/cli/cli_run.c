@@ -192,9 +192,7 @@ static int run_job(void *ctx, uint64_t k, int fd)
     int st = worker_status_of(rc);
     /* Failing near the memory limit, or out of memory under it, is the
      * limit's verdict. */
-    bool no_memory = ckh_pool_child_mem_limit() && s->res.message &&
-                     strstr(s->res.message, ckh_err_name(CKH_ENOMEM));
-    if (s->res.verdict == CKH_VERDICT_ERROR && (ckh_pool_child_near_mem_limit() || no_memory))
+    if (s->res.verdict == CKH_VERDICT_ERROR && ckh_pool_child_out_of_memory(s->res.message))
         st = CKH_POOL_EXIT_MEM;
     struct ckh_wire w;
     if (ckh_wire_open(&w) != 0 || result_write(w.f, &s->res) != 0 || ckh_wire_send(&w, fd) != 0)

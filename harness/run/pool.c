@@ -129,16 +129,17 @@ static uint64_t vm_peak_bytes(void)
     return 0;
 }
 
-/* Whether the child came within a quarter of its limit: a failure then is
- * the limit's doing (an allocation near the limit failed). */
-uint64_t ckh_pool_child_mem_limit(void)
-{
-    return child_mem_limit;
-}
-
 bool ckh_pool_child_near_mem_limit(void)
 {
     return child_mem_limit && vm_peak_bytes() >= child_mem_limit - child_mem_limit / 4;
+}
+
+bool ckh_pool_child_out_of_memory(const char *message)
+{
+    if (!child_mem_limit)
+        return false;
+    return ckh_pool_child_near_mem_limit() ||
+           (message && strstr(message, ckh_err_name(CKH_ENOMEM)) != NULL);
 }
 
 /* A crash near the memory limit (a NULL from a failed allocation

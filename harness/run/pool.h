@@ -102,10 +102,13 @@ int ckh_pool_reply(int fd, const void *p, size_t n);
  * holds; the pool does so for a non-zero status and for a crash. */
 bool ckh_pool_child_near_mem_limit(void);
 
-/* In a job (child): its memory limit in bytes (0: none). Under a limit, a
- * job that failed for lack of memory (CKH_ENOMEM) even far below the limit
- * (one allocation larger than what is left) reports the limit too. */
-uint64_t ckh_pool_child_mem_limit(void);
+/* In a job (child) that reports a failure itself (an error result rather
+ * than a non-zero status): whether that failure is the memory limit's
+ * doing, so the job should end with CKH_POOL_EXIT_MEM. True near the limit
+ * (ckh_pool_child_near_mem_limit), or under a limit when message names
+ * CKH_ENOMEM (one allocation larger than what was left, far below the
+ * limit). message may be NULL. False without a limit. */
+bool ckh_pool_child_out_of_memory(const char *message);
 
 /* Writes one line describing r ("killed by signal 11 (Segmentation
  * fault)", "time limit 600 s reached", "memory limit 4 GiB reached",

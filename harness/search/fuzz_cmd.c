@@ -272,8 +272,7 @@ static int seed_job(void *ctx, uint64_t j, int fd)
     struct seeds *s = ctx;
     struct ckh_fuzz_seed_result r;
     ckh_fuzz_run_seed(seed_of(s, j), &s->p->cfg, &r, NULL);
-    bool no_memory = ckh_pool_child_mem_limit() && strstr(r.message, ckh_err_name(CKH_ENOMEM));
-    if (r.verdict == CKH_VERDICT_ERROR && (ckh_pool_child_near_mem_limit() || no_memory))
+    if (r.verdict == CKH_VERDICT_ERROR && ckh_pool_child_out_of_memory(r.message))
         return CKH_POOL_EXIT_MEM;
     return ckh_pool_reply(fd, &r, sizeof r) == 0 ? 0 : 3;
 }
