@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "ckh/err.h"
-#include "ckh/workload.h"
+#include "ckh/epoch_workload.h"
 
 static int perr(char *msg, size_t msglen, size_t line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

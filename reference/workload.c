@@ -4,7 +4,7 @@
  * Blob naming: every blob of node N is "N/<name>", so the multi-node
  * manager's node managers each save exactly their node's blobs.
  */
-#include "ckh/workload.h"
+#include "ckh/epoch_workload.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -20,57 +20,8 @@
 #include <stdint.h>
 
 #include "ckh/sim.h"
+#include "run/records.h"
 #include "scenario/scenario.h"
-
-#define CKH_NODE_NAME_LEN 64
-#define CKH_BLOBS_LEN 1024
-
-/* One node's generic outcome. */
-struct ckh_node_result {
-    char node[CKH_NODE_NAME_LEN]; /* node name */
-    bool finished;                /* the node's program returned */
-    int rc;                       /* its return code (0: the job completed on it) */
-    int64_t epochs;               /* epochs (or steps, for step-based jobs) the job reported */
-    int64_t resumed_from;         /* epoch/step resumed from in the last run (-1: scratch) */
-    int64_t total;                /* the workload's headline value */
-    char blobs[CKH_BLOBS_LEN];    /* comma-separated sorted blob names */
-    uint64_t digest;              /* digest of the node's final state */
-    uint64_t saves_failed;        /* failed (logged) saves, all runs */
-};
-
-/* Per-step record of a training run (resume-equivalence oracle). */
-struct ckh_step_record {
-    int64_t step;    /* global step */
-    uint64_t digest; /* digest of weights, optimizer, lr, rng and sampler state */
-    char what[96];   /* which components that digest covers differ from... (filled by
-                        the adapter when it knows: "rank 1 rng"), else "" */
-};
-
-/* Per-epoch sample-consumption record (multiset digest and count; the
- * per-id counts, where kept, are struct ckh_job_result.sample_counts). */
-struct ckh_epoch_samples {
-    int64_t epoch;      /* epoch */
-    uint64_t count;     /* samples consumed */
-    uint64_t multiset;  /* order-independent digest of the consumed sample ids */
-};
-
-/* Everything an adapter reports about a job after its runs. */
-struct ckh_job_result {
-    struct ckh_node_result *nodes;     /* one per node (owned by the adapter) */
-    size_t nnodes;                     /* number of nodes */
-    const struct ckh_step_record *steps; /* last run's per-step digests, ascending (may be NULL) */
-    size_t nsteps;                     /* number of step records */
-    const struct ckh_epoch_samples *samples; /* per-epoch sample records (may be NULL) */
-    size_t nsamples;                   /* number of epoch records */
-    const uint32_t *sample_counts;     /* [nsamples * dataset_size]: row e counts how often
-                                          epoch e consumed each sample id (NULL: not kept) */
-    uint64_t dataset_size;             /* sample ids per row of sample_counts */
-    const int *epoch_world;            /* [nsamples]: ranks that ran epoch e's first step
-                                          (0: none ran it; NULL: not kept) */
-    bool drop_last;                    /* the sampler truncates epochs instead of padding */
-    bool corruption_detected;          /* a load refused a corrupt/truncated/foreign file */
-    bool device_oom;                   /* an emulated device ran out of memory */
-};
 
 /* How an instance runs the job (the `mode` of create). */
 enum {

@@ -16,6 +16,7 @@
 
 #include "ckh/alloc.h"
 #include "ckh/fs.h"
+#include "ckh/record.h"
 #include "ckh/rng.h"
 
 /* ---- clock ---- */
@@ -101,8 +102,12 @@ int ckh_coll_recv(struct ckh_coll *c, void *buf, size_t size_bytes, int peer, in
 
 /* ---- node lifecycle ---- */
 struct ckh_node;
+struct ckh_env;
+struct ckh_task;
+/* A background task's program (see spawn). */
+typedef int (*ckh_bg_fn)(struct ckh_env *env, void *arg);
 struct ckh_node_ops {
-    int version; /* 1 */
+    int version; /* 2 (spawn and join exist from version 2) */
     /* Ends this node's program with a status; does not return. */
     void (*exit)(struct ckh_node *n, int status);
     /* The node's name ("trainer_0"); valid while the node lives. */
@@ -115,6 +120,20 @@ struct ckh_node_ops {
      * the step (-1 when not applicable). Fault triggers match on these; the
      * trace records them. The phase string must be a literal (static). */
     void (*phase)(struct ckh_node *n, const char *phase, int64_t epoch, int64_t step);
+    /* --- version 2 --- */
+    /* Starts a background task on this node: fn(env, arg) runs as a second
+     * program of the node, like a thread of a process: it shares the
+     * node's memory and environment (the same env), interleaves with the
+     * node's main program at its operations, and dies with the node (a
+     * kill or crash of the node ends it; so does the node's main program
+     * returning, as a process exit ends its threads: join what must
+     * finish). *out identifies it until joined. CKH_ELIMIT past the
+     * implementation's task limit. */
+    int (*spawn)(struct ckh_node *n, ckh_bg_fn fn, void *arg, struct ckh_task **out);
+    /* Waits for task t to return and gives its return value in *status
+     * (may be NULL); t is invalid afterwards. CKH_EINVAL for a task of
+     * another node or one already joined. */
+    int (*join)(struct ckh_node *n, struct ckh_task *t, int *status);
 };
 struct ckh_node {
     const struct ckh_node_ops *ops; /* methods */
@@ -128,6 +147,9 @@ struct ckh_env {
     struct ckh_coll *coll;   /* collectives; NULL for a single-process job */
     struct ckh_node *node;   /* lifecycle */
     struct ckh_alloc *alloc; /* the node's allocator (may fail: OOM) */
+    /* --- appended --- */
+    struct ckh_record *record; /* where the node reports what it did for the oracles
+                                  (include/ckh/record.h); NULL: nobody listens */
 };
 
 /* Wrappers over the clock, rand and node tables. A NULL table reads as
@@ -138,6 +160,9 @@ uint64_t ckh_rand_stream_seed(struct ckh_rand *r, const char *name);
 void ckh_node_exit(struct ckh_node *n, int status);
 const char *ckh_node_name(struct ckh_node *n);
 void ckh_node_phase(struct ckh_node *n, const char *phase, int64_t epoch, int64_t step);
+/* Background tasks (node ops version 2): CKH_EUNSUPPORTED without them. */
+int ckh_node_spawn(struct ckh_node *n, ckh_bg_fn fn, void *arg, struct ckh_task **out);
+int ckh_node_join(struct ckh_node *n, struct ckh_task *t, int *status);
 /* printf-style log line through the node's log method. */
 void ckh_node_logf(struct ckh_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -1,17 +1,39 @@
-/* Workloads: jobs a harness can run generically, in the simulator (one
- * simulated node per job node) or in one process (every node in one
- * session), plus the golden results they must reproduce.
+/* Workloads: the jobs ckh runs under scenarios, as one public, versioned
+ * ops table. The built-in workloads (seed-pipeline, param-server,
+ * ddp-train) are registered through this table exactly as a plugin is;
+ * nothing in the harness knows a workload by name.
  *
- *   seed-pipeline  per node trainer_<i>: dataset 0..9, a reader of at most
- *                  3 records per epoch, total starting at 100; stops when
- *                  the data runs out (4 epochs, totals 103 115 136 145).
- *   param-server   trainer_<i> and ps_<j> nodes; each ps holds a parameter
- *                  shard updated every epoch, trainers use a working buffer
- *                  the size of the model each epoch; the download group
- *                  sends every shard to trainer_0 ("trainer_0/model/ps_<j>"),
- *                  or, with download_every_epoch, the epoch group does.
- *                  Transfers: workspace copies when every node is local,
- *                  else env->coll send/recv (rank = node index).
+ * A workload says how many nodes a scenario's job has, their names and
+ * collective ranks, and gives the program each node runs. The program is
+ * written against struct ckh_env only (fs, clock, rand, collectives, node
+ * lifecycle and phases, background tasks) and reports what it did through
+ * env->record (include/ckh/record.h), which is all the oracles judge: a
+ * workload never tells ckh whether it is right.
+ *
+ * Life of an instance, for one scenario run:
+ *   create(job)        once per job: the reference run and the faulted run
+ *                      each get their own instance (job->flags says which)
+ *   before_run(run)    before each run (1 = first, then one per restart)
+ *   node_main(env, i)  per node and incarnation, in the simulator; a node
+ *                      killed and restarted calls it again with fresh
+ *                      memory, and must resume from what is on disk
+ *   destroy
+ * The instance (void *) lives outside simulated node memory: what node
+ * programs share through it survives kills, so keep job state on disk and
+ * in node memory, not in the instance.
+ *
+ * Plugins. A shared library exports
+ *
+ *     const struct ckh_workload_ops *ckh_workload_plugin_v1(void);
+ *
+ * (CKH_WORKLOAD_PLUGIN(ops) defines it) and a scenario names it with
+ * `job.workload: ./libloop.so` (a path relative to the scenario file).
+ * The library may call the functions of ckh's public headers; the process
+ * that loads it exports them, so it links against nothing of ckh. Build
+ * flags: `pkg-config --cflags ckh` or find_package(ckh); walk-through in
+ * docs/WORKLOADS.md. The table's `version` is the ABI
+ * (CKH_WORKLOAD_ABI_VERSION at most); methods are only ever appended;
+ * optional methods may be NULL.
  */
 #ifndef CKH_WORKLOAD_H
 #define CKH_WORKLOAD_H
@@ -20,111 +42,166 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckh/backend.h"
 #include "ckh/env.h"
-#include "ckh/job.h"
+#include "ckh/rng.h"
+#include "ckh/saver.h"
 
-struct ckh_workload;
+#define CKH_WORKLOAD_ABI_VERSION 1
+#define CKH_WORKLOAD_PLUGIN_SYMBOL "ckh_workload_plugin_v1"
 
-struct ckh_workload_spec {
-    const struct ckh_workload *wl; /* which workload */
-    int nnodes;                    /* seed-pipeline: nodes; param-server: trainers */
-    int num_ps;                    /* param-server: ps nodes (0: 2) */
-    int64_t num_epochs;            /* param-server: epochs (0: 3); seed-pipeline: an epoch
-                                      limiter (0: none, the data decides) */
-    uint64_t param_bytes;          /* param-server: bytes per ps shard (0: 1 MiB) */
-    bool download_every_epoch;     /* param-server: the wasteful variant */
-    const char *prefix;            /* checkpoint directory ("/ckpt") */
-    const char *db_type;           /* backend (NULL: "minidb") */
-    bool no_checkpoint;            /* run without a checkpoint manager */
-    const char *only_node;         /* seed-pipeline: build only this node's tasks (NULL: all) */
-    uint64_t coll_timeout_ns;      /* param-server: timeout of its transfers (0: wait forever) */
-    bool resume_set;               /* node_main: resume from resume_epoch (else metadata decides) */
-    int64_t resume_epoch;          /* the epoch to resume from when resume_set */
+/* ---- the job a scenario describes ---- */
+
+enum ckh_wl_option_type { CKH_WL_OPT_STRING, CKH_WL_OPT_INT, CKH_WL_OPT_FLOAT, CKH_WL_OPT_BOOL };
+
+/* One entry of job.options, as written. */
+struct ckh_wl_option {
+    const char *key;              /* the key */
+    const char *text;             /* the value's text, as written */
+    enum ckh_wl_option_type type; /* what the scalar looks like */
+    int64_t i;                    /* INT: the value */
+    double f;                     /* FLOAT (and INT): the value */
+    bool b;                       /* BOOL: the value */
+    int line;                     /* 1-based line of the value in the scenario file */
+    int column;                   /* 1-based column */
 };
 
-#define CKH_WORKLOAD_BLOBS_MAX 1024
-
-/* One node's outcome; lives outside node memory so it survives kills. */
-struct ckh_workload_result {
-    bool finished;          /* the node main returned normally */
-    int rc;                 /* its return code */
-    char node[64];          /* node name */
-    int64_t epochs;         /* epochs the runner reported */
-    int64_t resumed_from;   /* epoch resumed from (-1: from scratch) */
-    int64_t total;          /* headline value (see each workload) */
-    char blobs[CKH_WORKLOAD_BLOBS_MAX]; /* comma-separated sorted names of the node's blobs */
-    uint64_t digest;        /* ckh_ws_digest of the node's blobs ("<node>/...") */
-    uint64_t saves_failed;  /* failed (logged) saves */
-    uint64_t runs;          /* incarnations that reached the runner */
+/* job->flags */
+enum {
+    /* The fault-free reference run: no defect switches, no faults. */
+    CKH_WL_JOB_REFERENCE = 0x1,
+    /* The scenario's faults include gpu-oom: size emulated devices so that
+     * one rank's model fits but a careless load does not. */
+    CKH_WL_JOB_GPU_OOM = 0x2,
 };
 
-/* The argument of node_main (borrowed for the whole run). */
-struct ckh_workload_node_arg {
-    const struct ckh_workload_spec *spec; /* the job */
-    int node_index;                       /* which node (0..node_count-1) */
-    struct ckh_workload_result *result;   /* where to report */
+/* Everything a workload may read of the scenario's job. Strings and
+ * arrays are borrowed for the instance's life. */
+struct ckh_workload_job {
+    const char *scenario;            /* scenario file (for messages) */
+    uint64_t seed;                   /* the run's seed */
+    unsigned flags;                  /* CKH_WL_JOB_* */
+    int nodes;                       /* job.nodes / job.ranks (>= 1) */
+    int64_t epochs;                  /* job.epochs (0: the workload's default) */
+    int64_t steps;                   /* job.steps (0: the workload's default) */
+    const char *checkpoint_dir;      /* job.checkpoint_dir (absolute; default "/ckpt") */
+    int64_t every_epochs;            /* job.checkpoint_every.epochs (0: unset) */
+    int64_t every_steps;             /* job.checkpoint_every.steps (0: unset) */
+    uint64_t collective_timeout_ns;  /* job.collective_timeout */
+    uint64_t gpu_mem_bytes;          /* job.gpu_memory (0: unlimited) */
+    /* job.backend, resolved: a built-in or a loaded plugin; NULL when the
+     * scenario names none (the workload picks its default). Given to a
+     * workload without CKH_WL_USES_BACKEND, the scenario is refused. */
+    const struct ckh_backend_ops *backend;
+    /* job.saver, resolved (kind: built-in name or plugin path); NULL when
+     * the scenario names none. Given to a workload without
+     * CKH_WL_USES_SAVER, the scenario is refused. */
+    const struct ckh_saver_ops *saver;
+    struct ckh_saver_config saver_config; /* job.saver's keep_last, strategy, name, and
+                                             output_dir = checkpoint_dir */
+    const struct ckh_wl_option *options; /* job.options, in file order */
+    size_t noptions;
+    const char *const *defects;      /* job.defects (empty in the reference run) */
+    size_t ndefects;
+    int world_restart;               /* restart.world_size in a faulted run (0: unchanged) */
+    bool reshard;                    /* a world-size change may be resumed (options.reshard);
+                                        false: the workload must refuse it cleanly */
 };
 
-struct ckh_workload {
-    const char *name;        /* registry name */
+/* A job shape drawn for the fuzzer (see generate). */
+#define CKH_WL_GEN_OPTIONS_MAX 8
+struct ckh_workload_shape {
+    int nodes;           /* nodes or ranks (the fuzzer's draw; may be changed) */
+    int64_t epochs;      /* epochs (the fuzzer's draw; may be changed) */
+    int64_t every_steps; /* checkpoint cadence in steps (0: leave unset) */
+    int64_t every_epochs; /* in epochs (0: leave unset) */
+    bool saver;          /* give the job an atomic-dir saver with a drawn keep_last */
+    struct {
+        char key[32];    /* option key */
+        char value[96];  /* value, as YAML scalar text */
+    } options[CKH_WL_GEN_OPTIONS_MAX];
+    size_t noptions;
+};
+
+/* ops->flags */
+enum {
+    /* Nodes talk through env->coll (rank = the rank node() reports), so a
+     * failure of one node restarts them all. */
+    CKH_WL_COLLECTIVE = 0x1,
+    /* Progress and checkpoint cadence count steps, not epochs. */
+    CKH_WL_STEP_BASED = 0x2,
+    /* Checkpoints go through job->backend (job.backend is accepted). */
+    CKH_WL_USES_BACKEND = 0x4,
+    /* Checkpoints go through job->saver (job.saver is accepted). */
+    CKH_WL_USES_SAVER = 0x8,
+};
+
+struct ckh_workload_ops {
+    int version;             /* CKH_WORKLOAD_ABI_VERSION */
+    const char *name;        /* the name scenarios and `ckh list` show */
     const char *description; /* one line */
-    bool collective;         /* nodes talk through env->coll (rank = node index), so
-                                a failure of one restarts them all */
-    /* Number of nodes the spec's job has. */
-    int (*node_count)(const struct ckh_workload_spec *spec);
-    /* Name of node index (the name the simulated node must have). */
-    int (*node_name)(const struct ckh_workload_spec *spec, int index, char *buf, size_t n);
-    /* Adds the workload's tasks to job (created with the caller's allocator). */
-    int (*build_job)(const struct ckh_workload_spec *spec, struct ckh_job *job);
-    /* Node program for ckh_sim_add_node; arg is a struct ckh_workload_node_arg. */
-    int (*node_main)(struct ckh_env *env, void *arg);
+    unsigned flags;          /* CKH_WL_* */
+
+    /* --- version 1, required --- */
+    /* Builds an instance for job. Bad options: CKH_EINVAL with msg naming
+     * the option ("line:col: option 'lr': expected a number"). */
+    int (*create)(const struct ckh_workload_job *job, void **inst, char *msg, size_t msglen);
+    void (*destroy)(void *inst);
+    /* Nodes of the job (at most 1024). */
+    int (*node_count)(void *inst);
+    /* Node i's name (unique, a valid file-name component) and collective
+     * rank (-1: none, or parked: the node does not run in the current
+     * world, see set_world). */
+    int (*node)(void *inst, int i, char *name, size_t namelen, int *rank);
+    /* The program of node i (see the life of an instance above). Returns
+     * 0 when the job completed on this node, else a negative ckh code. */
+    int (*node_main)(struct ckh_env *env, void *inst, int i);
+
+    /* --- version 1, optional --- */
+    /* The most progress (epochs, or steps when CKH_WL_STEP_BASED) a crash
+     * may cost: the checkpoint interval (NULL: 1). */
+    int64_t (*interval)(void *inst);
+    /* Called before run `run` (1-based) with the scenario's resume policy
+     * (restart.resume_epoch; -1: the latest checkpoint). */
+    void (*before_run)(void *inst, int run, int64_t resume_epoch);
+    /* Switches the job to `world` ranks before the first restart
+     * (restart.world_size W'; create then got job->world_restart and must
+     * report max(W, W') nodes, those beyond the current world with rank
+     * -1). NULL: the workload cannot, and the scenario is refused. */
+    int (*set_world)(void *inst, int world, char *msg, size_t msglen);
+    /* Path of the job's `latest` pointer (the default target of the
+     * dangling-latest and stale-latest faults). NULL: it keeps none, and
+     * those faults are refused. */
+    int (*latest_link)(void *inst, char *buf, size_t n);
+    /* After a crash: does the state on disk (seen read-only through fs, as
+     * a restarted node would) resolve to a committed checkpoint that
+     * loads? 0 when it does or nothing was committed yet; else a negative
+     * code with msg saying what is wrong. NULL: not checked. */
+    int (*verify)(void *inst, struct ckh_fs *fs, char *msg, size_t msglen);
+    /* Draws a job shape for `ckh fuzz` from rng. NULL: the fuzzer's
+     * defaults (nodes and epochs only). */
+    int (*generate)(struct ckh_rng *rng, struct ckh_workload_shape *shape);
 };
 
-/* Looks a workload up by name; NULL if unknown. Static storage. */
-const struct ckh_workload *ckh_workload_find(const char *name);
-/* The i-th registered workload (NULL past the end), for listings. */
-const struct ckh_workload *ckh_workload_at(size_t i);
+/* The entry point's type, and its declaration for plugins. */
+typedef const struct ckh_workload_ops *(*ckh_workload_plugin_fn)(void);
+const struct ckh_workload_ops *ckh_workload_plugin_v1(void);
 
-/* The generic node program: builds the job, a workspace, a multi-node
- * manager with a metadata handler (so a restarted node resumes from the
- * latest epoch complete on every node), runs it for this node only and
- * fills arg->result. */
-int ckh_workload_node_main(struct ckh_env *env, void *arg);
+/* Defines the entry point returning &ops (a static const table). */
+#define CKH_WORKLOAD_PLUGIN(ops)                                               \
+    __attribute__((visibility("default"))) const struct ckh_workload_ops *     \
+    ckh_workload_plugin_v1(void)                                               \
+    {                                                                          \
+        return &(ops);                                                         \
+    }
 
-/* Runs every node of the spec in one session on env (a single process),
- * resuming from resume_epoch (-1: metadata decides). results has
- * node_count entries. */
-int ckh_workload_run_local(const struct ckh_workload_spec *spec, struct ckh_env *env,
-                           int64_t resume_epoch, struct ckh_workload_result *results);
+/* Reports a bad option: "line:col: option 'key': what" into msg (n
+ * bytes); returns CKH_EINVAL. For workloads' create. */
+int ckh_wl_option_error(char *msg, size_t n, const struct ckh_wl_option *o, const char *what);
 
-/* Fills r's blobs, digest and total for node from ws. */
-int ckh_workload_collect(const struct ckh_workload_spec *spec, const char *node,
-                         const struct ckh_ws *ws, struct ckh_workload_result *r);
-
-/* ---- golden results (format: reference/golden/README.md) ---- */
-
-struct ckh_golden {
-    char workload[64];          /* workload name */
-    int nodes;                  /* spec nnodes */
-    int64_t epochs;             /* expected epochs */
-    char node[64];              /* node name */
-    int64_t total;              /* expected total */
-    char blobs[CKH_WORKLOAD_BLOBS_MAX]; /* expected blob names, comma-separated */
-    uint64_t digest;            /* expected digest */
-};
-
-/* Parses golden text; *out (malloc'd with a, freed with ckh_free(a, *out))
- * holds *n lines. CKH_EPARSE with "line N: ..." in msg on bad input. */
-int ckh_golden_parse(struct ckh_alloc *a, const char *text, struct ckh_golden **out, size_t *n,
-                     char *msg, size_t msglen);
-/* Formats one line (no newline) into buf. */
-int ckh_golden_format(const struct ckh_golden *g, char *buf, size_t n);
-/* Finds the line for (workload, nodes, node) in v; NULL if none. */
-const struct ckh_golden *ckh_golden_find(const struct ckh_golden *v, size_t n, const char *workload,
-                                         int nodes, const char *node);
-/* Compares a result with a golden line; 0 or CKH_EMISMATCH with what
- * differs in msg. */
-int ckh_golden_check(const struct ckh_golden *g, const struct ckh_workload_result *r, char *msg,
-                     size_t msglen);
+/* The built-in workloads' tables (reference/). */
+extern const struct ckh_workload_ops ckh_seed_pipeline_workload;
+extern const struct ckh_workload_ops ckh_param_server_workload;
+extern const struct ckh_workload_ops ckh_ddp_train_workload;
 
 #endif

@@ -1,0 +1,112 @@
+/* The record store: everything the nodes of one job instance reported
+ * through the record API (include/ckh/record.h), over all its runs, and
+ * the generic job result the oracles judge.
+ *
+ * One record model, two feeds: a node program in the simulator reports
+ * through the struct ckh_record table the store binds to it (env->record),
+ * a command job's program writes JSON lines that ckh_records_read_jsonl
+ * parses; both end in ckh_records_add_*, field for field. Nothing here
+ * knows a workload.
+ *
+ * Supersession: a resume record of run r at step s supersedes what runs
+ * before r recorded for steps after s (every node's), so after the last
+ * run the step records are the history that led to the final state.
+ *
+ * Ownership: the store is created and destroyed by the runner; the tables
+ * it hands out and the arrays of a collected result are owned by it and
+ * valid until the next collect or destroy. It lives outside simulated node
+ * memory, so records survive kills.
+ */
+#ifndef CKH_RUN_RECORDS_H
+#define CKH_RUN_RECORDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ckh/record.h"
+
+#define CKH_NODE_NAME_LEN 64
+#define CKH_BLOBS_LEN 1024
+
+/* One node's generic outcome. */
+struct ckh_node_result {
+    char node[CKH_NODE_NAME_LEN]; /* node name */
+    bool finished;                /* the node's program returned */
+    int rc;                       /* its return code (0: the job completed on it) */
+    int64_t epochs;               /* epochs (or steps, for step-based jobs) the job reported */
+    int64_t resumed_from;         /* epoch/step resumed from in the last run (-1: scratch) */
+    int64_t total;                /* the workload's headline value */
+    char blobs[CKH_BLOBS_LEN];    /* comma-separated sorted blob names */
+    uint64_t digest;              /* digest of the node's final state */
+    uint64_t saves_failed;        /* failed (logged) saves, all runs */
+};
+
+/* Per-step record of a training run (resume-equivalence oracle). */
+struct ckh_step_record {
+    int64_t step;    /* global step */
+    uint64_t digest; /* digest of weights, optimizer, lr, rng and sampler state */
+    char what[96];   /* which components that digest covers differ from... (filled by
+                        the adapter when it knows: "rank 1 rng"), else "" */
+};
+
+/* Per-epoch sample-consumption record (multiset digest and count; the
+ * per-id counts, where kept, are struct ckh_job_result.sample_counts). */
+struct ckh_epoch_samples {
+    int64_t epoch;      /* epoch */
+    uint64_t count;     /* samples consumed */
+    uint64_t multiset;  /* order-independent digest of the consumed sample ids */
+};
+
+/* Everything an adapter reports about a job after its runs. */
+struct ckh_job_result {
+    struct ckh_node_result *nodes;     /* one per node (owned by the adapter) */
+    size_t nnodes;                     /* number of nodes */
+    const struct ckh_step_record *steps; /* last run's per-step digests, ascending (may be NULL) */
+    size_t nsteps;                     /* number of step records */
+    const struct ckh_epoch_samples *samples; /* per-epoch sample records (may be NULL) */
+    size_t nsamples;                   /* number of epoch records */
+    const uint32_t *sample_counts;     /* [nsamples * dataset_size]: row e counts how often
+                                          epoch e consumed each sample id (NULL: not kept) */
+    uint64_t dataset_size;             /* sample ids per row of sample_counts */
+    const int *epoch_world;            /* [nsamples]: ranks that ran epoch e's first step
+                                          (0: none ran it; NULL: not kept) */
+    bool drop_last;                    /* the sampler truncates epochs instead of padding */
+    bool corruption_detected;          /* a load refused a corrupt/truncated/foreign file */
+    bool device_oom;                   /* an emulated device ran out of memory */
+};
+
+struct ckh_records;
+
+/* A store for nnodes nodes. */
+int ckh_records_create(size_t nnodes, struct ckh_records **out);
+void ckh_records_destroy(struct ckh_records *s);
+/* Records added from now on belong to run `run` (1-based). */
+void ckh_records_begin_run(struct ckh_records *s, int run);
+/* Tells the store how to learn whether a fault has fired in the current
+ * run (a save failing before that is a failure with no fault to blame). */
+void ckh_records_set_fault_probe(struct ckh_records *s, bool (*fired)(void *ctx), void *ctx);
+/* The record table bound to node i (valid until destroy). */
+struct ckh_record *ckh_records_table(struct ckh_records *s, size_t node);
+
+/* Adds one record of node i (both feeds call these; the record is checked
+ * as include/ckh/record.h says and copied). */
+int ckh_records_add_step(struct ckh_records *s, size_t node, const struct ckh_rec_step *r);
+int ckh_records_add_resume(struct ckh_records *s, size_t node, const struct ckh_rec_resume *r);
+int ckh_records_add_save(struct ckh_records *s, size_t node, const struct ckh_rec_save *r);
+int ckh_records_add_final(struct ckh_records *s, size_t node, const struct ckh_rec_final *r);
+
+/* Parses n bytes of JSON-lines text (the result protocol) as node i's
+ * records. file names the source in messages. CKH_EPARSE with
+ * "file:line: what was expected" in msg; records before the bad line are
+ * kept. */
+int ckh_records_read_jsonl(struct ckh_records *s, size_t node, const char *text, size_t n,
+                           const char *file, char *msg, size_t msglen);
+
+/* Fills *out from the store: node i's result is named names[i]; rc[i] is
+ * the return code of node i's program in the last run (0 when it
+ * completed). Arrays are owned by s. */
+int ckh_records_collect(struct ckh_records *s, const char *const *names, const int *rc,
+                        struct ckh_job_result *out);
+
+#endif
