@@ -40,14 +40,30 @@ struct ckh_node_result {
     char blobs[CKH_BLOBS_LEN];    /* comma-separated sorted blob names */
     uint64_t digest;              /* digest of the node's final state */
     uint64_t saves_failed;        /* failed (logged) saves, all runs */
+    uint64_t saves_failed_unfaulted; /* of those, failed before any fault fired in their run */
+    char first_failed_save[256];  /* what the first failed save said ("" if none) */
+    int64_t steps;                /* steps the final record reported */
+    uint32_t vfirst;              /* final values: the job result's final_values[vfirst .. +vcount) */
+    uint32_t vcount;
 };
 
-/* Per-step record of a training run (resume-equivalence oracle). */
+/* One named quantity a step (or a final record) reported. */
+struct ckh_step_quantity {
+    char name[CKH_RECORD_NAME_MAX + 1]; /* "weights", "rng", "lr" */
+    bool is_value;                      /* a value (bits: the double's bits), else a digest */
+    uint64_t bits;                      /* the digest, or the value's bits */
+};
+
+/* Per-step record of one node (resume-equivalence oracle). A job result's
+ * steps are sorted by (step, node). */
 struct ckh_step_record {
     int64_t step;    /* global step */
-    uint64_t digest; /* digest of weights, optimizer, lr, rng and sampler state */
-    char what[96];   /* which components that digest covers differ from... (filled by
-                        the adapter when it knows: "rank 1 rng"), else "" */
+    int64_t epoch;   /* its epoch */
+    uint32_t node;   /* index of the node that recorded it */
+    uint64_t digest; /* over every quantity, in recorded order */
+    uint32_t first;  /* its quantities: the job result's quantities[first .. first + count) */
+    uint32_t count;
+    char what[96];   /* legacy component summary ("" when quantities are kept) */
 };
 
 /* Per-epoch sample-consumption record (multiset digest and count; the
@@ -62,8 +78,12 @@ struct ckh_epoch_samples {
 struct ckh_job_result {
     struct ckh_node_result *nodes;     /* one per node (owned by the adapter) */
     size_t nnodes;                     /* number of nodes */
-    const struct ckh_step_record *steps; /* last run's per-step digests, ascending (may be NULL) */
+    const struct ckh_step_record *steps; /* per-step records, sorted by (step, node) (may be NULL) */
     size_t nsteps;                     /* number of step records */
+    const struct ckh_step_quantity *quantities; /* pool of the steps' quantities */
+    size_t nquantities;
+    const struct ckh_step_quantity *final_values; /* pool of the nodes' final values */
+    size_t nfinal_values;
     const struct ckh_epoch_samples *samples; /* per-epoch sample records (may be NULL) */
     size_t nsamples;                   /* number of epoch records */
     const uint32_t *sample_counts;     /* [nsamples * dataset_size]: row e counts how often
