@@ -13,6 +13,8 @@
 
 #include "ckh/backend.h"
 #include "ckh/plugin.h"
+#include "ckh/saver.h"
+#include "ckh/workload.h"
 
 struct ckh_plugin;
 
@@ -34,5 +36,37 @@ void ckh_plugin_unload(struct ckh_plugin *p);
 /* Checks a backend table as ckh_plugin_load does (0 or a code, msg says
  * why); usable for tables linked in statically. */
 int ckh_plugin_check_ops(const struct ckh_backend_ops *ops, char *msg, size_t msglen);
+
+/* ---- every kind of plugin: backends, workloads, savers ---- */
+
+enum ckh_plugin_kind {
+    CKH_PLUGIN_BACKEND = 0, /* ckh_backend_plugin_v1 -> struct ckh_backend_ops */
+    CKH_PLUGIN_WORKLOAD,    /* ckh_workload_plugin_v1 -> struct ckh_workload_ops */
+    CKH_PLUGIN_SAVER,       /* ckh_saver_plugin_v1 -> struct ckh_saver_ops */
+};
+
+/* "backend", "workload", "saver". Static storage. */
+const char *ckh_plugin_kind_name(enum ckh_plugin_kind kind);
+
+/* Loads a plugin of `kind` from path and checks its table (ABI version,
+ * name, required methods), with the errors of ckh_plugin_load; a message
+ * names the path, the kind and what is wrong. The entry point runs in
+ * this process: callers that must survive a plugin crashing or hanging
+ * while it loads call ckh_plugin_probe first. */
+int ckh_plugin_load_kind(const char *path, enum ckh_plugin_kind kind, struct ckh_plugin **out,
+                         char *msg, size_t msglen);
+/* The kind of a loaded plugin and its table (cast to the kind's ops). */
+enum ckh_plugin_kind ckh_plugin_kind(const struct ckh_plugin *p);
+const void *ckh_plugin_table(const struct ckh_plugin *p);
+/* Checks a workload / saver table as the loader does (0 or a code, msg
+ * says why). */
+int ckh_plugin_check_workload(const struct ckh_workload_ops *ops, char *msg, size_t msglen);
+int ckh_plugin_check_saver(const struct ckh_saver_ops *ops, char *msg, size_t msglen);
+/* Loads path in a forked child, within timeout_ms: 0 when the child
+ * loaded and checked it; CKH_ECRASH (msg: the signal) when the entry
+ * point or a constructor crashed, CKH_ETIMEOUT when it hung, else the
+ * loader's code and message. Nothing of the plugin runs in this process. */
+int ckh_plugin_probe(const char *path, enum ckh_plugin_kind kind, unsigned timeout_ms, char *msg,
+                     size_t msglen);
 
 #endif

@@ -39,6 +39,7 @@
 #include "ckh/defects.h"
 #include "ckh/env.h"
 #include "ckh/sampler.h"
+#include "ckh/saver.h"
 
 #define CKH_DDP_MAX_RANKS 64
 #define CKH_DDP_KEY_MAX 128
@@ -142,6 +143,8 @@ struct ckh_ddp_config {
     const char *ckpt_dir;     /* output directory of the saver (NULL: no checkpoints) */
     const char *saver_name;   /* saver name (NULL: "ddp") */
     enum ckh_adir_strategy strategy; /* saver strategy */
+    const struct ckh_saver_ops *saver; /* the directory saver (NULL: the built-in atomic-dir,
+                                          ckh_atomic_dir_saver_ops) */
     int keep_last;            /* saver keep_last (-1 unlimited) */
     uint64_t device_capacity_bytes; /* per emulated device (0: unlimited) */
     bool no_map_location;     /* load onto the saved device (also the no-device-map defect) */

@@ -35,7 +35,8 @@
     X(STATE, 17, "object is in the wrong state for this call")                 \
     X(PARSE, 18, "malformed input")                                            \
     X(INTERNAL, 19, "internal error")                                          \
-    X(OOM_DEVICE, 20, "emulated device out of memory")
+    X(OOM_DEVICE, 20, "emulated device out of memory")                         \
+    X(CRASH, 21, "a plugin or program crashed")
 
 enum ckh_err {
 #define CKH__ERR_ENUM(name, off, desc) CKH_E##name = CKH__ERR_BASE - (off),
