@@ -163,7 +163,7 @@ int ckh__run_control_check(const struct ckh_scenario *sc, uint64_t seed, const s
         goto out;
     }
     ctl.ref_ok = r->ref_ok;
-    ctl.interval = c.ad->interval ? c.ad->interval(c.inst) : 1;
+    ctl.interval = c.wl->interval ? c.wl->interval(c.inst) : 1;
     for (size_t i = 0; i < sc->expect.ndetect && out->verdict == CKH_VERDICT_PASS; i++) {
         const struct ckh_oracle_ops *o = ckh_oracle_find(sc->expect.detect[i]);
         char detail[1536] = "";

@@ -281,6 +281,13 @@ struct ckh_scn_options {
     struct ckh_alloc *alloc;        /* NULL: the system allocator */
 };
 
+/* Whether a workload, backend or saver name names a plugin library
+ * instead of a built-in: it holds a '/' (a path, relative to the scenario
+ * file) or ends in ".so" (a file name looked up in the plugin search path,
+ * harness/run/workloads.h). Such names are not checked against the
+ * caller's lists; loading them is the runner's job. */
+bool ckh_scn_is_plugin_path(const char *name);
+
 /* Parses the scenario file at path. opts may be NULL (accept any names).
  * On success *out is owned by the caller (ckh_scenario_free). On failure
  * returns CKH_EPARSE (malformed YAML, unreadable file: -errno), CKH_EINVAL

@@ -38,6 +38,12 @@
  *                  "digest":"0123...","values":{"loss":0.25},
  *                  "blobs":["model","optim"]}
  *
+ * Values the oracles read by name: a final record's `dataset_size` (the
+ * sample ids are below it) and `drop_last` (1 when the sampler truncates
+ * an epoch to a multiple of the world size instead of padding it) let the
+ * `reshard` oracle check that a job restarted with another world size
+ * read every sample of each epoch exactly once.
+ *
  * Digests are 64-bit values the workload computes any way it likes
  * (ckh_hash64 of include/ckh/rng.h is one); in JSON they are 16 hex
  * digits in a string, since JSON numbers lose bits past 2^53. Values are
