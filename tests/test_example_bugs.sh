@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Each planted bug of the example loop (examples/workload_example/, one
+# library per bug, libckh_example_bug_<name>.so) is caught by ckh's
+# oracles, and the one-line verdict names what the bug breaks. For every
+# scenarios/examples/bug-*.yaml:
+#   1. `ckh run FILE` passes: the oracles its expect.detect names caught it;
+#   2. the same job and faults without the expect section fail, and the
+#      FAIL line names the quantity that diverged first ("rng", "sampler",
+#      ...) or, for a protocol bug, what the oracle found;
+#   3. the same job and faults with the correct loop (libckh_example_loop.so)
+#      pass: the faults alone are not what fails.
+# Usage: tests/test_example_bugs.sh CKH SOURCE_DIR   (registered in
+# cmake/examples.cmake; the plugins are found in the plugins/ folder next
+# to CKH). Exit status 0 only if every check holds.
+set -uo pipefail
+ckh=${1:?usage: test_example_bugs.sh CKH SOURCE_DIR}
+src=${2:?usage: test_example_bugs.sh CKH SOURCE_DIR}
+work=$(mktemp -d "${TMPDIR:-/tmp}/ckh-example-bugs.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# What each verdict must name after the scenario's name (an extended regex
+# matched as whole words).
+declare -A want=(
+  [bug-rng-not-restored]='rng'
+  [bug-sampler-position-not-saved]='sampler'
+  [bug-lr-before-step]='lr|sched'
+  [bug-momentum-not-saved]='optim'
+  [bug-latest-before-commit]='committed.*never committed'
+)
+
+failures=0
+fail() { echo "test_example_bugs: FAIL: $*" >&2; failures=$((failures + 1)); }
+
+shopt -s nullglob
+files=("$src"/scenarios/examples/bug-*.yaml)
+[ ${#files[@]} -eq ${#want[@]} ] ||
+  fail "${#files[@]} bug scenarios in scenarios/examples, ${#want[@]} expected verdicts"
+
+for f in "${files[@]}"; do
+  name=$(basename "$f" .yaml)
+  re=${want[$name]:-}
+  if [ -z "$re" ]; then
+    fail "$name: no expected verdict in this test"
+    continue
+  fi
+  # 1. detected
+  out=$("$ckh" run "$f" 2>&1)
+  [ $? -eq 0 ] || fail "$name: the bug went undetected:"$'\n'"$out"
+  # 2. the verdict names the cause
+  sed '/^expect:/,$d' "$f" >"$work/$name.yaml"
+  out=$("$ckh" run "$work/$name.yaml" 2>&1)
+  rc=$?
+  line=$(printf '%s\n' "$out" | grep -m1 "^FAIL  $name: ")
+  if [ $rc -ne 1 ] || [ -z "$line" ]; then
+    fail "$name: without expect it should fail (exit 1), got exit $rc:"$'\n'"$out"
+  elif ! printf '%s\n' "${line#"FAIL  $name: "}" | grep -Eq "(^|[^A-Za-z_])($re)([^A-Za-z_]|$)"; then
+    fail "$name: the verdict does not name '$re': $line"
+  else
+    echo "test_example_bugs: $line"
+  fi
+  # 3. the correct loop passes the same scenario
+  sed -e '/^expect:/,$d' -e 's/libckh_example_bug_[a-z]*\.so/libckh_example_loop.so/' "$f" \
+    >"$work/correct-$name.yaml"
+  out=$("$ckh" run "$work/correct-$name.yaml" 2>&1)
+  [ $? -eq 0 ] || fail "$name: the correct loop fails the same scenario:"$'\n'"$out"
+done
+
+if [ $failures -ne 0 ]; then
+  echo "test_example_bugs: $failures check(s) failed" >&2
+  exit 1
+fi
+echo "test_example_bugs: ${#files[@]} planted bugs caught, each verdict names its cause"
