@@ -7,6 +7,9 @@
 #   3. examples/backend_example is built against the unpacked prefix with
 #      pkg-config (its Makefile) and with find_package (its CMakeLists.txt),
 #      and both plugins pass the unpacked `ckh validate-backend`;
+#      examples/workload_example is built the same two ways, and the
+#      unpacked `ckh run` passes its scenarios with those plugins
+#      (found through CKH_PLUGIN_PATH);
 #   4. only with CKH_PACKAGE_APT=1 (default: CI=true and root): the package is
 #      installed with `apt-get install ./ckh_*.deb`, the example is built
 #      against /usr and validated, then `apt-get remove ckh` leaves the
@@ -17,6 +20,7 @@ set -euo pipefail
 CKH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(cd "${1:-$CKH_ROOT/build}" && pwd)
 example=$CKH_ROOT/examples/backend_example
+wl_example=$CKH_ROOT/examples/workload_example
 work=$(mktemp -d "${TMPDIR:-/tmp}/ckh-package.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -39,6 +43,17 @@ build_and_validate() {
       || { cat "$out/validate.log"; fail "$label: ckh validate-backend $so"; }
   done
   step "$label: example plugin built with pkg-config and find_package, validate-backend passed"
+  PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig make -s -C "$wl_example" OUT="$out/pc" all bugs >/dev/null \
+    || fail "$label: the workload example does not build with pkg-config"
+  cmake -S "$wl_example" -B "$out/wl-cmake" -Dckh_DIR="$prefix/lib/cmake/ckh" >/dev/null \
+    || fail "$label: find_package(ckh) failed for the workload example"
+  cmake --build "$out/wl-cmake" >/dev/null || fail "$label: the workload example does not build with CMake"
+  for dir in "$out/pc" "$out/wl-cmake"; do
+    CKH_PLUGIN_PATH=$dir "$prefix/bin/ckh" run "$CKH_ROOT/scenarios/examples/loop-kill-mid-save-node-local.yaml" \
+      "$CKH_ROOT/scenarios/examples/bug-rng-not-restored.yaml" >"$out/run.log" 2>&1 \
+      || { cat "$out/run.log"; fail "$label: ckh run with the workload example's plugins from $dir"; }
+  done
+  step "$label: workload example built with pkg-config and find_package, its scenarios passed"
 }
 
 # Checks that ckh --version and ckh/version.h under a prefix say $2.
