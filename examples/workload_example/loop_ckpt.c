@@ -49,8 +49,6 @@
 #include "ckh/record.h"
 #include "example.h"
 
-/* Error texts are bounded; a long path is cut short on purpose. */
-#pragma GCC diagnostic ignored "-Wformat-truncation"
 
 #define STATE_MAGIC "EXLOOP01"
 #define STATE_HEAD 80

@@ -36,8 +36,6 @@
 #include "ckh/saver.h"
 #include "example.h"
 
-/* Error texts are bounded; a long path is cut short on purpose. */
-#pragma GCC diagnostic ignored "-Wformat-truncation"
 
 #define MARKER "COMMITTED"
 #define NAME_MAX_LEN 64
