@@ -687,6 +687,13 @@ static void harness_init(struct harness *h, const char *scenario, size_t nruns)
                                        .world_restart = 2};
 }
 
+/* harness_init again, after freeing the scenario of the last one. */
+static void harness_redo(struct harness *h, const char *scenario, size_t nruns)
+{
+    ckh_scenario_free(h->sc);
+    harness_init(h, scenario, nruns);
+}
+
 /* Points the run at the fixtures (after the test changed them). */
 static const struct ckh_scenario_run *harness_run(struct harness *h)
 {
@@ -732,13 +739,13 @@ START_TEST(test_resume_names_quantity)
                         "rank_0 optim 0000000000000001, reference 0000000700000001; "
                         "rank_0 lr 0.25, reference 0.70000000000000007");
     /* The same quantity on both nodes. */
-    harness_init(&h, JOB, 2);
+    harness_redo(&h, JOB, 2);
     qof(&h.got, 3, 0, "weights")->bits = 9;
     qof(&h.got, 3, 1, "weights")->bits = 9;
     ck_assert(!judge_one(&h, "resume-equivalence", d, sizeof d, &div));
     ck_assert_ptr_nonnull(strstr(d, "step 3: weights of rank_0, rank_1 diverged first (optim, rng, lr equal): "));
     /* Another epoch. */
-    harness_init(&h, JOB, 2);
+    harness_redo(&h, JOB, 2);
     h.got.steps[4].epoch = 9;
     ck_assert(!judge_one(&h, "resume-equivalence", d, sizeof d, &div));
     ck_assert_str_eq(d, "step 3: epoch of rank_0 diverged first (weights, optim, rng, lr equal): "
@@ -760,13 +767,13 @@ START_TEST(test_resume_missing)
     ck_assert_str_eq(d, "step 3: rank_1 missing from the resumed run (weights, optim, rng, lr equal): "
                         "rank_1 recorded no step 3 (the reference run did)");
     /* The resumed run recorded a step more (the reference's last is gone). */
-    harness_init(&h, JOB, 2);
+    harness_redo(&h, JOB, 2);
     drop_record(&h.ref, 2 * NSTEP - 1);
     ck_assert(!judge_one(&h, "resume-equivalence", d, sizeof d, &div));
     ck_assert_str_eq(d, "step 12: rank_1 recorded by the resumed run only (weights, optim, rng, lr "
                         "equal): rank_1 recorded step 12, which the reference run did not");
     /* A quantity one run did not record, and one the other did not. */
-    harness_init(&h, JOB, 2);
+    harness_redo(&h, JOB, 2);
     snprintf(qof(&h.got, 5, 0, "optim")->name, CKH_RECORD_NAME_MAX + 1, "%s", "sampler");
     ck_assert(!judge_one(&h, "resume-equivalence", d, sizeof d, &div));
     ck_assert_int_eq(div, 5);
