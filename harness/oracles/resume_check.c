@@ -121,7 +121,8 @@ static bool legacy_next(const char **s, char *name, size_t n, uint64_t *v)
     return true;
 }
 
-/* Legacy records (a digest over every node and a component summary). */
+/* Records without quantities: the legacy kind (a digest over every node
+ * and a component summary in `what`), or a record of nothing but its digest. */
 static void compare_legacy(const struct ckh_step_record *w, const struct ckh_step_record *g,
                            struct step_diff *sd)
 {
@@ -139,8 +140,10 @@ static void compare_legacy(const struct ckh_step_record *w, const struct ckh_ste
         else
             add_equal(sd, name);
     }
+    /* No summary to name a component: the record's digest itself (a
+     * record without quantities or summary belongs to its node). */
     if (sd->total == before)
-        add_diff(sd, D_BITS, "state", NODE_ALL, false, w->digest, g->digest);
+        add_diff(sd, D_BITS, "state", w->what[0] ? NODE_ALL : w->node, false, w->digest, g->digest);
 }
 
 /* Quantities of one node's record in both runs, by name. */
