@@ -33,10 +33,10 @@ static void why_ended(const struct ckh_scenario_run *r, const struct ckh_run_inf
         else if (e->state == CKH_NODE_RUNNING || e->state == CKH_NODE_READY)
             k = snprintf(buf + at, n - at, "%s%s did not finish", sep, name);
         if (k > 0)
-            at += (size_t)k;
+            at = at + (size_t)k < n ? at + (size_t)k : n - 1;
     }
     if (!buf[0])
-        snprintf(buf, n, "%s", ri->report[0] ? ri->report : "the job did not complete");
+        snprintf(buf, n, "%.400s", ri->report[0] ? ri->report : "the job did not complete");
 }
 
 static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int64_t *divergent)
