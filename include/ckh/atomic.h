@@ -124,4 +124,29 @@ int ckh_adir_latest(struct ckh_adir *d, char *buf, size_t n);
 int ckh_adir_list(struct ckh_adir *d, char ***names, size_t *count);
 void ckh_adir_list_free(struct ckh_adir *d, char **names, size_t count);
 
+/* ---- several views: node-local disks (protocol in reference/atomic_dir.c) ---- */
+
+/* The checkpoint to resume from, agreed by every rank (collective in the
+ * sync strategies and in async with more than one rank): the newest one
+ * committed in every rank's view, as its absolute path in this rank's view
+ * into buf. CKH_ENOTFOUND when none is; CKH_ECORRUPT (on every rank) when
+ * some rank's pointer names what was never committed. Async: also sets
+ * the number of the next folder to one past the largest any rank has
+ * seen, so the ranks' saves keep matching numbers. */
+int ckh_adir_resume(struct ckh_adir *d, char *buf, size_t n);
+/* The rank that does the saver's writes in this rank's view of the output
+ * directory (the master when it shares the view, else the view's lowest
+ * rank); async: this rank. */
+int ckh_adir_view_leader(const struct ckh_adir *d);
+/* Read-only look, without a saver, at what rank `rank` would find through
+ * fs (that rank's view), as ckh_adir_latest does: 0 with the folder in buf
+ * ("" when nothing is committed) and a summary in msg, or CKH_ECORRUPT /
+ * a read error with msg naming the pointer and the folder. cfg as for
+ * ckh_adir_create (is_master and defects are not used). */
+int ckh_adir_check(struct ckh_fs *fs, const struct ckh_adir_config *cfg, int rank, char *buf,
+                   size_t n, char *msg, size_t msglen);
+/* Path of rank `rank`'s pointer (sync strategies: the one pointer of a
+ * view, whatever the rank) into buf. */
+int ckh_adir_latest_path(const struct ckh_adir_config *cfg, int rank, char *buf, size_t n);
+
 #endif
