@@ -233,8 +233,11 @@ static int save_checkpoint(struct trainer *t)
     }
     int32_t failed = 0;
     t->rr->errmsg[0] = '\0';
-    if ((rc = write_and_vote(t, folder, &failed)) != 0)
-        return rc;
+    if ((rc = write_and_vote(t, folder, &failed)) != 0) {
+        snprintf(what, sizeof what, "%s not committed: %s", folder, t->rr->errmsg);
+        int r = record_save(t, rc, what);
+        return r ? r : tfail(t, rc, "%s", what);
+    }
     if (failed) {
         snprintf(what, sizeof what, "%s not committed: %s", folder,
                  t->rr->errmsg[0] ? t->rr->errmsg : "another rank could not write its files");

@@ -41,14 +41,12 @@ int ckh_saver_create(const struct ckh_saver_ops *ops, struct ckh_env *env,
     if (!ops_ok(ops) || !env || !env->fs || !cfg || !cfg->output_dir || !out)
         return CKH_EINVAL;
     int rc = ops->create(env, cfg, out);
-    if (rc == 0 && (!*out || (*out)->ops != ops)) {
-        /* A table whose create hands back no instance of itself breaks
-         * every later call: refuse it here, once. */
-        if (*out && (*out)->ops && (*out)->ops->destroy)
-            (*out)->ops->destroy(*out);
+    if (rc == 0 && !*out)
+        return CKH_EINTERNAL; /* success without an instance: every later call would fail */
+    if (rc == 0 && !(*out)->ops)
+        (*out)->ops = ops;
+    if (rc)
         *out = NULL;
-        return CKH_EINTERNAL;
-    }
     return rc;
 }
 
