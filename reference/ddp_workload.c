@@ -109,7 +109,7 @@ static int save_sd(struct trainer *t, const char *folder, const char *file, stru
     if (!rc) {
         rc = ckh_atomic_save(&t->at, path, buf, n);
         if (rc)
-            tfail(t, rc, "%s", t->at.errmsg);
+            tfail(t, rc, "saving %s: %s", path, t->at.errmsg);
     }
     ckh_free(t->env->alloc, buf);
     return rc;
