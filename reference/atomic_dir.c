@@ -25,8 +25,9 @@
  *     own names; one rank: it leads.
  * V2. create: every rank makes a missing D in its view durable (mkdir,
  *     then fsync of each parent; racing ranks of one view both succeed);
- *     all-gather {strategy, is_master, the master's nonce}: one strategy,
- *     and (sync) exactly one master. Sync with several ranks: every rank
+ *     all-gather {strategy, is_master, the master's nonce, status}: every
+ *     rank fails if one did, one strategy, and (sync) exactly one
+ *     master. Sync with several ranks: every rank
  *     creates its probe D/S.ckh_probe.<nonce>.<R>; barrier; each rank
  *     lists D: the probes it sees are the ranks of its view, from which it
  *     derives its leader; all-gather of the leaders (each leader must lead
@@ -188,33 +189,44 @@ static int adir_names(const struct ckh_adir_config *cfg, int rank, char *out_dir
 
 /* Every rank agrees on the strategy and, in the synchronous strategies,
  * on exactly one master (whose rank d->master_rank becomes); *nonce
- * receives the master's probe nonce. */
-static int adir_agree(struct ckh_adir *d, const struct ckh_adir_config *cfg, uint64_t *nonce)
+ * receives the master's probe nonce. `status` is this rank's set-up so
+ * far: a rank that failed makes every rank fail, none waits for it. */
+static int adir_agree(struct ckh_adir *d, const struct ckh_adir_config *cfg, int status,
+                      uint64_t *nonce)
 {
     struct ckh_env *env = d->env;
     /* Unique per incarnation: a restarted master's stream repeats, its
      * clock does not. */
     uint64_t mine_nonce = ckh_mix64(ckh_rand_stream_seed(env->rand, "adir-probe") ^
                                     ckh_clock_now_ns(env->clock));
-    int32_t mine[4] = {(int32_t)cfg->strategy, d->is_master ? 1 : 0, (int32_t)(uint32_t)mine_nonce,
-                       (int32_t)(uint32_t)(mine_nonce >> 32)};
+    int32_t mine[5] = {(int32_t)cfg->strategy, d->is_master ? 1 : 0, (int32_t)(uint32_t)mine_nonce,
+                       (int32_t)(uint32_t)(mine_nonce >> 32), status};
     int32_t *all = ckh_calloc(env->alloc, (size_t)d->world, sizeof mine);
     int rc;
     if (!all)
         return CKH_ENOMEM;
     rc = ckh_coll_allgather(env->coll, mine, all, sizeof mine, cfg->timeout_ns);
+    for (int r = 0; !rc && !status && r < d->world; r++)
+        if (all[5 * r + 4])
+            status = dfail(d, all[5 * r + 4], "rank %d could not set up its view of '%s': %s", r,
+                           d->out_dir, ckh_strerror(all[5 * r + 4]));
+    if (!rc && status) {
+        ckh_free(env->alloc, all);
+        ckh_node_logf(env->node, "atomic directory '%s': %s", d->name, d->errmsg);
+        return status;
+    }
     if (!rc) {
         int masters = 0;
         d->master_rank = d->rank;
         for (int r = 0; r < d->world && !rc; r++) {
-            if (all[4 * r] != mine[0])
+            if (all[5 * r] != mine[0])
                 rc = CKH_EMISMATCH;
-            if (all[4 * r + 1]) {
+            if (all[5 * r + 1]) {
                 masters++;
                 if (cfg->strategy != CKH_ADIR_ASYNC) {
                     d->master_rank = r;
-                    *nonce = (uint64_t)(uint32_t)all[4 * r + 2] |
-                             (uint64_t)(uint32_t)all[4 * r + 3] << 32;
+                    *nonce = (uint64_t)(uint32_t)all[5 * r + 2] |
+                             (uint64_t)(uint32_t)all[5 * r + 3] << 32;
                 }
             }
         }
@@ -378,7 +390,7 @@ int ckh_adir_create(struct ckh_env *env, const struct ckh_adir_config *cfg, stru
     d->is_leader = d->is_master;
     d->leader_rank = rank;
     uint64_t nonce = 0;
-    if ((rc = adir_make_dir(d)) != 0 || (rc = adir_agree(d, cfg, &nonce)) != 0)
+    if ((rc = adir_agree(d, cfg, adir_make_dir(d), &nonce)) != 0)
         goto out_free;
     if (sync_mode(d) && (rc = adir_probe(d, nonce)) != 0) {
         ckh_node_logf(env->node, "atomic directory '%s': %s", d->name, d->errmsg);
@@ -1084,7 +1096,7 @@ int ckh_adir_check(struct ckh_fs *fs, const struct ckh_adir_config *cfg, int ran
         buf[0] = '\0';
         snprintf(msg, msglen, "%s", d->errmsg);
     } else {
-        snprintf(msg, msglen, "rank %d resumes from %s (committed)", rank, buf);
+        snprintf(msg, msglen, "rank %d's view resolves to %s, a committed checkpoint", rank, buf);
     }
 out:
     free(d);

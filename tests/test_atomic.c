@@ -456,6 +456,20 @@ START_TEST(test_saver_ops_wrappers)
                      CKH_ECORRUPT);
     ck_assert_msg(strstr(msg, "/out/m_checkpoint_9") && strstr(msg, "does not exist"), "%s", msg);
     ck_assert_int_eq(ckh_saver_latest(s, got, sizeof got), CKH_ECORRUPT);
+    ckh_saver_destroy(s);
+}
+END_TEST
+
+/* Optional methods left out, a required one missing, bad arguments. */
+START_TEST(test_saver_ops_optional_and_bad_input)
+{
+    const struct ckh_saver_ops *ops = &ckh_atomic_dir_saver_ops;
+    struct ckh_saver_config cfg = {.output_dir = "/out", .name = "m", .keep_last = 1,
+                                   .strategy = CKH_SAVER_SYNC_ANY};
+    struct ckh_saver *s = NULL;
+    char got[CKH_PATH_MAX + 1], msg[600];
+    ck_assert_int_eq(ckh_saver_create(ops, penv, &cfg, &s), 0);
+    ck_assert_int_eq(ckh_fs_symlink(penv->fs, "/out/m_checkpoint_9", "/out/m.latest_checkpoint"), 0);
     /* Without the optional methods: resume is latest, one shared view. */
     struct ckh_saver_ops bare = *ops;
     bare.resume = NULL;
@@ -798,6 +812,7 @@ static Suite *atomic_suite(void)
     tcase_add_test(tc, test_adir_leftovers_and_side_by_side);
     tcase_add_test(tc, test_defect_table);
     tcase_add_test(tc, test_saver_ops_wrappers);
+    tcase_add_test(tc, test_saver_ops_optional_and_bad_input);
     suite_add_tcase(s, tc);
     TCase *tcv = tcase_create("views");
     tcase_set_timeout(tcv, 120);
