@@ -561,14 +561,19 @@ static int record_step(struct trainer *t, int64_t slot, const struct ckh_ddp_ste
     return rc ? tfail(t, rc, "recording step %" PRId64 ": %s", slot, ckh_strerror(rc)) : 0;
 }
 
-/* The final record: epochs and steps done, a digest of the final state. */
+/* The final record: epochs and steps done, a digest of the final state,
+ * and the dataset's size and drop_last for the reshard oracle
+ * (include/ckh/record.h). */
 static int record_final(struct trainer *t)
 {
     const struct ckh_ddp_step_rec *f = &t->rr->final;
     const uint64_t parts[] = {f->weights, f->optim, f->lr_bits, f->rng, f->sampler};
+    const struct ckh_rec_value values[] = {{"dataset_size", (double)t->cfg->samples},
+                                           {"drop_last", t->cfg->drop_last ? 1.0 : 0.0}};
     const struct ckh_rec_final rf = {.epochs = t->epoch, .steps = t->step, .total = t->step,
                                      .has_digest = true,
-                                     .digest = ckh_hash64(CKH_HASH_INIT, parts, sizeof parts)};
+                                     .digest = ckh_hash64(CKH_HASH_INIT, parts, sizeof parts),
+                                     .values = values, .nvalues = 2};
     int rc = ckh_record_final(t->env->record, &rf);
     return rc ? tfail(t, rc, "recording the end: %s", ckh_strerror(rc)) : 0;
 }
