@@ -194,10 +194,13 @@ static void ep_before_run(void *p, int run, int64_t resume_epoch)
 }
 
 /* The resume point a restarted node would pick (the latest epoch every
- * node has committed) must load on every node. */
-static int ep_verify(void *p, struct ckh_fs *fs, char *msg, size_t msglen)
+ * node has committed) must load on every node. With node-local disks
+ * each look sees one node's disk, where the other nodes' checkpoints are
+ * absent: the common epoch is then judged by the resumed run. */
+static int ep_verify(void *p, struct ckh_fs *fs, int index, char *msg, size_t msglen)
 {
     struct ep_inst *w = p;
+    (void)index;
     struct ckh_backend_config cfg = {.fs = fs, .prefix = w->prefix};
     struct ckh_backend *b = NULL;
     char bmsg[256], node[64];
