@@ -244,8 +244,30 @@ static void put_bits(struct out *o, bool is_value, uint64_t bits)
     }
 }
 
-/* "rng, sampler of rank_1" / "rng of rank_0, rank_1" / "rng of rank_0,
- * sampler of rank_1": the differing quantities with their nodes. */
+/* Whether every node that differs differs in the same quantities, in the
+ * same order: then "weights, rng of rank_0, rank_1". The differences come
+ * node by node, so each node's run of differences is compared with the
+ * first node's. */
+static bool same_names_per_node(const struct step_diff *sd)
+{
+    const struct diff *bits[DIFF_KEPT];
+    size_t n = 0, per = 0;
+    for (size_t i = 0; i < sd->n; i++)
+        if (sd->d[i].kind == D_BITS)
+            bits[n++] = &sd->d[i];
+    while (per < n && bits[per]->node == bits[0]->node)
+        per++;
+    if (per == 0 || n % per != 0)
+        return false;
+    for (size_t i = per; i < n; i++)
+        if (bits[i]->node != bits[i - i % per]->node || strcmp(bits[i]->name, bits[i % per]->name) != 0)
+            return false;
+    return true;
+}
+
+/* "rng, sampler of rank_1" / "rng of rank_0, rank_1" / "weights, rng of
+ * rank_0, rank_1" / "rng of rank_0, sampler of rank_1": the differing
+ * quantities with their nodes. */
 static void put_diverged(struct out *o, const struct ckh_job_result *ref, const struct step_diff *sd)
 {
     const struct diff *first = NULL;
@@ -258,6 +280,22 @@ static void put_diverged(struct out *o, const struct ckh_job_result *ref, const 
             first = &sd->d[i];
         one_node &= sd->d[i].node == first->node;
         one_name &= strcmp(sd->d[i].name, first->name) == 0;
+    }
+    if (!one_node && !one_name && same_names_per_node(sd)) {
+        size_t k = 0;
+        for (size_t i = 0; i < sd->n && sd->d[i].node == first->node; i++)
+            if (sd->d[i].kind == D_BITS)
+                put(o, "%s%s", k++ ? ", " : "", sd->d[i].name);
+        put(o, " of ");
+        uint32_t last = first->node;
+        put(o, "%s", node_name(ref, first->node, nb, sizeof nb));
+        for (size_t i = 0; i < sd->n; i++)
+            if (sd->d[i].kind == D_BITS && sd->d[i].node != last) {
+                last = sd->d[i].node;
+                put(o, ", %s", node_name(ref, last, nb, sizeof nb));
+            }
+        put(o, " diverged first");
+        return;
     }
     for (size_t i = 0, k = 0; i < sd->n; i++) {
         const struct diff *d = &sd->d[i];
