@@ -335,66 +335,61 @@ static int check_sd(struct ckh_fs *fs, const char *folder, const char *file, cha
     return rc;
 }
 
-/* Read-only look at the saver's pointer(s): each must be absent (nothing
- * committed yet) or name a folder with its commit marker and parseable
- * state dicts. Independent of the saver's own code on purpose. */
-static int ddp_verify(void *p, struct ckh_fs *fs, char *msg, size_t msglen)
+/* The job's saver and the configuration its ranks create it with. */
+static const struct ckh_saver_ops *saver_of(const struct ddp_inst *d, struct ckh_saver_config *sc)
+{
+    *sc = (struct ckh_saver_config){
+        .output_dir = d->dir,
+        .name = d->saver,
+        .keep_last = d->cfg.keep_last,
+        .strategy = d->cfg.strategy == CKH_ADIR_SYNC_ALL ? CKH_SAVER_SYNC_ALL
+                    : d->cfg.strategy == CKH_ADIR_ASYNC  ? CKH_SAVER_ASYNC
+                                                         : CKH_SAVER_SYNC_ANY,
+        .timeout_ns = d->cfg.timeout_ns,
+        .defects = &d->cfg.defects,
+    };
+    return d->cfg.saver ? d->cfg.saver : &ckh_atomic_dir_saver_ops;
+}
+
+/* Read-only look, through node's view, at what its rank would resume
+ * from: the saver's own check (its pointer and commit protocol), then the
+ * state dicts of that folder must parse. Independent of the training
+ * loop's load code on purpose. */
+static int ddp_verify(void *p, struct ckh_fs *fs, int node, char *msg, size_t msglen)
 {
     struct ddp_inst *d = p;
-    int links = d->cfg.strategy == CKH_ADIR_ASYNC ? d->cfg.world : 1;
-    int committed = 0;
-    for (int r = 0; r < links; r++) {
-        char name[160], link[CKH_PATH_MAX + 1], target[CKH_PATH_MAX + 1], folder[CKH_PATH_MAX + 1];
-        char marker[CKH_PATH_MAX + 1];
-        if (d->cfg.strategy == CKH_ADIR_ASYNC)
-            snprintf(name, sizeof name, "%s_rank_%d.latest_checkpoint", d->saver, r);
-        else
-            snprintf(name, sizeof name, "%s.latest_checkpoint", d->saver);
-        if (ckh_path_join(link, sizeof link, d->dir, name))
-            return CKH_EINVAL;
-        int64_t tl = ckh_fs_readlink(fs, link, target, sizeof target);
-        if (tl == -ENOENT)
-            continue;
-        if (tl < 0) {
-            snprintf(msg, msglen, "%s cannot be read: %s", link, ckh_strerror((int)tl));
-            return (int)tl;
-        }
-        if (target[0] == '/')
-            snprintf(folder, sizeof folder, "%s", target);
-        else if (ckh_path_join(folder, sizeof folder, d->dir, target))
-            return CKH_EINVAL;
-        struct ckh_stat st;
-        if (ckh_fs_stat(fs, folder, &st) != 0 || st.type != CKH_FT_DIR) {
-            snprintf(msg, msglen, "%s names %s, which does not exist", link, folder);
-            return CKH_ECORRUPT;
-        }
-        if (ckh_path_join(marker, sizeof marker, folder, CKH_ADIR_COMMIT_MARKER) ||
-            !ckh_fs_exists(fs, marker)) {
-            snprintf(msg, msglen, "%s names %s, which was never committed", link, folder);
-            return CKH_ECORRUPT;
-        }
-        int rc;
-        if ((r == 0 || d->cfg.strategy == CKH_ADIR_ASYNC) &&
-            ((rc = check_sd(fs, folder, "model.ckh", msg, msglen)) != 0 ||
-             (rc = check_sd(fs, folder, "train.ckh", msg, msglen)) != 0))
-            return rc;
-        committed++;
+    struct ckh_saver_config sc;
+    const struct ckh_saver_ops *ops = saver_of(d, &sc);
+    int rank = node < 0 ? 0 : node;
+    char folder[CKH_PATH_MAX + 1] = "";
+    if (rank >= d->cfg.world) {
+        snprintf(msg, msglen, "rank_%d is not part of the current world", rank);
+        return 0;
     }
-    snprintf(msg, msglen, committed ? "latest names a committed checkpoint that parses"
-                                    : "nothing committed yet: the job restarts from scratch");
+    int rc = ckh_saver_check(ops, fs, &sc, rank, d->cfg.world, folder, sizeof folder, msg, msglen);
+    if (rc == CKH_EUNSUPPORTED) {
+        snprintf(msg, msglen, "saver %s has no check method: what a restart resumes from is judged by "
+                 "the resumed run only", ops->name);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    if (!folder[0]) {
+        snprintf(msg, msglen, "nothing committed yet: the job restarts from scratch");
+        return 0;
+    }
+    if ((rc = check_sd(fs, folder, "model.ckh", msg, msglen)) != 0 ||
+        (rc = check_sd(fs, folder, "train.ckh", msg, msglen)) != 0)
+        return rc;
+    snprintf(msg, msglen, "rank %d resumes from %s, committed, and its state dicts parse", rank, folder);
     return 0;
 }
 
 static int ddp_latest_link(void *p, char *buf, size_t n)
 {
-    const struct ddp_inst *d = p;
-    char name[128];
-    /* async: every rank keeps its own pointer; rank 0's is the default. */
-    if (d->cfg.strategy == CKH_ADIR_ASYNC)
-        snprintf(name, sizeof name, "%s_rank_0.latest_checkpoint", d->saver);
-    else
-        snprintf(name, sizeof name, "%s.latest_checkpoint", d->saver);
-    return ckh_path_join(buf, n, d->dir, name);
+    struct ckh_saver_config sc;
+    const struct ckh_saver_ops *ops = saver_of(p, &sc);
+    return ckh_saver_latest_path(ops, &sc, buf, n);
 }
 
 /* The fuzzer's job shape: an atomic-dir saver and a step cadence. */

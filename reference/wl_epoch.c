@@ -34,24 +34,6 @@ struct ep_inst {
     char backend[64];                    /* backend name */
 };
 
-/* A size with an optional unit: 4096, 64KiB, 1MiB, 1GiB. */
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s)
-        return CKH_EINVAL;
-    uint64_t mul = strcmp(end, "") == 0 || strcmp(end, "B") == 0 ? 1
-                   : strcmp(end, "KiB") == 0                     ? 1ull << 10
-                   : strcmp(end, "MiB") == 0                     ? 1ull << 20
-                   : strcmp(end, "GiB") == 0                     ? 1ull << 30
-                                                                 : 0;
-    if (!mul || v > UINT64_MAX / mul)
-        return CKH_EINVAL;
-    *out = v * mul;
-    return 0;
-}
-
 static int apply_options(const struct ckh_workload_job *job, struct ckh_workload_spec *spec, char *msg,
                          size_t msglen)
 {
@@ -62,8 +44,8 @@ static int apply_options(const struct ckh_workload_job *job, struct ckh_workload
                 return ckh_wl_option_error(msg, msglen, o, "expected an integer 1..64");
             spec->num_ps = (int)o->i;
         } else if (strcmp(o->key, "param_bytes") == 0) {
-            uint64_t v;
-            if (parse_size(o->text, &v) != 0 || v == 0 || v % 8 != 0)
+            uint64_t v = o->size;
+            if (!o->has_size || v == 0 || v % 8 != 0)
                 return ckh_wl_option_error(msg, msglen, o, "expected a size, a positive multiple of 8 bytes");
             if (v > PARAM_BYTES_MAX)
                 return ckh_wl_option_error(msg, msglen, o, "more than a parameter server can hold (at most 1GiB)");
@@ -212,10 +194,13 @@ static void ep_before_run(void *p, int run, int64_t resume_epoch)
 }
 
 /* The resume point a restarted node would pick (the latest epoch every
- * node has committed) must load on every node. */
-static int ep_verify(void *p, struct ckh_fs *fs, char *msg, size_t msglen)
+ * node has committed) must load on every node. With node-local disks
+ * each look sees one node's disk, where the other nodes' checkpoints are
+ * absent: the common epoch is then judged by the resumed run. */
+static int ep_verify(void *p, struct ckh_fs *fs, int index, char *msg, size_t msglen)
 {
     struct ep_inst *w = p;
+    (void)index;
     struct ckh_backend_config cfg = {.fs = fs, .prefix = w->prefix};
     struct ckh_backend *b = NULL;
     char bmsg[256], node[64];

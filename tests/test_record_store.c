@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ckh/err.h"
 #include "run/records.h"
@@ -225,6 +226,76 @@ START_TEST(test_final_and_saves)
 }
 END_TEST
 
+/* One record model: the same records, once through a node's table and
+ * once written as JSON lines by ckh_record_jsonl_open and read back, give
+ * the same job result; a torn last line is not a record; a bad line names
+ * the file and line. */
+START_TEST(test_jsonl_feed_equals_table_feed)
+{
+    char path[] = "/tmp/ckh-test-store-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    struct ckh_records *direct, *viajson;
+    ck_assert_int_eq(ckh_records_create(1, CKH_RECORDS_STEP_BASED, &direct), 0);
+    ck_assert_int_eq(ckh_records_create(1, CKH_RECORDS_STEP_BASED, &viajson), 0);
+    struct ckh_record *w = NULL;
+    char msg[256];
+    ck_assert_int_eq(ckh_record_jsonl_open(path, &w, msg, sizeof msg), 0);
+    struct ckh_record *tables[] = {ckh_records_table(direct, 0), w};
+    for (int t = 0; t < 2; t++) {
+        uint64_t ids[] = {4, 9};
+        struct ckh_rec_digest d[] = {{"weights", 0x8000000000000001ull}, {"rng", 7}};
+        struct ckh_rec_value v[] = {{"lr", 0.1}, {"loss", -3.5e-300}};
+        for (int64_t st = 1; st <= 3; st++)
+            ck_assert_int_eq(ckh_record_step(tables[t], &(struct ckh_rec_step){.step = st, .epoch = 0, .digests = d,
+                                                                                .ndigests = 2, .values = v, .nvalues = 2,
+                                                                                .samples = ids, .nsamples = 2}),
+                             0);
+        ck_assert_int_eq(ckh_record_save(tables[t], &(struct ckh_rec_save){.step = 3, .rc = -28,
+                                                                           .what = "no \"room\""}),
+                         0);
+        ck_assert_int_eq(ckh_record_resume(tables[t], &(struct ckh_rec_resume){.step = 2, .epoch = 0}), 0);
+        const char *blobs[] = {"model", "optim"};
+        ck_assert_int_eq(ckh_record_final(tables[t], &(struct ckh_rec_final){.epochs = 1, .steps = 3, .total = 3,
+                                                                             .has_digest = true, .digest = 5,
+                                                                             .values = v, .nvalues = 1,
+                                                                             .blobs = blobs, .nblobs = 2}),
+                         0);
+    }
+    ckh_record_jsonl_close(w);
+    /* A torn record at the end, as a killed program leaves it. */
+    FILE *f = fopen(path, "a");
+    fputs("{\"kind\":\"step\",\"st", f);
+    fclose(f);
+    f = fopen(path, "rb");
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text, f);
+    fclose(f);
+    ck_assert_int_eq(ckh_records_read_jsonl(viajson, 0, text, n, path, msg, sizeof msg), 0);
+    struct ckh_job_result a, b;
+    ck_assert_int_eq(ckh_records_collect(direct, (const char *const *)names, NULL, &a), 0);
+    ck_assert_int_eq(ckh_records_collect(viajson, (const char *const *)names, NULL, &b), 0);
+    ck_assert_uint_eq(a.nsteps, b.nsteps);
+    for (size_t i = 0; i < a.nsteps; i++)
+        ck_assert_uint_eq(a.steps[i].digest, b.steps[i].digest);
+    ck_assert_uint_eq(a.samples[0].multiset, b.samples[0].multiset);
+    ck_assert_uint_eq(a.nodes[0].digest, b.nodes[0].digest);
+    ck_assert_str_eq(a.nodes[0].blobs, b.nodes[0].blobs);
+    ck_assert_uint_eq(a.nodes[0].saves_failed, b.nodes[0].saves_failed);
+    ck_assert_int_eq(a.nodes[0].resumed_from, b.nodes[0].resumed_from);
+    ck_assert_uint_eq(a.final_values[0].bits, b.final_values[0].bits);
+    /* A bad line: file and line named. */
+    const char bad[] = "{\"kind\":\"resume\",\"step\":1,\"epoch\":0}\n{\"kind\":\"step\"}\n";
+    ck_assert_int_eq(ckh_records_read_jsonl(viajson, 0, bad, sizeof bad - 1, "result.jsonl", msg, sizeof msg),
+                     CKH_EPARSE);
+    ck_assert_ptr_nonnull(strstr(msg, "result.jsonl:2:"));
+    ckh_records_destroy(direct);
+    ckh_records_destroy(viajson);
+    unlink(path);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("record_store");
@@ -235,6 +306,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_parked_node_loses_its_future);
     tcase_add_test(tc, test_replayed_step_replaces);
     tcase_add_test(tc, test_final_and_saves);
+    tcase_add_test(tc, test_jsonl_feed_equals_table_feed);
     suite_add_tcase(s, tc);
     return s;
 }

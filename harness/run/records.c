@@ -15,7 +15,6 @@
  * its records past the earliest resume step of r.
  */
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,33 +108,6 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 
 #define GROW(arr, n, cap, more) grow((void **)&(arr), &(cap), (n) + (more), sizeof *(arr))
 
-/* ---- checks shared by every record kind ---- */
-
-static int check_name(const char *name)
-{
-    return ckh_record_name_check(name);
-}
-
-static int check_values(const struct ckh_rec_value *v, size_t n)
-{
-    if (n > CKH_RECORD_FIELDS_MAX || (n && !v))
-        return CKH_EINVAL;
-    for (size_t i = 0; i < n; i++)
-        if (check_name(v[i].name) != 0 || !isfinite(v[i].value))
-            return CKH_EINVAL;
-    return 0;
-}
-
-static int check_digests(const struct ckh_rec_digest *d, size_t n)
-{
-    if (n > CKH_RECORD_FIELDS_MAX || (n && !d))
-        return CKH_EINVAL;
-    for (size_t i = 0; i < n; i++)
-        if (check_name(d[i].name) != 0)
-            return CKH_EINVAL;
-    return 0;
-}
-
 static struct rnode *node_at(struct ckh_records *s, size_t node)
 {
     return s && node < s->nnodes ? &s->nodes[node] : NULL;
@@ -162,9 +134,9 @@ int ckh_records_add_step(struct ckh_records *s, size_t node, const struct ckh_re
 {
     struct rnode *n = node_at(s, node);
     int rc;
-    if (!n || !r || r->step < 1 || r->epoch < 0 || (r->nsamples && !r->samples))
+    if (!n || !r)
         return CKH_EINVAL;
-    if ((rc = check_digests(r->digests, r->ndigests)) != 0 || (rc = check_values(r->values, r->nvalues)) != 0)
+    if ((rc = ckh_record_check_step(r)) != 0)
         return rc;
     size_t nq = r->ndigests + r->nvalues;
     if ((rc = GROW(s->steps, s->nsteps, s->capsteps, 1)) != 0 || (rc = GROW(s->q, s->nq, s->capq, nq)) != 0 ||
@@ -188,8 +160,10 @@ int ckh_records_add_resume(struct ckh_records *s, size_t node, const struct ckh_
 {
     struct rnode *n = node_at(s, node);
     int rc;
-    if (!n || !r || r->step < 0 || r->epoch < 0)
+    if (!n || !r)
         return CKH_EINVAL;
+    if ((rc = ckh_record_check_resume(r)) != 0)
+        return rc;
     if ((rc = GROW(s->resumes, s->nresumes, s->capresumes, 1)) != 0)
         return rc;
     s->resumes[s->nresumes++] = (struct rresume){.run = s->run, .node = (uint32_t)node, .step = r->step,
@@ -201,7 +175,7 @@ int ckh_records_add_resume(struct ckh_records *s, size_t node, const struct ckh_
 int ckh_records_add_save(struct ckh_records *s, size_t node, const struct ckh_rec_save *r)
 {
     struct rnode *n = node_at(s, node);
-    if (!n || !r || r->rc > 0)
+    if (!n || !r || ckh_record_check_save(r) != 0)
         return CKH_EINVAL;
     n->last_run = s->run;
     if (r->rc == 0)
@@ -231,11 +205,8 @@ static int format_blobs(const char *const *blobs, size_t n, char *buf, size_t le
     buf[0] = '\0';
     if (n > sizeof sorted / sizeof sorted[0])
         return CKH_ELIMIT;
-    for (size_t i = 0; i < n; i++) {
-        if (!blobs[i])
-            return CKH_EINVAL;
+    for (size_t i = 0; i < n; i++)
         sorted[i] = blobs[i];
-    }
     qsort(sorted, n, sizeof sorted[0], cmp_str);
     for (size_t i = 0; i < n; i++) {
         int w = snprintf(buf + at, len - at, "%s%s", i ? "," : "", sorted[i]);
@@ -250,9 +221,9 @@ int ckh_records_add_final(struct ckh_records *s, size_t node, const struct ckh_r
 {
     struct rnode *n = node_at(s, node);
     int rc;
-    if (!n || !r || r->epochs < 0 || r->steps < 0 || (r->nblobs && !r->blobs))
+    if (!n || !r)
         return CKH_EINVAL;
-    if ((rc = check_values(r->values, r->nvalues)) != 0)
+    if ((rc = ckh_record_check_final(r)) != 0)
         return rc;
     char blobs[CKH_BLOBS_LEN];
     if ((rc = format_blobs(r->blobs, r->nblobs, blobs, sizeof blobs)) != 0)
@@ -310,6 +281,38 @@ static const struct ckh_record_ops table_ops = {
     .save = t_save,
     .final = t_final,
 };
+
+/* ---- the JSON-lines feed ---- */
+
+struct jsonl_ctx {
+    struct ckh_records *s; /* where records go */
+    size_t node;           /* whose they are */
+};
+
+static int jsonl_sink(void *ctx, enum ckh_rec_kind kind, const void *rec)
+{
+    struct jsonl_ctx *j = ctx;
+    switch (kind) {
+    case CKH_REC_STEP: return ckh_records_add_step(j->s, j->node, rec);
+    case CKH_REC_RESUME: return ckh_records_add_resume(j->s, j->node, rec);
+    case CKH_REC_SAVE: return ckh_records_add_save(j->s, j->node, rec);
+    case CKH_REC_FINAL: return ckh_records_add_final(j->s, j->node, rec);
+    }
+    return CKH_EINVAL;
+}
+
+int ckh_records_read_jsonl(struct ckh_records *s, size_t node, const char *text, size_t n, const char *file,
+                           char *msg, size_t msglen)
+{
+    if (!node_at(s, node) || (n && !text))
+        return CKH_EINVAL;
+    /* A program killed while writing leaves its last line unterminated: a
+     * record not fully written was never made. */
+    while (n > 0 && text[n - 1] != '\n')
+        n--;
+    struct jsonl_ctx j = {s, node};
+    return ckh_record_jsonl_parse(text, n, file, jsonl_sink, &j, msg, msglen);
+}
 
 /* ---- life ---- */
 

@@ -129,8 +129,10 @@ int ckh_records_add_save(struct ckh_records *s, size_t node, const struct ckh_re
 int ckh_records_add_final(struct ckh_records *s, size_t node, const struct ckh_rec_final *r);
 
 /* Parses n bytes of JSON-lines text (the result protocol) as node i's
- * records. file names the source in messages. CKH_EPARSE with
- * "file:line: what was expected" in msg; records before the bad line are
+ * records. An unterminated last line (a program killed while writing it)
+ * is ignored: that record was never made. file names the source in
+ * messages. CKH_EPARSE with "file:line:col: what was expected" in msg, or
+ * the store's refusal naming the line; records before the bad line are
  * kept. */
 int ckh_records_read_jsonl(struct ckh_records *s, size_t node, const char *text, size_t n,
                            const char *file, char *msg, size_t msglen);

@@ -386,16 +386,27 @@ static int collect_results(struct ckh__run_ctx *c, struct ckh_run_info *ri, stru
     return 0;
 }
 
-/* After a crash: what a restarted node 0 would see (node-local disks:
- * node 0's) must resolve to a committed checkpoint. */
+/* After a crash: what a restarted node would see must resolve to a
+ * committed checkpoint; with node-local disks, every node's view. */
 static void check_committed(struct ckh__run_ctx *c, struct ckh_run_info *ri)
 {
-    struct ckh_fs *view = NULL;
+    size_t nd = c->sc->job.ndisks;
+    bool shared = true;
+    for (size_t d = 0; d < nd; d++)
+        shared = shared && c->sc->job.disks[d].shared;
     ri->committed_ok = true;
-    if (ckh_simfs_view_create(NULL, -1, c->mounts, c->sc->job.ndisks, &view) == 0) {
-        int v = c->wl->verify(c->inst, view, ri->committed_detail, sizeof ri->committed_detail);
-        ri->committed_ok = v == 0;
+    for (int i = 0; i < (shared ? 1 : c->n) && ri->committed_ok; i++) {
+        struct ckh_fs *view = NULL;
+        char detail[sizeof ri->committed_detail];
+        if (ckh_simfs_view_create(NULL, -1, &c->mounts[(size_t)i * nd], nd, &view) != 0)
+            continue;
+        int v = c->wl->verify(c->inst, view, shared ? -1 : i, detail, sizeof detail);
         ckh_simfs_view_destroy(view);
+        ri->committed_ok = v == 0;
+        if (shared)
+            snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s", detail);
+        else if (!ri->committed_ok || i == 0)
+            snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s's disks: %.400s", c->names[i], detail);
     }
 }
 

@@ -324,6 +324,7 @@ void ckh_workloads_job(const struct ckh_scenario *sc, const struct ckh_resolved 
         opts[i] = (struct ckh_wl_option){.key = kv->key, .text = kv->text, .type = option_type(kv->type),
                                          .i = kv->i, .f = kv->f, .b = kv->b, .line = kv->line,
                                          .column = kv->column};
+        opts[i].has_size = kv->text && ckh_scn_parse_size(kv->text, &opts[i].size) == 0;
         if (strcmp(kv->key, "reshard") == 0 && kv->type == CKH_SCN_BOOL)
             job->reshard = kv->b;
     }

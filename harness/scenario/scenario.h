@@ -181,6 +181,11 @@ struct ckh_scn_action {
         struct {
             const char *path; /* the link; NULL: "<checkpoint_dir>/latest" */
         } latest;             /* CKH_SCN_ACT_DANGLING_LATEST, CKH_SCN_ACT_STALE_LATEST */
+        struct {
+            uint64_t bytes;   /* bytes the write accepts (if !is_fraction) */
+            double fraction;  /* fraction of the write it accepts, [0,1] (if is_fraction) */
+            bool is_fraction; /* which of bytes / fraction is meant */
+        } short_write;        /* CKH_SCN_ACT_SHORT_WRITE */
     } u;                      /* kind-specific parameters; other kinds have none */
 };
 
@@ -235,6 +240,17 @@ struct ckh_scn_expect {
     const char **detect;          /* a planted defect must be detected: the scenario passes
                                      only when each of these oracles reports a violation */
     size_t ndetect;               /* number of oracles that must detect it */
+    bool max_restarts_set;        /* expect.max_restarts was given */
+    uint32_t max_restarts;        /* the job may need at most this many restarts
+                                     (the `restarts` oracle; 0..1000) */
+};
+
+/* ---- comparison with the reference run ---- */
+
+struct ckh_scn_compare {
+    const char **ignore; /* record names (final values, step quantities) that
+                            `reference` and `resume-equivalence` leave out */
+    size_t nignore;      /* number of names */
 };
 
 /* ---- the scenario ---- */
@@ -253,6 +269,7 @@ struct ckh_scenario {
     size_t nfaults;                /* number of faults */
     struct ckh_scn_restart restart; /* restart policy */
     struct ckh_scn_expect expect;  /* expectations */
+    struct ckh_scn_compare compare; /* what the reference comparison leaves out */
     struct ckh_alloc *alloc;       /* allocator of the arena */
     struct ckh__scn_arena *arena;  /* owns every pointer above */
 };

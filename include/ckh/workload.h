@@ -62,6 +62,8 @@ struct ckh_wl_option {
     int64_t i;                    /* INT: the value */
     double f;                     /* FLOAT (and INT): the value */
     bool b;                       /* BOOL: the value */
+    bool has_size;                /* the text reads as a size (4096, 64KiB, 1MiB, 2GB) */
+    uint64_t size;                /* if so, in bytes */
     int line;                     /* 1-based line of the value in the scenario file */
     int column;                   /* 1-based column */
 };
@@ -179,11 +181,14 @@ struct ckh_workload_ops {
      * dangling-latest and stale-latest faults). NULL: it keeps none, and
      * those faults are refused. */
     int (*latest_link)(void *inst, char *buf, size_t n);
-    /* After a crash: does the state on disk (seen read-only through fs, as
-     * a restarted node would) resolve to a committed checkpoint that
-     * loads? 0 when it does or nothing was committed yet; else a negative
-     * code with msg saying what is wrong. NULL: not checked. */
-    int (*verify)(void *inst, struct ckh_fs *fs, char *msg, size_t msglen);
+    /* After a crash: does the state on disk, seen read-only through fs as
+     * restarted node `node` would see it, resolve to a committed
+     * checkpoint that loads? node is -1 when every disk is shared (one
+     * look for the whole job); with node-local disks the runner asks once
+     * per node, with that node's view. 0 when it does or nothing was
+     * committed yet; else a negative code with msg saying what is wrong.
+     * NULL: not checked. */
+    int (*verify)(void *inst, struct ckh_fs *fs, int node, char *msg, size_t msglen);
     /* Draws a job shape for `ckh fuzz` from rng. NULL: the fuzzer's
      * defaults (nodes and epochs only). */
     int (*generate)(struct ckh_rng *rng, struct ckh_workload_shape *shape);
