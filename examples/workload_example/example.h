@@ -98,8 +98,10 @@ int ex_ckpt_save(struct ex_trainer *t);
  * can load, or leaves t fresh. 0, or an error (fatal). */
 int ex_ckpt_load(struct ex_trainer *t);
 /* The workload's verify: does D/latest in fs name a committed checkpoint
- * that parses? (read-only) */
-int ex_ckpt_verify(const struct ex_config *c, struct ckh_fs *fs, char *msg, size_t n);
+ * whose rank files load? node -1: a shared view, where every rank's file
+ * must be there; else node-local disks seen as rank `node`, whose own file
+ * must be. Read-only. */
+int ex_ckpt_verify(const struct ex_config *c, struct ckh_fs *fs, int node, char *msg, size_t n);
 
 /* ---- dirsave.c: durable small files (used by the loop and saver.c) ---- */
 /* Writes n bytes to dir/name: dir/name.tmp.<tag>, fsync, close, rename over

@@ -195,9 +195,9 @@ static int ex_latest_link(void *inst, char *buf, size_t n)
     return ckh_path_join(buf, n, c->dir, "latest");
 }
 
-static int ex_verify(void *inst, struct ckh_fs *fs, char *msg, size_t n)
+static int ex_verify(void *inst, struct ckh_fs *fs, int node, char *msg, size_t n)
 {
-    return ex_ckpt_verify(inst, fs, msg, n);
+    return ex_ckpt_verify(inst, fs, node, msg, n);
 }
 
 /* Job shapes for `ckh fuzz`: small worlds, short jobs, a few options. */

@@ -4,27 +4,33 @@
  *
  * Layout under the output directory D, for name S (cfg->name, default
  * "example"):
+ *   D/.member_<R>           rank R uses this disk (how ranks learn who shares it)
  *   D/S_<N>/                one folder per checkpoint, N = 1, 2, ...
  *   D/S_<N>/.rank_<R>       rank R's files in it are durable (written at commit)
  *   D/S_<N>/COMMITTED       "committed N world W force F\n", written last
  *   D/S.latest              "S_<N>\n", replaced atomically
  *
  * Protocol (every rank calls create, prepare and commit in the same order):
- *   create:  D is made (and its entry synced); a rank whose `latest` is
- *            behind the newest any rank committed (node-local disks: it
- *            died between the vote and its own commit) finishes that
- *            commit, if its .rank_<R> is there.
+ *   create:  D is made (and its entry synced); every rank writes
+ *            D/.member_<R>; after an all-reduce, the leader of this
+ *            rank's view is the lowest rank whose member file it sees
+ *            (rank 0 on a shared disk, every rank on node-local disks):
+ *            it writes the files a view shares (view_leader) and
+ *            commits. A rank whose `latest` is behind the newest any rank
+ *            committed (node-local disks: it died between the vote and
+ *            its own commit) finishes that commit, if its .rank_<R> is
+ *            there.
  *   prepare: the ranks agree on force (sync_any: any, sync_all: all) and
  *            on N = 1 + the largest N any rank sees; every rank makes
  *            D/S_<N> in its view and syncs D; every rank learns whether
  *            all succeeded.
  *   commit:  every rank writes .rank_<R> and syncs the folder (its own
  *            files were synced by the caller); vote; the leader of each
- *            view (the lowest rank whose .rank_<R> it sees: rank 0 on a
- *            shared disk, every rank on node-local disks) writes the
- *            marker, then the pointer, each atomically (tmp, fsync,
- *            rename, fsync the folder), then applies retention (marker
- *            first); every rank learns the result.
+ *            view writes the marker, then the pointer, each atomically
+ *            (tmp, fsync, rename, fsync the folder), then applies
+ *            retention (marker first); every rank learns the result.
+ *   resume:  the newest N every rank's `latest` names, when all agree;
+ *            else the oldest of them, if it is committed in every view.
  * The async strategy (every rank its own folders) is refused.
  */
 #include <inttypes.h>
@@ -53,6 +59,7 @@ struct exs {
     enum ckh_saver_strategy strategy; /* sync_any or sync_all */
     uint64_t timeout_ns;             /* collective timeout */
     int rank, world;                 /* collective rank and size */
+    int leader;                      /* the rank that commits this rank's view */
     bool force;                      /* the prepared folder is a forced save */
 };
 
@@ -153,6 +160,26 @@ static int publish(struct exs *s, const char *folder, int64_t n, bool force)
     return rc;
 }
 
+/* Who shares this rank's disk: every rank leaves D/.member_<R>, and the
+ * lowest rank whose file this rank sees leads its view (create). */
+static int find_leader(struct exs *s)
+{
+    char file[32], path[CKH_PATH_MAX + 1];
+    snprintf(file, sizeof file, ".member_%d", s->rank);
+    int rc = exd_write_file(s->env->fs, s->dir, file, "", 0, s->base.errmsg, sizeof s->base.errmsg);
+    int32_t v = rc;
+    int crc = ckh_coll_allreduce(s->env->coll, &v, 1, CKH_DT_I32, CKH_RED_MIN, s->timeout_ns);
+    if (crc || v)
+        return crc ? sfail(s, crc, "agreeing on the members") : v;
+    s->leader = s->rank;
+    for (int r = 0; r < s->rank && s->leader == s->rank; r++) {
+        snprintf(file, sizeof file, ".member_%d", r);
+        if (!ckh_path_join(path, sizeof path, s->dir, file) && ckh_fs_exists(s->env->fs, path))
+            s->leader = r;
+    }
+    return 0;
+}
+
 /* A rank behind the newest commit of any rank finishes it (create). */
 static int catch_up(struct exs *s)
 {
@@ -196,6 +223,8 @@ static int exs_create(struct ckh_env *env, const struct ckh_saver_config *cfg, s
     s->rank = ckh_coll_rank(env->coll);
     s->world = ckh_coll_world_size(env->coll);
     int rc = make_dir(s);
+    if (!rc)
+        rc = find_leader(s);
     if (!rc)
         rc = catch_up(s);
     if (rc) {
@@ -266,17 +295,6 @@ static int exs_prepare(struct ckh_saver *base, bool force, char *buf, size_t n)
 
 /* ---- commit ---- */
 
-static bool leads(struct exs *s, const char *folder)
-{
-    for (int r = 0; r < s->rank; r++) {
-        char path[CKH_PATH_MAX + 1], file[32];
-        snprintf(file, sizeof file, ".rank_%d", r);
-        if (!ckh_path_join(path, sizeof path, folder, file) && ckh_fs_exists(s->env->fs, path))
-            return false;
-    }
-    return true;
-}
-
 static int by_num_desc(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -338,7 +356,7 @@ static int exs_commit(struct ckh_saver *base, const char *folder)
     rc = agree(s, rc, "vote on the checkpoint");
     if (rc == CKH_ETIMEOUT || rc == CKH_EPEER_DEAD || rc == CKH_EMISMATCH)
         return rc;
-    if (!rc && leads(s, folder)) {
+    if (!rc && s->leader == s->rank) {
         rc = publish(s, folder, n, s->force);
         if (!rc)
             rc = retain(s, n, s->force);
@@ -362,6 +380,37 @@ static int exs_latest(struct ckh_saver *base, char *buf, size_t n)
     char name[NAME_MAX_LEN + 24];
     snprintf(name, sizeof name, "%s%" PRId64, s->prefix, num);
     return ckh_path_join(buf, n, s->dir, name) ? CKH_EINVAL : 0;
+}
+
+static int exs_resume(struct ckh_saver *base, char *buf, size_t n)
+{
+    struct exs *s = (struct exs *)base;
+    int64_t mine = 0, v[2];
+    char why[200], name[NAME_MAX_LEN + 24];
+    if (read_pointer(s->env->fs, s->dir, s->prefix, s->pointer, &mine, why, sizeof why))
+        mine = 0; /* a pointer that does not resolve counts as nothing committed */
+    v[0] = mine;
+    v[1] = -mine;
+    int rc = ckh_coll_allreduce(s->env->coll, v, 2, CKH_DT_I64, CKH_RED_MIN, s->timeout_ns);
+    if (rc)
+        return sfail(s, rc, "agreeing on the resume point");
+    int64_t lo = v[0], hi = -v[1];
+    /* After create's catch-up the views agree; if one could not catch up,
+     * the oldest pointer is the newest checkpoint every view may hold. */
+    int32_t have = lo > 0 && (lo == hi || read_marker(s->env->fs, s->dir, s->prefix, lo, NULL));
+    rc = ckh_coll_allreduce(s->env->coll, &have, 1, CKH_DT_I32, CKH_RED_MIN, s->timeout_ns);
+    if (rc)
+        return sfail(s, rc, "agreeing on the resume point");
+    if (!have)
+        return ckh_errf(s->base.errmsg, sizeof s->base.errmsg, CKH_ENOTFOUND,
+                        "no checkpoint is committed in every rank's view of '%s'", s->dir);
+    snprintf(name, sizeof name, "%s%" PRId64, s->prefix, lo);
+    return ckh_path_join(buf, n, s->dir, name) ? CKH_EINVAL : 0;
+}
+
+static int exs_view_leader(struct ckh_saver *base)
+{
+    return ((struct exs *)base)->leader;
 }
 
 static int exs_check(struct ckh_fs *fs, const struct ckh_saver_config *cfg, int rank, int world,
@@ -410,6 +459,8 @@ static const struct ckh_saver_ops example_saver = {
     .latest = exs_latest,
     .check = exs_check,
     .latest_path = exs_latest_path,
+    .resume = exs_resume,
+    .view_leader = exs_view_leader,
 };
 
 CKH_SAVER_PLUGIN(example_saver)
