@@ -130,7 +130,9 @@
 #include "search/explore_internal.h"
 
 const char *const ckh__explore_phase_names[4] = {"open", "save", "retention", "close"};
-const char *const ckh__explore_scen_names[4] = {"new-epoch", "replace", "two-ranks", "retention"};
+const char *const ckh__explore_scen_names[CKH__SC__COUNT] = {
+    "new-epoch", "replace", "two-ranks", "retention", "node-local", "load-names",
+    "all-or-nothing", "epochs"};
 
 /* ----------------------------------------------------------------- results */
 
@@ -194,4 +196,37 @@ int ckh__explore_vuln_add(struct ckh_explore_result *r, enum ckh_vuln_kind kind,
 bool ckh__explore_bounded(const struct ckh__xctx *x)
 {
     return x->cfg->max_states && x->res->stats.states >= x->cfg->max_states;
+}
+
+bool ckh__explore_next_state(struct ckh__xctx *x)
+{
+    x->k++;
+    x->res->stats.states++;
+    return !x->cfg->only_state || x->k == x->cfg->only_state;
+}
+
+int ckh__explore_report(struct ckh__xctx *x, enum ckh_vuln_kind kind, const char *scenario,
+                        const char *symptom, const char *state, const char *step, uint64_t k)
+{
+    size_t before = x->res->nvulns;
+    int rc = ckh__explore_vuln_add(x->res, kind, scenario, symptom, state, step);
+    if (rc == 0 && x->res->nvulns > before)
+        x->res->vulns[before].state_index = k;
+    return rc;
+}
+
+int ckh__explore_bypassed(struct ckh__xctx *x, const char *scenario, const struct ckh__xop *t,
+                          size_t n, int rank, const char *node)
+{
+    char sym[320];
+    for (size_t i = 0; i < n; i++)
+        if (t[i].phase == CKH__PH_SAVE && (rank < 0 || t[i].rank == rank))
+            return 0;
+    snprintf(sym, sizeof(sym), "%s's save returned without a single operation through "
+             "cfg->fs (%zu ops in all): nothing of it can be observed, faulted or crashed",
+             node, n);
+    int rc = ckh__explore_report(x, CKH_VULN_FS_BYPASSED, scenario, sym, "no crash",
+                                 "do every read and write through cfg->fs (never open(2), "
+                                 "fopen or process memory)", 0);
+    return rc ? rc : 1;
 }

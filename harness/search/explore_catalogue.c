@@ -55,6 +55,9 @@ int ckh__explore_faults_leak(struct ckh__xctx *x)
     size_t cnt = 0;
     uint64_t dg;
     char sym[320];
+    if (!ckh__explore_next_state(x))
+        return 0; /* replaying another state */
+    x->res->stats.states_checked++;
     int rc = ckh__explore_disk_new(x, &d);
     if (rc)
         return rc;
@@ -73,7 +76,7 @@ int ckh__explore_faults_leak(struct ckh__xctx *x)
     if (a.live != 0) {
         snprintf(sym, sizeof(sym), "%" PRId64 " blocks from the config's allocator are not freed "
                  "after open, save x2, list_epochs, load, refused load, remove, close", a.live);
-        rc = ckh__explore_vuln_add(x->res, CKH_VULN_LEAK, "leak", sym, "no crash", "");
+        rc = ckh__explore_report(x, CKH_VULN_LEAK, "leak", sym, "no crash", "", x->k);
     }
     ckh_simfs_destroy(d);
     return rc;
@@ -132,7 +135,7 @@ static int fault_outcome(struct ckh__xctx *x, const char *sname, struct ckh_simf
 out:
     if (kind < 0)
         return 0;
-    return ckh__explore_vuln_add(x->res, (enum ckh_vuln_kind)kind, sname, sym, state, what);
+    return ckh__explore_report(x, (enum ckh_vuln_kind)kind, sname, sym, state, what, x->k);
 }
 
 int ckh__explore_faults_inject(struct ckh__xctx *x, enum ckh_fault_family fam, int err)
@@ -149,12 +152,18 @@ int ckh__explore_faults_inject(struct ckh__xctx *x, enum ckh_fault_family fam, i
         return !x->msg[0] ? rc : ckh__explore_vuln_add(x->res, CKH_VULN_BASELINE_FAILS, sname, x->msg, "", "");
     ref.record = true;
     ckh__explore_act(x, CKH__SC_NEW_EPOCH, &ref, &save_rc, &save_end);
-    for (size_t i = 0; i < ref.ntrace && rc == 0 && !ckh__explore_bounded(x); i++) {
+    /* A save that bypasses cfg->fs has no op to fail: that is the finding. */
+    size_t nops = ref.ntrace;
+    if ((rc = ckh__explore_bypassed(x, sname, ref.trace, ref.ntrace, 0, "rank0")) > 0) {
+        rc = 0;
+        nops = 0;
+    }
+    for (size_t i = 0; i < nops && rc == 0 && !ckh__explore_bounded(x); i++) {
         const struct ckh__xop *o = &ref.trace[i];
         bool pick = fam == CKH_FAULTS_FSYNC
                         ? (o->kind == CKH_OP_FSYNC || o->kind == CKH_OP_FDATASYNC)
                         : (ckh__explore_op_changes(o) || o->kind == CKH_OP_OPEN);
-        if (!pick || o->phase == CKH__PH_CLOSE)
+        if (!pick || o->phase == CKH__PH_CLOSE || !ckh__explore_next_state(x))
             continue;
         struct ckh__xrun r;
         ckh__explore_run_init(&r);
@@ -164,7 +173,7 @@ int ckh__explore_faults_inject(struct ckh__xctx *x, enum ckh_fault_family fam, i
         r.fail_err = err;
         r.fsync_lost = fam == CKH_FAULTS_FSYNC;
         ckh__explore_act(x, CKH__SC_NEW_EPOCH, &r, &save_rc, &save_end);
-        x->res->stats.states++;
+        x->res->stats.states_checked++;
         ckh__explore_op_desc(o, od, sizeof(od));
         snprintf(what, sizeof(what), "op #%zu %s (%s phase) failed with %s%s", i, od,
                  ckh__explore_phase_names[o->phase], fam == CKH_FAULTS_FSYNC ? "EIO" : ckh_err_name(-err),
@@ -186,6 +195,8 @@ static int at_rest_case(struct ckh__xctx *x, const char *f, uint64_t s, uint64_t
 {
     struct ckh_simfs *d = NULL;
     char sym[320], state[600];
+    if (!ckh__explore_next_state(x))
+        return 0; /* replaying another state */
     int rc = ckh__explore_setup(x, CKH__SC_NEW_EPOCH, &d);
     if (rc)
         return rc;
@@ -198,19 +209,19 @@ static int at_rest_case(struct ckh__xctx *x, const char *f, uint64_t s, uint64_t
         snprintf(state, sizeof(state), "bit 3 of byte %" PRIu64 " of %s (%" PRIu64
                  " bytes) flipped at rest", at, f, s);
     }
-    x->res->stats.states++;
     struct ckh_backend_config c;
     struct ckh_backend *b = NULL;
     ckh__explore_backend_cfg(&c, ckh_simfs_fs(d), NULL);
+    x->res->stats.states_checked++;
     if (x->ops->open(&c, &b) == 0) {
         uint64_t dg = 0;
         if (ckh__explore_load_digest(b, "rank0", 1, &dg, NULL, 0) == 0 && dg != x->d[0]) {
             snprintf(sym, sizeof(sym), "load of epoch 1 returned 0 with data that was never "
                      "saved");
-            rc = ckh__explore_vuln_add(x->res, CKH_VULN_AT_REST_ACCEPTED,
-                                       trunc ? "at-rest:truncate" : "at-rest:bitflip", sym, state,
-                                       "load must verify checksums and lengths before "
-                                       "returning data");
+            rc = ckh__explore_report(x, CKH_VULN_AT_REST_ACCEPTED,
+                                     trunc ? "at-rest:truncate" : "at-rest:bitflip", sym, state,
+                                     "load must verify checksums and lengths before "
+                                     "returning data", x->k);
         }
         ckh_backend_close(b);
     }

@@ -127,7 +127,7 @@ static int record(struct ckh__xshim *s, int kind, const char *path, const char *
     memset(o, 0, sizeof(*o));
     o->kind = kind;
     o->rank = s->rank;
-    o->phase = r->phase;
+    o->phase = *s->phase;
     o->flags = flags;
     o->off = off;
     o->len = len;
@@ -347,4 +347,5 @@ void ckh__explore_shim_init(struct ckh__xshim *s, struct ckh__xrun *r, int rank)
     s->inner = ckh_simfs_fs(r->disk);
     s->run = r;
     s->rank = rank;
+    s->phase = &r->phase;
 }
