@@ -338,6 +338,103 @@ START_TEST(test_validate_probe_verdict)
 }
 END_TEST
 
+
+/* A backend that keeps its checkpoints outside cfg->fs passes every crash
+ * state (nothing is ever lost), so the zero observed ops of its save are
+ * the finding, in every case that traces a save. */
+START_TEST(test_zero_op_reported)
+{
+    ck_assert(case_has(bk("bk_zero_op"), "crash:new-epoch", 30, CKH_VULN_FS_BYPASSED));
+    ck_assert(case_has(bk("bk_zero_op"), "crash:node-local", 30, CKH_VULN_FS_BYPASSED));
+    ck_assert(case_has(bk("bk_zero_op"), "fault:EIO", 30, CKH_VULN_FS_BYPASSED));
+    ck_assert(!case_has(bk("bk_good"), "crash:", 30, CKH_VULN_FS_BYPASSED));
+    ck_assert_int_eq(vmain(3, bk("bk_zero_op"), "--only", "crash:two-ranks", 0, 0, 0),
+                     CKH_VALIDATE_VULN);
+}
+END_TEST
+
+/* Epochs 2, 9, 10, 11, 100 sorted as text list 9 last: the epochs case
+ * catches it; numeric order passes. */
+START_TEST(test_text_sort_caught)
+{
+    ck_assert(case_has(bk("bk_text_sort"), "contract:epochs", 30, CKH_VULN_EPOCH_ORDER));
+    ck_assert(!case_has(bk("bk_good"), "contract:epochs", 30, CKH_VULN_EPOCH_ORDER));
+    ck_assert(!case_has(bk("bk_minidb"), "contract:epochs", 30, CKH_VULN_EPOCH_ORDER));
+    /* The crash cases use epochs 1..4 only: they cannot tell. */
+    ck_assert(!case_has(bk("bk_text_sort"), "crash:new-epoch", 30, CKH_VULN_EPOCH_ORDER));
+}
+END_TEST
+
+/* A load that adopts blobs before it finds a name missing leaves the
+ * workspace half-changed: caught by all-or-nothing and by load-names. */
+START_TEST(test_partial_load_caught)
+{
+    ck_assert(case_has(bk("bk_partial_load"), "contract:all-or-nothing", 30,
+                       CKH_VULN_PARTIAL_LOAD));
+    ck_assert(case_has(bk("bk_partial_load"), "contract:load-names", 30, CKH_VULN_PARTIAL_LOAD));
+    ck_assert(!case_has(bk("bk_good"), "contract:", 30, CKH_VULN_PARTIAL_LOAD));
+    ck_assert(!case_has(bk("bk_good"), "contract:", 30, CKH_VULN_LOAD_CONTRACT));
+    ck_assert(!case_has(bk("bk_minidb"), "contract:", 30, CKH_VULN_PARTIAL_LOAD));
+    ck_assert(!case_has(bk("bk_minidb"), "contract:", 30, CKH_VULN_LOAD_CONTRACT));
+}
+END_TEST
+
+/* A load that ignores its name list (loads every blob) is a load-contract
+ * finding: minidb with names dropped on the way in. */
+static struct ckh_backend_ops names_ignored_ops;
+static int names_ignored_load(struct ckh_backend *b, const char *node, int64_t epoch,
+                              struct ckh_ws *ws, const char *const *names, size_t count,
+                              unsigned flags, size_t *loaded)
+{
+    (void)names;
+    (void)count;
+    return ckh_minidb_ops.load(b, node, epoch, ws, NULL, 0, flags, loaded);
+}
+static int names_ignored_open(const struct ckh_backend_config *cfg, struct ckh_backend **out)
+{
+    int rc = ckh_minidb_ops.open(cfg, out);
+    if (rc == 0)
+        (*out)->ops = &names_ignored_ops;
+    return rc;
+}
+
+START_TEST(test_names_ignored_caught)
+{
+    struct ckh_validate_options o;
+    struct ckh_validate_case *cs = NULL;
+    size_t n = 0;
+    names_ignored_ops = ckh_minidb_ops;
+    names_ignored_ops.open = names_ignored_open;
+    names_ignored_ops.load = names_ignored_load;
+    memset(&o, 0, sizeof(o));
+    o.sector_bytes = 512;
+    o.only = "contract:load-names";
+    ck_assert_int_eq(ckh_validate_backend(&names_ignored_ops, &o, &cs, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(ckh_explore_has(&cs[0].res, CKH_VULN_LOAD_CONTRACT));
+    ck_assert_ptr_nonnull(strstr(cs[0].res.vulns[0].symptom, "{param.01, step}"));
+    ck_assert_uint_eq(cs[0].res.vulns[0].state_index, 1);
+    ckh_validate_free(cs, n);
+}
+END_TEST
+
+/* --case, --state, --ranks: checked before anything runs. */
+START_TEST(test_replay_arguments)
+{
+    ck_assert_int_eq(vmain(3, bk("bk_good"), "--state", "3", 0, 0, 0), CKH_VALIDATE_BADINPUT);
+    ck_assert_int_eq(vmain(3, bk("bk_good"), "--case", "crash:nope", 0, 0, 0),
+                     CKH_VALIDATE_BADINPUT);
+    ck_assert_int_eq(vmain(5, bk("bk_good"), "--case", "leak", "--state", "0", 0),
+                     CKH_VALIDATE_BADINPUT);
+    ck_assert_int_eq(vmain(3, bk("bk_good"), "--ranks", "1", 0, 0, 0), CKH_VALIDATE_BADINPUT);
+    ck_assert_int_eq(vmain(3, bk("bk_good"), "--ranks", "9", 0, 0, 0), CKH_VALIDATE_BADINPUT);
+    ck_assert_int_eq(vmain(5, bk("bk_good"), "--case", "leak", "--state", "1", 0),
+                     CKH_VALIDATE_OK);
+    ck_assert_int_eq(vmain(5, bk("bk_leak"), "--case", "leak", "--state", "1", 0),
+                     CKH_VALIDATE_VULN);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("plugin");
@@ -354,6 +451,11 @@ static Suite *suite(void)
     tcase_add_test(tc, test_kinds_check);
     tcase_add_loop_test(tc, test_kinds_probe, 0, 3);
     tcase_add_test(tc, test_validate_probe_verdict);
+    tcase_add_test(tc, test_zero_op_reported);
+    tcase_add_test(tc, test_text_sort_caught);
+    tcase_add_test(tc, test_partial_load_caught);
+    tcase_add_test(tc, test_names_ignored_caught);
+    tcase_add_test(tc, test_replay_arguments);
     suite_add_tcase(s, tc);
     return s;
 }
