@@ -5,6 +5,7 @@
  * CKH_EUNSUPPORTED. Helpers (write_all, mkdirs, path utilities) work with
  * any implementation, simulated or real.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,8 +98,8 @@ int64_t ckh_file_pwrite_gen(struct ckh_file *f, const struct ckh_gen *g, uint64_
         rc = f->fs->ops->pwrite(f, buf, len, off + done);
         if (rc < 0)
             break;
-        if (rc == 0) {
-            rc = CKH_EINTERNAL;
+        if (rc == 0) { /* no progress: fail rather than loop forever */
+            rc = -EIO;
             break;
         }
         done += (uint64_t)rc;
@@ -213,8 +214,8 @@ int ckh_file_write_all(struct ckh_file *f, const void *buf, size_t n)
         int64_t rc = ckh_file_write(f, p, n);
         if (rc < 0)
             return (int)rc;
-        if (rc == 0)
-            return CKH_EINTERNAL;
+        if (rc == 0) /* no progress: fail rather than loop forever */
+            return -EIO;
         p += rc;
         n -= (size_t)rc;
     }

@@ -67,8 +67,8 @@
  * A rule fires on its nth match (nth 0 means 1), and with `repeat` on every
  * later match too (when an earlier rule already took that op, it fires on
  * its next match instead); a rule whose action cannot apply to an op
- * (MISMATCH off the group collectives, FSYNC_LOST off fsync) does not
- * match it; with probability > 0 it fires on each match with that
+ * (MISMATCH off the group collectives, FSYNC_LOST off fsync,
+ * SHORT_WRITE off write/pwrite) does not match it; with probability > 0 it fires on each match with that
  * chance, drawn from its own stream ckh_seed_derive(seed, "fault/INDEX"),
  * once unless `repeat`. The first rule that fires gives the action; then
  * the hook may change it. A FAULT trace line (path = op path, path2 =
@@ -76,12 +76,16 @@
  * delay_ns, arg = err) precedes the op's own line. KILL_BEFORE,
  * CRASH_BEFORE and POWER_LOSS are carried out here; DELAY charges more
  * time here and is returned as NONE; KILL_AFTER is armed and executed by
- * ckh__sim_leave after the op's trace line; ERRNO, KILL_MID and
- * FSYNC_LOST are returned to the device; CALL runs its callback here (the
+ * ckh__sim_leave after the op's trace line; ERRNO, KILL_MID, FSYNC_LOST
+ * and SHORT_WRITE are returned to the device; CALL runs its callback here (the
  * op then proceeds as if no fault fired); MISMATCH is returned to the
  * collective layer (no effect on other ops). KILL_MID on an op other than
  * write/pwrite acts as KILL_BEFORE; FSYNC_LOST on an op other than
- * fsync/fdatasync has no effect. Rules of kind ALLOC are evaluated by the
+ * fsync/fdatasync has no effect. SHORT_WRITE: the write accepts
+ * keep_bytes (or keep_fraction of its length, at least one byte, when
+ * keep_bytes is 0 and the fraction is not), capped at its length; only
+ * that prefix lands and the op's trace line shows the short count as its
+ * result; off write/pwrite it has no effect. Rules of kind ALLOC are evaluated by the
  * node's allocator on every allocation (any action makes it fail);
  * rules of any other kind, including -1, never see allocations.
  */
@@ -104,6 +108,7 @@
 static const char *const fault_names[] = {
     "none", "errno", "kill_before", "kill_after", "kill_mid",
     "crash_before", "power_loss", "delay", "fsync_lost", "call", "mismatch",
+    "short_write",
 };
 
 enum stop_how { HOW_EXIT, HOW_KILL, HOW_CRASH, HOW_POWER };
@@ -547,6 +552,8 @@ static bool action_fits(const struct ckh_fault_rule *r, enum ckh_op_kind k)
                k == CKH_OP_ALLGATHER;
     case CKH_FAULT_FSYNC_LOST:
         return k == CKH_OP_FSYNC || k == CKH_OP_FDATASYNC;
+    case CKH_FAULT_SHORT_WRITE:
+        return k == CKH_OP_WRITE || k == CKH_OP_PWRITE;
     default:
         return true;
     }
@@ -559,7 +566,8 @@ static void record_fault(struct ckh_sim *sim, struct ckh__node *n, const struct 
     unsigned k = (unsigned)act->kind;
     snprintf(what, sizeof what, "%s:%s", ckh_op_name(op->kind),
              k < sizeof fault_names / sizeof fault_names[0] ? fault_names[k] : "?");
-    uint64_t len = act->kind == CKH_FAULT_KILL_MID ? act->keep_bytes
+    uint64_t len = act->kind == CKH_FAULT_KILL_MID || act->kind == CKH_FAULT_SHORT_WRITE
+                       ? act->keep_bytes
                    : act->kind == CKH_FAULT_DELAY  ? act->delay_ns
                                                    : 0;
     int64_t arg = act->kind == CKH_FAULT_ERRNO ? act->err : 0;
@@ -581,8 +589,13 @@ static void fault_eval(struct ckh_sim *sim, struct ckh__node *n, const struct ck
         *act = f->rule.action;
         f->fired++;
         source = (int64_t)i;
-        if (act->kind == CKH_FAULT_KILL_MID && act->keep_bytes == 0 && f->rule.keep_fraction > 0)
+        if ((act->kind == CKH_FAULT_KILL_MID || act->kind == CKH_FAULT_SHORT_WRITE) &&
+            act->keep_bytes == 0 && f->rule.keep_fraction > 0)
             act->keep_bytes = (uint64_t)((double)op->len * f->rule.keep_fraction);
+        /* A short write by a fraction was not asked for 0 bytes. */
+        if (act->kind == CKH_FAULT_SHORT_WRITE && act->keep_bytes == 0 &&
+            f->rule.keep_fraction > 0 && op->len > 0)
+            act->keep_bytes = 1;
     }
     if (sim->hook != NULL) {
         struct ckh_op o = *op;
@@ -598,10 +611,11 @@ static void fault_eval(struct ckh_sim *sim, struct ckh__node *n, const struct ck
         if (act->kind == CKH_FAULT_ERRNO && act->err <= 0)
             act->err = EIO;
         if ((act->kind == CKH_FAULT_CALL && act->call == NULL) ||
-            (unsigned)act->kind > CKH_FAULT_MISMATCH)
+            (unsigned)act->kind > CKH_FAULT_SHORT_WRITE)
             memset(act, 0, sizeof *act);
     }
-    if (act->kind == CKH_FAULT_KILL_MID && act->keep_bytes > op->len)
+    if ((act->kind == CKH_FAULT_KILL_MID || act->kind == CKH_FAULT_SHORT_WRITE) &&
+        act->keep_bytes > op->len)
         act->keep_bytes = op->len;
     if (act->kind != CKH_FAULT_NONE)
         record_fault(sim, n, op, act, source);
@@ -694,6 +708,10 @@ void ckh__sim_enter(struct ckh_sim *sim, const struct ckh_op *op, uint64_t laten
     }
     case CKH_FAULT_MISMATCH:
         if (ckh_op_class(op->kind) != CKH_OPC_COLL)
+            memset(act, 0, sizeof *act);
+        break;
+    case CKH_FAULT_SHORT_WRITE:
+        if (op->kind != CKH_OP_WRITE && op->kind != CKH_OP_PWRITE)
             memset(act, 0, sizeof *act);
         break;
     default:
@@ -1023,7 +1041,7 @@ int ckh_sim_add_fault(struct ckh_sim *sim, const struct ckh_fault_rule *rule)
     if (sim == NULL || rule == NULL)
         return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_add_fault: NULL argument");
     const struct ckh_fault_action *a = &rule->action;
-    if ((int)a->kind <= CKH_FAULT_NONE || a->kind > CKH_FAULT_MISMATCH)
+    if ((int)a->kind <= CKH_FAULT_NONE || a->kind > CKH_FAULT_SHORT_WRITE)
         return ckh__sim_err(sim, CKH_EINVAL, "fault rule: bad action kind %d", (int)a->kind);
     if (a->kind == CKH_FAULT_CALL && a->call == NULL)
         return ckh__sim_err(sim, CKH_EINVAL, "fault rule: CALL needs a callback");

@@ -26,7 +26,9 @@
  * For CKH_FAULT_ERRNO the device returns -act->err without performing the
  * op (and still calls ckh__sim_leave with that result). For
  * CKH_FAULT_KILL_MID the device performs the first act->keep_bytes bytes of
- * a write and then calls ckh__sim_die(). */
+ * a write and then calls ckh__sim_die(). For CKH_FAULT_SHORT_WRITE (write
+ * and pwrite only) the device performs the first act->keep_bytes bytes of
+ * the write and returns that count. */
 void ckh__sim_enter(struct ckh_sim *sim, const struct ckh_op *op, uint64_t latency_ns,
                     struct ckh_fault_action *act);
 

@@ -370,8 +370,11 @@ static int64_t do_write(struct sf_file *f, enum ckh_op_kind kind, const void *bu
         at = f->ino->data[SF_LIVE].size;
     if (at > SF_FILE_LIMIT || n > SF_FILE_LIMIT - at)
         return call_end(&c, -EFBIG);
+    /* KILL_MID: a prefix lands, then the node dies; SHORT_WRITE: only a
+     * prefix is accepted and its length returned, as a real pwrite may. */
     bool die = c.act.kind == CKH_FAULT_KILL_MID && v->sim;
-    uint64_t k = die && c.act.keep_bytes < n ? c.act.keep_bytes : n;
+    bool cut = die || c.act.kind == CKH_FAULT_SHORT_WRITE;
+    uint64_t k = cut && c.act.keep_bytes < n ? c.act.keep_bytes : n;
     int64_t rc = 0;
     if (k) {
         struct sf_src src = {.buf = NULL};

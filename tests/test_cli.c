@@ -542,7 +542,7 @@ static char *failure_lines(const char *out)
 
 START_TEST(test_fuzz_listing_independent_of_jobs)
 {
-    const char *base[] = {"fuzz", "--seeds", "1200", "--defect", "rng-not-saved", "--no-shrink",
+    const char *base[] = {"fuzz", "--seeds", "1400", "--defect", "rng-not-saved", "--no-shrink",
                           "--jobs", NULL, NULL};
     char *lines[2];
     const char *jobs[] = {"1", "3"};

@@ -159,6 +159,11 @@ static void action_eq(const struct ckh_scn_action *a, const struct ckh_scn_actio
     case CKH_SCN_ACT_STALE_LATEST:
         STR_EQ(a->u.latest.path, b->u.latest.path);
         break;
+    case CKH_SCN_ACT_SHORT_WRITE:
+        ck_assert_uint_eq(a->u.short_write.bytes, b->u.short_write.bytes);
+        ck_assert(a->u.short_write.fraction == b->u.short_write.fraction);
+        ck_assert_int_eq(a->u.short_write.is_fraction, b->u.short_write.is_fraction);
+        break;
     default:
         break;
     }
@@ -284,6 +289,8 @@ static const char every_key[] =
     "  - {on: {op: barrier}, do: die-in-collective}\n"
     "  - {do: mismatch-collective}\n"
     "  - {do: gpu-oom}\n"
+    "  - {on: {op: pwrite, repeat: true}, do: short-write, bytes: 512}\n"
+    "  - {on: {op: write}, do: short-write, fraction: 0.3}\n"
     "restart: {resume: epoch 1, max_restarts: 5, world_size: 2}\n"
     "expect:\n"
     "  outcome: corruption-detected\n"
@@ -306,6 +313,7 @@ static const char *const covered[CKH_SCN_ACT__COUNT] = {
     [CKH_SCN_ACT_REMOVE_DIR] = " path ",
     [CKH_SCN_ACT_DANGLING_LATEST] = " path ",
     [CKH_SCN_ACT_STALE_LATEST] = " path ",
+    [CKH_SCN_ACT_SHORT_WRITE] = " bytes fraction ",
 };
 
 START_TEST(test_round_trip_every_key)
@@ -335,6 +343,11 @@ START_TEST(test_round_trip_every_key)
     ck_assert_uint_eq(a->faults[2].act.u.kill.at_bytes, 100);
     ck_assert_int_eq(a->faults[11].act.u.errno_.err, EROFS);
     ck_assert(a->faults[14].at_rest);
+    const struct ckh_scn_fault *sw = &a->faults[a->nfaults - 2];
+    ck_assert_int_eq(sw->act.kind, CKH_SCN_ACT_SHORT_WRITE);
+    ck_assert(!sw->act.u.short_write.is_fraction);
+    ck_assert_uint_eq(sw->act.u.short_write.bytes, 512);
+    ck_assert(sw[1].act.u.short_write.is_fraction && sw[1].act.u.short_write.fraction == 0.3);
     ckh_scenario_free(a);
     ckh_scenario_free(b);
     free(t1);
@@ -420,6 +433,39 @@ START_TEST(test_fault_key_errors)
                 "'bit' does not apply to 'mode: truncate'");
     parse_fails("job: {workload: w}\nfaults:\n  - {do: explode}\n", 3, "'do' got unknown value 'explode'");
     parse_fails("job: {workload: w}\nfaults:\n  - {do: kill, wen: after}\n", 3, "did you mean 'when'?");
+    parse_fails("job: {workload: w}\nfaults:\n  - {do: short-write, bytes: 1, fraction: 0.5}\n", 3,
+                "'do: short-write' takes 'bytes' or 'fraction', not both");
+    parse_fails("job: {workload: w}\nfaults:\n  - {on: {op: fsync}, do: short-write}\n", 3,
+                "'do: short-write' needs 'on.op' to be write or pwrite, not 'fsync'");
+    parse_fails("job: {workload: w}\nfaults:\n  - {do: short-write, fraction: 1.5}\n", 3,
+                "'fraction' expects a number in [0.0, 1.0], got");
+}
+END_TEST
+
+/* short-write: half by default; bytes or a fraction become the rule's
+ * keep_bytes or keep_fraction; 0 bytes is armed as asked. */
+START_TEST(test_short_write_arms)
+{
+    struct ckh_scenario *sc = parse("job: {workload: w}\nfaults:\n"
+                                    "  - {do: short-write}\n"
+                                    "  - {on: {op: pwrite}, do: short-write, bytes: 4KiB}\n"
+                                    "  - {do: short-write, fraction: 0}\n"
+                                    "  - {do: short-write, bytes: 0}\n");
+    const struct ckh_fault_ops *ops = ckh_fault_find("short-write");
+    ck_assert_ptr_nonnull(ops);
+    struct ckh_fault_rule r[4];
+    for (int i = 0; i < 4; i++) {
+        ckh_fault_rule_init(&r[i]);
+        ops->arm(&sc->faults[i], &r[i]);
+        ck_assert_int_eq(r[i].action.kind, CKH_FAULT_SHORT_WRITE);
+    }
+    ck_assert(sc->faults[0].act.u.short_write.is_fraction);
+    ck_assert(r[0].keep_fraction == 0.5 && r[0].action.keep_bytes == 0);
+    ck_assert(r[1].keep_fraction == 0 && r[1].action.keep_bytes == 4096);
+    ck_assert(r[2].keep_fraction == 0 && r[2].action.keep_bytes == 0);
+    ck_assert(r[3].keep_fraction == 0 && r[3].action.keep_bytes == 0);
+    ck_assert_int_eq(r[0].kind, -1); /* the simulator matches only writes */
+    ckh_scenario_free(sc);
 }
 END_TEST
 
@@ -556,6 +602,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, test_writer_refuses_unknown_values);
     tcase_add_test(tc, test_corrupt_offsets_that_overflow);
     tcase_add_test(tc, test_fault_key_errors);
+    tcase_add_test(tc, test_short_write_arms);
     tcase_add_test(tc, test_docs_list_every_fault);
     tcase_add_test(tc, test_generated_faults);
     suite_add_tcase(s, tc);

@@ -25,6 +25,7 @@
     X(STALE_LATEST, stale_latest)                                              \
     X(DIE_IN_COLLECTIVE, die_in_collective)                                    \
     X(MISMATCH_COLLECTIVE, mismatch_collective)                                \
-    X(GPU_OOM, gpu_oom)
+    X(GPU_OOM, gpu_oom)                                                        \
+    X(SHORT_WRITE, short_write)
 
 #endif

@@ -181,6 +181,11 @@ struct ckh_scn_action {
         struct {
             const char *path; /* the link; NULL: "<checkpoint_dir>/latest" */
         } latest;             /* CKH_SCN_ACT_DANGLING_LATEST, CKH_SCN_ACT_STALE_LATEST */
+        struct {
+            uint64_t bytes;   /* bytes the write accepts (if !is_fraction) */
+            double fraction;  /* fraction of the write it accepts, [0,1] (if is_fraction) */
+            bool is_fraction; /* which of bytes / fraction is meant */
+        } short_write;        /* CKH_SCN_ACT_SHORT_WRITE */
     } u;                      /* kind-specific parameters; other kinds have none */
 };
 

@@ -130,7 +130,8 @@ void ckh_fs_listing_free(struct ckh_listing *l);
 
 /* Helpers built only on the ops (usable with any implementation). */
 
-/* Writes all n bytes (looping over short writes). */
+/* Writes all n bytes (looping over short writes); -EIO when a write
+ * accepts nothing. */
 int ckh_file_write_all(struct ckh_file *f, const void *buf, size_t n);
 /* Reads exactly n bytes at off; a short file gives CKH_ETRUNCATED. */
 int ckh_file_pread_all(struct ckh_file *f, void *buf, size_t n, uint64_t off);

@@ -59,12 +59,17 @@ enum ckh_fault_kind {
     CKH_FAULT_MISMATCH,    /* collective: this rank joins a different collective than
                               its peers (a barrier for anything else, an allreduce for a
                               barrier), so the group mismatches */
+    CKH_FAULT_SHORT_WRITE, /* write/pwrite: only the first keep_bytes bytes are accepted
+                              and land; the op returns that short count (as a real
+                              pwrite may); the node lives on */
 };
 
 struct ckh_fault_action {
     enum ckh_fault_kind kind; /* what happens */
     int err;                  /* CKH_FAULT_ERRNO: positive errno (EIO, ENOSPC, ...) */
-    uint64_t keep_bytes;      /* CKH_FAULT_KILL_MID: bytes of the write that land */
+    uint64_t keep_bytes;      /* CKH_FAULT_KILL_MID: bytes of the write that land;
+                                 CKH_FAULT_SHORT_WRITE: bytes the write accepts (0 with no
+                                 keep_fraction: a write of 0 bytes) */
     uint64_t delay_ns;        /* CKH_FAULT_DELAY: extra virtual time */
     void (*call)(void *ctx, const struct ckh_op *op); /* CKH_FAULT_CALL: the callback */
     void *call_ctx;           /* CKH_FAULT_CALL: its context (borrowed) */
@@ -89,7 +94,9 @@ struct ckh_fault_rule {
     uint64_t nth;              /* fire on this matching occurrence (0 or 1: first) */
     uint64_t at_time_ns;       /* only ops at or after this virtual time (0: any) */
     double probability;        /* 0: fire on the nth; else per matching op with this chance */
-    double keep_fraction;      /* KILL_MID: fraction of the write that lands (if keep_bytes 0) */
+    double keep_fraction;      /* KILL_MID, SHORT_WRITE: fraction of the write that lands
+                                  (if keep_bytes 0); a SHORT_WRITE fraction > 0 keeps at
+                                  least one byte */
     bool repeat;               /* keep firing on every later match too */
     struct ckh_fault_action action; /* what to do */
 };
