@@ -435,6 +435,25 @@ START_TEST(test_replay_arguments)
 }
 END_TEST
 
+
+/* A short write (fewer bytes accepted than asked): backends that write the
+ * rest (bk_good, minidb, the saver) pass; one that takes the short count
+ * for the whole commits a truncated checkpoint and is caught, with the
+ * replay of that one write. */
+START_TEST(test_short_write_caught)
+{
+    ck_assert(case_has(bk("bk_short_ignored"), "fault:short-write", 30, CKH_VULN_SHORT_WRITE));
+    ck_assert(!case_has(bk("bk_good"), "fault:short-write", 30, CKH_VULN_SHORT_WRITE));
+    ck_assert(!case_has(bk("bk_minidb"), "fault:short-write", 30, CKH_VULN_SHORT_WRITE));
+    ck_assert(!case_has(bk("bk_adir_keep2"), "fault:short-write", 30, CKH_VULN_SHORT_WRITE));
+    /* Without short writes the defect is invisible. */
+    ck_assert_int_eq(vmain(3, bk("bk_short_ignored"), "--only", "crash:", 0, 0, 0),
+                     CKH_VALIDATE_OK);
+    ck_assert_int_eq(vmain(5, bk("bk_short_ignored"), "--case", "fault:short-write", "--state",
+                           "1", 0), CKH_VALIDATE_VULN);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("plugin");
@@ -456,6 +475,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_partial_load_caught);
     tcase_add_test(tc, test_names_ignored_caught);
     tcase_add_test(tc, test_replay_arguments);
+    tcase_add_test(tc, test_short_write_caught);
     suite_add_tcase(s, tc);
     return s;
 }

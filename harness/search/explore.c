@@ -94,7 +94,13 @@
  *     (0, half, size-1), each on a fresh disk; loading epoch 1 must fail
  *     or return v1 exactly (AT_REST_ACCEPTED). LEAK: open, save, list,
  *     load, remove, close with a counting allocator must free everything.
- *
+ *     SHORT_WRITE: each write/pwrite of the save (of 2 bytes or more), one
+ *     per run, accepts only the first half of its bytes and returns that
+ *     count, as CKH_FAULT_SHORT_WRITE does in the simulator (the shim
+ *     passes the prefix to the disk). The backend must write the rest or
+ *     fail the save: a save that returned 0 must list epoch 2 and load v2;
+ *     whatever the save returned, the latest listed epoch must load
+ *     bit-exact (SHORT_WRITE); then as ERRNO.
  *
  * E8. Retention (the retention scenario; its checks replace E4's). The
  *     epochs list_epochs reports after setup, C0, are what the backend
@@ -112,12 +118,50 @@
  *     rule holds for backends without retention in save (the count only
  *     grows until the harness's remove) and for keep-last-N ones alike.
  *
+ * E9. Node-local ranks (explore_nodes.c has the details): N ranks (2,
+ *     then 4, or the config's), each with a disk of its own holding its
+ *     epoch 1, save epoch 2 concurrently under two schedules (round robin
+ *     op by op; rank by rank), then once every save returned 0 each
+ *     removes its epoch 1. Every op of the job is one crash point (as
+ *     E2); all nodes lose power at once, each disk's pending ops all
+ *     applied or all dropped (every disk alike, and each disk against
+ *     the others). A restart must find on every node a committed epoch
+ *     that loads bit-exact (E4's kinds, NOT_DURABLE per rank whose save
+ *     had returned), an epoch committed on every node
+ *     (NO_COMMON_EPOCH), and a working next save. Node-level findings are
+ *     diagnosed by E5 on that rank's ops.
+ *
+ * E10. Contract (explore_contract.c; no crash, each check on a fresh
+ *     disk): load-names: epoch 1 = v1 loaded with names {param.01, step}
+ *     (exactly those, *loaded 2), {param.01, no.such.blob} with
+ *     CKH_LOAD_ALLOW_MISSING (param.01 only, *loaded 1) and without
+ *     (CKH_ENOTFOUND, the workspace untouched), NULL (every blob)
+ *     (LOAD_CONTRACT, PARTIAL_LOAD). all-or-nothing: into a workspace
+ *     holding v3's blobs and one more, a load with a missing name, of an
+ *     epoch never saved, and of every committed file truncated (0, half,
+ *     size-1) or with a bit flipped (middle, last byte) either succeeds
+ *     or leaves the workspace exactly as it was (PARTIAL_LOAD). epochs:
+ *     epochs 2, 9, 10, 11, 100 saved in this order list in ascending
+ *     numeric order ending with 100 (EPOCH_ORDER), each loading its own
+ *     data; epoch 1 neither exists nor loads (WRONG_EPOCH: "1" prefixes
+ *     10, 100, 11); after remove(10), 10 is gone and the rest intact.
+ *
+ * Every scenario first checks that the traced save issued at least one op
+ * through cfg->fs (FS_BYPASSED: a backend doing its I/O elsewhere would
+ * pass every crash state while nothing of it was observed).
+ *
+ * Replay: the states of one run are numbered K = 1, 2, ... in the order
+ * they are generated (crash states, injected faults, schedules, contract
+ * checks); every finding records the K of the state that first showed it
+ * (ckh_vuln.state_index) and a run with only_state = K generates the same
+ * sequence but checks state K alone, reproducing that finding.
+ *
  * The explorer's files (harness/search/explore_internal.h has the map):
  * this one holds the results; explore_entry.c the public API (the
  * entry points, which call the others); explore_record.c the
  * shim, explore_run.c the scenarios, explore_check.c E4/E8,
  * explore_diagnose.c E5, explore_states.c E2/E3, explore_schedules.c E6,
- * explore_catalogue.c E7.
+ * explore_catalogue.c E7, explore_nodes.c E9, explore_contract.c E10.
  */
 #include <inttypes.h>
 #include <stdarg.h>

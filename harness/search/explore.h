@@ -143,6 +143,7 @@ enum ckh_fault_family {
     CKH_FAULTS_FSYNC,     /* each fsync fails after dropping the dirty data */
     CKH_FAULTS_AT_REST,   /* bit flips and truncations of committed files */
     CKH_FAULTS_LEAK,      /* a clean save/load/list/remove cycle frees all memory */
+    CKH_FAULTS_SHORT_WRITE, /* each write of the save accepts only half its bytes */
 };
 
 /* Runs one family of the fault catalogue; err is the errno for

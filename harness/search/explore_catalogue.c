@@ -1,8 +1,9 @@
 /* The fault catalogue for checkpoint backends (rule E7 of
  * harness/search/explore.c): on the new-epoch scenario, each op of the
  * save fails once with an errno (ERRNO) or loses its fsync'd data
- * (FSYNC); committed files are damaged at rest (AT_REST); a counting
- * allocator checks that a clean cycle frees everything (LEAK).
+ * (FSYNC), or each write of it is short (SHORT_WRITE); committed files
+ * are damaged at rest (AT_REST); a counting allocator checks that a
+ * clean cycle frees everything (LEAK).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -260,5 +261,108 @@ int ckh__explore_faults_at_rest(struct ckh__xctx *x)
         }
     }
     ckh__explore_free_strv(files, nf);
+    return rc;
+}
+
+/* SHORT_WRITE, before the crash: what the faulted save left must be a
+ * checkpoint that loads whole. A save that returned 0 must list epoch 2
+ * and load v2; one that failed must leave its latest listed epoch loading
+ * bit-exact (v1, or a complete v2). -1, or SHORT_WRITE with sym. */
+static int short_outcome(struct ckh__xctx *x, struct ckh_simfs *d, int save_rc, char *sym,
+                         size_t n)
+{
+    struct ckh_backend_config c;
+    struct ckh_backend *b = NULL;
+    int64_t *ep = NULL;
+    size_t cnt = 0;
+    uint64_t dg = 0;
+    char m[200] = "";
+    int kind = -1;
+    ckh__explore_backend_cfg(&c, ckh_simfs_fs(d), NULL);
+    if (x->ops->open(&c, &b) != 0)
+        return -1; /* fault_outcome reports it */
+    int rc = ckh_backend_list_epochs(b, "rank0", &ep, &cnt);
+    int64_t latest = rc == 0 && cnt ? ep[cnt - 1] : -1;
+    ckh_free(NULL, ep);
+    if (latest == 1 || latest == 2)
+        rc = ckh__explore_load_digest(b, "rank0", latest, &dg, m, sizeof(m));
+    uint64_t want = latest == 2 ? x->d[1] : x->d[0];
+    if (save_rc == 0 && latest != 2) {
+        snprintf(sym, n, "the save returned 0, yet epoch 2 is not listed (latest %" PRId64 ")",
+                 latest);
+        kind = CKH_VULN_SHORT_WRITE;
+    } else if ((latest == 1 || latest == 2) && (rc != 0 || dg != want)) {
+        snprintf(sym, n, "the save %s, and epoch %" PRId64 " is listed but %s", save_rc == 0
+                 ? "returned 0" : "failed", latest, rc ? m : "returns data that was never saved "
+                 "(the checkpoint holds a truncated write)");
+        kind = CKH_VULN_SHORT_WRITE;
+    }
+    ckh_backend_close(b);
+    return kind;
+}
+
+/* One short write: op i of the save (a write of len >= 2) accepts half. */
+static int short_case(struct ckh__xctx *x, const struct ckh__xop *o, size_t i)
+{
+    struct ckh__xrun r;
+    int save_rc;
+    uint64_t save_end;
+    char sym[320], what[512], od[400];
+    ckh__explore_run_init(&r);
+    int rc = ckh__explore_setup(x, CKH__SC_NEW_EPOCH, &r.disk);
+    if (rc)
+        return rc;
+    r.short_at = i;
+    ckh__explore_act(x, CKH__SC_NEW_EPOCH, &r, &save_rc, &save_end);
+    x->res->stats.states_checked++;
+    ckh__explore_op_desc(o, od, sizeof(od));
+    snprintf(what, sizeof(what), "op #%zu %s (save phase) accepted only %" PRIu64 " of its %"
+             PRIu64 " bytes and returned that count", i, od, o->len / 2, o->len);
+    int kind = short_outcome(x, r.disk, save_rc, sym, sizeof(sym));
+    if (kind >= 0) {
+        char step[600];
+        snprintf(step, sizeof(step), "%s; %s", what, save_rc == 0
+                 ? "the save went on as if every byte had been written (write the rest in a "
+                   "loop, or fail the save)"
+                 : "the save failed but left the truncated file committed");
+        rc = ckh__explore_report(x, CKH_VULN_SHORT_WRITE, "fault:short-write", sym,
+                                 save_rc == 0 ? "save returned 0; no crash"
+                                              : "save failed; no crash", step, x->k);
+    } else {
+        rc = fault_outcome(x, "fault:short-write", r.disk, save_rc, what,
+                           save_rc == 0 ? "save returned 0, then a power loss dropped every "
+                                          "pending op" : "save failed; no crash");
+    }
+    ckh_simfs_destroy(r.disk);
+    return rc;
+}
+
+int ckh__explore_faults_short_write(struct ckh__xctx *x)
+{
+    struct ckh__xrun ref;
+    int save_rc;
+    uint64_t save_end;
+    const char *sname = "fault:short-write";
+    ckh__explore_run_init(&ref);
+    int rc = ckh__explore_setup(x, CKH__SC_NEW_EPOCH, &ref.disk);
+    if (rc)
+        return !x->msg[0] ? rc : ckh__explore_vuln_add(x->res, CKH_VULN_BASELINE_FAILS, sname,
+                                                       x->msg, "", "");
+    ref.record = true;
+    ckh__explore_act(x, CKH__SC_NEW_EPOCH, &ref, &save_rc, &save_end);
+    size_t nops = ref.ntrace;
+    if ((rc = ckh__explore_bypassed(x, sname, ref.trace, ref.ntrace, 0, "rank0")) > 0) {
+        rc = 0;
+        nops = 0;
+    }
+    for (size_t i = 0; i < nops && rc == 0 && !ckh__explore_bounded(x); i++) {
+        const struct ckh__xop *o = &ref.trace[i];
+        if ((o->kind != CKH_OP_WRITE && o->kind != CKH_OP_PWRITE) || o->phase != CKH__PH_SAVE ||
+            o->len < 2 || !ckh__explore_next_state(x))
+            continue;
+        rc = short_case(x, o, i);
+    }
+    ckh__explore_run_free_trace(&ref);
+    ckh_simfs_destroy(ref.disk);
     return rc;
 }

@@ -131,6 +131,9 @@ int ckh_explore_faults(const struct ckh_explore_config *cfg, enum ckh_fault_fami
         case CKH_FAULTS_LEAK:
             rc = ckh__explore_faults_leak(&x);
             break;
+        case CKH_FAULTS_SHORT_WRITE:
+            rc = ckh__explore_faults_short_write(&x);
+            break;
         default:
             rc = ckh_errf(msg, msglen, CKH_EINVAL, "explore: unknown fault family %d", (int)fam);
         }

@@ -85,6 +85,8 @@ struct ckh__xrun {
     uint64_t fail_at;           /* op index that fails (UINT64_MAX: none) */
     int fail_err;               /* positive errno, or 0 with fsync_lost */
     bool fsync_lost;            /* fail_at loses the fsync's data (S6) */
+    uint64_t short_at;          /* op index of a write that accepts only half its bytes and
+                                   returns that count (UINT64_MAX: none) */
     struct ckh_sim *sim;        /* two ranks: the simulator whose nodes issue the ops
                                    (each op is a scheduling point), else NULL (borrowed) */
     bool snapshot;              /* clone the disk at every crash point (E2) */
@@ -256,5 +258,6 @@ int ckh__explore_contract(struct ckh__xctx *x, int scen);
 int ckh__explore_faults_leak(struct ckh__xctx *x);
 int ckh__explore_faults_inject(struct ckh__xctx *x, enum ckh_fault_family fam, int err);
 int ckh__explore_faults_at_rest(struct ckh__xctx *x);
+int ckh__explore_faults_short_write(struct ckh__xctx *x);
 
 #endif

@@ -12,8 +12,8 @@
  *     crash:retention (harness/search/explore.c E1-E6, E8),
  *     crash:node-local (E9), contract:load-names, contract:all-or-nothing,
  *     contract:epochs (E10), fault:EIO, fault:ENOSPC, fault:EDQUOT,
- *     fault:EACCES, fault:EROFS, fault:ENOENT, fault:fsync-lost, at-rest,
- *     leak (E7). --only TEXT selects the cases whose name contains TEXT,
+ *     fault:EACCES, fault:EROFS, fault:ENOENT, fault:fsync-lost,
+ *     fault:short-write, at-rest, leak (E7). --only TEXT selects the cases whose name contains TEXT,
  *     --case NAME the one case of that name.
  * V4. Replay: each finding carries the index K of the state that showed
  *     it (ckh_vuln.state_index); the terminal prints, per finding, the
@@ -71,6 +71,7 @@ static const struct vcase vcases[] = {
     {"fault:EROFS", CKH_FAULTS_ERRNO, 0, EROFS},
     {"fault:ENOENT", CKH_FAULTS_ERRNO, 0, ENOENT},
     {"fault:fsync-lost", CKH_FAULTS_FSYNC, 0, 0},
+    {"fault:short-write", CKH_FAULTS_SHORT_WRITE, 0, 0},
     {"at-rest", CKH_FAULTS_AT_REST, 0, 0},
     {"leak", CKH_FAULTS_LEAK, 0, 0},
 };
