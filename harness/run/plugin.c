@@ -352,6 +352,11 @@ static void probe_child(int fd, const char *path, enum ckh_plugin_kind kind)
 {
     struct probe_answer a;
     struct ckh_plugin *p = NULL;
+    /* A fault ends the child by its signal, whatever handlers the parent
+     * had installed (a sanitizer's would exit with a status instead). */
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+        signal(fatal[i], SIG_DFL);
     memset(&a, 0, sizeof(a));
     a.rc = ckh_plugin_load_kind(path, kind, &p, a.msg, sizeof(a.msg));
     ssize_t w = write(fd, &a, sizeof(a));
