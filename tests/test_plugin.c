@@ -331,6 +331,10 @@ START_TEST(test_validate_probe_verdict)
                      CKH_VALIDATE_VULN);
     ck_assert_int_eq(vmain(3, pl(CKH_PLUGIN_BACKEND, "hang"), "--timeout", "1", 0, 0, 0),
                      CKH_VALIDATE_VULN);
+    /* The replay of that verdict: loading alone. */
+    ck_assert_int_eq(vmain(3, pl(CKH_PLUGIN_BACKEND, "segv"), "--case", "load", 0, 0, 0),
+                     CKH_VALIDATE_VULN);
+    ck_assert_int_eq(vmain(3, bk("bk_good"), "--case", "load", 0, 0, 0), CKH_VALIDATE_OK);
     ck_assert_int_eq(vmain(1, pl(CKH_PLUGIN_BACKEND, "bad_abi"), 0, 0, 0, 0, 0),
                      CKH_VALIDATE_BADINPUT);
     ck_assert_int_eq(vmain(1, pl(CKH_PLUGIN_WORKLOAD, "good"), 0, 0, 0, 0, 0),

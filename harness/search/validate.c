@@ -203,7 +203,7 @@ int ckh_validate_backend(const struct ckh_backend_ops *ops, const struct ckh_val
             (!opt->case_name || strcmp(vcases[i].name, opt->case_name) == 0))
             v.sel[n++] = &vcases[i];
     if (opt->state && n != 1)
-        return CKH_EINVAL;
+        return CKH_EINVAL; /* also --case load with --state: load has no states */
     v.out = calloc(NVCASES, sizeof(*v.out));
     if (!v.out)
         return CKH_ENOMEM;
@@ -240,6 +240,11 @@ void ckh_validate_replay_cmd(const struct ckh_validate_options *opt, const char 
                              const struct ckh_vuln *v, char *buf, size_t n)
 {
     char state[40] = "", ranks[32] = "";
+    if (strcmp(case_name, "load") == 0) { /* V0: loading alone reproduces it */
+        snprintf(buf, n, "ckh validate-backend %s --case load --timeout %u",
+                 opt->lib ? opt->lib : "LIB.so", opt->timeout_s ? opt->timeout_s : 10);
+        return;
+    }
     if (v && v->state_index)
         snprintf(state, sizeof(state), " --state %" PRIu64, v->state_index);
     if (opt->ranks)
@@ -370,7 +375,8 @@ static void usage(FILE *f)
           "  --timeout S                      time limit per case in seconds (default 10; cases run one after another)\n"
           "  --mem-limit SIZE                 memory limit per case (default 4GiB; 0: none)\n"
           "  --only TEXT                      run only cases whose name contains TEXT\n"
-          "  --case NAME                      run only the case NAME (crash:new-epoch, ...)\n"
+          "  --case NAME                      run only the case NAME (listed below; \"load\":\n"
+          "                                   only load the library in a child process)\n"
           "  --state K                        with --case: check only its K-th state (the\n"
           "                                   replay command printed with each finding)\n"
           "  --ranks N                        crash:node-local with N ranks (2..8; default 2, then 4)\n"
@@ -454,8 +460,12 @@ static int check_outputs(const struct vargs *a, char *msg, size_t n)
     return 0;
 }
 
+/* A case name --case accepts: "load" (V0: only loading the library, no
+ * case after it) or one of vcases. */
 static bool known_case(const char *name)
 {
+    if (strcmp(name, "load") == 0)
+        return true;
     for (size_t i = 0; i < NVCASES; i++)
         if (strcmp(vcases[i].name, name) == 0)
             return true;
