@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "run/adapter.h"
+#include "run/workloads.h"
 #include "ckh/defects.h"
 #include "search/fuzz.h"
 
@@ -29,7 +29,7 @@ static double now_s(void)
 
 static void throughput(const char *workload, uint64_t per_worker)
 {
-    if (!ckh_adapter_find(workload))
+    if (!ckh_workloads_find(workload))
         return;
     struct ckh_fuzz_config cfg = {.workload = workload, .determinism_every = 16};
     fflush(stdout);
@@ -59,7 +59,7 @@ int main(int argc, char **argv)
     throughput("seed-pipeline", n);
     throughput("param-server", n / 20 ? n / 20 : 1);
     throughput("ddp-train", n / 4 ? n / 4 : 1);
-    if (!ckh_adapter_find("ddp-train"))
+    if (!ckh_workloads_find("ddp-train"))
         return 0;
     const uint64_t limit = 1000;
     for (int d = 0; d < CKH_DEFECT__COUNT; d++) {

@@ -24,7 +24,7 @@ int main(int argc, char **argv)
 {
     int nodes = argc > 1 ? atoi(argv[1]) : 3;
     int runs = argc > 2 ? atoi(argv[2]) : 200;
-    struct ckh_workload_spec spec = {.wl = ckh_workload_find("seed-pipeline"), .prefix = "/ckpt"};
+    struct ckh_workload_spec spec = {.wl = ckh_epoch_workload_find("seed-pipeline"), .prefix = "/ckpt"};
     struct ckh_workload_node_arg args[64];
     struct ckh_workload_result res[64];
     uint64_t ops = 0;

@@ -21,7 +21,7 @@ option(CKH_FUZZERS "Build the libFuzzer targets of tests/fuzz (clang, with CKH_S
 # One entry per target: tests/fuzz/fuzz_<name>.c and tests/fuzz/corpus/<name>/.
 # A JSON-result target (`json`: reports/ reading back its own output) goes
 # here once its parser entry point is public.
-set(CKH_FUZZ_TARGETS scenario minidb)
+set(CKH_FUZZ_TARGETS scenario minidb record_jsonl)
 
 set(ckh_fuzz_dir ${CMAKE_SOURCE_DIR}/tests/fuzz)
 if(DEFINED CKH_ALL_LIBS)

@@ -160,6 +160,27 @@ void ckh_node_phase(struct ckh_node *n, const char *phase, int64_t epoch, int64_
         n->ops->phase(n, phase, epoch, step);
 }
 
+int ckh_node_spawn(struct ckh_node *n, ckh_bg_fn fn, void *arg, struct ckh_task **out)
+{
+    if (out)
+        *out = NULL;
+    if (!n || !n->ops || !fn || !out)
+        return CKH_EINVAL;
+    /* An ops table older than version 2 has no spawn member at all. */
+    if (n->ops->version < 2 || !n->ops->spawn)
+        return CKH_EUNSUPPORTED;
+    return n->ops->spawn(n, fn, arg, out);
+}
+
+int ckh_node_join(struct ckh_node *n, struct ckh_task *t, int *status)
+{
+    if (!n || !n->ops || !t)
+        return CKH_EINVAL;
+    if (n->ops->version < 2 || !n->ops->join)
+        return CKH_EUNSUPPORTED;
+    return n->ops->join(n, t, status);
+}
+
 void ckh_node_logf(struct ckh_node *n, const char *fmt, ...)
 {
     if (!n || !n->ops || !n->ops->log || !fmt)

@@ -4,15 +4,28 @@
  * Sections: trainer state; checkpoint save; checkpoint load; training
  * loop; node main.
  *
- * Save protocol (every checkpoint): prepare (collective) -> rank 0 writes
- * model.ckh and train.ckh, every rank writes rng_rank_<R>.ckh (each file
- * with ckh_atomic_save) -> an all-reduce of write failures -> commit
- * (collective) unless some rank failed, in which case the folder stays
- * uncommitted and the next prepare removes it; a failed save is logged and
- * training goes on. Load protocol (on start): every rank reads the pointer,
- * loads, then a barrier; the staging copies of the loaded tensors are freed
- * after the barrier (a rank holds its loaded checkpoint until all have
- * loaded), so an unmapped load keeps every rank's copy on device 0 at once.
+ * Checkpoints go through a directory saver (include/ckh/saver.h):
+ * cfg->saver, or the built-in atomic directory saver. Save protocol (every
+ * checkpoint): prepare (collective) -> the leader of each view of the
+ * checkpoint folder (ckh_saver_view_leader: rank 0 on a shared disk, every
+ * rank on node-local disks) writes model.ckh and train.ckh, every rank
+ * writes rng_rank_<R>.ckh (each file with ckh_atomic_save) -> an
+ * all-reduce of write failures -> commit (collective) unless some rank
+ * failed, in which case the folder stays uncommitted and the next prepare
+ * removes it; a failed save is logged, recorded, and training goes on.
+ * Load protocol (on start): every rank asks the saver for the checkpoint
+ * all ranks resume from (ckh_saver_resume), loads it, then an all-reduce
+ * that checks every rank loaded the same step; the staging copies of the
+ * loaded tensors are freed after it (a rank holds its loaded checkpoint
+ * until all have loaded), so an unmapped load keeps every rank's copy on
+ * device 0 at once.
+ *
+ * Records (include/ckh/record.h, through env->record): per optimizer step
+ * a step record (digests "weights", "optim", "rng", "sampler", value "lr",
+ * the sample ids this rank consumed); a resume record when a rank restores
+ * a checkpoint (or restarts from scratch after an earlier incarnation); a
+ * save record per save attempt with its result and a message naming the
+ * folder or the file that failed; a final record when the rank completes.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -42,10 +55,11 @@ struct trainer {
     int64_t step;                      /* optimizer steps taken */
     int64_t epoch;                     /* current epoch */
     uint64_t epoch_pos;                /* rank 0's progress in the epoch */
-    struct ckh_adir *saver;            /* NULL: no checkpoints */
+    struct ckh_saver *saver;           /* NULL: no checkpoints */
     struct ckh_atomic at;              /* file saves */
     uint64_t staged[CKH_DDP_MAX_RANKS]; /* device bytes of loaded staging copies */
     float lr;                          /* LR of the last step */
+    uint64_t *ids;                     /* [rec->per_step] sample ids of the step being recorded */
 };
 
 static int tfail(struct trainer *t, int code, const char *fmt, ...)
@@ -95,7 +109,7 @@ static int save_sd(struct trainer *t, const char *folder, const char *file, stru
     if (!rc) {
         rc = ckh_atomic_save(&t->at, path, buf, n);
         if (rc)
-            tfail(t, rc, "%s", t->at.errmsg);
+            tfail(t, rc, "saving %s: %s", path, t->at.errmsg);
     }
     ckh_free(t->env->alloc, buf);
     return rc;
@@ -107,7 +121,10 @@ static int write_files(struct trainer *t, const char *folder)
     struct ckh_alloc *a = t->env->alloc;
     struct ckh_ddp_sd sd;
     int rc = 0;
-    bool writes_state = t->rank == 0 || t->cfg->strategy == CKH_ADIR_ASYNC;
+    /* One copy of the shared state per view of the folder: its leader
+     * writes it (async: every rank keeps its own folders). */
+    bool writes_state = t->cfg->strategy == CKH_ADIR_ASYNC ||
+                        ckh_saver_view_leader(t->saver) == t->rank;
     if (writes_state) {
         ckh_ddp_sd_init(&sd, a);
         bool prefix = ckh_defect_on(t->def, CKH_DEFECT_MODULE_PREFIX_SAVED);
@@ -135,8 +152,14 @@ static int write_files(struct trainer *t, const char *folder)
             rc = ckh_ddp_sd_put(&sd, "optim.lr", CKH_DT_F32, -1, &t->lr, sizeof t->lr);
         if (!rc)
             rc = put_i64(&sd, "sched.last_step", (int64_t)t->sched.last_step);
-        if (!rc)
-            rc = ckh_dsampler_save(&t->sampler, t->def, smp, sizeof smp);
+        if (!rc) {
+            /* The state rank 0 would save: its progress is the epoch
+             * position every rank shares (another rank's can be one short
+             * after a reshard). */
+            struct ckh_dsampler as_rank0 = t->sampler;
+            as_rank0.progress = t->epoch_pos;
+            rc = ckh_dsampler_save(&as_rank0, t->def, smp, sizeof smp);
+        }
         if (!rc)
             rc = ckh_ddp_sd_put(&sd, "sampler", CKH_DT_U8, -1, smp, sizeof smp);
         if (!rc)
@@ -161,46 +184,77 @@ static int write_files(struct trainer *t, const char *folder)
     return rc;
 }
 
-/* One checkpoint. Returns 0 or a collective error (fatal); file errors
- * are logged and leave the checkpoint uncommitted. */
-static int save_checkpoint(struct trainer *t)
+/* Records one save attempt (rc 0: committed) and counts a failure. */
+static int record_save(struct trainer *t, int rc, const char *what)
 {
-    char folder[CKH_PATH_MAX + 1];
-    ckh_node_phase(t->env->node, "save", t->epoch, t->step);
-    int rc = ckh_adir_prepare(t->saver, false, folder, sizeof folder);
-    if (rc) {
-        ckh_node_logf(t->env->node, "checkpoint at step %" PRId64 " not prepared: %s",
-                      t->step, ckh_adir_errmsg(t->saver));
+    struct ckh_rec_save rs = {.step = t->step, .epoch = t->epoch, .rc = rc, .what = what};
+    if (rc)
         t->rr->saves_failed++;
-        ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
-        /* Prepare fails on every rank together (the status is broadcast). */
-        return rc == CKH_ETIMEOUT || rc == CKH_EPEER_DEAD || rc == CKH_EMISMATCH ? rc : 0;
-    }
+    int r = ckh_record_save(t->env->record, &rs);
+    return r ? tfail(t, r, "recording the save of step %" PRId64 ": %s", t->step, ckh_strerror(r))
+             : 0;
+}
+
+/* Writes this rank's files and learns whether every rank wrote its own:
+ * *failed is 0, or the code of a rank that failed (this one's first). */
+static int write_and_vote(struct trainer *t, const char *folder, int32_t *failed)
+{
     int wrc = write_files(t, folder);
     if (wrc)
         ckh_node_logf(t->env->node, "checkpoint files at step %" PRId64 " failed: %s", t->step,
                       t->rr->errmsg);
-    int32_t failed = wrc ? 1 : 0;
-    if (t->cfg->strategy != CKH_ADIR_ASYNC) {
-        rc = ckh_coll_allreduce(t->env->coll, &failed, 1, CKH_DT_I32, CKH_RED_MAX,
-                                t->cfg->timeout_ns);
-        if (rc)
-            return tfail(t, rc, "vote on checkpoint files: %s", ckh_strerror(rc));
+    *failed = wrc;
+    if (t->cfg->strategy == CKH_ADIR_ASYNC)
+        return 0;
+    int32_t any = wrc;
+    int rc = ckh_coll_allreduce(t->env->coll, &any, 1, CKH_DT_I32, CKH_RED_MIN, t->cfg->timeout_ns);
+    if (rc)
+        return tfail(t, rc, "vote on checkpoint files: %s", ckh_strerror(rc));
+    if (!wrc)
+        *failed = any;
+    return 0;
+}
+
+/* One checkpoint. Returns 0 or a fatal error (a collective's, or a
+ * refused record); file errors are logged, recorded, and leave the
+ * checkpoint uncommitted. */
+static int save_checkpoint(struct trainer *t)
+{
+    char folder[CKH_PATH_MAX + 1], what[CKH_PATH_MAX + 320];
+    ckh_node_phase(t->env->node, "save", t->epoch, t->step);
+    int rc = ckh_saver_prepare(t->saver, false, folder, sizeof folder);
+    if (rc) {
+        ckh_node_logf(t->env->node, "checkpoint at step %" PRId64 " not prepared: %s",
+                      t->step, ckh_saver_errmsg(t->saver));
+        int r = record_save(t, rc, ckh_saver_errmsg(t->saver));
+        ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
+        /* Prepare fails on every rank together (the status is agreed). */
+        return r ? r : rc == CKH_ETIMEOUT || rc == CKH_EPEER_DEAD || rc == CKH_EMISMATCH ? rc : 0;
     }
-    if (failed)
-        t->rr->saves_failed++;
-    if (!failed) {
-        rc = ckh_adir_commit(t->saver, folder);
-        if (rc) {
-            t->rr->saves_failed++;
+    int32_t failed = 0;
+    t->rr->errmsg[0] = '\0';
+    if ((rc = write_and_vote(t, folder, &failed)) != 0) {
+        snprintf(what, sizeof what, "%s not committed: %s", folder, t->rr->errmsg);
+        int r = record_save(t, rc, what);
+        return r ? r : tfail(t, rc, "%s", what);
+    }
+    if (failed) {
+        snprintf(what, sizeof what, "%s not committed: %s", folder,
+                 t->rr->errmsg[0] ? t->rr->errmsg : "another rank could not write its files");
+        rc = record_save(t, failed, what);
+        if (!rc) /* logged and recorded; the rank's message is for what ends it */
+            t->rr->errmsg[0] = '\0';
+    } else {
+        int crc = ckh_saver_commit(t->saver, folder);
+        if (crc)
             ckh_node_logf(t->env->node, "checkpoint commit at step %" PRId64 " failed: %s",
-                          t->step, ckh_adir_errmsg(t->saver));
-            if (rc == CKH_ETIMEOUT || rc == CKH_EPEER_DEAD)
-                return rc;
-        }
+                          t->step, ckh_saver_errmsg(t->saver));
+        rc = record_save(t, crc, crc ? ckh_saver_errmsg(t->saver) : folder);
+        if (!rc && (crc == CKH_ETIMEOUT || crc == CKH_EPEER_DEAD))
+            rc = crc;
     }
     ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
-    return 0;
+    return rc;
 }
 
 /* ---- checkpoint load ---- */
@@ -331,6 +385,14 @@ static int load_train(struct trainer *t, const char *folder)
          * sampler.h: magic, kind, world): load_rng needs it. */
         if (smp->size_bytes >= 16)
             t->saved_world = (int)ckh_get_le32((const unsigned char *)smp->data + 12);
+        /* Another world size without resharding: refuse it by name,
+         * before anything of the checkpoint is adopted. */
+        if (!t->cfg->reshard && t->saved_world > 0 && t->saved_world != t->world)
+            rc = tfail(t, CKH_EMISMATCH,
+                       "checkpoint %s was saved by %d ranks; this job has %d and resharding is off",
+                       folder, t->saved_world, t->world);
+    }
+    if (!rc) {
         rc = ckh_dsampler_load_defects(&t->sampler, smp->data, smp->size_bytes, t->cfg->reshard,
                                        t->def);
         if (rc)
@@ -377,68 +439,45 @@ static int load_rng(struct trainer *t, const char *folder)
     return rc;
 }
 
-/* Step recorded in a folder's train.ckh (-1 if unreadable). */
-static int64_t folder_step(struct trainer *t, const char *folder)
+/* Every rank loaded the same step (an all-reduce, which also keeps each
+ * rank's staging copies until all have loaded). A rank that failed to
+ * load does not vote; its own error ends it. */
+static int agree_loaded(struct trainer *t, bool voted)
 {
-    struct ckh_ddp_sd sd;
-    int64_t step = -1;
-    if (read_sd(t, folder, "train.ckh", &sd) == 0) {
-        if (get_i64(t, &sd, "step", &step))
-            step = -1;
-        ckh_ddp_sd_fini(&sd);
-    }
-    t->rr->errmsg[0] = '\0';
-    return step;
+    int64_t v[2] = {voted ? t->step : INT64_MIN, voted ? -t->step : INT64_MIN};
+    int rc = ckh_coll_allreduce(t->env->coll, v, 2, CKH_DT_I64, CKH_RED_MAX, t->cfg->timeout_ns);
+    if (rc)
+        return tfail(t, rc, "all-reduce after load: %s", ckh_strerror(rc));
+    if (voted && v[0] != -v[1])
+        return tfail(t, CKH_EMISMATCH,
+                     "ranks resumed from different steps (%" PRId64 " to %" PRId64
+                     "): their savers' latest checkpoints disagree",
+                     -v[1], v[0]);
+    return 0;
 }
 
-/* Async strategy: every rank resumes from the newest step all ranks hold. */
-static int async_agree(struct trainer *t, char *folder, size_t n, bool *have)
+/* Tells the record where this incarnation starts: the restored
+ * checkpoint, or scratch after an earlier incarnation. */
+static int record_resume(struct trainer *t, bool restored)
 {
-    int64_t mine = *have ? folder_step(t, folder) : -1;
-    int64_t lo = mine;
-    int rc = ckh_coll_allreduce(t->env->coll, &lo, 1, CKH_DT_I64, CKH_RED_MIN, t->cfg->timeout_ns);
-    if (rc)
-        return tfail(t, rc, "agreeing on the resume step: %s", ckh_strerror(rc));
-    if (lo == mine)
+    if (!restored && t->rr->incarnations <= 1)
         return 0;
-    *have = false;
-    if (lo < 0)
-        return 0;
-    char **names = NULL;
-    size_t count = 0;
-    rc = ckh_adir_list(t->saver, &names, &count);
-    if (rc)
-        return tfail(t, rc, "listing checkpoints: %s", ckh_adir_errmsg(t->saver));
-    for (size_t i = count; i-- > 0 && !*have;) {
-        char path[CKH_PATH_MAX + 1];
-        if (ckh_path_join(path, sizeof path, t->cfg->ckpt_dir, names[i]))
-            continue;
-        if (folder_step(t, path) == lo && strlen(path) < n) {
-            strcpy(folder, path);
-            *have = true;
-        }
-    }
-    ckh_adir_list_free(t->saver, names, count);
-    if (!*have)
-        return tfail(t, CKH_ENOTFOUND, "rank %d no longer holds the checkpoint of step %" PRId64,
-                     t->rank, lo);
-    return 0;
+    struct ckh_rec_resume rr = {.step = restored ? t->step : 0, .epoch = restored ? t->epoch : 0};
+    int rc = ckh_record_resume(t->env->record, &rr);
+    return rc ? tfail(t, rc, "recording the resume: %s", ckh_strerror(rc)) : 0;
 }
 
 static int load_checkpoint(struct trainer *t)
 {
     char folder[CKH_PATH_MAX + 1];
     ckh_node_phase(t->env->node, "load", -1, -1);
-    int rc = ckh_adir_latest(t->saver, folder, sizeof folder);
+    /* Collective (the saver's agreement): the same checkpoint on every rank. */
+    int rc = ckh_saver_resume(t->saver, folder, sizeof folder);
     bool have = rc == 0;
     if (rc && rc != CKH_ENOTFOUND)
-        return tfail(t, rc, "latest checkpoint: %s", ckh_adir_errmsg(t->saver));
-    if (t->cfg->strategy == CKH_ADIR_ASYNC) {
-        rc = async_agree(t, folder, sizeof folder, &have);
-        if (rc)
-            return rc;
-    }
-    rc = 0;
+        rc = tfail(t, rc, "latest checkpoint: %s", ckh_saver_errmsg(t->saver));
+    else
+        rc = 0;
     if (have) {
         rc = load_model(t, folder);
         if (!rc)
@@ -448,14 +487,15 @@ static int load_checkpoint(struct trainer *t)
         if (!rc)
             t->rr->resumed_step = t->step;
     }
-    /* Everyone holds its loaded copy until all ranks have loaded. */
-    int brc = ckh_coll_barrier(t->env->coll, t->cfg->timeout_ns);
+    int arc = agree_loaded(t, rc == 0);
     for (int d = 0; d < t->world; d++) {
         ckh_ddp_dev_free(&t->rec->devices, t->rank, d, t->staged[d]);
         t->staged[d] = 0;
     }
-    if (!rc && brc)
-        rc = tfail(t, brc, "barrier after load: %s", ckh_strerror(brc));
+    if (!rc)
+        rc = arc;
+    if (!rc)
+        rc = record_resume(t, have);
     return rc;
 }
 
@@ -503,6 +543,41 @@ static int allreduce_grads(struct trainer *t, int64_t slot)
     return rc;
 }
 
+/* The step record of `slot` (state after it, its LR, its sample ids). */
+static int record_step(struct trainer *t, int64_t slot, const struct ckh_ddp_step_rec *sr)
+{
+    const uint32_t *ids = t->rr->samples + (uint64_t)slot * t->rec->per_step;
+    size_t n = 0;
+    for (uint32_t k = 0; k < t->rec->per_step; k++)
+        if (ids[k] != UINT32_MAX)
+            t->ids[n++] = ids[k];
+    const struct ckh_rec_digest dg[] = {
+        {"weights", sr->weights}, {"optim", sr->optim}, {"rng", sr->rng}, {"sampler", sr->sampler}};
+    const struct ckh_rec_value lr = {"lr", (double)t->lr};
+    const struct ckh_rec_step rs = {.step = slot, .epoch = sr->epoch, .digests = dg,
+                                    .ndigests = sizeof dg / sizeof dg[0], .values = &lr,
+                                    .nvalues = 1, .samples = t->ids, .nsamples = n};
+    int rc = ckh_record_step(t->env->record, &rs);
+    return rc ? tfail(t, rc, "recording step %" PRId64 ": %s", slot, ckh_strerror(rc)) : 0;
+}
+
+/* The final record: epochs and steps done, a digest of the final state,
+ * and the dataset's size and drop_last for the reshard oracle
+ * (include/ckh/record.h). */
+static int record_final(struct trainer *t)
+{
+    const struct ckh_ddp_step_rec *f = &t->rr->final;
+    const uint64_t parts[] = {f->weights, f->optim, f->lr_bits, f->rng, f->sampler};
+    const struct ckh_rec_value values[] = {{"dataset_size", (double)t->cfg->samples},
+                                           {"drop_last", t->cfg->drop_last ? 1.0 : 0.0}};
+    const struct ckh_rec_final rf = {.epochs = t->epoch, .steps = t->step, .total = t->step,
+                                     .has_digest = true,
+                                     .digest = ckh_hash64(CKH_HASH_INIT, parts, sizeof parts),
+                                     .values = values, .nvalues = 2};
+    int rc = ckh_record_final(t->env->record, &rf);
+    return rc ? tfail(t, rc, "recording the end: %s", ckh_strerror(rc)) : 0;
+}
+
 /* The optimizer step `slot`, then its bookkeeping: the epoch may end, the
  * step is recorded and announced, a checkpoint is taken when due. */
 static int end_step(struct trainer *t, int64_t slot, uint64_t len_max, bool *epoch_end)
@@ -520,6 +595,8 @@ static int end_step(struct trainer *t, int64_t slot, uint64_t len_max, bool *epo
         t->epoch_pos = 0;
     }
     fill_rec(t, &t->rr->steps[slot], step_epoch);
+    if ((rc = record_step(t, slot, &t->rr->steps[slot])) != 0)
+        return rc;
     /* Each finished step is announced: triggers aim at steps, and the
      * harness measures work lost to a crash in steps. */
     ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
@@ -595,20 +672,25 @@ static int run(struct trainer *t)
     rc = ckh_atomic_init(&t->at, t->env, t->def);
     if (rc)
         goto out_sampler;
+    t->ids = ckh_calloc(t->env->alloc, t->rec->per_step ? t->rec->per_step : 1, sizeof *t->ids);
+    if (!t->ids) {
+        rc = tfail(t, CKH_ENOMEM, "no memory for the sample ids of a step");
+        goto out_sampler;
+    }
     if (c->ckpt_dir) {
-        struct ckh_adir_config ac = {
+        const struct ckh_saver_config sc = {
             .output_dir = c->ckpt_dir,
-            .is_master = t->rank == 0,
             .name = c->saver_name ? c->saver_name : "ddp",
             .keep_last = c->keep_last,
-            .strategy = c->strategy,
+            .strategy = (enum ckh_saver_strategy)c->strategy,
             .timeout_ns = c->timeout_ns,
             .defects = t->def,
         };
-        rc = ckh_adir_create(t->env, &ac, &t->saver);
+        const struct ckh_saver_ops *ops = c->saver ? c->saver : &ckh_atomic_dir_saver_ops;
+        rc = ckh_saver_create(ops, t->env, &sc, &t->saver);
         if (rc) {
-            tfail(t, rc, "checkpoint saver: %s", ckh_strerror(rc));
-            goto out_sampler;
+            tfail(t, rc, "checkpoint saver '%s': %s", ops->name ? ops->name : "?", ckh_strerror(rc));
+            goto out_ids;
         }
         rc = load_checkpoint(t);
         if (rc)
@@ -627,9 +709,12 @@ static int run(struct trainer *t)
         t->rr->final_step = t->step;
         t->rr->final_epoch = t->epoch;
         fill_rec(t, &t->rr->final, t->epoch);
+        rc = record_final(t);
     }
 out_saver:
-    ckh_adir_destroy(t->saver);
+    ckh_saver_destroy(t->saver);
+out_ids:
+    ckh_free(t->env->alloc, t->ids);
 out_sampler:
     ckh_dsampler_fini(&t->sampler);
 out_model:

@@ -361,11 +361,15 @@ static void save_checkpoints(struct ckh_runner_config *cfg, struct ckh_session *
         ckh_node_logf(s->env->node, "checkpoint files cannot be accessed; epoch %" PRId64 " not saved",
                       epoch);
         cfg->saves_failed++;
+        ckh_record_save(s->env->record, &(struct ckh_rec_save){.step = epoch, .epoch = epoch, .rc = CKH_ENOTFOUND,
+                                                              .what = "checkpoint files cannot be accessed"});
         return;
     }
     rc = ckh_ckpt_save(cfg->ckpt, s, epoch);
     if (rc == 0)
         rc = ckh_ckpt_write_metadata(cfg->ckpt, s, epoch);
+    ckh_record_save(s->env->record, &(struct ckh_rec_save){.step = epoch, .epoch = epoch, .rc = rc,
+                                                          .what = rc ? ckh_ckpt_errmsg(cfg->ckpt) : NULL});
     if (rc != 0) {
         cfg->saves_failed++;
         ckh_node_logf(s->env->node, "unable to write checkpoint for epoch %" PRId64 ": %s (%s)",
@@ -420,8 +424,10 @@ int ckh_runner_run(struct ckh_runner_config *cfg, struct ckh_session *s, int64_t
     resume = cfg->resume_from_epoch;
     if (cfg->ckpt && (rc = ckh_ckpt_resume_epoch(cfg->ckpt, nodes, nnodes, cfg->resume_from_epoch, &resume)) != 0)
         return rc;
-    if (resume >= 0)
+    if (resume >= 0) {
         ckh_node_logf(s->env->node, "resuming from epoch %" PRId64, resume);
+        ckh_record_resume(s->env->record, &(struct ckh_rec_resume){.step = 0, .epoch = resume});
+    }
     from_scratch = resume < 0;
     cfg->resumed_from = resume < 0 ? -1 : resume;
     cfg->saves_failed = 0;

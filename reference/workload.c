@@ -375,7 +375,7 @@ static const struct ckh_workload workloads[] = {
     },
 };
 
-const struct ckh_workload *ckh_workload_find(const char *name)
+const struct ckh_workload *ckh_epoch_workload_find(const char *name)
 {
     for (size_t i = 0; name && i < sizeof workloads / sizeof workloads[0]; i++)
         if (strcmp(workloads[i].name, name) == 0)
@@ -383,7 +383,7 @@ const struct ckh_workload *ckh_workload_find(const char *name)
     return NULL;
 }
 
-const struct ckh_workload *ckh_workload_at(size_t i)
+const struct ckh_workload *ckh_epoch_workload_at(size_t i)
 {
     return i < sizeof workloads / sizeof workloads[0] ? &workloads[i] : NULL;
 }

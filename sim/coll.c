@@ -42,6 +42,11 @@
  *
  * An op failed by an ERRNO fault has no effect: it does not take a #seq.
  *
+ * Background tasks. A node's background tasks share its rank: any of its
+ * programs may call collectives and send/recv, one at a time; a call made
+ * while another program of the node is inside one fails with CKH_ESTATE
+ * at once (nothing traced).
+ *
  * Trace lines: barrier/allgather off=0; broadcast off=root; send/recv
  * off=peer, arg=tag; allreduce arg = dtype * 16 + op; len = bytes.
  *
@@ -454,6 +459,16 @@ static int coll_arrive(struct ckh_sim *sim, struct ckh__node *n, const struct ck
     return gen_whole(sim, gen) ? CKH_ETIMEOUT : CKH_EPEER_DEAD;
 }
 
+/* A collective or send/recv while another program of the same node (its
+ * main program or a background task) is inside one: refused, since a
+ * rank's calls are numbered in one sequence (NCCL: one communicator is
+ * not used from two threads at once). */
+static int busy(struct ckh__node *n)
+{
+    return ckh__sim_err(n->sim, CKH_ESTATE,
+                        "node %s: a collective while another of its programs is in one", n->name);
+}
+
 /* One collective call: enter (latency, faults), arrive, leave (trace). */
 static int coll_call(struct ckh__node *n, const struct ckh__arrival *a, uint64_t off, uint64_t len,
                      int64_t arg, uint64_t timeout_ns)
@@ -461,9 +476,12 @@ static int coll_call(struct ckh__node *n, const struct ckh__arrival *a, uint64_t
     struct ckh_sim *sim = n->sim;
     if (sim->coll.world == 0 || n->rank >= sim->coll.world || n->state != CKH_NODE_RUNNING)
         return ckh__sim_err(sim, CKH_ESTATE, "node %s: collectives used outside a run", n->name);
+    if (n->coll_busy)
+        return busy(n);
     struct ckh_op op = {.kind = (enum ckh_op_kind)a->kind, .node = n->id, .off = off,
                         .len = len, .arg = arg};
     struct ckh_fault_action act;
+    n->coll_busy = true;
     ckh__sim_enter(sim, &op, sim->cfg.coll_latency_ns, &act);
     struct ckh__arrival alt;
     if (act.kind == CKH_FAULT_MISMATCH) {
@@ -478,6 +496,7 @@ static int coll_call(struct ckh__node *n, const struct ckh__arrival *a, uint64_t
         a = &alt;
     }
     int rc = act.kind == CKH_FAULT_ERRNO ? -act.err : coll_arrive(sim, n, a, timeout_ns);
+    n->coll_busy = false;
     ckh__sim_leave(sim, &op, rc);
     return rc;
 }
@@ -547,9 +566,12 @@ static int p2p_call(struct ckh__node *n, bool is_send, const void *sbuf, void *r
                             is_send ? "send" : "recv", peer);
     if (n->state != CKH_NODE_RUNNING || n->rank >= cs->world)
         return ckh__sim_err(sim, CKH_ESTATE, "node %s: collectives used outside a run", n->name);
+    if (n->coll_busy)
+        return busy(n);
     struct ckh_op op = {.kind = is_send ? CKH_OP_SEND : CKH_OP_RECV, .node = n->id,
                         .off = (uint64_t)peer, .len = size, .arg = tag};
     struct ckh_fault_action act;
+    n->coll_busy = true;
     ckh__sim_enter(sim, &op, sim->cfg.coll_latency_ns, &act);
     int rc;
     if (act.kind == CKH_FAULT_ERRNO) {
@@ -592,6 +614,7 @@ static int p2p_call(struct ckh__node *n, bool is_send, const void *sbuf, void *r
         rc = peer_ok ? CKH_ETIMEOUT : CKH_EPEER_DEAD;
     }
 out:
+    n->coll_busy = false;
     ckh__sim_leave(sim, &op, rc);
     return rc;
 }

@@ -14,7 +14,9 @@
  * Node: exit(status) ends the program (EXIT line); log(msg) is a LOG op
  * with the message as its path; phase(p, e, s) stores where the program is
  * and is a PHASE op with path = p, off = e, len = s (two's complement);
- * fault rules and later ops see the stored phase.
+ * fault rules and later ops see the stored phase. spawn and join run
+ * background tasks (sim/task.c); every program of the node shares this
+ * environment, so exit() from a task ends the node.
  *
  * Alloc: every block carries a header linking it into the incarnation's
  * list, so all of them are freed when the incarnation ends (fresh memory
@@ -74,7 +76,7 @@ static const struct ckh_rand_ops rand_ops = {
 static void node_exit(struct ckh_node *nd, int status)
 {
     struct ckh__node *n = CKH__CONTAINER_OF(nd, struct ckh__node, node);
-    if (n->sim->cur == n)
+    if (ckh__sim_cur_node(n->sim) == n) /* its main program or one of its tasks */
         ckh__sim_exit_current(n->sim, status);
     /* Called from outside the node's own program: end it without running it. */
     ckh__sim_exit_other(n->sim, n, status);
@@ -111,12 +113,31 @@ static void node_phase(struct ckh_node *nd, const char *phase, int64_t epoch, in
     node_simple_op(n, &op);
 }
 
+static int node_spawn(struct ckh_node *nd, ckh_bg_fn fn, void *arg, struct ckh_task **out)
+{
+    struct ckh__node *n = CKH__CONTAINER_OF(nd, struct ckh__node, node);
+    if (out == NULL)
+        return CKH_EINVAL;
+    struct ckh__task *t = NULL;
+    int rc = ckh__sim_task_spawn(n, fn, arg, &t);
+    *out = rc == 0 ? (struct ckh_task *)(void *)t : NULL;
+    return rc;
+}
+
+static int node_join(struct ckh_node *nd, struct ckh_task *t, int *status)
+{
+    struct ckh__node *n = CKH__CONTAINER_OF(nd, struct ckh__node, node);
+    return ckh__sim_task_join(n, (struct ckh__task *)(void *)t, status);
+}
+
 static const struct ckh_node_ops node_ops = {
-    .version = 1,
+    .version = 2,
     .exit = node_exit,
     .name = node_name,
     .log = node_log,
     .phase = node_phase,
+    .spawn = node_spawn,
+    .join = node_join,
 };
 
 /* ---- accounting allocator ---- */
@@ -129,7 +150,7 @@ static bool mem_refuse(struct ckh__node *n, uint64_t grow_bytes, uint64_t size_b
     uint64_t limit = sim->cfg.node_mem_limit_bytes;
     bool refuse = (limit != 0 && (grow_bytes > limit || n->mem_bytes > limit - grow_bytes)) ||
                   size_bytes > SIZE_MAX - HDR_BYTES;
-    if (!refuse && sim->cur == n)
+    if (!refuse && ckh__sim_cur_node(sim) == n)
         refuse = ckh__sim_alloc_fault(sim, n, size_bytes);
     if (refuse)
         ckh__trace_add(sim, n->id, CKH_OP_ALLOC, NULL, NULL, 0, size_bytes, 0, -ENOMEM);

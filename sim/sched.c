@@ -5,11 +5,14 @@
  * Time. Virtual time (now_ns) only jumps: it becomes the wake time of the
  * node that runs next. Nothing here reads a real clock.
  *
- * Scheduling. Every runnable node sits in a binary heap ordered by
- * (wake_ns, tie, id). `tie` is a fresh 64-bit draw from the scheduler's
- * stream (seeded with ckh_seed_derive(seed, "sched")) each time a node
- * becomes runnable, so equal wake times are ordered by the seed: the same
- * seed gives the same interleaving, other seeds give others.
+ * Scheduling. The unit of scheduling is a program (struct ckh__thread): a
+ * node's main program or one of its background tasks (sim/task.c); "node"
+ * below means the program when it does. Every runnable program sits in a
+ * binary heap ordered by (wake_ns, tie, node id, task number). `tie` is a
+ * fresh 64-bit draw from the scheduler's stream (seeded with
+ * ckh_seed_derive(seed, "sched")) each time a program becomes runnable,
+ * so equal wake times are ordered by the seed: the same seed gives the
+ * same interleaving, other seeds give others.
  * ckh__sim_enter charges the op's latency (wake_ns = now + latency), draws
  * the node's tie and runs the minimum of the heap. When the running node
  * is itself that minimum it continues without a context switch (the fast
@@ -19,8 +22,9 @@
  * A schedule hook (ckh_sim_set_sched_hook) replaces the heap's choice at
  * every scheduling point: the fast path is then off, the chosen node is
  * taken out of the heap wherever it sits, and now becomes its wake time
- * when later. ckh_sim_yield is a scheduling point without an op (wake
- * time now, nothing traced).
+ * when later; the hook chooses among nodes (those with a runnable program)
+ * and the heap order among the chosen node's programs. ckh_sim_yield is a
+ * scheduling point without an op (wake time now, nothing traced).
  *
  * Invariants (CKH_ASSERT): after every push, removal or replacement the
  * entry that moved is in order with its parent and children and knows its
@@ -28,13 +32,16 @@
  * is taken; CKH_ASSERT_SLOW checks the order of the whole heap after each
  * change.
  *
- * Blocking. ckh__sim_block takes the node out of the heap (or leaves it
- * there keyed by its deadline); ckh__sim_wake puts it back at now.
+ * Blocking. ckh__sim_block takes the running program out of the heap (or
+ * leaves it there keyed by its deadline); ckh__sim_wake(node) puts the
+ * node's program blocked in ckh__sim_block back at now (one per node: a
+ * second program of the node calling it meanwhile gets CKH_ESTATE).
  *
  * End of a run. DONE when no node is READY or RUNNING; DEADLOCK when the
  * heap is empty but some node is blocked without a deadline (the report
- * lists every blocked node in id order, "node NAME (rank R): PENDING",
- * joined by "; "); TIME_LIMIT when the next wake time is past
+ * lists every blocked program in node id order, main program first, then
+ * tasks by slot, "node NAME[#TASK] (rank R): PENDING", joined by "; ");
+ * TIME_LIMIT when the next wake time is past
  * cfg.time_limit_ns (the node stays runnable); OP_LIMIT when a run has
  * entered cfg.op_limit ops: the node entering the next op is suspended
  * before it (the op completes in a later run). The op limit counts per
@@ -51,8 +58,10 @@
  * (ckh_simfs_crash(disk, -1)). In every case the view is destroyed first
  * (page-cache content stays on the disk as pending operations), every block
  * of the allocator is freed, the node's collective arrivals are withdrawn,
- * and a killed node's coroutine is abandoned, never resumed; its stack is
- * freed as soon as the simulator runs on another stack. ckh_sim_park sets
+ * and a killed node's coroutines (its main program's and its tasks') are
+ * abandoned, never resumed; their stacks are freed at once, the running
+ * one's as soon as the simulator runs on another stack. A node's programs
+ * all end with it, whichever of them ended it. ckh_sim_park sets
  * a node that is not running aside (PARKED, nothing traced): runs skip it,
  * power losses do not touch it, ckh_sim_restart brings it back as READY.
  * ckh_sim_set_rank changes a stopped node's rank between runs; the next
@@ -68,8 +77,9 @@
  * later match too (when an earlier rule already took that op, it fires on
  * its next match instead); a rule whose action cannot apply to an op
  * (MISMATCH off the group collectives, FSYNC_LOST off fsync,
- * SHORT_WRITE off write/pwrite) does not match it; with probability > 0 it fires on each match with that
- * chance, drawn from its own stream ckh_seed_derive(seed, "fault/INDEX"),
+ * SHORT_WRITE off write/pwrite) does not match it; with probability > 0
+ * it fires on each match with that chance, drawn from its own stream
+ * ckh_seed_derive(seed, "fault/INDEX"),
  * once unless `repeat`. The first rule that fires gives the action; then
  * the hook may change it. A FAULT trace line (path = op path, path2 =
  * "OP:ACTION", off = rule index or -1 for the hook, len = keep_bytes or
@@ -135,69 +145,71 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-/* ---- the run queue: a binary heap on (wake_ns, tie, id) ---- */
+/* ---- the run queue: a binary heap on (wake_ns, tie, node id, task) ---- */
 
-static bool node_before(const struct ckh__node *a, const struct ckh__node *b)
+static bool thread_before(const struct ckh__thread *a, const struct ckh__thread *b)
 {
     if (a->wake_ns != b->wake_ns)
         return a->wake_ns < b->wake_ns;
     if (a->tie != b->tie)
         return a->tie < b->tie;
-    return a->id < b->id;
+    if (a->node->id != b->node->id)
+        return a->node->id < b->node->id;
+    return a->task < b->task;
 }
 
-static void heap_set(struct ckh_sim *sim, size_t i, struct ckh__node *n)
+static void heap_set(struct ckh_sim *sim, size_t i, struct ckh__thread *t)
 {
-    sim->heap[i] = n;
-    n->heap_pos = i;
+    sim->heap[i] = t;
+    t->heap_pos = i;
 }
 
 static void heap_up(struct ckh_sim *sim, size_t i)
 {
-    struct ckh__node *n = sim->heap[i];
+    struct ckh__thread *t = sim->heap[i];
     while (i > 0) {
         size_t parent = (i - 1) / 2;
-        if (!node_before(n, sim->heap[parent]))
+        if (!thread_before(t, sim->heap[parent]))
             break;
         heap_set(sim, i, sim->heap[parent]);
         i = parent;
     }
-    heap_set(sim, i, n);
+    heap_set(sim, i, t);
 }
 
 static void heap_down(struct ckh_sim *sim, size_t i)
 {
-    struct ckh__node *n = sim->heap[i];
+    struct ckh__thread *t = sim->heap[i];
     for (;;) {
         size_t child = 2 * i + 1;
         if (child >= sim->heap_len)
             break;
-        if (child + 1 < sim->heap_len && node_before(sim->heap[child + 1], sim->heap[child]))
+        if (child + 1 < sim->heap_len && thread_before(sim->heap[child + 1], sim->heap[child]))
             child++;
-        if (!node_before(sim->heap[child], n))
+        if (!thread_before(sim->heap[child], t))
             break;
         heap_set(sim, i, sim->heap[child]);
         i = child;
     }
-    heap_set(sim, i, n);
+    heap_set(sim, i, t);
 }
 
 /* Cheap check: the entry at i is in order with its parent and children
  * and knows its position. */
 static bool heap_ok_at(const struct ckh_sim *sim, size_t i)
 {
-    const struct ckh__node *n = sim->heap[i];
+    const struct ckh__thread *t = sim->heap[i];
     size_t c = 2 * i + 1;
-    return n->heap_pos == i && (i == 0 || !node_before(n, sim->heap[(i - 1) / 2])) &&
-           (c >= sim->heap_len || !node_before(sim->heap[c], n)) &&
-           (c + 1 >= sim->heap_len || !node_before(sim->heap[c + 1], n));
+    return t->heap_pos == i && (i == 0 || !thread_before(t, sim->heap[(i - 1) / 2])) &&
+           (c >= sim->heap_len || !thread_before(sim->heap[c], t)) &&
+           (c + 1 >= sim->heap_len || !thread_before(sim->heap[c + 1], t));
 }
 
 /* Cheapest check, for the hot path: the entry at i is not due before its
  * parent (what a sift down must leave behind). */
 static bool heap_parent_ok(const struct ckh_sim *sim, size_t i)
 {
-    return i == 0 || !node_before(sim->heap[i], sim->heap[(i - 1) / 2]);
+    return i == 0 || !thread_before(sim->heap[i], sim->heap[(i - 1) / 2]);
 }
 
 #ifdef CKH_SLOW_ASSERTS
@@ -211,25 +223,25 @@ static bool heap_ok(const struct ckh_sim *sim)
 }
 #endif
 
-static void heap_push(struct ckh_sim *sim, struct ckh__node *n)
+static void heap_push(struct ckh_sim *sim, struct ckh__thread *t)
 {
     size_t i = sim->heap_len++;
-    heap_set(sim, i, n);
+    heap_set(sim, i, t);
     heap_up(sim, i);
-    CKH_ASSERT(heap_ok_at(sim, n->heap_pos));
+    CKH_ASSERT(heap_ok_at(sim, t->heap_pos));
     CKH_ASSERT_SLOW(heap_ok(sim));
 }
 
-static void heap_remove(struct ckh_sim *sim, struct ckh__node *n)
+static void heap_remove(struct ckh_sim *sim, struct ckh__thread *t)
 {
-    size_t i = n->heap_pos;
+    size_t i = t->heap_pos;
     if (i == SIZE_MAX)
         return;
-    CKH_ASSERT(i < sim->heap_len && sim->heap[i] == n);
-    n->heap_pos = SIZE_MAX;
+    CKH_ASSERT(i < sim->heap_len && sim->heap[i] == t);
+    t->heap_pos = SIZE_MAX;
     size_t last = --sim->heap_len;
     if (i != last) {
-        struct ckh__node *moved = sim->heap[last];
+        struct ckh__thread *moved = sim->heap[last];
         heap_set(sim, i, moved);
         heap_up(sim, i);
         heap_down(sim, moved->heap_pos);
@@ -242,12 +254,17 @@ static void heap_remove(struct ckh_sim *sim, struct ckh__node *n)
 
 static void reap(struct ckh_sim *sim)
 {
-    struct ckh__node *z = sim->zombie;
+    struct ckh__thread *z = sim->zombie;
     if (z != NULL && z != sim->cur) {
         ckh__coro_free(&z->co);
         z->has_coro = false;
         sim->zombie = NULL;
     }
+}
+
+void ckh__sched_reap(struct ckh_sim *sim)
+{
+    reap(sim);
 }
 
 static bool any_blocked(const struct ckh_sim *sim)
@@ -258,23 +275,52 @@ static bool any_blocked(const struct ckh_sim *sim)
     return false;
 }
 
-/* The runnable node the schedule hook chooses (the heap's first when the
- * hook declines or names a node that is not runnable). */
-static struct ckh__node *hook_choice(struct ckh_sim *sim)
+/* Calls fn for the main program and every live task of n, in task order;
+ * stops when fn returns true and returns that thread. */
+static struct ckh__thread *each_thread(struct ckh__node *n,
+                                       bool (*fn)(struct ckh__thread *t, void *ctx), void *ctx)
+{
+    if (fn(&n->main_th, ctx))
+        return &n->main_th;
+    for (size_t i = 0; n->tasks != NULL && i < CKH__TASK_MAX; i++)
+        if (n->tasks[i].used && fn(&n->tasks[i].th, ctx))
+            return &n->tasks[i].th;
+    return NULL;
+}
+
+/* The runnable thread of n that the heap would take first, or NULL. */
+static struct ckh__thread *first_runnable(struct ckh__node *n)
+{
+    struct ckh__thread *best = n->main_th.heap_pos != SIZE_MAX ? &n->main_th : NULL;
+    for (size_t i = 0; n->tasks != NULL && i < CKH__TASK_MAX; i++) {
+        struct ckh__thread *t = &n->tasks[i].th;
+        if (n->tasks[i].used && t->heap_pos != SIZE_MAX &&
+            (best == NULL || thread_before(t, best)))
+            best = t;
+    }
+    return best;
+}
+
+/* The runnable thread the schedule hook chooses: the hook picks a node
+ * (ids of the nodes with a runnable thread, ascending), the heap order
+ * picks among that node's threads. The heap's first when the hook
+ * declines or names a node with nothing runnable. */
+static struct ckh__thread *hook_choice(struct ckh_sim *sim)
 {
     size_t n = 0;
     for (int i = 0; i < sim->nnodes; i++)
-        if (sim->nodes[i]->heap_pos != SIZE_MAX)
+        if (first_runnable(sim->nodes[i]) != NULL)
             sim->sched_ids[n++] = i;
-    CKH_ASSERT(n == sim->heap_len);
+    CKH_ASSERT(n >= 1 && n <= sim->heap_len);
     int id = sim->sched_hook(sim->sched_ctx, sim->sched_ids, n);
     struct ckh__node *chosen = ckh__sim_node(sim, id);
-    return chosen != NULL && chosen->heap_pos != SIZE_MAX ? chosen : sim->heap[0];
+    struct ckh__thread *t = chosen != NULL ? first_runnable(chosen) : NULL;
+    return t != NULL ? t : sim->heap[0];
 }
 
-/* Pops the node to run next and sets now, or returns NULL when the run
+/* Pops the thread to run next and sets now, or returns NULL when the run
  * ends (outcome set). */
-static struct ckh__node *sched_pick(struct ckh_sim *sim)
+static struct ckh__thread *sched_pick(struct ckh_sim *sim)
 {
     if (sim->stopping)
         return NULL;
@@ -284,21 +330,21 @@ static struct ckh__node *sched_pick(struct ckh_sim *sim)
         return NULL;
     }
     CKH_ASSERT(heap_ok_at(sim, 0)); /* the first is due no later than its children */
-    struct ckh__node *n = sim->sched_hook != NULL ? hook_choice(sim) : sim->heap[0];
-    if (n->wake_ns > sim->time_limit_ns) {
+    struct ckh__thread *t = sim->sched_hook != NULL ? hook_choice(sim) : sim->heap[0];
+    if (t->wake_ns > sim->time_limit_ns) {
         sim->stopping = true;
         sim->outcome = CKH_SIM_TIME_LIMIT;
         return NULL;
     }
-    heap_remove(sim, n);
-    if (n->wake_ns > sim->now_ns)
-        sim->now_ns = n->wake_ns;
-    return n;
+    heap_remove(sim, t);
+    if (t->wake_ns > sim->now_ns)
+        sim->now_ns = t->wake_ns;
+    return t;
 }
 
 /* Switches from `from` to `to` (NULL: the host). Returns when `from` runs
  * again; never when dying. */
-static void sched_switch(struct ckh_sim *sim, struct ckh__node *from, struct ckh__node *to,
+static void sched_switch(struct ckh_sim *sim, struct ckh__thread *from, struct ckh__thread *to,
                          bool dying)
 {
     struct ckh__coro *fc = from != NULL ? &from->co : &sim->host;
@@ -309,19 +355,19 @@ static void sched_switch(struct ckh_sim *sim, struct ckh__node *from, struct ckh
     reap(sim);
 }
 
-/* The running node is runnable at cur->wake_ns: run whoever comes first.
+/* The running thread is runnable at cur->wake_ns: run whoever comes first.
  * Equivalent to heap_push(cur) followed by sched_pick, done with at most
  * one sift. */
-static void sched_yield(struct ckh_sim *sim, struct ckh__node *cur)
+static void sched_yield(struct ckh_sim *sim, struct ckh__thread *cur)
 {
     cur->tie = ckh_rng_next(&sim->sched_rng);
     if (!sim->stopping && sim->sched_hook == NULL && cur->wake_ns <= sim->time_limit_ns) {
-        if (sim->heap_len == 0 || node_before(cur, sim->heap[0])) {
+        if (sim->heap_len == 0 || thread_before(cur, sim->heap[0])) {
             if (cur->wake_ns > sim->now_ns)
                 sim->now_ns = cur->wake_ns; /* fast path: cur stays the first */
             return;
         }
-        struct ckh__node *next = sim->heap[0];
+        struct ckh__thread *next = sim->heap[0];
         if (next->wake_ns <= sim->time_limit_ns) {
             next->heap_pos = SIZE_MAX;
             heap_set(sim, 0, cur);
@@ -335,16 +381,73 @@ static void sched_yield(struct ckh_sim *sim, struct ckh__node *cur)
         }
     }
     heap_push(sim, cur);
-    struct ckh__node *next = sched_pick(sim);
+    struct ckh__thread *next = sched_pick(sim);
     if (next != cur)
         sched_switch(sim, cur, next, false);
 }
 
-static _Noreturn void sched_leave_for_good(struct ckh_sim *sim, struct ckh__node *cur)
+static _Noreturn void sched_leave_for_good(struct ckh_sim *sim, struct ckh__thread *cur)
 {
     sim->zombie = cur;
     sched_switch(sim, cur, sched_pick(sim), true);
     abort(); /* unreachable: a dying coroutine is never resumed */
+}
+
+/* ---- threads: what tasks (sim/task.c) share with the scheduler ---- */
+
+void ckh__sched_thread_start(struct ckh_sim *sim, struct ckh__thread *t)
+{
+    t->blocked = false;
+    t->woken = false;
+    t->kill_after = false;
+    t->pending = NULL;
+    t->wake_ns = sim->now_ns;
+    t->tie = ckh_rng_next(&sim->sched_rng);
+    heap_push(sim, t);
+}
+
+int ckh__sched_thread_block(struct ckh_sim *sim, const char *what, uint64_t deadline_ns)
+{
+    struct ckh__thread *cur = sim->cur;
+    cur->blocked = true;
+    cur->woken = false;
+    cur->pending = what;
+    if (deadline_ns != UINT64_MAX) {
+        cur->wake_ns = deadline_ns > sim->now_ns ? deadline_ns : sim->now_ns;
+        cur->tie = ckh_rng_next(&sim->sched_rng);
+        heap_push(sim, cur);
+    }
+    struct ckh__thread *next = sched_pick(sim);
+    if (next != cur)
+        sched_switch(sim, cur, next, false);
+    bool woken = cur->woken;
+    cur->blocked = false;
+    cur->woken = false;
+    cur->pending = NULL;
+    return woken ? 0 : CKH_ETIMEOUT;
+}
+
+void ckh__sched_thread_wake(struct ckh_sim *sim, struct ckh__thread *t)
+{
+    if (t == NULL || t->node->state != CKH_NODE_RUNNING || !t->blocked || t->woken)
+        return;
+    t->woken = true;
+    t->wake_ns = sim->now_ns;
+    t->tie = ckh_rng_next(&sim->sched_rng);
+    if (t->heap_pos != SIZE_MAX) {
+        heap_up(sim, t->heap_pos);
+        heap_down(sim, t->heap_pos);
+        CKH_ASSERT(heap_ok_at(sim, t->heap_pos));
+    } else {
+        heap_push(sim, t);
+    }
+}
+
+_Noreturn void ckh__sched_thread_end(struct ckh_sim *sim)
+{
+    struct ckh__thread *cur = sim->cur;
+    CKH_ASSERT(cur->heap_pos == SIZE_MAX);
+    sched_leave_for_good(sim, cur);
 }
 
 /* ---- lifecycle ---- */
@@ -359,6 +462,24 @@ static void crash_disk(struct ckh_sim *sim, struct ckh_simfs *disk, int node)
         ckh_simfs_crash_uniform(disk, node, CKH_CRASH_APPLY);
     else
         ckh_simfs_crash(disk, node, NULL, 0);
+}
+
+/* Takes one thread of a stopping node out of the schedule; its stack is
+ * freed now unless it is the running one (freed once the simulator runs
+ * on another stack). */
+static bool thread_stop(struct ckh__thread *t, void *ctx)
+{
+    struct ckh_sim *sim = ctx;
+    heap_remove(sim, t);
+    t->blocked = false;
+    t->woken = false;
+    t->kill_after = false;
+    t->pending = NULL;
+    if (t != sim->cur && t->has_coro) {
+        ckh__coro_free(&t->co);
+        t->has_coro = false;
+    }
+    return false;
 }
 
 static void node_stop(struct ckh_sim *sim, struct ckh__node *n, enum stop_how how, int status)
@@ -377,7 +498,14 @@ static void node_stop(struct ckh_sim *sim, struct ckh__node *n, enum stop_how ho
         ckh__trace_add(sim, n->id, CKH_OP_KILL, NULL, NULL, 0, 0, 2, 0);
         break;
     }
-    heap_remove(sim, n);
+    /* Every program of the node ends with it: its tasks too. */
+    each_thread(n, thread_stop, sim);
+    for (size_t i = 0; n->tasks != NULL && i < CKH__TASK_MAX; i++) {
+        n->tasks[i].used = false;
+        n->tasks[i].joiner = NULL;
+    }
+    n->dev_waiter = NULL;
+    n->coll_busy = false;
     if (n->view != NULL) {
         ckh_simfs_view_destroy(n->view);
         n->view = NULL;
@@ -395,16 +523,8 @@ static void node_stop(struct ckh_sim *sim, struct ckh__node *n, enum stop_how ho
     }
     ckh__env_free_memory(n);
     ckh__coll_node_stop(sim, n);
-    n->blocked = false;
-    n->woken = false;
-    n->kill_after = false;
-    n->pending = NULL;
     n->state = how == HOW_EXIT ? CKH_NODE_EXITED : CKH_NODE_KILLED;
     n->exit_status = how == HOW_EXIT ? status : 0;
-    if (n != sim->cur && n->has_coro) {
-        ckh__coro_free(&n->co);
-        n->has_coro = false;
-    }
 }
 
 static void power_loss(struct ckh_sim *sim)
@@ -439,7 +559,7 @@ static int node_launch(struct ckh_sim *sim, struct ckh__node *n)
             return ckh__sim_err(sim, rc, "node %s: cannot create its filesystem view: %s",
                                 n->name, ckh_strerror(rc));
     }
-    rc = ckh__coro_create(&n->co, sim->cfg.stack_bytes, node_entry, n);
+    rc = ckh__coro_create(&n->main_th.co, sim->cfg.stack_bytes, node_entry, n);
     if (rc < 0) {
         if (n->view != NULL)
             ckh_simfs_view_destroy(n->view);
@@ -447,7 +567,7 @@ static int node_launch(struct ckh_sim *sim, struct ckh__node *n)
         return ckh__sim_err(sim, rc, "node %s: cannot map its stack: %s", n->name,
                             ckh_strerror(rc));
     }
-    n->has_coro = true;
+    n->main_th.has_coro = true;
     n->env.fs = n->view;
     n->ops = 0;
     n->mem_bytes = 0;
@@ -459,18 +579,19 @@ static int node_launch(struct ckh_sim *sim, struct ckh__node *n)
     n->exit_status = 0;
     n->coll_seq = 0;
     n->p2p_seq = 0;
+    n->tasks_spawned = 0;
     ckh__coll_node_start(sim, n);
     n->state = CKH_NODE_RUNNING;
-    n->wake_ns = sim->now_ns;
-    n->tie = ckh_rng_next(&sim->sched_rng);
-    heap_push(sim, n);
+    n->main_th.wake_ns = sim->now_ns;
+    n->main_th.tie = ckh_rng_next(&sim->sched_rng);
+    heap_push(sim, &n->main_th);
     return 0;
 }
 
 _Noreturn void ckh__sim_exit_current(struct ckh_sim *sim, int status)
 {
-    struct ckh__node *cur = sim->cur;
-    node_stop(sim, cur, HOW_EXIT, status);
+    struct ckh__thread *cur = sim->cur;
+    node_stop(sim, cur->node, HOW_EXIT, status);
     sched_leave_for_good(sim, cur);
 }
 
@@ -482,12 +603,12 @@ void ckh__sim_exit_other(struct ckh_sim *sim, struct ckh__node *n, int status)
 
 _Noreturn void ckh__sim_die(struct ckh_sim *sim, bool machine)
 {
-    struct ckh__node *cur = sim != NULL ? sim->cur : NULL;
+    struct ckh__thread *cur = sim != NULL ? sim->cur : NULL;
     if (cur == NULL) {
         fprintf(stderr, "ckh: ckh__sim_die called outside a simulated node\n");
         abort();
     }
-    node_stop(sim, cur, machine ? HOW_CRASH : HOW_KILL, 0);
+    node_stop(sim, cur->node, machine ? HOW_CRASH : HOW_KILL, 0);
     sched_leave_for_good(sim, cur);
 }
 
@@ -651,7 +772,8 @@ void ckh__sim_enter(struct ckh_sim *sim, const struct ckh_op *op, uint64_t laten
     memset(act, 0, sizeof *act);
     if (sim == NULL || op == NULL || sim->cur == NULL)
         return; /* outside any node: no scheduling, no faults */
-    struct ckh__node *cur = sim->cur;
+    struct ckh__thread *cur = sim->cur;
+    struct ckh__node *n = cur->node;
     while (sim->cfg.op_limit != 0 && sim->run_ops >= sim->cfg.op_limit) {
         /* Suspend before this op; a later run resumes here. */
         sim->stopping = true;
@@ -661,13 +783,13 @@ void ckh__sim_enter(struct ckh_sim *sim, const struct ckh_op *op, uint64_t laten
     }
     sim->run_ops++;
     sim->ops++;
-    cur->ops++;
+    n->ops++;
     cur->wake_ns = add_sat(sim->now_ns, latency_ns);
     sched_yield(sim, cur);
 
     if (sim->nfaults == 0 && sim->hook == NULL)
         return;
-    fault_eval(sim, cur, op, act);
+    fault_eval(sim, n, op, act);
     switch (act->kind) {
     case CKH_FAULT_KILL_MID:
         if (op->kind == CKH_OP_WRITE || op->kind == CKH_OP_PWRITE)
@@ -697,10 +819,10 @@ void ckh__sim_enter(struct ckh_sim *sim, const struct ckh_op *op, uint64_t laten
         break;
     case CKH_FAULT_CALL: {
         struct ckh_op o = *op;
-        o.node = cur->id;
-        o.phase = cur->phase;
-        o.epoch = cur->epoch;
-        o.step = cur->step;
+        o.node = n->id;
+        o.phase = n->phase;
+        o.epoch = n->epoch;
+        o.step = n->step;
         if (act->call != NULL)
             act->call(act->call_ctx, &o);
         memset(act, 0, sizeof *act);
@@ -723,9 +845,9 @@ void ckh__sim_leave(struct ckh_sim *sim, const struct ckh_op *op, int64_t result
 {
     if (sim == NULL || op == NULL)
         return;
-    struct ckh__node *cur = sim->cur;
-    ckh__trace_add(sim, cur != NULL ? cur->id : op->node, op->kind, op->path, op->path2, op->off,
-                   op->len, op->arg, result);
+    struct ckh__thread *cur = sim->cur;
+    ckh__trace_add(sim, cur != NULL ? cur->node->id : op->node, op->kind, op->path, op->path2,
+                   op->off, op->len, op->arg, result);
     if (cur != NULL && cur->kill_after) {
         cur->kill_after = false;
         ckh__sim_die(sim, false);
@@ -747,47 +869,32 @@ struct ckh_alloc *ckh__sim_node_alloc(struct ckh_sim *sim, int node)
 
 int ckh__sim_current_node(struct ckh_sim *sim)
 {
-    return sim != NULL && sim->cur != NULL ? sim->cur->id : -1;
+    return sim != NULL && sim->cur != NULL ? sim->cur->node->id : -1;
+}
+
+struct ckh__node *ckh__sim_cur_node(const struct ckh_sim *sim)
+{
+    return sim != NULL && sim->cur != NULL ? sim->cur->node : NULL;
 }
 
 int ckh__sim_block(struct ckh_sim *sim, const char *what, uint64_t deadline_ns)
 {
     if (sim == NULL || sim->cur == NULL)
         return CKH_ESTATE;
-    struct ckh__node *cur = sim->cur;
-    cur->blocked = true;
-    cur->woken = false;
-    cur->pending = what;
-    if (deadline_ns != UINT64_MAX) {
-        cur->wake_ns = deadline_ns > sim->now_ns ? deadline_ns : sim->now_ns;
-        cur->tie = ckh_rng_next(&sim->sched_rng);
-        heap_push(sim, cur);
-    }
-    struct ckh__node *next = sched_pick(sim);
-    if (next != cur)
-        sched_switch(sim, cur, next, false);
-    bool woken = cur->woken;
-    cur->blocked = false;
-    cur->woken = false;
-    cur->pending = NULL;
-    return woken ? 0 : CKH_ETIMEOUT;
+    struct ckh__node *n = sim->cur->node;
+    if (n->dev_waiter != NULL) /* the devices wake a node: one waiter per node */
+        return CKH_ESTATE;
+    n->dev_waiter = sim->cur;
+    int rc = ckh__sched_thread_block(sim, what, deadline_ns);
+    n->dev_waiter = NULL;
+    return rc;
 }
 
 void ckh__sim_wake(struct ckh_sim *sim, int node)
 {
     struct ckh__node *n = ckh__sim_node(sim, node);
-    if (n == NULL || n->state != CKH_NODE_RUNNING || !n->blocked || n->woken)
-        return;
-    n->woken = true;
-    n->wake_ns = sim->now_ns;
-    n->tie = ckh_rng_next(&sim->sched_rng);
-    if (n->heap_pos != SIZE_MAX) {
-        heap_up(sim, n->heap_pos);
-        heap_down(sim, n->heap_pos);
-        CKH_ASSERT(heap_ok_at(sim, n->heap_pos));
-    } else {
-        heap_push(sim, n);
-    }
+    if (n != NULL)
+        ckh__sched_thread_wake(sim, n->dev_waiter);
 }
 
 uint64_t ckh__sim_subseed(struct ckh_sim *sim, const char *name)
@@ -829,8 +936,10 @@ void ckh_sim_destroy(struct ckh_sim *sim)
         return;
     for (int i = 0; i < sim->nnodes; i++) {
         struct ckh__node *n = sim->nodes[i];
-        if (n->has_coro)
-            ckh__coro_free(&n->co);
+        ckh__coro_free(&n->main_th.co); /* idempotent: freed stacks are skipped */
+        for (size_t t = 0; n->tasks != NULL && t < CKH__TASK_MAX; t++)
+            ckh__coro_free(&n->tasks[t].th.co);
+        free(n->tasks);
         if (n->view != NULL)
             ckh_simfs_view_destroy(n->view);
         ckh__env_free_memory(n);
@@ -924,7 +1033,8 @@ int ckh_sim_add_node(struct ckh_sim *sim, const struct ckh_node_config *cfg, int
         if (nodes == NULL)
             return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
         sim->nodes = nodes;
-        struct ckh__node **heap = realloc(sim->heap, (size_t)cap * sizeof *heap);
+        struct ckh__thread **heap =
+            realloc(sim->heap, (size_t)cap * (1 + CKH__TASK_MAX) * sizeof *heap);
         if (heap == NULL)
             return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
         sim->heap = heap;
@@ -958,7 +1068,8 @@ int ckh_sim_add_node(struct ckh_sim *sim, const struct ckh_node_config *cfg, int
     n->arg = cfg->arg;
     n->rank = cfg->rank;
     n->state = CKH_NODE_READY;
-    n->heap_pos = SIZE_MAX;
+    n->main_th.node = n;
+    n->main_th.heap_pos = SIZE_MAX;
     n->epoch = -1;
     n->step = -1;
     n->rand_seed = ckh_seed_derive(ckh_seed_derive(sim->cfg.seed, "node-rand"), n->name);
@@ -1003,7 +1114,7 @@ int ckh_sim_node_status(const struct ckh_sim *sim, int id, struct ckh_node_statu
     out->mem_bytes = n->mem_bytes;
     out->mem_peak_bytes = n->mem_peak_bytes;
     out->mem_at_end_bytes = n->mem_at_end_bytes;
-    out->pending = n->state == CKH_NODE_RUNNING && n->blocked ? n->pending : NULL;
+    out->pending = n->state == CKH_NODE_RUNNING && n->main_th.blocked ? n->main_th.pending : NULL;
     out->rank = n->rank;
     return 0;
 }
@@ -1121,29 +1232,45 @@ int ckh_sim_yield(struct ckh_sim *sim)
 {
     if (sim == NULL || sim->cur == NULL)
         return CKH_ESTATE;
-    struct ckh__node *cur = sim->cur;
+    struct ckh__thread *cur = sim->cur;
     cur->wake_ns = sim->now_ns;
     sched_yield(sim, cur);
     return 0;
 }
 
+struct report_ctx {
+    char *buf;   /* the report */
+    size_t size; /* its size */
+    size_t used; /* bytes written (may pass size: the rest is cut) */
+};
+
+/* Appends "node NAME[#TASK] (rank R): PENDING" for a blocked thread. */
+static bool report_thread(struct ckh__thread *t, void *ctx)
+{
+    struct report_ctx *r = ctx;
+    if (!t->blocked || r->used >= r->size)
+        return false;
+    const struct ckh__node *n = t->node;
+    char who[48] = "", rank[32] = "";
+    if (t->task != 0)
+        snprintf(who, sizeof who, "#%u", t->task);
+    if (n->rank >= 0)
+        snprintf(rank, sizeof rank, " (rank %d)", n->rank);
+    int w = snprintf(r->buf + r->used, r->size - r->used, "%snode %s%s%s: %s",
+                     r->used > 0 ? "; " : "", n->name, who, rank,
+                     t->pending != NULL ? t->pending : "blocked");
+    if (w > 0)
+        r->used += (size_t)w;
+    return false;
+}
+
 static void build_report(struct ckh_sim *sim, char *buf, size_t size)
 {
-    size_t used = 0;
+    struct report_ctx r = {.buf = buf, .size = size};
     buf[0] = '\0';
-    for (int i = 0; i < sim->nnodes && used < size; i++) {
-        struct ckh__node *n = sim->nodes[i];
-        if (n->state != CKH_NODE_RUNNING || !n->blocked)
-            continue;
-        char rank[32] = "";
-        if (n->rank >= 0)
-            snprintf(rank, sizeof rank, " (rank %d)", n->rank);
-        int w = snprintf(buf + used, size - used, "%snode %s%s: %s", used > 0 ? "; " : "",
-                         n->name, rank, n->pending != NULL ? n->pending : "blocked");
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
+    for (int i = 0; i < sim->nnodes; i++)
+        if (sim->nodes[i]->state == CKH_NODE_RUNNING)
+            each_thread(sim->nodes[i], report_thread, &r);
 }
 
 int ckh_sim_run(struct ckh_sim *sim, struct ckh_sim_result *res)
@@ -1167,7 +1294,7 @@ int ckh_sim_run(struct ckh_sim *sim, struct ckh_sim_result *res)
     sim->stopping = false;
     sim->outcome = CKH_SIM_DONE;
     sim->run_ops = 0;
-    struct ckh__node *next = sched_pick(sim);
+    struct ckh__thread *next = sched_pick(sim);
     if (next != NULL)
         sched_switch(sim, NULL, next, false);
     sim->running = false;
@@ -1189,7 +1316,7 @@ int ckh_sim_kill(struct ckh_sim *sim, int id, bool machine)
         return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_kill: bad node id %d", id);
     if (n->state != CKH_NODE_RUNNING && n->state != CKH_NODE_READY)
         return ckh__sim_err(sim, CKH_ESTATE, "ckh_sim_kill: node %s is not running", n->name);
-    if (n == sim->cur)
+    if (sim->cur != NULL && sim->cur->node == n)
         ckh__sim_die(sim, machine);
     node_stop(sim, n, machine ? HOW_CRASH : HOW_KILL, 0);
     return 0;

@@ -40,6 +40,42 @@ struct ckh__p2p {
     int result;         /* set by the counterpart when matched */
 };
 
+/* Background tasks a node may hold at once (spawned and not yet joined). */
+#define CKH__TASK_MAX 8
+
+struct ckh__node;
+
+/* One program running on a node: its main program or one of its
+ * background tasks. The scheduler's unit: it runs on its own coroutine
+ * and sits in the run queue; everything else (memory, environment,
+ * filesystem view, collectives, phase) belongs to the node. */
+struct ckh__thread {
+    struct ckh__node *node;          /* the node it runs on */
+    uint32_t task;                   /* 0: the main program; else the task's number in
+                                        this incarnation (1, 2, ...) */
+    uint64_t wake_ns;                /* when it runs next (in the heap) */
+    uint64_t tie;                    /* seeded tie-break key */
+    size_t heap_pos;                 /* index in the heap, SIZE_MAX if absent */
+    bool has_coro;                   /* co holds a live stack */
+    bool blocked;                    /* waiting (device or join) */
+    bool woken;                      /* woken while blocked */
+    bool kill_after;                 /* KILL_AFTER armed for the current op */
+    const char *pending;             /* blocked: what it waits for */
+    struct ckh__coro co;             /* coroutine */
+};
+
+/* A background task (ckh_node_spawn); struct ckh_task * points at one. */
+struct ckh__task {
+    struct ckh__thread th;           /* its program (first member) */
+    bool used;                       /* spawned and not yet joined */
+    bool done;                       /* fn returned (status holds its value) */
+    int status;                      /* fn's return value */
+    ckh_bg_fn fn;                    /* the program */
+    void *arg;                       /* its argument (borrowed) */
+    struct ckh__thread *joiner;      /* the thread blocked joining it, or NULL */
+    char join_what[64];              /* the joiner's pending text ("join trainer_0#1") */
+};
+
 struct ckh__node {
     struct ckh_sim *sim;             /* owner */
     int id;                          /* node id */
@@ -54,16 +90,13 @@ struct ckh__node {
     uint64_t ops;                    /* ops in this incarnation */
     uint64_t incarnation;            /* restarts so far */
 
-    /* scheduling */
-    uint64_t wake_ns;                /* when it runs next (in the heap) */
-    uint64_t tie;                    /* seeded tie-break key */
-    size_t heap_pos;                 /* index in the heap, SIZE_MAX if absent */
-    bool has_coro;                   /* co holds a live stack */
-    bool blocked;                    /* in ckh__sim_block */
-    bool woken;                      /* ckh__sim_wake was called while blocked */
-    bool kill_after;                 /* KILL_AFTER armed for the current op */
-    const char *pending;             /* blocked: what it waits for */
-    struct ckh__coro co;             /* coroutine */
+    /* programs */
+    struct ckh__thread main_th;      /* the main program */
+    struct ckh__task *tasks;         /* CKH__TASK_MAX task slots (owned), allocated at the
+                                        node's first spawn; NULL until then */
+    uint32_t tasks_spawned;          /* tasks started in this incarnation */
+    struct ckh__thread *dev_waiter;  /* the thread in ckh__sim_block, or NULL */
+    bool coll_busy;                  /* one of its threads is inside a collective */
 
     /* where the program is (ckh_node_phase) */
     const char *phase;               /* static string or NULL */
@@ -146,6 +179,7 @@ struct ckh__coll_state {
 struct ckh__trace_item {
     uint64_t time_ns;                /* virtual time */
     int node;                        /* node id */
+    uint32_t task;                   /* 0: the node's main program; else the task number */
     int kind;                        /* op */
     const char *path;                /* arena string or NULL */
     const char *path2;               /* arena string or NULL */
@@ -179,7 +213,8 @@ struct ckh_sim {
     struct ckh__node **nodes;        /* by id */
     int nnodes;                      /* count */
     int cap_nodes;                   /* allocated */
-    struct ckh__node **heap;         /* runnable nodes ordered by (wake, tie) */
+    struct ckh__thread **heap;       /* runnable threads ordered by (wake, tie, node, task);
+                                        room for every thread of every node */
     size_t heap_len;                 /* entries */
     struct ckh_simfs **disks;        /* owned disks */
     size_t ndisks;                   /* count */
@@ -194,8 +229,8 @@ struct ckh_sim {
     int *sched_ids;                  /* runnable ids handed to sched_hook (cap_nodes) */
 
     struct ckh__coro host;           /* the context that called ckh_sim_run */
-    struct ckh__node *cur;           /* running node, NULL in the host */
-    struct ckh__node *zombie;        /* dead node whose stack awaits freeing */
+    struct ckh__thread *cur;         /* running thread, NULL in the host */
+    struct ckh__thread *zombie;      /* dead thread whose stack awaits freeing */
     bool running;                    /* inside ckh_sim_run */
     bool stopping;                   /* the run ends at the next scheduling point */
     enum ckh_sim_outcome outcome;    /* why it ends */
@@ -209,6 +244,12 @@ struct ckh_sim {
 
 /* sched.c */
 struct ckh__node *ckh__sim_node(const struct ckh_sim *sim, int id);
+/* The node of the running thread, NULL in the host. */
+struct ckh__node *ckh__sim_cur_node(const struct ckh_sim *sim);
+/* Background tasks (node ops spawn and join) for node n, called by one of
+ * its threads. */
+int ckh__sim_task_spawn(struct ckh__node *n, ckh_bg_fn fn, void *arg, struct ckh__task **out);
+int ckh__sim_task_join(struct ckh__node *n, struct ckh__task *t, int *status);
 /* Ends the running node's program normally (main returned or exit()). */
 _Noreturn void ckh__sim_exit_current(struct ckh_sim *sim, int status);
 /* Ends node n (not running) normally; used when exit() is misused. */
@@ -217,6 +258,21 @@ void ckh__sim_exit_other(struct ckh_sim *sim, struct ckh__node *n, int status);
  * by node n (counts the match; records the FAULT line). */
 bool ckh__sim_alloc_fault(struct ckh_sim *sim, struct ckh__node *n, uint64_t size_bytes);
 int ckh__sim_err(struct ckh_sim *sim, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The scheduler's side of threads (sched.c), for sim/task.c. */
+/* Frees the stack of a thread that died just before this one ran. */
+void ckh__sched_reap(struct ckh_sim *sim);
+/* Makes thread t (with a fresh coroutine) runnable now. */
+void ckh__sched_thread_start(struct ckh_sim *sim, struct ckh__thread *t);
+/* Blocks the running thread until ckh__sched_thread_wake or the absolute
+ * deadline (UINT64_MAX: none); 0 when woken, CKH_ETIMEOUT at the deadline.
+ * `what` stays valid while blocked (deadlock reports). */
+int ckh__sched_thread_block(struct ckh_sim *sim, const char *what, uint64_t deadline_ns);
+/* Makes blocked thread t runnable now (no-op when it is not blocked). */
+void ckh__sched_thread_wake(struct ckh_sim *sim, struct ckh__thread *t);
+/* Ends the running thread (not its node): its stack is freed once the
+ * simulator runs on another. Does not return. */
+_Noreturn void ckh__sched_thread_end(struct ckh_sim *sim);
 
 /* node_env.c */
 void ckh__env_init(struct ckh__node *n);
@@ -236,7 +292,8 @@ void ckh__coll_free(struct ckh_sim *sim);
 /* trace.c */
 void ckh__trace_init(struct ckh__trace *t, bool keep);
 void ckh__trace_free(struct ckh__trace *t);
-/* Appends one record at the current virtual time. */
+/* Appends one record at the current virtual time. Its task is the running
+ * thread's when that thread runs on node, else 0. */
 void ckh__trace_add(struct ckh_sim *sim, int node, int kind, const char *path, const char *path2,
                     uint64_t off, uint64_t len, int64_t arg, int64_t result);
 

@@ -7,7 +7,9 @@
  *       u64 off, u64 len, u64 arg, u64 result,
  *       u32 length of path, u32 length of path2 (0xffffffff: NULL)
  *   then h = ckh_hash64(h, path, its length) when path is not NULL,
- *   and likewise path2.
+ *   and likewise path2; then, only for a record of a background task,
+ *   h = ckh_hash64(h, TASK, 4) with TASK its number as little-endian u32
+ *   (so traces without tasks hash as they always did).
  * The initial value is CKH_HASH_INIT. Same seed and inputs: same hash.
  *
  * Storage (cfg.keep_trace): records in one growing array, their strings in
@@ -16,7 +18,8 @@
  *
  * Text form (ckh_trace_format), one line, fields separated by one space:
  *   t=TIME n=NODE NAME OP [PATH] [-> PATH2] off=OFF len=LEN arg=ARG -> RESULT[ (ERRNAME)]
- * TIME in ns; NODE the id (-1 for the environment, NAME then "env"); OP
+ * TIME in ns; NODE the id (-1 for the environment, NAME then "env"; a
+ * background task's records show NAME#TASK, "trainer_0#1"); OP
  * the op name (op.h); PATH and PATH2 only when present, with bytes below
  * 0x20, 0x7f and '\\' written as \xHH; OFF and LEN unsigned decimal (signed
  * for a phase op, which stores epoch and step there); ARG and RESULT signed
@@ -100,6 +103,14 @@ void ckh__trace_add(struct ckh_sim *sim, int node, int kind, const char *path, c
         h = ckh_hash64(h, path, plen);
     if (path2 != NULL)
         h = ckh_hash64(h, path2, p2len);
+    uint32_t task = 0;
+    if (sim->cur != NULL && sim->cur->task != 0 && sim->cur->node->id == node)
+        task = sim->cur->task;
+    if (task != 0) {
+        unsigned char tb[4];
+        ckh_put_le32(tb, task);
+        h = ckh_hash64(h, tb, sizeof tb);
+    }
     t->hash = h;
     t->len++;
     if (!t->keep)
@@ -117,6 +128,7 @@ void ckh__trace_add(struct ckh_sim *sim, int node, int kind, const char *path, c
     struct ckh__trace_item *it = &t->items[t->len - 1];
     it->time_ns = sim->now_ns;
     it->node = node;
+    it->task = task;
     it->kind = kind;
     it->path = arena_strdup(t, path, plen);
     it->path2 = arena_strdup(t, path2, p2len);
@@ -149,6 +161,7 @@ int ckh_sim_trace_get(const struct ckh_sim *sim, uint64_t i, struct ckh_trace_re
     out->seq = i;
     out->time_ns = it->time_ns;
     out->node = it->node;
+    out->task = (int)it->task;
     out->kind = (enum ckh_op_kind)it->kind;
     out->path = it->path;
     out->path2 = it->path2;
@@ -193,8 +206,10 @@ int ckh_trace_format(const struct ckh_sim *sim, const struct ckh_trace_rec *r, c
         buf[0] = '\0';
     size_t used = 0;
     const char *name = r->node < 0 ? "env" : ckh_sim_node_name(sim, r->node);
-    emit(buf, n, &used, "t=%" PRIu64 " n=%d %s %s", r->time_ns, r->node,
-         name != NULL ? name : "?", ckh_op_name(r->kind));
+    emit(buf, n, &used, "t=%" PRIu64 " n=%d %s", r->time_ns, r->node, name != NULL ? name : "?");
+    if (r->task > 0)
+        emit(buf, n, &used, "#%d", r->task);
+    emit(buf, n, &used, " %s", ckh_op_name(r->kind));
     if (r->path != NULL) {
         emit(buf, n, &used, " ");
         emit_escaped(buf, n, &used, r->path);

@@ -1,9 +1,16 @@
-/* Tests for reference/atomic_save.c and reference/atomic_dir.c: round
- * trips and names on a real directory (POSIX env), retention and leftover
- * cleanup, several savers side by side, a machine crash at every
- * filesystem operation of a series of saves in the simulator (the pointer
- * always names a complete checkpoint, retention keeps what it promised,
- * the next save works), and the atomic defects caught by the same checks. */
+/* Tests for reference/atomic_save.c, reference/atomic_dir.c and
+ * reference/saver.c: round trips and names on a real directory (POSIX
+ * env), retention and leftover cleanup, several savers side by side, a
+ * machine crash at every filesystem operation of a series of saves in the
+ * simulator (the pointer always names a complete checkpoint, retention
+ * keeps what it promised, the next save works), the atomic defects caught
+ * by the same checks; the saver table through its wrappers; multi-rank
+ * saves on a shared disk, node-local disks and disks shared by pairs
+ * (each view gets folders, files, marker and pointer, from one leader);
+ * and node-local crash states (a machine crash of either rank, or a power
+ * loss, at every operation): the ranks resume from one checkpoint, complete
+ * in every view and no older than any commit that returned 0 (the
+ * protocol at the top of reference/atomic_dir.c, V1-V6). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +20,7 @@
 #include "ckh/atomic.h"
 #include "ckh/err.h"
 #include "ckh/posix.h"
+#include "ckh/saver.h"
 #include "ckh/sim.h"
 #include "ckh/simfs.h"
 
@@ -397,6 +405,378 @@ START_TEST(test_atomic_defects_caught)
 }
 END_TEST
 
+
+/* ---- the saver table through its wrappers ---- */
+
+START_TEST(test_saver_ops_wrappers)
+{
+    const struct ckh_saver_ops *ops = &ckh_atomic_dir_saver_ops;
+    ck_assert_str_eq(ops->name, "atomic-dir");
+    ck_assert_int_eq(ops->version, CKH_SAVER_ABI_VERSION);
+    struct ckh_saver_config cfg = {.output_dir = "/out", .name = "m", .keep_last = 1,
+                                   .strategy = CKH_SAVER_SYNC_ANY};
+    struct ckh_saver *s = NULL;
+    char folder[CKH_PATH_MAX + 1], got[CKH_PATH_MAX + 1], msg[600];
+    ck_assert_int_eq(ckh_saver_create(ops, penv, &cfg, &s), 0);
+    ck_assert_ptr_eq(s->ops, ops);
+    ck_assert_int_eq(ckh_saver_latest(s, got, sizeof got), CKH_ENOTFOUND);
+    ck_assert_int_eq(ckh_saver_resume(s, got, sizeof got), CKH_ENOTFOUND);
+    ck_assert_int_eq(ckh_saver_view_leader(s), 0);
+    ck_assert_int_eq(ckh_saver_check(ops, penv->fs, &cfg, 0, 1, got, sizeof got, msg, sizeof msg), 0);
+    ck_assert_str_eq(got, "");
+    ck_assert_msg(strstr(msg, "starts from scratch") != NULL, "%s", msg);
+    for (int i = 1; i <= 2; i++) {
+        struct ckh_atomic a;
+        char p[CKH_PATH_MAX + 16], want[64];
+        ck_assert_int_eq(ckh_saver_prepare(s, false, folder, sizeof folder), 0);
+        snprintf(want, sizeof want, "/out/m_checkpoint_%d", i);
+        ck_assert_str_eq(folder, want);
+        ckh_atomic_init(&a, penv, NULL);
+        snprintf(p, sizeof p, "%s/data", folder);
+        ck_assert_int_eq(ckh_atomic_save(&a, p, "x", 1), 0);
+        ck_assert_int_eq(ckh_saver_commit(s, folder), 0);
+    }
+    ck_assert_int_eq(ckh_saver_latest(s, got, sizeof got), 0);
+    ck_assert_str_eq(got, "/out/m_checkpoint_2");
+    ck_assert_int_eq(ckh_saver_resume(s, got, sizeof got), 0);
+    ck_assert_str_eq(got, "/out/m_checkpoint_2");
+    ck_assert(!ckh_fs_exists(penv->fs, "/out/m_checkpoint_1")); /* keep_last 1 */
+    ck_assert_int_eq(ckh_saver_check(ops, penv->fs, &cfg, 0, 1, got, sizeof got, msg, sizeof msg), 0);
+    ck_assert_str_eq(got, "/out/m_checkpoint_2");
+    ck_assert_int_eq(ckh_saver_latest_path(ops, &cfg, got, sizeof got), 0);
+    ck_assert_str_eq(got, "/out/m.latest_checkpoint");
+    /* A failure leaves its message on the saver. */
+    ck_assert_int_eq(ckh_saver_commit(s, "/out/other_checkpoint_1"), CKH_EINVAL);
+    ck_assert_msg(strstr(ckh_saver_errmsg(s), "is not a folder of saver 'm'") != NULL, "%s",
+                  ckh_saver_errmsg(s));
+    /* check names what a restarted rank would refuse. */
+    ck_assert_int_eq(ckh_fs_unlink(penv->fs, "/out/m.latest_checkpoint"), 0);
+    ck_assert_int_eq(ckh_fs_symlink(penv->fs, "/out/m_checkpoint_9", "/out/m.latest_checkpoint"), 0);
+    ck_assert_int_eq(ckh_saver_check(ops, penv->fs, &cfg, 0, 1, got, sizeof got, msg, sizeof msg),
+                     CKH_ECORRUPT);
+    ck_assert_msg(strstr(msg, "/out/m_checkpoint_9") && strstr(msg, "does not exist"), "%s", msg);
+    ck_assert_int_eq(ckh_saver_latest(s, got, sizeof got), CKH_ECORRUPT);
+    ckh_saver_destroy(s);
+}
+END_TEST
+
+/* Optional methods left out, a required one missing, bad arguments. */
+START_TEST(test_saver_ops_optional_and_bad_input)
+{
+    const struct ckh_saver_ops *ops = &ckh_atomic_dir_saver_ops;
+    struct ckh_saver_config cfg = {.output_dir = "/out", .name = "m", .keep_last = 1,
+                                   .strategy = CKH_SAVER_SYNC_ANY};
+    struct ckh_saver *s = NULL;
+    char got[CKH_PATH_MAX + 1], msg[600];
+    ck_assert_int_eq(ckh_saver_create(ops, penv, &cfg, &s), 0);
+    ck_assert_int_eq(ckh_fs_symlink(penv->fs, "/out/m_checkpoint_9", "/out/m.latest_checkpoint"), 0);
+    /* Without the optional methods: resume is latest, one shared view. */
+    struct ckh_saver_ops bare = *ops;
+    bare.resume = NULL;
+    bare.view_leader = NULL;
+    bare.check = NULL;
+    bare.latest_path = NULL;
+    const struct ckh_saver_ops *real = s->ops;
+    s->ops = &bare;
+    ck_assert_int_eq(ckh_saver_resume(s, got, sizeof got), CKH_ECORRUPT);
+    ck_assert_int_eq(ckh_saver_view_leader(s), 0);
+    ck_assert_int_eq(ckh_saver_check(&bare, penv->fs, &cfg, 0, 1, got, sizeof got, msg, sizeof msg),
+                     CKH_EUNSUPPORTED);
+    ck_assert_int_eq(ckh_saver_latest_path(&bare, &cfg, got, sizeof got), CKH_EUNSUPPORTED);
+    s->ops = real;
+    /* Bad input, and a table lacking a required method. */
+    struct ckh_saver *x = (struct ckh_saver *)1;
+    ck_assert_int_eq(ckh_saver_create(NULL, penv, &cfg, &x), CKH_EINVAL);
+    ck_assert_ptr_null(x);
+    bare.commit = NULL;
+    ck_assert_int_eq(ckh_saver_create(&bare, penv, &cfg, &x), CKH_EINVAL);
+    ck_assert_int_eq(ckh_saver_prepare(NULL, false, got, sizeof got), CKH_EINVAL);
+    ck_assert_int_eq(ckh_saver_prepare(s, false, got, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_saver_check(ops, penv->fs, &cfg, 1, 1, got, sizeof got, msg, sizeof msg),
+                     CKH_EINVAL);
+    cfg.keep_last = 0;
+    ck_assert_int_eq(ckh_saver_create(ops, penv, &cfg, &x), CKH_EINVAL);
+    cfg.keep_last = 1;
+    cfg.strategy = CKH_SAVER_ASYNC;
+    ck_assert_int_eq(ckh_saver_latest_path(ops, &cfg, got, sizeof got), 0);
+    ck_assert_str_eq(got, "/out/m_rank_0.latest_checkpoint");
+    ck_assert_str_eq(ckh_saver_errmsg(NULL), "");
+    ckh_saver_destroy(s);
+    ckh_saver_destroy(NULL);
+}
+END_TEST
+
+/* ---- several ranks, several views ---- */
+
+#define VIEW_RANKS 4
+
+enum layout { LAYOUT_SHARED, LAYOUT_LOCAL, LAYOUT_PAIRS };
+
+struct view_job {
+    int saves;                  /* saves each rank makes */
+    int keep;                   /* keep_last */
+    uint64_t timeout_ns;        /* collective timeout */
+    int leader[VIEW_RANKS];     /* view_leader each rank saw */
+    int rc[VIEW_RANKS];         /* each rank's result */
+    int64_t done[VIEW_RANKS];   /* N of each rank's last commit that returned 0 */
+    int64_t resumed[VIEW_RANKS]; /* N each rank resumed from (-1: none) */
+    int resume_rc[VIEW_RANKS];  /* what resume returned */
+    bool content_bad[VIEW_RANKS]; /* the resumed folder lacked this rank's exact file */
+};
+
+struct view_arg {
+    struct view_job *j; /* the job (outside node memory) */
+    int rank;           /* this node's rank */
+};
+
+/* "<folder>/data_r<R>" holds "checkpoint <N> of rank <R>". */
+static int data_path(char *buf, size_t n, const char *folder, int rank)
+{
+    int len = snprintf(buf, n, "%s/data_r%d", folder, rank);
+    return len < 0 || (size_t)len >= n ? CKH_EINVAL : 0;
+}
+
+static int64_t folder_number(const char *folder)
+{
+    const char *p = strstr(folder, "_checkpoint_");
+    return p ? strtoll(p + 12, NULL, 10) : -1;
+}
+
+/* Resumes and checks this rank's file of the resumed checkpoint. */
+static void view_resume(struct ckh_env *env, struct ckh_saver *s, struct view_arg *va)
+{
+    char folder[CKH_PATH_MAX + 1], p[CKH_PATH_MAX + 1], want[64];
+    struct view_job *j = va->j;
+    int r = va->rank;
+    j->resumed[r] = -1;
+    j->content_bad[r] = false;
+    j->resume_rc[r] = ckh_saver_resume(s, folder, sizeof folder);
+    if (j->resume_rc[r])
+        return;
+    j->resumed[r] = folder_number(folder);
+    void *buf = NULL;
+    size_t n = 0;
+    int len = snprintf(want, sizeof want, "checkpoint %lld of rank %d", (long long)j->resumed[r], r);
+    j->content_bad[r] = data_path(p, sizeof p, folder, r) != 0 ||
+                        ckh_atomic_read(env->fs, env->alloc, p, &buf, &n) != 0 ||
+                        n != (size_t)len || memcmp(buf, want, n) != 0;
+    ckh_free(env->alloc, buf);
+}
+
+static int view_main(struct ckh_env *env, void *arg)
+{
+    struct view_arg *va = arg;
+    struct view_job *j = va->j;
+    int r = va->rank;
+    struct ckh_saver_config cfg = {.output_dir = "/out", .name = "ck", .keep_last = j->keep,
+                                   .strategy = CKH_SAVER_SYNC_ANY, .timeout_ns = j->timeout_ns};
+    struct ckh_saver *s = NULL;
+    struct ckh_atomic a;
+    int rc = ckh_saver_create(&ckh_atomic_dir_saver_ops, env, &cfg, &s);
+    if (!rc) {
+        j->leader[r] = ckh_saver_view_leader(s);
+        view_resume(env, s, va);
+        rc = j->resume_rc[r] == CKH_ENOTFOUND ? 0 : j->resume_rc[r];
+        ckh_atomic_init(&a, env, NULL);
+    }
+    for (int i = 0; i < j->saves && !rc; i++) {
+        char folder[CKH_PATH_MAX + 1], p[CKH_PATH_MAX + 1], content[64];
+        rc = ckh_saver_prepare(s, false, folder, sizeof folder);
+        if (rc)
+            break;
+        int len = snprintf(content, sizeof content, "checkpoint %lld of rank %d",
+                           (long long)folder_number(folder), r);
+        rc = data_path(p, sizeof p, folder, r);
+        if (!rc)
+            rc = ckh_atomic_save(&a, p, content, (size_t)len);
+        if (!rc)
+            rc = ckh_saver_commit(s, folder);
+        if (!rc)
+            j->done[r] = folder_number(folder);
+    }
+    ckh_saver_destroy(s);
+    j->rc[r] = rc;
+    return rc;
+}
+
+struct view_sim {
+    struct ckh_sim *sim;                /* the simulator */
+    struct ckh_simfs *disks[VIEW_RANKS]; /* each rank's disk (may repeat) */
+    int ids[VIEW_RANKS];                /* node ids */
+    struct view_arg args[VIEW_RANKS];   /* node args */
+    int world;                          /* ranks */
+};
+
+static void view_sim_start(struct view_sim *v, struct view_job *j, int world, enum layout layout,
+                           uint64_t seed)
+{
+    memset(v, 0, sizeof *v);
+    v->world = world;
+    struct ckh_sim_config sc = {.seed = seed};
+    ck_assert_int_eq(ckh_sim_create(&sc, &v->sim), 0);
+    for (int r = 0; r < world; r++) {
+        int owner = layout == LAYOUT_SHARED ? 0 : layout == LAYOUT_PAIRS ? r - r % 2 : r;
+        if (owner != r) {
+            v->disks[r] = v->disks[owner];
+            continue;
+        }
+        char name[32];
+        snprintf(name, sizeof name, "disk%d", r);
+        struct ckh_simfs_config dc = {.name = name, .model = CKH_CRASH_POSIX_WEAK,
+                                      .sector_bytes = 512};
+        ck_assert_int_eq(ckh_sim_add_disk(v->sim, &dc, &v->disks[r]), 0);
+    }
+    for (int r = 0; r < world; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "rank_%d", r);
+        struct ckh_simfs_mount m = {"/", v->disks[r]};
+        v->args[r] = (struct view_arg){j, r};
+        j->done[r] = 0;
+        struct ckh_node_config nc = {.name = name, .main = view_main, .arg = &v->args[r],
+                                     .mounts = &m, .nmounts = 1, .rank = r};
+        ck_assert_int_eq(ckh_sim_add_node(v->sim, &nc, &v->ids[r]), 0);
+    }
+}
+
+/* Runs until every rank stops; ranks still blocked are killed. */
+static void view_sim_run(struct view_sim *v)
+{
+    struct ckh_sim_result res;
+    ck_assert_int_eq(ckh_sim_run(v->sim, &res), 0);
+    for (int r = 0; r < v->world; r++) {
+        struct ckh_node_status st;
+        ckh_sim_node_status(v->sim, v->ids[r], &st);
+        if (st.state == CKH_NODE_RUNNING)
+            ck_assert_int_eq(ckh_sim_kill(v->sim, v->ids[r], false), 0);
+    }
+}
+
+static int count_in(struct ckh_fs *fs, const char *dir, const char *needle)
+{
+    return count_entries(fs, dir, needle);
+}
+
+/* Shared disk, node-local disks and disks shared by pairs: every view gets
+ * the folders, every rank's file, marker and pointer, written by one
+ * leader per view; no probe is left behind. */
+START_TEST(test_views_multi_rank)
+{
+    static const enum layout layouts[] = {LAYOUT_SHARED, LAYOUT_LOCAL, LAYOUT_PAIRS};
+    static const int leaders[][VIEW_RANKS] = {{0, 0, 0, 0}, {0, 1, 2, 3}, {0, 0, 2, 2}};
+    enum layout layout = layouts[_i];
+    struct view_job j = {.saves = 3, .keep = 2, .timeout_ns = 1000000000ull};
+    struct view_sim v;
+    view_sim_start(&v, &j, VIEW_RANKS, layout, 5);
+    view_sim_run(&v);
+    for (int r = 0; r < VIEW_RANKS; r++) {
+        ck_assert_int_eq(j.rc[r], 0);
+        ck_assert_int_eq(j.leader[r], leaders[_i][r]);
+        ck_assert_int_eq(j.done[r], 3);
+        ck_assert_int_eq(j.resume_rc[r], CKH_ENOTFOUND);
+    }
+    for (int r = 0; r < VIEW_RANKS; r++) {
+        struct ckh_fs *fs = ckh_simfs_fs(v.disks[r]);
+        char target[CKH_PATH_MAX + 1], p[CKH_PATH_MAX + 1], got[CKH_PATH_MAX + 1], msg[600];
+        ck_assert_int_gt(ckh_fs_readlink(fs, "/out/ck.latest_checkpoint", target, sizeof target), 0);
+        ck_assert_str_eq(target, "/out/ck_checkpoint_3");
+        ck_assert(ckh_fs_exists(fs, "/out/ck_checkpoint_3/" CKH_ADIR_COMMIT_MARKER));
+        ck_assert(ckh_fs_exists(fs, "/out/ck_checkpoint_2/" CKH_ADIR_COMMIT_MARKER));
+        ck_assert(!ckh_fs_exists(fs, "/out/ck_checkpoint_1")); /* keep_last 2 */
+        data_path(p, sizeof p, "/out/ck_checkpoint_3", r);
+        ck_assert(ckh_fs_exists(fs, p));
+        ck_assert_int_eq(count_in(fs, "/out", ".ckh_probe."), 0);
+        ck_assert_int_eq(count_in(fs, "/out", ".tmp."), 0);
+        /* Each view holds the files of its own ranks only. */
+        ck_assert_int_eq(count_in(fs, "/out/ck_checkpoint_3", "data_r"),
+                         layout == LAYOUT_SHARED ? VIEW_RANKS : layout == LAYOUT_PAIRS ? 2 : 1);
+        struct ckh_saver_config cfg = {.output_dir = "/out", .name = "ck", .keep_last = 2};
+        ck_assert_int_eq(ckh_saver_check(&ckh_atomic_dir_saver_ops, fs, &cfg, r, VIEW_RANKS, got,
+                                         sizeof got, msg, sizeof msg),
+                         0);
+        ck_assert_str_eq(got, "/out/ck_checkpoint_3");
+    }
+    /* A second run resumes every rank from checkpoint 3, in its own view. */
+    ckh_sim_clear_faults(v.sim);
+    j.saves = 1;
+    for (int r = 0; r < VIEW_RANKS; r++)
+        ck_assert_int_eq(ckh_sim_restart(v.sim, v.ids[r]), 0);
+    view_sim_run(&v);
+    for (int r = 0; r < VIEW_RANKS; r++) {
+        ck_assert_int_eq(j.resume_rc[r], 0);
+        ck_assert_int_eq(j.resumed[r], 3);
+        ck_assert(!j.content_bad[r]);
+        ck_assert_int_eq(j.done[r], 4);
+    }
+    ckh_sim_destroy(v.sim);
+}
+END_TEST
+
+/* Node-local disks, 2 ranks: a fault (crash of `node`'s machine, or a
+ * power loss when node is -1) at op k of node `at` of a series of saves,
+ * then a restart of both ranks. Returns -1 when op k was never reached,
+ * else a verdict (0: good): the ranks resumed from one checkpoint, whose
+ * files are complete in every view, no older than any commit that
+ * returned 0, and the next save works. */
+static int views_crash_at(int keep, int at, bool power, uint64_t k)
+{
+    struct view_job j = {.saves = 3, .keep = keep, .timeout_ns = 1000000000ull};
+    struct view_sim v;
+    view_sim_start(&v, &j, 2, LAYOUT_LOCAL, 300 + k);
+    struct ckh_fault_rule rule;
+    ckh_fault_rule_init(&rule);
+    rule.node = v.ids[at];
+    rule.nth = k;
+    rule.action.kind = power ? CKH_FAULT_POWER_LOSS : CKH_FAULT_CRASH_BEFORE;
+    ck_assert_int_eq(ckh_sim_add_fault(v.sim, &rule), 0);
+    view_sim_run(&v);
+    if (ckh_sim_fault_fired(v.sim, 0) == 0) {
+        ck_assert_int_eq(j.rc[0], 0);
+        ck_assert_int_eq(j.rc[1], 0);
+        ckh_sim_destroy(v.sim);
+        return -1;
+    }
+    int64_t committed = j.done[0] > j.done[1] ? j.done[0] : j.done[1];
+    ckh_sim_clear_faults(v.sim);
+    j.saves = 1;
+    for (int r = 0; r < 2; r++)
+        ck_assert_int_eq(ckh_sim_restart(v.sim, v.ids[r]), 0);
+    view_sim_run(&v);
+    int verdict = 0;
+    if (j.resume_rc[0] != j.resume_rc[1] || j.resumed[0] != j.resumed[1])
+        verdict = 1; /* the ranks disagree */
+    else if (j.resume_rc[0] && !(j.resume_rc[0] == CKH_ENOTFOUND && committed == 0))
+        verdict = 2; /* nothing to resume from though a commit returned 0 */
+    else if (j.content_bad[0] || j.content_bad[1])
+        verdict = 3; /* a view lacks its rank's complete file */
+    else if (j.resumed[0] < committed && j.resume_rc[0] == 0)
+        verdict = 4; /* a commit that returned 0 was rolled back */
+    else if (j.rc[0] || j.rc[1])
+        verdict = 5; /* the next save failed */
+    ckh_sim_destroy(v.sim);
+    return verdict;
+}
+
+START_TEST(test_views_crash_every_op)
+{
+    /* keep_last 1 and 2; the crash on rank 0's or rank 1's machine, or a
+     * power loss at rank 1's op. */
+    int keep = _i % 2 ? 2 : 1, mode = _i / 2;
+    int at = mode == 0 ? 0 : 1;
+    bool power = mode == 2;
+    uint64_t k;
+    int fired = 0;
+    for (k = 1; k < 3000; k++) {
+        int verdict = views_crash_at(keep, at, power, k);
+        if (verdict < 0)
+            break;
+        fired++;
+        ck_assert_msg(verdict == 0, "keep_last %d, %s of rank %d before op %llu: verdict %d", keep,
+                      power ? "power loss" : "crash", at, (unsigned long long)k, verdict);
+    }
+    ck_assert_int_gt(fired, 60); /* the sweep covered create, resume and three saves */
+}
+END_TEST
+
 START_TEST(test_defect_table)
 {
     ck_assert_int_eq(ckh_defect_from_name("no-fsync"), CKH_DEFECT_NO_FSYNC);
@@ -431,7 +811,14 @@ static Suite *atomic_suite(void)
     tcase_add_loop_test(tc, test_adir_names_and_retention, 0, 3);
     tcase_add_test(tc, test_adir_leftovers_and_side_by_side);
     tcase_add_test(tc, test_defect_table);
+    tcase_add_test(tc, test_saver_ops_wrappers);
+    tcase_add_test(tc, test_saver_ops_optional_and_bad_input);
     suite_add_tcase(s, tc);
+    TCase *tcv = tcase_create("views");
+    tcase_set_timeout(tcv, 120);
+    tcase_add_loop_test(tcv, test_views_multi_rank, 0, 3);
+    tcase_add_loop_test(tcv, test_views_crash_every_op, 0, 6);
+    suite_add_tcase(s, tcv);
     TCase *tc2 = tcase_create("crash");
     tcase_set_timeout(tc2, 120);
     tcase_add_loop_test(tc2, test_crash_at_every_op, 0, 3);

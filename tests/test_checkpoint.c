@@ -37,7 +37,7 @@ static void teardown(void)
  * trainer_<first>, else first must be 0. */
 static struct ckh_job *pipeline_job(int first, int n)
 {
-    const struct ckh_workload *wl = ckh_workload_find("seed-pipeline");
+    const struct ckh_workload *wl = ckh_epoch_workload_find("seed-pipeline");
     char only[32];
     struct ckh_workload_spec spec = {.wl = wl, .nnodes = first + n};
     struct ckh_job *job;

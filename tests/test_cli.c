@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <limits.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -591,6 +592,99 @@ START_TEST(test_shrink_uses_tmpdir)
 }
 END_TEST
 
+/* ---- user code under scenarios: workload plugins ---- */
+
+/* Writes a scenario for the counter test plugin (found through
+ * CKH_PLUGIN_PATH) with extra text after the job, into work/name. */
+static void counter_scenario(const char *name, const char *options, const char *rest)
+{
+    char path[512], text[2048];
+    snprintf(path, sizeof path, "%s/%s", work, name);
+    snprintf(text, sizeof text,
+             "job:\n  workload: libwl_counter.so\n  nodes: 2\n  options: {%s}\n"
+             "  collective_timeout: 5s\n%s",
+             options, rest);
+    write_file(path, text);
+}
+
+static const char *const plugin_env[] = {"CKH_PLUGIN_PATH=test-plugins", NULL};
+
+/* A user's workload plugin runs under a kill of rank 1 and passes; the
+ * same plugin with a resume bug fails with a verdict naming the quantity
+ * and the step where it first diverged. */
+START_TEST(test_workload_plugin_judged)
+{
+    char *out = NULL, path[512];
+    const char *kill = "faults:\n  - {on: {node: rank_1, phase: epoch, step: 8, op: allreduce}, do: kill}\n";
+    counter_scenario("good.yaml", "steps: 12, every: 3", kill);
+    snprintf(path, sizeof path, "%s/good.yaml", work);
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, plugin_env, &out), 0);
+    HAS(out, "PASS  good");
+    free(out);
+    counter_scenario("bug.yaml", "steps: 12, every: 3, bug_resume_zero: true", kill);
+    snprintf(path, sizeof path, "%s/bug.yaml", work);
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, plugin_env, &out), 1);
+    HAS(out, "FAIL  bug");
+    HAS(out, "counter");
+    HAS(out, "step 7");
+    free(out);
+}
+END_TEST
+
+/* A plugin that crashes in its node program is an error verdict of that
+ * scenario, with the signal named; ckh itself goes on. */
+START_TEST(test_crashing_plugin_is_a_verdict)
+{
+    char *out = NULL, path[512], text[256];
+    snprintf(path, sizeof path, "%s/crash.yaml", work);
+    snprintf(text, sizeof text, "job: {workload: ./libwl_crash.so}\n");
+    write_file(path, text);
+    char lib[600], real[PATH_MAX];
+    snprintf(lib, sizeof lib, "%s/libwl_crash.so", work);
+    ck_assert_ptr_nonnull(realpath("test-plugins/libwl_crash.so", real));
+    ck_assert_int_eq(symlink(real, lib), 0);
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, NULL, &out), 3);
+    HAS(out, "signal 11");
+    HAS(out, "code under test");
+    free(out);
+}
+END_TEST
+
+/* What a workload cannot honour is refused with exit status 2, naming the
+ * file and the key; a plugin that is not there names where ckh looked. */
+START_TEST(test_plugin_refusals)
+{
+    char *out = NULL, path[512];
+    snprintf(path, sizeof path, "%s/backend.yaml", work);
+    write_file(path, "job: {workload: ddp-train, ranks: 2, backend: minidb}\n");
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, NULL, &out), 2);
+    HAS(out, "job.backend");
+    HAS(out, "would be ignored");
+    free(out);
+    snprintf(path, sizeof path, "%s/saver.yaml", work);
+    write_file(path, "job: {workload: seed-pipeline, saver: atomic-dir}\n");
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, NULL, &out), 2);
+    HAS(out, "job.saver");
+    free(out);
+    snprintf(path, sizeof path, "%s/missing.yaml", work);
+    write_file(path, "job: {workload: ./nowhere/libloop.so}\n");
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, NULL, &out), 2);
+    HAS(out, "nowhere/libloop.so");
+    HAS(out, "relative to the scenario file");
+    free(out);
+    snprintf(path, sizeof path, "%s/notfound.yaml", work);
+    write_file(path, "job: {workload: libnothing.so}\n");
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, plugin_env, &out), 2);
+    HAS(out, "CKH_PLUGIN_PATH (test-plugins)");
+    free(out);
+    snprintf(path, sizeof path, "%s/oom.yaml", work);
+    write_file(path, "job: {workload: seed-pipeline}\nfaults:\n  - {on: {op: open}, do: gpu-oom}\n");
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, NULL, &out), 2);
+    HAS(out, "does not support the gpu-oom fault");
+    free(out);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -607,6 +701,13 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_memory_limit_verdict);
     tcase_add_test(tc, test_shrink_uses_tmpdir);
     suite_add_tcase(s, tc);
+    TCase *tp = tcase_create("plugins");
+    tcase_add_checked_fixture(tp, setup, teardown);
+    tcase_set_timeout(tp, 280);
+    tcase_add_test(tp, test_workload_plugin_judged);
+    tcase_add_test(tp, test_crashing_plugin_is_a_verdict);
+    tcase_add_test(tp, test_plugin_refusals);
+    suite_add_tcase(s, tp);
     TCase *ts = tcase_create("signals");
     tcase_add_checked_fixture(ts, setup, teardown);
     tcase_set_timeout(ts, 280);

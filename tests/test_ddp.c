@@ -12,13 +12,20 @@
  * "resume-equivalence" oracle, harness/oracles/resume_check.c, judges
  * it), so the tests and `ckh run` can never disagree on what equivalent
  * means. The record-level cases (device memory, key matching, world-size
- * changes) drive the simulator directly. */
+ * changes) drive the simulator directly, as do the cases on what ddp-train
+ * reports through the record API (include/ckh/record.h: step, resume,
+ * save and final records, read back by a record table of this file), the
+ * refusal of another world size with resharding off, and checkpoints on
+ * node-local disks through the atomic directory saver and through a saver
+ * with the old master-only protocol (cfg->saver), whose saves all fail. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ckh/ddp.h"
+#include "ckh/record.h"
+#include "ckh/saver.h"
 #include "ckh/err.h"
 #include "ckh/sim.h"
 #include "ckh/simfs.h"
@@ -186,16 +193,17 @@ static void expect_caught(const char *job, int64_t after, const char *what, char
     ckh_report_result_clear(&r);
 }
 
-/* Whether a divergence detail names `component` ("sampler", "rng", ...)
- * as differing: its 4-digit digest after "; got " and after "; reference ". */
+/* Whether a divergence detail ("step 6: weights of rank_0, sampler of
+ * rank_0 diverged first (rng, lr equal): ...") names `component` among the
+ * quantities that diverged first. */
 static bool component_differs(const char *detail, const char *component)
 {
-    const char *got = strstr(detail, "; got "), *ref = strstr(detail, "; reference ");
+    const char *end = strstr(detail, " diverged first");
+    ck_assert_msg(end != NULL, "no divergence named in '%s'", detail);
     char key[32];
-    snprintf(key, sizeof key, "%s ", component);
-    const char *a = got ? strstr(got, key) : NULL, *b = ref ? strstr(ref, key) : NULL;
-    ck_assert_msg(a && b, "no component digests in '%s'", detail);
-    return strncmp(a + strlen(key), b + strlen(key), 4) != 0;
+    snprintf(key, sizeof key, "%s of ", component);
+    const char *at = strstr(detail, key);
+    return at && at < end;
 }
 
 /* The "job:" lines of a ddp-train scenario with cfg's world, epochs,
@@ -436,8 +444,8 @@ END_TEST
  * with w1 ranks (resharding, as the harness does for restart.world_size):
  * nodes beyond the current world are parked with rank -1. Returns the
  * record (caller frees); *trace_hash receives the trace's hash. */
-static struct ckh_ddp_record *resized_run(const struct ckh_ddp_config *cfg0, int w1, int64_t halt,
-                                          uint64_t *trace_hash)
+static struct ckh_ddp_record *resized_run_opt(const struct ckh_ddp_config *cfg0, int w1, int64_t halt,
+                                              bool reshard, uint64_t *trace_hash)
 {
     struct ckh_ddp_config cfg = *cfg0;
     int w0 = cfg.world, n = w0 > w1 ? w0 : w1;
@@ -470,7 +478,7 @@ static struct ckh_ddp_record *resized_run(const struct ckh_ddp_config *cfg0, int
         ck_assert_int_eq(rec->ranks[r].status, CKH_EKILLED);
     cfg.halt_after_step = 0;
     cfg.world = w1;
-    cfg.reshard = true;
+    cfg.reshard = reshard;
     for (int r = 0; r < n; r++)
         ck_assert_int_eq(ckh_sim_set_rank(sim, r, -1), 0);
     for (int r = 0; r < n; r++) {
@@ -486,6 +494,12 @@ static struct ckh_ddp_record *resized_run(const struct ckh_ddp_config *cfg0, int
     *trace_hash = ckh_sim_trace_hash(sim);
     ckh_sim_destroy(sim);
     return rec;
+}
+
+static struct ckh_ddp_record *resized_run(const struct ckh_ddp_config *cfg0, int w1, int64_t halt,
+                                          uint64_t *trace_hash)
+{
+    return resized_run_opt(cfg0, w1, halt, true, trace_hash);
 }
 
 /* Grow 2 -> 4 and shrink 4 -> 2 after a halt mid-epoch: the new world
@@ -555,6 +569,409 @@ START_TEST(test_world_size_change)
 }
 END_TEST
 
+
+/* With resharding off, a checkpoint of another world size is refused by
+ * every rank of the new world, by name, and nothing is trained. */
+START_TEST(test_reshard_off_refused)
+{
+    static const int w[][2] = {{2, 4}, {4, 2}};
+    int w0 = w[_i][0], w1 = w[_i][1];
+    struct ckh_ddp_config cfg;
+    ckh_ddp_config_default(&cfg);
+    cfg.world = w0;
+    cfg.ckpt_every = 3;
+    cfg.ckpt_epoch_end = false;
+    int64_t halt = w0 == 2 ? 11 : 7, resume = w0 == 2 ? 9 : 6;
+    uint64_t hash;
+    struct ckh_ddp_record *rec = resized_run_opt(&cfg, w1, halt, false, &hash);
+    char want[200];
+    snprintf(want, sizeof want,
+             "checkpoint /ckpt/ddp_checkpoint_%lld was saved by %d ranks; this job has %d and "
+             "resharding is off",
+             (long long)(resume / 3), w0, w1);
+    for (int r = 0; r < w1; r++) {
+        const struct ckh_ddp_rank_rec *rr = &rec->ranks[r];
+        ck_assert_int_eq(rr->status, CKH_EMISMATCH);
+        ck_assert(!rr->finished);
+        ck_assert_str_eq(rr->errmsg, want);
+        ck_assert_int_eq(rr->resumed_step, -1);
+        ck_assert(!rr->steps[halt + 1].valid);
+    }
+    ckh_ddp_record_destroy(rec);
+}
+END_TEST
+
+/* ---- the record API ---- */
+
+#define LOG_STEPS 128
+#define LOG_SAVES 32
+
+/* What one rank reported (outside node memory). */
+struct rank_log {
+    struct ckh_record base;              /* must be first */
+    int steps;                           /* step records */
+    int64_t step_no[LOG_STEPS];          /* their steps, in order */
+    uint64_t digest[LOG_STEPS + 1][4];   /* by step: weights, optim, rng, sampler */
+    double lr[LOG_STEPS + 1];            /* by step */
+    size_t nsamples[LOG_STEPS + 1];      /* by step */
+    bool malformed;                      /* a step record without the expected names */
+    int resumes;                         /* resume records */
+    int64_t resume_step, resume_epoch;   /* the last one */
+    int saves;                           /* save records */
+    int save_rc[LOG_SAVES];              /* their results */
+    char save_what[LOG_SAVES][200];      /* their messages */
+    int finals;                          /* final records */
+    struct ckh_rec_final final;          /* the last one (no pointers kept) */
+};
+
+static int log_step(struct ckh_record *r, const struct ckh_rec_step *s)
+{
+    struct rank_log *l = (struct rank_log *)r;
+    static const char *const names[] = {"weights", "optim", "rng", "sampler"};
+    if (l->steps >= LOG_STEPS || s->step > LOG_STEPS)
+        return CKH_ELIMIT;
+    l->step_no[l->steps++] = s->step;
+    if (s->ndigests != 4 || s->nvalues != 1 || strcmp(s->values[0].name, "lr") != 0)
+        l->malformed = true;
+    for (size_t i = 0; i < 4 && i < s->ndigests; i++) {
+        if (strcmp(s->digests[i].name, names[i]) != 0)
+            l->malformed = true;
+        l->digest[s->step][i] = s->digests[i].digest;
+    }
+    l->lr[s->step] = s->nvalues ? s->values[0].value : -1;
+    l->nsamples[s->step] = s->nsamples;
+    return 0;
+}
+
+static int log_resume(struct ckh_record *r, const struct ckh_rec_resume *s)
+{
+    struct rank_log *l = (struct rank_log *)r;
+    l->resumes++;
+    l->resume_step = s->step;
+    l->resume_epoch = s->epoch;
+    return 0;
+}
+
+static int log_save(struct ckh_record *r, const struct ckh_rec_save *s)
+{
+    struct rank_log *l = (struct rank_log *)r;
+    if (l->saves >= LOG_SAVES)
+        return CKH_ELIMIT;
+    l->save_rc[l->saves] = s->rc;
+    snprintf(l->save_what[l->saves], sizeof l->save_what[0], "%s", s->what ? s->what : "");
+    l->saves++;
+    return 0;
+}
+
+static int log_final(struct ckh_record *r, const struct ckh_rec_final *s)
+{
+    struct rank_log *l = (struct rank_log *)r;
+    l->finals++;
+    l->final = *s;
+    l->final.values = NULL;
+    l->final.blobs = NULL;
+    return 0;
+}
+
+static const struct ckh_record_ops log_ops = {
+    .version = 1, .step = log_step, .resume = log_resume, .save = log_save, .final = log_final};
+
+/* A node of a recorded job: the record table set on its env, then
+ * ddp-train. */
+struct rec_node {
+    struct ckh_ddp_node_arg na; /* ddp-train's argument */
+    struct rank_log *log;       /* where this rank reports */
+};
+
+static int rec_main(struct ckh_env *env, void *arg)
+{
+    struct rec_node *rn = arg;
+    env->record = &rn->log->base;
+    return ckh_ddp_node_main(env, &rn->na);
+}
+
+struct rjob {
+    struct ckh_sim *sim;                     /* the simulator */
+    struct ckh_ddp_record *rec;              /* ddp-train's own record */
+    struct rank_log logs[CKH_DDP_MAX_RANKS]; /* what each rank reported */
+    struct rec_node nodes[CKH_DDP_MAX_RANKS]; /* node args */
+    int ids[CKH_DDP_MAX_RANKS];              /* node ids */
+    int world;                               /* ranks */
+};
+
+/* A job of cfg whose ranks report to j->logs; checkpoints on one shared
+ * disk at "/", or (local) on a node-local disk per rank at "/ckpt". */
+static struct rjob *rjob_start(struct ckh_ddp_config *cfg, bool local)
+{
+    struct rjob *j = calloc(1, sizeof *j);
+    ck_assert_ptr_nonnull(j);
+    j->world = cfg->world;
+    struct ckh_sim_config sc = {.seed = 1};
+    ck_assert_int_eq(ckh_sim_create(&sc, &j->sim), 0);
+    struct ckh_simfs_config dc = {.name = "shared", .model = CKH_CRASH_POSIX_WEAK, .sector_bytes = 512};
+    struct ckh_simfs *shared;
+    ck_assert_int_eq(ckh_sim_add_disk(j->sim, &dc, &shared), 0);
+    ck_assert_int_eq(ckh_ddp_record_create(cfg, &j->rec), 0);
+    for (int r = 0; r < cfg->world; r++) {
+        char name[32];
+        struct ckh_simfs_mount m[2] = {{"/", shared}, {"/ckpt", NULL}};
+        size_t nm = 1;
+        if (local) {
+            snprintf(name, sizeof name, "local.rank_%d", r);
+            struct ckh_simfs_config lc = {.name = name, .model = CKH_CRASH_POSIX_WEAK,
+                                          .sector_bytes = 512};
+            ck_assert_int_eq(ckh_sim_add_disk(j->sim, &lc, &m[1].disk), 0);
+            nm = 2;
+        }
+        snprintf(name, sizeof name, "rank_%d", r);
+        j->logs[r].base.ops = &log_ops;
+        j->nodes[r] = (struct rec_node){{cfg, r, j->rec}, &j->logs[r]};
+        struct ckh_node_config nc = {.name = name, .main = rec_main, .arg = &j->nodes[r],
+                                     .mounts = m, .nmounts = nm, .rank = r};
+        ck_assert_int_eq(ckh_sim_add_node(j->sim, &nc, &j->ids[r]), 0);
+    }
+    return j;
+}
+
+/* Runs until every rank stops (ranks left blocked are killed); a second
+ * call restarts every rank first. */
+static void rjob_run(struct rjob *j, bool restart)
+{
+    struct ckh_sim_result res;
+    for (int r = 0; restart && r < j->world; r++)
+        ck_assert_int_eq(ckh_sim_restart(j->sim, j->ids[r]), 0);
+    ck_assert_int_eq(ckh_sim_run(j->sim, &res), 0);
+    for (int r = 0; r < j->world; r++) {
+        struct ckh_node_status st;
+        ckh_sim_node_status(j->sim, j->ids[r], &st);
+        if (st.state == CKH_NODE_RUNNING)
+            ck_assert_int_eq(ckh_sim_kill(j->sim, j->ids[r], false), 0);
+    }
+}
+
+static void rjob_end(struct rjob *j)
+{
+    ckh_sim_destroy(j->sim);
+    ckh_ddp_record_destroy(j->rec);
+    free(j);
+}
+
+/* Checks rank r's step records against ddp-train's own record. */
+static void expect_steps_match(const struct rjob *j, int r, int64_t from, int64_t to)
+{
+    const struct rank_log *l = &j->logs[r];
+    const struct ckh_ddp_rank_rec *rr = &j->rec->ranks[r];
+    ck_assert(!l->malformed);
+    for (int64_t s = from; s <= to; s++) {
+        const struct ckh_ddp_step_rec *sr = &rr->steps[s];
+        float lr;
+        uint32_t bits = (uint32_t)sr->lr_bits;
+        memcpy(&lr, &bits, sizeof lr);
+        ck_assert_uint_eq(l->digest[s][0], sr->weights);
+        ck_assert_uint_eq(l->digest[s][1], sr->optim);
+        ck_assert_uint_eq(l->digest[s][2], sr->rng);
+        ck_assert_uint_eq(l->digest[s][3], sr->sampler);
+        ck_assert(l->lr[s] == (double)lr);
+        ck_assert_uint_eq(l->nsamples[s], j->rec->per_step);
+    }
+}
+
+/* Every optimizer step gives one step record per rank, each save one save
+ * record per rank, the end one final record; after a halt and a restart,
+ * a resume record names the checkpoint and the replayed steps are
+ * recorded again. */
+START_TEST(test_records_emitted)
+{
+    struct ckh_ddp_config cfg;
+    ckh_ddp_config_default(&cfg); /* 24 steps; saves at 5, 8, 10, 15, 16, 20, 24 */
+    int64_t total = (int64_t)ckh_ddp_total_steps(&cfg);
+    ck_assert_int_eq(total, 24);
+    struct rjob *j = rjob_start(&cfg, false);
+    rjob_run(j, false);
+    for (int r = 0; r < cfg.world; r++) {
+        const struct rank_log *l = &j->logs[r];
+        ck_assert_msg(j->rec->ranks[r].finished, "%s", j->rec->ranks[r].errmsg);
+        ck_assert_int_eq(l->steps, total);
+        for (int k = 0; k < l->steps; k++)
+            ck_assert_int_eq(l->step_no[k], k + 1);
+        expect_steps_match(j, r, 1, total);
+        ck_assert_int_eq(l->resumes, 0);
+        ck_assert_int_eq(l->saves, 7);
+        for (int k = 0; k < l->saves; k++) {
+            ck_assert_int_eq(l->save_rc[k], 0);
+            ck_assert_msg(strncmp(l->save_what[k], "/ckpt/ddp_checkpoint_", 21) == 0, "%s",
+                          l->save_what[k]);
+        }
+        ck_assert_int_eq(l->finals, 1);
+        ck_assert_int_eq(l->final.steps, total);
+        ck_assert_int_eq(l->final.total, total);
+        ck_assert_int_eq(l->final.epochs, 3);
+        ck_assert(l->final.has_digest);
+    }
+    /* Ranks hold the same weights, on their own devices: digests differ. */
+    ck_assert_uint_ne(j->logs[0].final.digest, j->logs[1].final.digest);
+    uint64_t final0 = j->logs[0].final.digest;
+    rjob_end(j);
+
+    cfg.halt_after_step = 7;
+    j = rjob_start(&cfg, false);
+    rjob_run(j, false);
+    cfg.halt_after_step = 0;
+    rjob_run(j, true);
+    for (int r = 0; r < cfg.world; r++) {
+        const struct rank_log *l = &j->logs[r];
+        ck_assert_msg(j->rec->ranks[r].finished, "%s", j->rec->ranks[r].errmsg);
+        ck_assert_int_eq(l->resumes, 1);
+        ck_assert_int_eq(l->resume_step, 5);
+        ck_assert_int_eq(l->resume_epoch, 0);
+        ck_assert_int_eq(l->steps, 7 + (total - 5));
+        ck_assert_int_eq(l->step_no[7], 6); /* the replay starts after the checkpoint */
+        expect_steps_match(j, r, 1, total);
+        ck_assert_int_eq(l->finals, 1);
+        ck_assert_int_eq(l->final.steps, total);
+    }
+    ck_assert_uint_eq(j->logs[0].final.digest, final0);
+    rjob_end(j);
+}
+END_TEST
+
+/* ---- node-local disks, and the old master-only saver ---- */
+
+/* The atomic directory saver as it was before it learned node-local
+ * disks: only rank 0 (the master) makes the folder and writes the marker
+ * and the pointer; every rank reads the pointer of its own view. Written
+ * as a user's saver plugin would be, through cfg->saver. */
+struct master_only {
+    struct ckh_saver base; /* must be first */
+    struct ckh_env *env;   /* the rank's environment */
+    struct ckh_env solo;   /* the same without collectives: a one-rank saver */
+    struct ckh_adir *d;    /* this rank's saver over its own view */
+    uint64_t timeout_ns;   /* collective timeout */
+};
+
+static int mo_create(struct ckh_env *env, const struct ckh_saver_config *cfg, struct ckh_saver **out)
+{
+    struct master_only *m = ckh_calloc(env->alloc, 1, sizeof *m);
+    if (!m)
+        return CKH_ENOMEM;
+    m->env = env;
+    m->solo = *env;
+    m->solo.coll = NULL;
+    m->timeout_ns = cfg->timeout_ns;
+    struct ckh_adir_config ac = {.output_dir = cfg->output_dir, .is_master = true,
+                                 .name = cfg->name, .keep_last = cfg->keep_last,
+                                 .timeout_ns = cfg->timeout_ns};
+    int rc = ckh_adir_create(&m->solo, &ac, &m->d);
+    if (rc) {
+        ckh_free(env->alloc, m);
+        return rc;
+    }
+    m->base.ops = NULL; /* the wrapper fills it in */
+    *out = &m->base;
+    return 0;
+}
+
+static void mo_destroy(struct ckh_saver *s)
+{
+    struct master_only *m = (struct master_only *)s;
+    ckh_adir_destroy(m->d);
+    ckh_free(m->env->alloc, m);
+}
+
+static int mo_prepare(struct ckh_saver *s, bool force, char *buf, size_t n)
+{
+    struct master_only *m = (struct master_only *)s;
+    struct {
+        int32_t status;
+        char folder[CKH_PATH_MAX + 1];
+    } msg;
+    memset(&msg, 0, sizeof msg);
+    if (ckh_coll_rank(m->env->coll) == 0)
+        msg.status = ckh_adir_prepare(m->d, force, msg.folder, sizeof msg.folder);
+    int rc = ckh_coll_broadcast(m->env->coll, &msg, sizeof msg, 0, m->timeout_ns);
+    if (rc || msg.status)
+        return rc ? rc : msg.status;
+    snprintf(buf, n, "%s", msg.folder);
+    return 0;
+}
+
+static int mo_commit(struct ckh_saver *s, const char *folder)
+{
+    struct master_only *m = (struct master_only *)s;
+    int32_t st = ckh_coll_rank(m->env->coll) == 0 ? ckh_adir_commit(m->d, folder) : 0;
+    int rc = ckh_coll_broadcast(m->env->coll, &st, sizeof st, 0, m->timeout_ns);
+    return rc ? rc : st;
+}
+
+static int mo_latest(struct ckh_saver *s, char *buf, size_t n)
+{
+    return ckh_adir_latest(((struct master_only *)s)->d, buf, n);
+}
+
+static const struct ckh_saver_ops master_only_ops = {
+    .version = 1, .name = "master-only", .create = mo_create, .destroy = mo_destroy,
+    .prepare = mo_prepare, .commit = mo_commit, .latest = mo_latest};
+
+/* Checkpoints on node-local disks, halted after step 7 and resumed. The
+ * atomic directory saver: every save succeeds on every rank, both ranks
+ * resume from step 5, each from its own disk, and the end is the
+ * uninterrupted run's. The old master-only protocol (a user's saver,
+ * through cfg->saver): every save fails (rank 1 has no folder: ENOENT)
+ * though no fault is armed, and the restart loses every step. */
+START_TEST(test_node_local_saves)
+{
+    struct ckh_ddp_config cfg;
+    ckh_ddp_config_default(&cfg);
+    struct ckh_ddp_record *ref = reference_run(&cfg);
+    int64_t total = ref->ranks[0].final_step;
+    for (int old = 0; old < 2; old++) {
+        cfg.saver = old ? &master_only_ops : NULL;
+        cfg.halt_after_step = 7;
+        struct rjob *j = rjob_start(&cfg, true);
+        rjob_run(j, false);
+        cfg.halt_after_step = 0;
+        rjob_run(j, true);
+        int failed = 0;
+        for (int r = 0; r < cfg.world; r++) {
+            const struct rank_log *l = &j->logs[r];
+            const struct ckh_ddp_rank_rec *rr = &j->rec->ranks[r];
+            ck_assert_msg(rr->finished, "%s saver, rank %d: %s", old ? "old" : "atomic-dir", r,
+                          rr->errmsg);
+            /* Step 5 before the halt, then 8..24 (old: 5..24 from scratch). */
+            ck_assert_int_eq(l->saves, old ? 1 + 7 : 1 + 6);
+            for (int k = 0; k < l->saves; k++)
+                failed += l->save_rc[k] != 0;
+            ck_assert_int_eq(rr->final_step, total);
+            if (!old) {
+                ck_assert_int_eq(l->resumes, 1);
+                ck_assert_int_eq(l->resume_step, 5);
+                ck_assert_int_eq(rr->resumed_step, 5);
+                ck_assert_uint_eq(rr->final.weights, ref->ranks[r].final.weights);
+                ck_assert_uint_eq(rr->final.rng, ref->ranks[r].final.rng);
+                ck_assert_uint_eq(rr->final.sampler, ref->ranks[r].final.sampler);
+            } else {
+                /* Nothing was ever committed: a restart from scratch. */
+                ck_assert_int_eq(rr->resumed_step, -1);
+                ck_assert_int_eq(l->resume_step, 0);
+                ck_assert_int_eq(l->steps, 7 + total);
+            }
+        }
+        if (!old) {
+            ck_assert_int_eq(failed, 0);
+        } else {
+            ck_assert_int_eq(failed, 2 * 8);
+            const struct rank_log *l1 = &j->logs[1];
+            ck_assert_int_eq(l1->save_rc[0], -ENOENT);
+            ck_assert_msg(strstr(l1->save_what[0], "rng_rank_1.ckh") != NULL, "%s", l1->save_what[0]);
+            ck_assert_msg(strstr(j->logs[0].save_what[0], "another rank could not write") != NULL,
+                          "%s", j->logs[0].save_what[0]);
+        }
+        rjob_end(j);
+    }
+    ckh_ddp_record_destroy(ref);
+}
+END_TEST
+
 START_TEST(test_record_worlds_and_forget)
 {
     struct ckh_ddp_config cfg;
@@ -599,6 +1016,9 @@ static Suite *ddp_suite(void)
     tcase_add_loop_test(tc, test_ddp_defects_caught, 0, 4);
     tcase_add_loop_test(tc, test_world_size_change, 0, 2);
     tcase_add_test(tc, test_record_worlds_and_forget);
+    tcase_add_loop_test(tc, test_reshard_off_refused, 0, 2);
+    tcase_add_test(tc, test_records_emitted);
+    tcase_add_test(tc, test_node_local_saves);
     suite_add_tcase(s, tc);
     return s;
 }

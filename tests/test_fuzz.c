@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "run/workloads.h"
 #include "ckh/backend.h"
 #include "ckh/err.h"
 #include "search/fuzz.h"
@@ -30,7 +31,7 @@ START_TEST(test_generate_is_deterministic)
     static const char *const wls[] = {"seed-pipeline", "param-server", "ddp-train", NULL};
     const char *wl = wls[_i % 4];
     struct ckh_fuzz_config cfg = {.workload = wl};
-    if (wl && !ckh_adapter_find(wl))
+    if (wl && !ckh_workloads_find(wl))
         return;
     struct ckh_scn_options so;
     ckh_fuzz_scn_options(&so);
@@ -213,7 +214,7 @@ static int run_file(const char *text, struct ckh_report_result *rr)
 
 START_TEST(test_planted_defect_found_and_shrunk)
 {
-    if (!ckh_adapter_find("ddp-train")) {
+    if (!ckh_workloads_find("ddp-train")) {
         fprintf(stderr, "test_fuzz: SKIP planted defect: no ddp-train adapter\n");
         return;
     }

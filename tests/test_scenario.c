@@ -267,6 +267,60 @@ START_TEST(test_variants)
 }
 END_TEST
 
+/* expect.max_restarts and compare.ignore: parsed, defaulted, and written
+ * back to the same model. */
+START_TEST(test_restarts_and_compare)
+{
+    struct ckh_scenario *s = parse_ok("job: {workload: ddp-train}\n");
+    ck_assert(!s->expect.max_restarts_set);
+    ck_assert_uint_eq(s->compare.nignore, 0);
+    ckh_scenario_free(s);
+    s = parse_ok("job: {workload: ddp-train}\n"
+                 "expect: {max_restarts: 0}\n"
+                 "compare:\n  ignore: [loss, opt.lr-2_B]\n");
+    ck_assert(s->expect.max_restarts_set);
+    ck_assert_uint_eq(s->expect.max_restarts, 0);
+    ck_assert_uint_eq(s->compare.nignore, 2);
+    ck_assert_str_eq(s->compare.ignore[0], "loss");
+    ck_assert_str_eq(s->compare.ignore[1], "opt.lr-2_B");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_int_eq(ckh_scenario_write(f, s), 0);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "  max_restarts: 0\ncompare:\n  ignore: [\"loss\", \"opt.lr-2_B\"]\n"));
+    struct ckh_scenario *b = parse_ok(buf);
+    ck_assert(b->expect.max_restarts_set);
+    ck_assert_uint_eq(b->expect.max_restarts, 0);
+    ck_assert_uint_eq(b->compare.nignore, 2);
+    ck_assert_str_eq(b->compare.ignore[0], "loss");
+    ck_assert_str_eq(b->compare.ignore[1], "opt.lr-2_B");
+    ckh_scenario_free(b);
+    free(buf);
+    ckh_scenario_free(s);
+    /* Unset stays unset through the writer; a single name is a list. */
+    s = parse_ok("job: {workload: ddp-train}\nexpect: {max_restarts: 1000}\ncompare: {ignore: lr}\n");
+    ck_assert_uint_eq(s->expect.max_restarts, 1000);
+    ck_assert_uint_eq(s->compare.nignore, 1);
+    ckh_scenario_free(s);
+    s = parse_ok("job: {workload: ddp-train}\ncompare: {}\n");
+    f = open_memstream(&buf, &len);
+    ck_assert_int_eq(ckh_scenario_write(f, s), 0);
+    fclose(f);
+    /* Only restart.max_restarts is written. */
+    const char *first = strstr(buf, "max_restarts:");
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_null(strstr(first + 1, "max_restarts:"));
+    ck_assert_ptr_null(strstr(buf, "compare"));
+    b = parse_ok(buf);
+    ck_assert(!b->expect.max_restarts_set);
+    ck_assert_uint_eq(b->compare.nignore, 0);
+    ckh_scenario_free(b);
+    free(buf);
+    ckh_scenario_free(s);
+}
+END_TEST
+
 /* Each action kind with its parameters and defaults. */
 START_TEST(test_actions)
 {
@@ -700,6 +754,19 @@ static const struct bad_case bad_cases[] = {
      "'expect.oracles' got unknown value 'totls'; did you mean 'totals'?"},
     {J "expect: {oracles: [totals], skip: [totals]}\n", CKH_EINVAL, 2, 35,
      "oracle 'totals' is both in 'oracles' and 'skip'"},
+    {J "expect: {max_restarts: -1}\n", CKH_EINVAL, 2, 24,
+     "'expect.max_restarts' expects an integer in 0..1000, got '-1'"},
+    {J "expect: {max_restarts: few}\n", CKH_EINVAL, 2, 24,
+     "'expect.max_restarts' expects an integer in 0..1000, got 'few'"},
+    {J "compare: {ignore: [lr, \"bad name\"]}\n", CKH_EINVAL, 2, 24,
+     "'compare.ignore' expects record names (1 to 63 letters, digits, '_', '.' or '-'), got "
+     "'bad name'"},
+    {J "compare: {ignore: [lr, lr]}\n", CKH_EINVAL, 2, 24, "'compare.ignore' lists 'lr' twice"},
+    {J "compare: {ignore: {lr: 1}}\n", CKH_EINVAL, 2, 19,
+     "'compare.ignore' expects a list of names, got a mapping"},
+    {J "compare: {ignor: [lr]}\n", CKH_EINVAL, 2, 11,
+     "unknown key 'ignor' in 'compare'; did you mean 'ignore'?"},
+    {J "compare: [lr]\n", CKH_EINVAL, 2, 10, "'compare' expects a mapping, got a list"},
     {J "expect: {values: {a: [1]}}\n", CKH_EINVAL, 2, 22,
      "'expect.values.a' expects a single value, got a list"},
     {J "faults:\n  - {do: crash, keep: sometimes}\n", CKH_EINVAL, 3, 23,
@@ -803,6 +870,7 @@ static Suite *scenario_suite(void)
     tcase_add_test(tc, test_full_file);
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_variants);
+    tcase_add_test(tc, test_restarts_and_compare);
     tcase_add_test(tc, test_actions);
     tcase_add_test(tc, test_names_of_enums);
     tcase_add_test(tc, test_units);

@@ -1,5 +1,6 @@
 /* Tests for the simulator's scheduler, lifecycle, allocator and fault
- * rules (specification at the top of sim/sched.c and sim/node_env.c). */
+ * rules (specification at the top of sim/sched.c and sim/node_env.c), and
+ * of background tasks (sim/task.c). */
 #include <check.h>
 #include <signal.h>
 #include <errno.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "ckh/err.h"
+#include "ckh/fs.h"
 #include "ckh/sim.h"
 #include "ckh/sim_testing.h"
 
@@ -913,6 +915,539 @@ START_TEST(heap_invariant_aborts)
 }
 END_TEST
 
+/* The simulator's task limit per node (sim/task.c). */
+#define TASK_LIMIT 8
+
+/* ---- background tasks (specification at the top of sim/task.c) ---- */
+
+/* Logs "NAME i" and sleeps 100 ns, `rounds` times (rounds < 0: forever). */
+struct stepper {
+    const char *name; /* logged */
+    int rounds;       /* iterations, < 0: forever */
+    int done;         /* iterations finished */
+    int ret;          /* return value */
+};
+
+static int bg_steps(struct ckh_env *env, void *arg)
+{
+    struct stepper *s = arg;
+    for (int i = 0; s->rounds < 0 || i < s->rounds; i++) {
+        ckh_node_logf(env->node, "%s %d", s->name, i);
+        ckh_clock_sleep_ns(env->clock, 100);
+        s->done = i + 1;
+    }
+    return s->ret;
+}
+
+struct spawn_job {
+    struct stepper task;  /* the task's program */
+    struct stepper main;  /* the main program's own steps */
+    int join_rc;          /* what join returned */
+    int status;           /* the task's value, through join */
+    int main_sleep_ns;    /* > 0: sleep this long instead of stepping, then return */
+    bool join;            /* join the task before returning */
+};
+
+static int prog_spawn(struct ckh_env *env, void *arg)
+{
+    struct spawn_job *j = arg;
+    struct ckh_task *t = NULL;
+    ck_assert_int_eq(ckh_node_spawn(env->node, bg_steps, &j->task, &t), 0);
+    ck_assert_ptr_nonnull(t);
+    if (j->main_sleep_ns > 0)
+        ckh_clock_sleep_ns(env->clock, (uint64_t)j->main_sleep_ns);
+    else
+        bg_steps(env, &j->main);
+    if (j->join)
+        j->join_rc = ckh_node_join(env->node, t, &j->status);
+    return 5;
+}
+
+/* Time of the LOG record whose text is msg, and its task. */
+static uint64_t log_time(struct ckh_sim *sim, const char *msg, int *task)
+{
+    int64_t i = find_rec(sim, 0, CKH_OP_LOG, msg);
+    ck_assert_msg(i >= 0, "no log '%s'", msg);
+    struct ckh_trace_rec r;
+    ck_assert_int_eq(ckh_sim_trace_get(sim, (uint64_t)i, &r), 0);
+    if (task != NULL)
+        *task = r.task;
+    return r.time_ns;
+}
+
+START_TEST(task_runs_interleaved)
+{
+    struct ckh_sim *sim = make_sim(21, true);
+    struct spawn_job j = {.task = {"task", 5, 0, 42}, .main = {"main", 5, 0, 0}, .join = true};
+    add_node(sim, "n0", prog_spawn, &j, -1);
+    struct ckh_sim_result res = run(sim);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    ck_assert_int_eq(j.join_rc, 0);
+    ck_assert_int_eq(j.status, 42);
+    ck_assert_int_eq(j.task.done, 5);
+    /* Both programs step together in virtual time: round i of each at
+     * 100 * i, the task's records marked with its number. */
+    for (int i = 0; i < 5; i++) {
+        char m[32], t[32];
+        int mt = -1, tt = -1;
+        snprintf(m, sizeof m, "main %d", i);
+        snprintf(t, sizeof t, "task %d", i);
+        ck_assert_uint_eq(log_time(sim, m, &mt), 100u * (unsigned)i);
+        ck_assert_uint_eq(log_time(sim, t, &tt), 100u * (unsigned)i);
+        ck_assert_int_eq(mt, 0);
+        ck_assert_int_eq(tt, 1);
+    }
+    /* spawn, the task's end and join are in the trace; the text marks the task. */
+    int64_t sp = find_rec(sim, 0, CKH_OP_SPAWN, NULL), te = find_rec(sim, 0, CKH_OP_TASK_EXIT, NULL);
+    int64_t jn = find_rec(sim, 0, CKH_OP_JOIN, NULL);
+    ck_assert(sp >= 0 && te > sp && jn > te);
+    struct ckh_trace_rec r;
+    char line[256];
+    ck_assert_int_eq(ckh_sim_trace_get(sim, (uint64_t)sp, &r), 0);
+    ck_assert_int_eq(r.arg, 1);
+    ck_assert_int_eq(r.task, 0);
+    ck_assert_int_eq(ckh_sim_trace_get(sim, (uint64_t)te, &r), 0);
+    ck_assert_int_eq(r.arg, 42);
+    ck_assert_int_eq(r.task, 1);
+    ckh_trace_format(sim, &r, line, sizeof line);
+    ck_assert_str_eq(line, "t=500 n=0 n0#1 task_exit off=0 len=0 arg=42 -> 0");
+    ck_assert_int_eq(ckh_sim_trace_get(sim, (uint64_t)find_rec(sim, 0, CKH_OP_LOG, "task 2"), &r), 0);
+    ckh_trace_format(sim, &r, line, sizeof line);
+    ck_assert_str_eq(line, "t=200 n=0 n0#1 log task 2 off=0 len=0 arg=0 -> 0");
+    struct ckh_node_status st;
+    ck_assert_int_eq(ckh_sim_node_status(sim, 0, &st), 0);
+    ck_assert_int_eq(st.state, CKH_NODE_EXITED);
+    ck_assert_int_eq(st.exit_status, 5);
+    /* the ops of both programs are the node's: 2 x 5 x (log + sleep), spawn, join */
+    ck_assert_uint_eq(st.ops, 22);
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+/* A task writes a file and fills memory the main program allocated;
+ * after join the main program sees both. */
+struct share {
+    char *buf;     /* allocated by main through env->alloc */
+    char seen[16]; /* what main read back from the file */
+};
+
+static int bg_write(struct ckh_env *env, void *arg)
+{
+    struct share *s = arg;
+    struct ckh_file *f = NULL;
+    ck_assert_int_eq(ckh_fs_open(env->fs, "/bg", CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_write_all(f, "hello", 5), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    memcpy(s->buf, "shared", 7);
+    return 0;
+}
+
+static int prog_share(struct ckh_env *env, void *arg)
+{
+    struct share *s = arg;
+    s->buf = ckh_malloc(env->alloc, 16);
+    ck_assert_ptr_nonnull(s->buf);
+    s->buf[0] = '\0';
+    struct ckh_task *t = NULL;
+    ck_assert_int_eq(ckh_node_spawn(env->node, bg_write, s, &t), 0);
+    int status = -1;
+    ck_assert_int_eq(ckh_node_join(env->node, t, &status), 0);
+    ck_assert_int_eq(status, 0);
+    struct ckh_file *f = NULL;
+    ck_assert_int_eq(ckh_fs_open(env->fs, "/bg", CKH_O_RDONLY, &f), 0);
+    ck_assert_int_eq(ckh_file_pread(f, s->seen, 5, 0), 5);
+    ckh_file_close(f);
+    return 0; /* s->buf is left for the incarnation's end to free */
+}
+
+static struct ckh_sim *task_disk_sim(uint64_t seed, ckh_node_main prog, void *arg,
+                                     struct ckh_simfs **disk)
+{
+    struct ckh_sim *sim = make_sim(seed, true);
+    struct ckh_simfs_config dc = {.name = "d", .sector_bytes = 512, .latency_ns = 100};
+    ck_assert_int_eq(ckh_sim_add_disk(sim, &dc, disk), 0);
+    struct ckh_simfs_mount m = {.prefix = "/", .disk = *disk};
+    struct ckh_node_config nc = {.name = "n0", .main = prog, .arg = arg, .rank = -1,
+                                 .mounts = &m, .nmounts = 1};
+    ck_assert_int_eq(ckh_sim_add_node(sim, &nc, NULL), 0);
+    return sim;
+}
+
+START_TEST(task_writes_visible)
+{
+    struct share s;
+    memset(&s, 0, sizeof s);
+    struct ckh_simfs *disk = NULL;
+    struct ckh_sim *sim = task_disk_sim(22, prog_share, &s, &disk);
+    ck_assert_int_eq(run(sim).outcome, CKH_SIM_DONE);
+    ck_assert_str_eq(s.seen, "hello");
+    int64_t w = find_rec(sim, 0, CKH_OP_WRITE, "/bg");
+    struct ckh_trace_rec r;
+    ck_assert_int_eq(ckh_sim_trace_get(sim, (uint64_t)w, &r), 0);
+    ck_assert_int_eq(r.task, 1);
+    struct ckh_node_status st;
+    ck_assert_int_eq(ckh_sim_node_status(sim, 0, &st), 0);
+    ck_assert_uint_eq(st.mem_at_end_bytes, 16); /* main's block, shared with the task */
+    ck_assert_uint_eq(st.mem_bytes, 0);        /* freed with the incarnation */
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+/* A task writes /t/f0, /t/f1, ... (one per 100 ns) while main steps; the
+ * node dies at the task's write of /t/f3 (by a kill, a machine crash or a
+ * power loss): nothing of either program happens afterwards. */
+static int bg_files(struct ckh_env *env, void *arg)
+{
+    int *done = arg;
+    void *keep = ckh_malloc(env->alloc, 100); /* the node's memory, freed with it */
+    ck_assert_ptr_nonnull(keep);
+    ckh_fs_mkdir(env->fs, "/t");
+    for (int i = 0; i < 10; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "/t/f%d", i);
+        struct ckh_file *f = NULL;
+        ck_assert_int_eq(ckh_fs_open(env->fs, path, CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+        ck_assert_int_eq(ckh_file_pwrite(f, "x", 1, 0), 1);
+        ckh_file_close(f);
+        *done = i + 1;
+        ckh_clock_sleep_ns(env->clock, 100);
+    }
+    return 0;
+}
+
+struct kill_job {
+    int files;            /* files the task finished */
+    struct stepper main;  /* main's steps */
+};
+
+static int prog_kill_job(struct ckh_env *env, void *arg)
+{
+    struct kill_job *k = arg;
+    struct ckh_task *t = NULL;
+    ck_assert_int_eq(ckh_node_spawn(env->node, bg_files, &k->files, &t), 0);
+    bg_steps(env, &k->main);
+    ckh_node_join(env->node, t, NULL);
+    return 0;
+}
+
+START_TEST(task_killed_with_node)
+{
+    static const enum ckh_fault_kind how[] = {CKH_FAULT_KILL_BEFORE, CKH_FAULT_CRASH_BEFORE,
+                                              CKH_FAULT_POWER_LOSS};
+    struct kill_job k = {.main = {"main", 20, 0, 0}};
+    struct ckh_simfs *disk = NULL;
+    struct ckh_sim *sim = task_disk_sim(23 + (uint64_t)_i, prog_kill_job, &k, &disk);
+    struct ckh_fault_rule r = rule_any();
+    r.kind = CKH_OP_PWRITE;
+    r.path_glob = "/t/f3";
+    r.action.kind = how[_i];
+    ck_assert_int_eq(ckh_sim_add_fault(sim, &r), 0);
+    ck_assert_int_eq(run(sim).outcome, CKH_SIM_DONE);
+    ck_assert_int_eq(k.files, 3);
+    ck_assert_int_lt(k.main.done, 20);
+    /* The fault is the task's; after the node's end nothing of it. */
+    int64_t fi = find_rec(sim, 0, CKH_OP_FAULT, "/t/f3");
+    ck_assert_int_ge(fi, 0);
+    struct ckh_trace_rec rec;
+    ck_assert_int_eq(ckh_sim_trace_get(sim, (uint64_t)fi, &rec), 0);
+    ck_assert_int_eq(rec.task, 1);
+    for (uint64_t i = (uint64_t)fi + 1; i < ckh_sim_trace_len(sim); i++) {
+        ck_assert_int_eq(ckh_sim_trace_get(sim, i, &rec), 0);
+        ck_assert_msg(rec.kind == CKH_OP_KILL || rec.kind == CKH_OP_CRASH,
+                      "record %llu after the node's end: %s", (unsigned long long)i,
+                      ckh_op_name(rec.kind));
+    }
+    struct ckh_stat sst;
+    ck_assert_int_ne(ckh_fs_stat(ckh_simfs_fs(disk), "/t/f4", &sst), 0);
+    struct ckh_node_status st;
+    ck_assert_int_eq(ckh_sim_node_status(sim, 0, &st), 0);
+    ck_assert_int_eq(st.state, CKH_NODE_KILLED);
+    ck_assert_uint_eq(st.mem_at_end_bytes, 100); /* the task's block, freed with the node */
+    ck_assert_uint_eq(st.mem_bytes, 0);
+    /* The next incarnation starts clean and spawns task 1 again. */
+    ckh_sim_clear_faults(sim);
+    ck_assert_int_eq(ckh_sim_restart(sim, 0), 0);
+    k.files = 0;
+    k.main.done = 0;
+    ck_assert_int_eq(run(sim).outcome, CKH_SIM_DONE);
+    ck_assert_int_eq(k.files, 10);
+    ck_assert_int_eq(k.main.done, 20);
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+/* Killed from outside between runs (the op limit stopped the run with
+ * both programs runnable): the next run does nothing of them. */
+START_TEST(task_killed_between_runs)
+{
+    struct ckh_sim_config cfg = {.seed = 24, .op_limit = 7, .keep_trace = true,
+                                 .stack_bytes = 64 * 1024};
+    struct ckh_sim *sim = NULL;
+    ck_assert_int_eq(ckh_sim_create(&cfg, &sim), 0);
+    struct spawn_job j = {.task = {"task", -1, 0, 0}, .main = {"main", 100, 0, 0}, .join = true};
+    add_node(sim, "n0", prog_spawn, &j, -1);
+    ck_assert_int_eq(run(sim).outcome, CKH_SIM_OP_LIMIT);
+    ck_assert_int_gt(j.task.done + j.main.done, 0);
+    int task_done = j.task.done, main_done = j.main.done;
+    ck_assert_int_eq(ckh_sim_kill(sim, 0, false), 0);
+    uint64_t len = ckh_sim_trace_len(sim);
+    ck_assert_int_eq(run(sim).outcome, CKH_SIM_DONE);
+    ck_assert_uint_eq(ckh_sim_trace_len(sim), len);
+    ck_assert_int_eq(j.task.done, task_done);
+    ck_assert_int_eq(j.main.done, main_done);
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+/* main returning ends a task that would run forever (as a process exit
+ * ends its threads): the run is DONE, the task stepped while main slept. */
+START_TEST(main_return_ends_task)
+{
+    struct ckh_sim *sim = make_sim(25, true);
+    struct spawn_job j = {.task = {"task", -1, 0, 0}, .main_sleep_ns = 350};
+    add_node(sim, "n0", prog_spawn, &j, -1);
+    struct ckh_sim_result res = run(sim);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    ck_assert_uint_eq(res.now_ns, 350);
+    ck_assert_int_eq(j.task.done, 3); /* logs at 0, 100, 200, 300; the 4th sleep never ends */
+    ck_assert_int_ge(find_rec(sim, 0, CKH_OP_LOG, "task 3"), 0);
+    struct ckh_node_status st;
+    ck_assert_int_eq(ckh_sim_node_status(sim, 0, &st), 0);
+    ck_assert_int_eq(st.state, CKH_NODE_EXITED);
+    ck_assert_int_eq(st.exit_status, 5);
+    int64_t ex = find_rec(sim, 0, CKH_OP_EXIT, NULL);
+    ck_assert_int_eq(ex + 1, (int64_t)ckh_sim_trace_len(sim)); /* nothing after the exit */
+    ck_assert_int_eq(find_rec(sim, 0, CKH_OP_TASK_EXIT, NULL), -1);
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+/* join: the value of each task, in any order of ending; bad handles; the
+ * task limit. */
+static int bg_value(struct ckh_env *env, void *arg)
+{
+    int v = (int)(intptr_t)arg;
+    ckh_clock_sleep_ns(env->clock, (uint64_t)(100 - v)); /* later tasks end first */
+    return v;
+}
+
+static struct ckh_task *other_node_task;
+static struct ckh_task *self_task;
+static int self_join_rc;
+
+static int bg_join_self(struct ckh_env *env, void *arg)
+{
+    (void)arg;
+    ckh_clock_sleep_ns(env->clock, 10); /* lets spawn hand the handle over */
+    self_join_rc = ckh_node_join(env->node, self_task, NULL);
+    return 1;
+}
+
+static int prog_joins(struct ckh_env *env, void *arg)
+{
+    int *ok = arg;
+    struct ckh_task *t[TASK_LIMIT];
+    for (int i = 0; i < TASK_LIMIT; i++)
+        ck_assert_int_eq(ckh_node_spawn(env->node, bg_value, (void *)(intptr_t)(10 * i + 1), &t[i]), 0);
+    struct ckh_task *extra = (struct ckh_task *)1;
+    ck_assert_int_eq(ckh_node_spawn(env->node, bg_value, NULL, &extra), CKH_ELIMIT);
+    ck_assert_ptr_null(extra);
+    for (int i = 0; i < TASK_LIMIT; i++) {
+        int status = -1;
+        ck_assert_int_eq(ckh_node_join(env->node, t[i], &status), 0);
+        ck_assert_int_eq(status, 10 * i + 1);
+    }
+    /* joined: invalid now; NULL and foreign handles too */
+    ck_assert_int_eq(ckh_node_join(env->node, t[0], NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_node_join(env->node, NULL, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_node_join(env->node, (struct ckh_task *)ok, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_node_join(env->node, other_node_task, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_node_spawn(env->node, NULL, NULL, &extra), CKH_EINVAL);
+    /* a task cannot join itself */
+    ck_assert_int_eq(ckh_node_spawn(env->node, bg_join_self, NULL, &self_task), 0);
+    int status = 0;
+    ck_assert_int_eq(ckh_node_join(env->node, self_task, &status), 0);
+    ck_assert_int_eq(status, 1);
+    ck_assert_int_eq(self_join_rc, CKH_EINVAL);
+    *ok = 1;
+    return 0;
+}
+
+static int prog_holder(struct ckh_env *env, void *arg)
+{
+    (void)arg;
+    ck_assert_int_eq(ckh_node_spawn(env->node, bg_value, (void *)(intptr_t)50, &other_node_task), 0);
+    ckh_clock_sleep_ns(env->clock, 1000);
+    return ckh_node_join(env->node, other_node_task, NULL);
+}
+
+START_TEST(join_returns_status)
+{
+    struct ckh_sim *sim = make_sim(26, true);
+    int ok = 0;
+    add_node(sim, "holder", prog_holder, NULL, -1);
+    add_node(sim, "joiner", prog_joins, &ok, -1);
+    ck_assert_int_eq(run(sim).outcome, CKH_SIM_DONE);
+    ck_assert_int_eq(ok, 1);
+    struct ckh_node_status st;
+    ck_assert_int_eq(ckh_sim_node_status(sim, 0, &st), 0);
+    ck_assert_int_eq(st.exit_status, 0); /* the holder still joined its own task */
+    /* the refused spawn and joins are traced with their errors */
+    int64_t i = find_rec(sim, 1, CKH_OP_SPAWN, NULL);
+    int refused = 0;
+    for (; i >= 0 && (uint64_t)i < ckh_sim_trace_len(sim); i++) {
+        struct ckh_trace_rec r;
+        ck_assert_int_eq(ckh_sim_trace_get(sim, (uint64_t)i, &r), 0);
+        refused += r.node == 1 && (r.kind == CKH_OP_SPAWN || r.kind == CKH_OP_JOIN) && r.result < 0;
+    }
+    ck_assert_int_eq(refused, 1 + 3 + 1); /* the limit; joined, foreign x2 (NULL never reaches it); self */
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+/* Same seed, same trace (text and hash); other seeds interleave the
+ * programs of two nodes and their tasks differently. */
+static int prog_two_tasks(struct ckh_env *env, void *arg)
+{
+    (void)arg;
+    struct stepper a = {"a", 4, 0, 1}, b = {"b", 4, 0, 2}, m = {"m", 4, 0, 0};
+    struct ckh_task *ta = NULL, *tb = NULL;
+    ck_assert_int_eq(ckh_node_spawn(env->node, bg_steps, &a, &ta), 0);
+    ck_assert_int_eq(ckh_node_spawn(env->node, bg_steps, &b, &tb), 0);
+    bg_steps(env, &m);
+    int sa = 0, sb = 0;
+    ck_assert_int_eq(ckh_node_join(env->node, tb, &sb), 0);
+    ck_assert_int_eq(ckh_node_join(env->node, ta, &sa), 0);
+    return sa * 10 + sb;
+}
+
+static uint64_t task_job_hash(uint64_t seed, char **text, ckh_sched_hook hook)
+{
+    struct ckh_sim *sim = make_sim(seed, text != NULL);
+    add_node(sim, "x", prog_two_tasks, NULL, -1);
+    add_node(sim, "y", prog_two_tasks, NULL, -1);
+    if (hook != NULL)
+        ckh_sim_set_sched_hook(sim, hook, NULL);
+    struct ckh_sim_result res = run(sim);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    for (int i = 0; i < 2; i++) {
+        struct ckh_node_status st;
+        ck_assert_int_eq(ckh_sim_node_status(sim, i, &st), 0);
+        ck_assert_int_eq(st.exit_status, 12);
+    }
+    if (text != NULL)
+        *text = trace_text(sim);
+    uint64_t h = res.trace_hash;
+    ckh_sim_destroy(sim);
+    return h;
+}
+
+static int decline(void *ctx, const int *runnable, size_t n)
+{
+    (void)ctx;
+    for (size_t i = 1; i < n; i++)
+        ck_assert_int_lt(runnable[i - 1], runnable[i]); /* node ids, ascending, once each */
+    return -1;
+}
+
+START_TEST(tasks_deterministic)
+{
+    char *a = NULL, *b = NULL;
+    uint64_t ha = task_job_hash(7, &a, NULL), hb = task_job_hash(7, &b, NULL);
+    ck_assert_uint_eq(ha, hb);
+    ck_assert_str_eq(a, b);
+    ck_assert_ptr_nonnull(strstr(a, " x#2 log b 3 "));
+    ck_assert_uint_eq(task_job_hash(7, NULL, NULL), ha); /* keep_trace changes nothing */
+    ck_assert_uint_eq(task_job_hash(7, NULL, decline), ha); /* nor a hook that declines */
+    free(a);
+    free(b);
+    int distinct = 0, n = under_valgrind() ? 8 : 30;
+    uint64_t hs[30];
+    for (int s = 0; s < n; s++) {
+        hs[s] = task_job_hash((uint64_t)s + 100, NULL, NULL);
+        bool seen = false;
+        for (int k = 0; k < s; k++)
+            seen = seen || hs[k] == hs[s];
+        distinct += !seen;
+    }
+    ck_assert_int_ge(distinct, n / 2);
+}
+END_TEST
+
+/* A join that can never return is a deadlock; the report names both
+ * programs. A collective while another program of the node is in one is
+ * refused. */
+static int bg_barrier(struct ckh_env *env, void *arg)
+{
+    (void)arg;
+    return ckh_coll_barrier(env->coll, 0); /* rank 1 never comes */
+}
+
+static int second_barrier_rc;
+
+static int prog_join_stuck(struct ckh_env *env, void *arg)
+{
+    (void)arg;
+    struct ckh_task *t = NULL;
+    ck_assert_int_eq(ckh_node_spawn(env->node, bg_barrier, NULL, &t), 0);
+    ckh_clock_sleep_ns(env->clock, 10); /* the task is in its barrier now */
+    second_barrier_rc = ckh_coll_barrier(env->coll, 0);
+    ckh_node_join(env->node, t, NULL);
+    return 0;
+}
+
+static int prog_gone(struct ckh_env *env, void *arg)
+{
+    (void)env;
+    (void)arg;
+    return 0;
+}
+
+START_TEST(join_deadlock_reported)
+{
+    struct ckh_sim *sim = make_sim(27, true);
+    add_node(sim, "a", prog_join_stuck, NULL, 0);
+    add_node(sim, "b", prog_gone, NULL, 1);
+    struct ckh_sim_result res = run(sim);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DEADLOCK);
+    ck_assert_int_eq(second_barrier_rc, CKH_ESTATE);
+    ck_assert_str_eq(res.report, "node a (rank 0): join a#1; node a#1 (rank 0): barrier #1");
+    struct ckh_node_status st;
+    ck_assert_int_eq(ckh_sim_node_status(sim, 0, &st), 0);
+    ck_assert_str_eq(st.pending, "join a#1");
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+/* spawn is an op: an ERRNO rule fails it and no task starts. */
+static int prog_spawn_fails(struct ckh_env *env, void *arg)
+{
+    int *rc = arg;
+    struct stepper s = {"never", 1, 0, 0};
+    struct ckh_task *t = (struct ckh_task *)1;
+    *rc = ckh_node_spawn(env->node, bg_steps, &s, &t);
+    ck_assert_ptr_null(t);
+    ck_assert_int_eq(s.done, 0);
+    return 0;
+}
+
+START_TEST(spawn_fault)
+{
+    struct ckh_sim *sim = make_sim(28, true);
+    int rc = 0;
+    add_node(sim, "n0", prog_spawn_fails, &rc, -1);
+    struct ckh_fault_rule r = rule_any();
+    r.kind = CKH_OP_SPAWN;
+    r.action.kind = CKH_FAULT_ERRNO;
+    r.action.err = EAGAIN;
+    ck_assert_int_eq(ckh_sim_add_fault(sim, &r), 0);
+    ck_assert_int_eq(run(sim).outcome, CKH_SIM_DONE);
+    ck_assert_int_eq(rc, -EAGAIN);
+    ck_assert_int_eq(find_rec(sim, 0, CKH_OP_LOG, "never 0"), -1);
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
     Suite *s = suite_create("sched");
@@ -947,6 +1482,17 @@ static Suite *sched_suite(void)
     if (fork_mode == NULL || strcmp(fork_mode, "no") != 0)
         tcase_add_test_raise_signal(tc, heap_invariant_aborts, SIGABRT);
     suite_add_tcase(s, tc);
+    TCase *tt = tcase_create("tasks");
+    tcase_add_test(tt, task_runs_interleaved);
+    tcase_add_test(tt, task_writes_visible);
+    tcase_add_loop_test(tt, task_killed_with_node, 0, 3);
+    tcase_add_test(tt, task_killed_between_runs);
+    tcase_add_test(tt, main_return_ends_task);
+    tcase_add_test(tt, join_returns_status);
+    tcase_add_test(tt, tasks_deterministic);
+    tcase_add_test(tt, join_deadlock_reported);
+    tcase_add_test(tt, spawn_fault);
+    suite_add_tcase(s, tt);
     return s;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/workloads.h"
 #include "ckh/err.h"
 #include "run/runner.h"
 #include "search/shrink.h"
@@ -136,7 +137,7 @@ static void replay(const char *text, struct ckh_report_result *rr)
 
 START_TEST(test_shrink_hand_written)
 {
-    if (!ckh_adapter_find("ddp-train")) {
+    if (!ckh_workloads_find("ddp-train")) {
         fprintf(stderr, "test_shrink: SKIP: no ddp-train adapter\n");
         return;
     }

@@ -37,7 +37,7 @@ static void wl_start(struct wl_run *w, uint64_t seed, const char *name, int nnod
     struct ckh_simfs_config dc = {.name = "shared", .sector_bytes = 512, .latency_ns = 1000};
     struct ckh_simfs_mount m = {.prefix = "/"};
     memset(w, 0, sizeof *w);
-    w->spec.wl = ckh_workload_find(name);
+    w->spec.wl = ckh_epoch_workload_find(name);
     ck_assert_ptr_nonnull(w->spec.wl);
     w->spec.nnodes = nnodes;
     w->spec.prefix = "/ckpt";
@@ -448,7 +448,7 @@ START_TEST(test_local_matches_golden)
     ck_assert_int_eq(ckh_posix_env_create(root, 3, "local", &env), 0);
     ck_assert_int_eq(ckh_fs_mkdir(env->fs, "/ckpt"), 0);
     memset(&w, 0, sizeof w);
-    w.spec.wl = ckh_workload_find(names[_i]);
+    w.spec.wl = ckh_epoch_workload_find(names[_i]);
     w.spec.nnodes = nodes[_i];
     w.spec.prefix = "/ckpt";
     w.spec.param_bytes = 64 * 1024;
@@ -463,11 +463,11 @@ END_TEST
 
 START_TEST(test_registry)
 {
-    ck_assert_ptr_null(ckh_workload_find("nope"));
-    ck_assert_ptr_null(ckh_workload_find(NULL));
-    ck_assert_str_eq(ckh_workload_at(0)->name, "seed-pipeline");
-    ck_assert_str_eq(ckh_workload_at(1)->name, "param-server");
-    ck_assert_ptr_null(ckh_workload_at(2));
+    ck_assert_ptr_null(ckh_epoch_workload_find("nope"));
+    ck_assert_ptr_null(ckh_epoch_workload_find(NULL));
+    ck_assert_str_eq(ckh_epoch_workload_at(0)->name, "seed-pipeline");
+    ck_assert_str_eq(ckh_epoch_workload_at(1)->name, "param-server");
+    ck_assert_ptr_null(ckh_epoch_workload_at(2));
     ck_assert_int_eq(ckh_workload_node_main(NULL, NULL), CKH_EINVAL);
 }
 END_TEST

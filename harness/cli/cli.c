@@ -28,7 +28,7 @@
 #include "cli/opt.h"
 #include "faults/fault.h"
 #include "oracles/oracle.h"
-#include "run/adapter.h"
+#include "run/workloads.h"
 #include "run/pool.h"
 #include "run/runner.h"
 #include "scenario/scenario.h"
@@ -83,8 +83,22 @@ static int cmd_list(int argc, char **argv)
     if (all || strcmp(what, "workloads") == 0) {
         known = true;
         printf("workloads:\n");
-        for (size_t i = 0; ckh_adapter_at(i); i++)
-            printf("  %-28s %s\n", ckh_adapter_at(i)->name, ckh_adapter_at(i)->description);
+        for (size_t i = 0; ckh_workloads_at(i); i++)
+            printf("  %-28s %s\n", ckh_workloads_at(i)->name, ckh_workloads_at(i)->description);
+        /* `ckh list workloads LIB.so ...`: what those plugins are. */
+        for (int a = 2; what && a < argc; a++) {
+            const struct ckh_workload_ops *wl = NULL;
+            char msg[512] = "";
+            if (ckh_workloads_lookup(argv[a], NULL, &wl, msg, sizeof msg) != 0) {
+                fprintf(stderr, "ckh list: %s\n", msg);
+                return CKH_EXIT_BAD_INPUT;
+            }
+            printf("  %-28s %s\n  %-28s plugin %s, ABI version %d:%s%s%s%s%s%s\n", wl->name, wl->description, "",
+                   argv[a], wl->version, wl->flags & CKH_WL_COLLECTIVE ? " collective" : "",
+                   wl->flags & CKH_WL_STEP_BASED ? " step-based" : " epoch-based",
+                   wl->flags & CKH_WL_USES_BACKEND ? " backend" : "", wl->flags & CKH_WL_USES_SAVER ? " saver" : "",
+                   wl->latest_link ? " latest-pointer" : "", wl->set_world ? " resizable" : "");
+        }
     }
     if (all || strcmp(what, "backends") == 0) {
         known = true;

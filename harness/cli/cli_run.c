@@ -169,12 +169,16 @@ static int result_read(FILE *f, struct ckh_report_result *r)
 
 /* ---- one scenario in a worker ---- */
 
+/* Bad input: the scenario, or a plugin library it names (missing, not a
+ * ckh plugin, another ABI, a name already taken). */
 static int worker_status_of(int rc)
 {
     if (rc == 0)
         return CKH_EXIT_OK;
-    return rc == CKH_EINVAL || rc == CKH_EPARSE || rc == -ENOENT ? CKH_EXIT_BAD_INPUT
-                                                                  : CKH_EXIT_INTERNAL;
+    return rc == CKH_EINVAL || rc == CKH_EPARSE || rc == -ENOENT || rc == CKH_ENOTFOUND || rc == CKH_EFOREIGN ||
+                   rc == CKH_EVERSION || rc == CKH_EUNSUPPORTED || rc == CKH_EEXISTS
+               ? CKH_EXIT_BAD_INPUT
+               : CKH_EXIT_INTERNAL;
 }
 
 /* The pool's run: parses the slot's file again, runs it, sends the result. */
@@ -220,8 +224,10 @@ static void error_result(struct run_ctx *c, struct slot *s, const struct ckh_poo
         ckh_report_set(&s->res.message, "internal error: the scenario ran longer than %d s",
                        SCENARIO_WALL_LIMIT_S);
     else if (r->status == CKH_POOL_SIGNALED)
-        ckh_report_set(&s->res.message, "internal error: the worker died of signal %d (%s)",
-                       r->code, strsignal(r->code));
+        ckh_report_set(&s->res.message,
+                       "the scenario's worker died of signal %d (%s): a crash in the code under test "
+                       "(a plugin it loads) or in ckh; `ckh replay %s` runs it in the foreground",
+                       r->code, strsignal(r->code), s->e->path);
     else if (r->status == CKH_POOL_MEM_LIMIT)
         ckh_report_set(&s->res.message, "internal error: %s (ckh run --mem-limit SIZE)", why);
     else

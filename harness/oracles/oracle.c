@@ -4,11 +4,16 @@
 #include "faults/fault.h"
 #include "oracles/oracle.h"
 
+/* resume-equivalence runs before reference, golden and values: when a
+ * resumed run diverges, the first failing oracle (whose detail heads the
+ * verdict line) names the step and quantity where it began, not only the
+ * end state that differs. */
 static const struct ckh_oracle_ops *const oracles[] = {
-    &ckh__oracle_faults_fired, &ckh__oracle_outcome, &ckh__oracle_liveness, &ckh__oracle_hang,
-    &ckh__oracle_reference, &ckh__oracle_golden,         &ckh__oracle_values,
-    &ckh__oracle_resume,    &ckh__oracle_lost_work,      &ckh__oracle_committed,
-    &ckh__oracle_no_corrupt_load, &ckh__oracle_determinism, &ckh__oracle_reshard,
+    &ckh__oracle_faults_fired,    &ckh__oracle_outcome,     &ckh__oracle_liveness,
+    &ckh__oracle_hang,            &ckh__oracle_resume,      &ckh__oracle_reference,
+    &ckh__oracle_golden,          &ckh__oracle_values,      &ckh__oracle_lost_work,
+    &ckh__oracle_committed,       &ckh__oracle_no_corrupt_load, &ckh__oracle_determinism,
+    &ckh__oracle_reshard,         &ckh__oracle_saves,       &ckh__oracle_restarts,
 };
 
 const struct ckh_oracle_ops *ckh_oracle_at(size_t i)
@@ -44,4 +49,12 @@ bool ckh_oracle_faults_touch_data(const struct ckh_scenario_run *r)
 bool ckh_oracle_resizes(const struct ckh_scenario_run *r)
 {
     return r->world_restart != r->world;
+}
+
+bool ckh_oracle_ignored(const struct ckh_scenario_run *r, const char *name)
+{
+    for (size_t i = 0; i < r->sc->compare.nignore; i++)
+        if (strcmp(r->sc->compare.ignore[i], name) == 0)
+            return true;
+    return false;
 }

@@ -45,6 +45,10 @@ bool ckh_oracle_faults_touch_data(const struct ckh_scenario_run *r);
  * comparable with the reference run, which runs at the first world. */
 bool ckh_oracle_resizes(const struct ckh_scenario_run *r);
 
+/* Whether name (a final value or step quantity) is in the scenario's
+ * compare.ignore: the comparisons with the reference run leave it out. */
+bool ckh_oracle_ignored(const struct ckh_scenario_run *r, const char *name);
+
 extern const struct ckh_oracle_ops ckh__oracle_faults_fired;
 extern const struct ckh_oracle_ops ckh__oracle_outcome;
 extern const struct ckh_oracle_ops ckh__oracle_reference;
@@ -58,5 +62,7 @@ extern const struct ckh_oracle_ops ckh__oracle_hang;
 extern const struct ckh_oracle_ops ckh__oracle_resume;
 extern const struct ckh_oracle_ops ckh__oracle_determinism;
 extern const struct ckh_oracle_ops ckh__oracle_reshard;
+extern const struct ckh_oracle_ops ckh__oracle_saves;
+extern const struct ckh_oracle_ops ckh__oracle_restarts;
 
 #endif

@@ -3,7 +3,7 @@
  * at-rest fault without an op trigger, is applied to the disks before the
  * run starts (its descriptor's `apply`); an at-rest fault with a trigger
  * runs as a CALL rule at the matching op. A fault whose descriptor has
- * neither (gpu-oom) is the adapter's to apply. harness/faults/fault.h
+ * neither (gpu-oom) is the workload's to apply. harness/faults/fault.h
  * specifies the descriptors.
  */
 #include <stdio.h>
@@ -47,6 +47,7 @@ static int apply_at_rest(struct ckh__run_ctx *c, size_t index, int node)
     const struct ckh_scn_fault *f = &c->sc->faults[index];
     c->env.fired = c->rec ? &c->rec->fault_fired[index] : NULL;
     int rc = ckh_fault_of(f->act.kind)->apply(&c->env, f, node);
+    c->at_rest_applied = true;
     c->env.fired = NULL;
     return rc;
 }
@@ -83,7 +84,7 @@ static int arm_one(struct ckh__run_ctx *c, size_t i, int node)
     if (c->rec) {
         c->rec->fault_armed[i] = true;
         if (!ops->arm && !ops->apply)
-            c->rec->fault_fired[i]++; /* applied by the adapter to the devices */
+            c->rec->fault_fired[i]++; /* applied by the workload to its devices */
     }
     if (ckh_fault_applied_between_runs(f))
         return apply_at_rest(c, i, node);

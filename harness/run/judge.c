@@ -34,8 +34,23 @@ static bool must_detect(const struct ckh_scenario *sc, const char *name)
     return false;
 }
 
+/* An earlier oracle failed the scenario and resume-equivalence failed too:
+ * its detail, which opens with the step and quantity where the runs
+ * began to diverge, becomes the message's second line. */
+static void add_first_divergence(struct ckh_report_result *out, const char *detail, int64_t divergent)
+{
+    /* ckh_report_set formats before it frees the old message. */
+    if (ckh_report_set(&out->message, "%s\nfirst divergence (resume-equivalence): %s",
+                       out->message ? out->message : "", detail) != 0)
+        return;
+    if (out->first_divergent_step < 0)
+        out->first_divergent_step = divergent;
+}
+
 /* Runs every selected oracle that applies. Normally the first failing one
- * fails the scenario. With expect.detect (a planted defect), the scenario
+ * fails the scenario: its detail, which opens with what differed (the
+ * step and quantity, for resume-equivalence and reference), is the
+ * message the verdict line shows. With expect.detect (a planted defect), the scenario
  * passes only when each named oracle applies and reports a violation; the
  * other oracles are recorded for information. */
 void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *out)
@@ -83,6 +98,8 @@ void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *
             ckh_report_set(&out->failed_oracle, "%s", o->name);
             ckh_report_set(&out->message, "%s", detail);
             out->first_divergent_step = divergent;
+        } else if (!ok && !detect_mode && o == &ckh__oracle_resume) {
+            add_first_divergence(out, detail, divergent);
         }
     }
     if (!detect_mode && judged == 0 && out->verdict == CKH_VERDICT_PASS) {
@@ -163,7 +180,7 @@ int ckh__run_control_check(const struct ckh_scenario *sc, uint64_t seed, const s
         goto out;
     }
     ctl.ref_ok = r->ref_ok;
-    ctl.interval = c.ad->interval ? c.ad->interval(c.inst) : 1;
+    ctl.interval = c.wl->interval ? c.wl->interval(c.inst) : 1;
     for (size_t i = 0; i < sc->expect.ndetect && out->verdict == CKH_VERDICT_PASS; i++) {
         const struct ckh_oracle_ops *o = ckh_oracle_find(sc->expect.detect[i]);
         char detail[1536] = "";

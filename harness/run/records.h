@@ -98,8 +98,20 @@ struct ckh_job_result {
 
 struct ckh_records;
 
-/* A store for nnodes nodes. */
-int ckh_records_create(size_t nnodes, struct ckh_records **out);
+/* Flags of ckh_records_create. */
+enum {
+    /* The nodes form one collective job: every node restarts with the
+     * others, so a node that records nothing in a run where others resumed
+     * (parked by a world-size change) loses what it recorded past the
+     * earliest resume point of that run too. */
+    CKH_RECORDS_COLLECTIVE = 0x1,
+    /* Progress counts steps: a node's resumed_from is its resume step
+     * (else its resume epoch). */
+    CKH_RECORDS_STEP_BASED = 0x2,
+};
+
+/* A store for nnodes nodes (flags: CKH_RECORDS_*). */
+int ckh_records_create(size_t nnodes, unsigned flags, struct ckh_records **out);
 void ckh_records_destroy(struct ckh_records *s);
 /* Records added from now on belong to run `run` (1-based). */
 void ckh_records_begin_run(struct ckh_records *s, int run);
@@ -117,8 +129,10 @@ int ckh_records_add_save(struct ckh_records *s, size_t node, const struct ckh_re
 int ckh_records_add_final(struct ckh_records *s, size_t node, const struct ckh_rec_final *r);
 
 /* Parses n bytes of JSON-lines text (the result protocol) as node i's
- * records. file names the source in messages. CKH_EPARSE with
- * "file:line: what was expected" in msg; records before the bad line are
+ * records. An unterminated last line (a program killed while writing it)
+ * is ignored: that record was never made. file names the source in
+ * messages. CKH_EPARSE with "file:line:col: what was expected" in msg, or
+ * the store's refusal naming the line; records before the bad line are
  * kept. */
 int ckh_records_read_jsonl(struct ckh_records *s, size_t node, const char *text, size_t n,
                            const char *file, char *msg, size_t msglen);

@@ -1,5 +1,5 @@
-/* Copies of the adapters' job results: a record that outlives the adapter
- * instance it came from (struct ckh_job_copy), and freeing a run record.
+/* Copies of job results: a record that outlives the record store it came
+ * from (struct ckh_job_copy), and freeing a run record.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +16,8 @@ void ckh__run_job_copy_free(struct ckh_job_copy *j)
     free(j->samples);
     free(j->sample_counts);
     free(j->epoch_world);
+    free(j->quantities);
+    free(j->final_values);
     memset(j, 0, sizeof *j);
 }
 
@@ -37,9 +39,17 @@ int ckh__run_job_copy(struct ckh_job_copy *dst, const struct ckh_job_result *src
         dst->sample_counts = calloc(ncounts, sizeof *dst->sample_counts);
     if (src->epoch_world)
         dst->epoch_world = calloc(src->nsamples ? src->nsamples : 1, sizeof *dst->epoch_world);
+    dst->quantities = calloc(src->nquantities ? src->nquantities : 1, sizeof *dst->quantities);
+    dst->final_values = calloc(src->nfinal_values ? src->nfinal_values : 1, sizeof *dst->final_values);
     if (!dst->nodes || !dst->steps || !dst->samples || (ncounts && !dst->sample_counts) ||
-        (src->epoch_world && !dst->epoch_world))
+        (src->epoch_world && !dst->epoch_world) || !dst->quantities || !dst->final_values)
         return CKH_ENOMEM;
+    if (src->nquantities)
+        memcpy(dst->quantities, src->quantities, src->nquantities * sizeof *dst->quantities);
+    if (src->nfinal_values)
+        memcpy(dst->final_values, src->final_values, src->nfinal_values * sizeof *dst->final_values);
+    dst->r.quantities = dst->quantities;
+    dst->r.final_values = dst->final_values;
     if (src->nnodes)
         memcpy(dst->nodes, src->nodes, src->nnodes * sizeof *dst->nodes);
     if (src->nsteps)

@@ -20,7 +20,10 @@ void ckh__run_ctx_free(struct ckh__run_ctx *c)
 {
     ckh_sim_destroy(c->sim);
     if (c->inst)
-        c->ad->destroy(c->inst);
+        c->wl->destroy(c->inst);
+    ckh_records_destroy(c->records);
+    free(c->nodes);
+    free(c->opts);
     free(c->names);
     free(c->disks);
     free(c->mounts);

@@ -17,7 +17,9 @@
 #include <stdint.h>
 
 #include "faults/fault.h"
+#include "run/records.h"
 #include "run/runner.h"
+#include "run/workloads.h"
 
 /* Per-node tracking of progress, fed by the fault hook on every op. */
 struct ckh__run_track {
@@ -31,6 +33,13 @@ struct ckh__run_track {
 
 struct ckh__run_ctx;
 
+/* The argument of a node's program: the workload's node_main is called
+ * through run.c's trampoline, which hands the node its record table. */
+struct ckh__run_node {
+    struct ckh__run_ctx *rc; /* the run */
+    int index;               /* node index */
+};
+
 /* An at-rest fault armed on a trigger (CALL action context). */
 struct ckh__run_call {
     struct ckh__run_ctx *rc;           /* the run */
@@ -41,8 +50,14 @@ struct ckh__run_call {
 struct ckh__run_ctx {
     unsigned mode;                       /* CKH_RUN_* flags: NO_FAULTS skips arming and restarts */
     const struct ckh_scenario *sc;       /* the scenario */
-    const struct ckh_adapter_ops *ad;    /* its workload adapter */
-    void *inst;                          /* the adapter instance */
+    struct ckh_resolved res;             /* its workload, backend and saver */
+    const struct ckh_workload_ops *wl;   /* = res.workload */
+    struct ckh_wl_option *opts;          /* the job's options for the workload (owned) */
+    struct ckh_workload_job job;         /* the job as the workload sees it */
+    void *inst;                          /* the workload instance */
+    struct ckh_records *records;         /* what the nodes reported (owned) */
+    struct ckh__run_node *nodes;         /* [n]: each node's program argument (owned) */
+    bool at_rest_applied;                /* an at-rest fault changed the disks before this run */
     struct ckh_sim *sim;                 /* the simulator */
     int n;                               /* nodes */
     char (*names)[CKH_NODE_NAME_LEN];    /* node names */
@@ -74,7 +89,7 @@ void ckh__run_ctx_free(struct ckh__run_ctx *c);
 int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out);
 /* restart.world_size is an input error for a workload that cannot change
  * its world size. */
-int ckh__run_check_world_size(const struct ckh_scenario *sc, const struct ckh_adapter_ops *ad,
+int ckh__run_check_world_size(const struct ckh_scenario *sc, const struct ckh_workload_ops *wl,
                               char *err, size_t errlen);
 
 /* arm.c: arms the faults of run `run` (1-based) and applies the at-rest

@@ -74,16 +74,65 @@ static int make_dir_fn(struct ckh_fault_env *env, struct ckh_simfs *d, const cha
 
 /* restart.world_size is an input error for a workload that cannot
  * change its world size. */
-int ckh__run_check_world_size(const struct ckh_scenario *sc, const struct ckh_adapter_ops *ad,
+int ckh__run_check_world_size(const struct ckh_scenario *sc, const struct ckh_workload_ops *wl,
                             char *err, size_t errlen)
 {
-    if (!sc->restart.world_size || ad->set_world)
+    if (!sc->restart.world_size || wl->set_world)
         return 0;
     snprintf(err, errlen,
              "%d:%d: restart.world_size: workload '%s' cannot restart with another world size "
              "(its nodes are fixed); remove restart.world_size",
-             sc->restart.world_size_line, sc->restart.world_size_column, ad->name);
+             sc->restart.world_size_line, sc->restart.world_size_column, wl->name);
     return CKH_EINVAL;
+}
+
+/* What the job asks of the workload that it cannot do: refused, never
+ * ignored (a scenario must not pass while claiming what it did not do).
+ * What each fault needs is in its descriptor (harness/faults/). */
+static int check_support(struct ckh__run_ctx *c)
+{
+    const struct ckh_scenario *sc = c->sc;
+    const struct ckh_workload_ops *wl = c->wl;
+    const char *no = NULL;
+    if (sc->job.ndefects && !(wl->flags & CKH_WL_DEFECTS))
+        no = "job.defects (defect switches exist only in workloads built for them, such as ddp-train)";
+    else if (sc->job.gpu_mem_bytes && !(wl->flags & CKH_WL_DEVICES))
+        no = "job.gpu_memory (the job has no emulated devices)";
+    for (size_t i = 0; !no && i < sc->nfaults; i++) {
+        const struct ckh_fault_ops *ops = ckh_fault_of(sc->faults[i].act.kind);
+        if ((ops->needs & CKH_FAULT_NEEDS_DEVICES) && !(wl->flags & CKH_WL_DEVICES))
+            no = "the gpu-oom fault (the job has no emulated devices)";
+        else if ((ops->needs & CKH_FAULT_NEEDS_LATEST) && !wl->latest_link)
+            no = "latest-pointer faults (the job keeps no latest pointer)";
+        else if ((ops->needs & CKH_FAULT_NEEDS_COLLECTIVES) && !(wl->flags & CKH_WL_COLLECTIVE))
+            no = "collective faults (the job's nodes use no collectives)";
+    }
+    if (no)
+        return ckh__run_fail(c, CKH_EINVAL, "%s: workload '%s' does not support %s", sc->file, wl->name, no);
+    return ckh__run_check_world_size(sc, wl, c->err, sizeof c->err);
+}
+
+/* Every node's program: hands the node its record table, then runs the
+ * workload's program for it. */
+static int node_trampoline(struct ckh_env *env, void *arg)
+{
+    struct ckh__run_node *rn = arg;
+    struct ckh__run_ctx *c = rn->rc;
+    env->record = ckh_records_table(c->records, (size_t)rn->index);
+    return c->wl->node_main(env, c->inst, rn->index);
+}
+
+/* Whether a save failing now has a fault to blame: an at-rest fault
+ * changed the disks before this run, or a rule fired in it. */
+static bool fault_fired(void *ctx)
+{
+    struct ckh__run_ctx *c = ctx;
+    if (c->at_rest_applied)
+        return true;
+    for (size_t k = 0; k < c->nrules; k++)
+        if (ckh_sim_fault_fired(c->sim, k) > 0)
+            return true;
+    return false;
 }
 
 /* The job's disks: one per disk, or one per disk and node when not shared. */
@@ -120,7 +169,7 @@ static int add_disks(struct ckh__run_ctx *c)
 }
 
 /* The job's nodes, each with its view of the disks. */
-static int add_nodes(struct ckh__run_ctx *c, const int *ranks, const ckh_node_main *mains, void *const *args)
+static int add_nodes(struct ckh__run_ctx *c, const int *ranks)
 {
     size_t nd = c->sc->job.ndisks;
     int rc;
@@ -132,8 +181,8 @@ static int add_nodes(struct ckh__run_ctx *c, const int *ranks, const ckh_node_ma
         }
         struct ckh_node_config nc = {
             .name = c->names[i],
-            .main = mains[i],
-            .arg = args[i],
+            .main = node_trampoline,
+            .arg = &c->nodes[i],
             .mounts = m,
             .nmounts = nd,
             .rank = ranks[i],
@@ -154,26 +203,36 @@ int ckh__run_build_sim(struct ckh__run_ctx *c, const struct ckh_scenario *sc, ui
     memset(c, 0, sizeof *c);
     c->sc = sc;
     c->mode = mode;
-    c->ad = ckh_adapter_find(sc->job.workload);
-    if (!c->ad)
-        return ckh__run_fail(c, CKH_EINVAL, "no adapter for workload '%s'", sc->job.workload);
-    if ((rc = c->ad->create(sc, seed, mode, &c->inst, c->err, sizeof c->err)) != 0)
+    if ((rc = ckh_workloads_resolve(sc, &c->res, c->err, sizeof c->err)) != 0)
         return rc;
-    c->step_based = c->ad->step_based;
-    if ((rc = ckh__run_check_world_size(sc, c->ad, c->err, sizeof c->err)) != 0)
+    c->wl = c->res.workload;
+    if ((rc = check_support(c)) != 0)
         return rc;
-    c->n = c->ad->node_count(c->inst);
+    c->opts = calloc(sc->job.noptions ? sc->job.noptions : 1, sizeof *c->opts);
+    if (!c->opts)
+        return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
+    ckh_workloads_job(sc, &c->res, seed, mode, &c->job, c->opts);
+    if ((rc = c->wl->create(&c->job, &c->inst, c->err, sizeof c->err)) != 0)
+        return rc;
+    c->step_based = (c->wl->flags & CKH_WL_STEP_BASED) != 0;
+    c->n = c->wl->node_count(c->inst);
     if (c->n < 1 || c->n > CKH_RUNNER_MAX_NODES)
-        return ckh__run_fail(c, CKH_EINVAL, "workload '%s' has %d nodes (1..%d)", sc->job.workload, c->n,
+        return ckh__run_fail(c, CKH_EINVAL, "workload '%s' has %d nodes (1..%d)", c->wl->name, c->n,
                     CKH_RUNNER_MAX_NODES);
+    unsigned rflags = ((c->wl->flags & CKH_WL_COLLECTIVE) ? CKH_RECORDS_COLLECTIVE : 0) |
+                      (c->step_based ? CKH_RECORDS_STEP_BASED : 0);
+    if ((rc = ckh_records_create((size_t)c->n, rflags, &c->records)) != 0)
+        return ckh__run_fail(c, rc, "out of memory");
+    ckh_records_set_fault_probe(c->records, fault_fired, c);
     size_t nd = sc->job.ndisks;
     c->names = calloc((size_t)c->n, sizeof *c->names);
     c->disks = calloc(nd * (size_t)c->n, sizeof *c->disks);
     c->mounts = calloc(nd * (size_t)c->n, sizeof *c->mounts);
     c->track = calloc((size_t)c->n, sizeof *c->track);
+    c->nodes = calloc((size_t)c->n, sizeof *c->nodes);
     c->calls = calloc(sc->nfaults ? sc->nfaults : 1, sizeof *c->calls);
     c->rule_fault = calloc(sc->nfaults ? sc->nfaults : 1, sizeof *c->rule_fault);
-    if (!c->names || !c->disks || !c->mounts || !c->track || !c->calls || !c->rule_fault)
+    if (!c->names || !c->disks || !c->mounts || !c->track || !c->calls || !c->rule_fault || !c->nodes)
         return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
 
     struct ckh_sim_config cfg = {
@@ -187,21 +246,22 @@ int ckh__run_build_sim(struct ckh__run_ctx *c, const struct ckh_scenario *sc, ui
         return ckh__run_fail(c, rc, "cannot create the simulator");
 
     int ranks[CKH_RUNNER_MAX_NODES];
-    ckh_node_main mains[CKH_RUNNER_MAX_NODES];
-    void *args[CKH_RUNNER_MAX_NODES];
-    for (int i = 0; i < c->n; i++)
-        if ((rc = c->ad->node(c->inst, i, c->names[i], sizeof c->names[i], &ranks[i], &mains[i],
-                              &args[i])) != 0)
-            return ckh__run_fail(c, rc, "workload '%s': node %d: %s", sc->job.workload, i, ckh_strerror(rc));
+    for (int i = 0; i < c->n; i++) {
+        c->nodes[i] = (struct ckh__run_node){.rc = c, .index = i};
+        if ((rc = c->wl->node(c->inst, i, c->names[i], sizeof c->names[i], &ranks[i])) != 0)
+            return ckh__run_fail(c, rc, "workload '%s': node %d: %s", c->wl->name, i, ckh_strerror(rc));
+        if ((rc = ckh_node_name_check(c->names[i])) != 0)
+            return ckh__run_fail(c, rc, "workload '%s': node %d has a bad name '%s'", c->wl->name, i, c->names[i]);
+    }
 
-    if ((rc = add_disks(c)) != 0 || (rc = add_nodes(c, ranks, mains, args)) != 0)
+    if ((rc = add_disks(c)) != 0 || (rc = add_nodes(c, ranks)) != 0)
         return rc;
     /* A resizing job: nodes outside the first world wait, parked. */
     for (int i = 0; i < c->n; i++)
         if (ranks[i] >= 0)
             c->world_first++;
     c->world_restart = c->world_first;
-    if (!(mode & CKH_RUN_NO_FAULTS) && c->ad->set_world && sc->restart.world_size) {
+    if (!(mode & CKH_RUN_NO_FAULTS) && c->wl->set_world && sc->restart.world_size) {
         c->world_restart = (int)sc->restart.world_size;
         for (int i = 0; i < c->n && c->world_restart != c->world_first; i++)
             if (ranks[i] < 0 && (rc = ckh_sim_park(c->sim, i)) != 0)
@@ -209,7 +269,7 @@ int ckh__run_build_sim(struct ckh__run_ctx *c, const struct ckh_scenario *sc, ui
     }
     /* The job's directories exist (and are durable) before it starts. */
     c->env = (struct ckh_fault_env){.sc = sc, .nnodes = c->n, .disks = c->disks,
-                                    .latest_link = c->ad->latest_link, .inst = c->inst,
+                                    .latest_link = c->wl->latest_link, .inst = c->inst,
                                     .err = c->err, .errlen = sizeof c->err};
     if ((rc = ckh_fault_for_each_disk(&c->env, -1, sc->job.checkpoint_dir, make_dir_fn, NULL)) != 0)
         return rc;
@@ -232,7 +292,7 @@ static int resize(struct ckh__run_ctx *c)
 {
     int rc;
     char msg[256] = "";
-    if ((rc = c->ad->set_world(c->inst, c->world_restart, msg, sizeof msg)) != 0)
+    if ((rc = c->wl->set_world(c->inst, c->world_restart, msg, sizeof msg)) != 0)
         return ckh__run_fail(c, rc, "%s", msg[0] ? msg : "restart.world_size: the workload refused it");
     for (int i = 0; i < c->n; i++)
         if ((rc = ckh_sim_set_rank(c->sim, i, -1)) != 0)
@@ -241,10 +301,8 @@ static int resize(struct ckh__run_ctx *c)
     for (int i = 0; i < c->n; i++) {
         char name[CKH_NODE_NAME_LEN];
         int rank = -1;
-        ckh_node_main main_fn;
-        void *arg;
-        if ((rc = c->ad->node(c->inst, i, name, sizeof name, &rank, &main_fn, &arg)) != 0)
-            return ckh__run_fail(c, rc, "workload '%s': node %d: %s", c->sc->job.workload, i, ckh_strerror(rc));
+        if ((rc = c->wl->node(c->inst, i, name, sizeof name, &rank)) != 0)
+            return ckh__run_fail(c, rc, "workload '%s': node %d: %s", c->wl->name, i, ckh_strerror(rc));
         if (rank >= 0) {
             world++;
             rc = ckh_sim_set_rank(c->sim, i, rank);
@@ -258,7 +316,7 @@ static int resize(struct ckh__run_ctx *c)
     }
     if (world != c->world_restart)
         return ckh__run_fail(c, CKH_EINVAL, "restart.world_size: workload '%s' gave %d ranks for world size %d",
-                    c->sc->job.workload, world, c->world_restart);
+                    c->wl->name, world, c->world_restart);
     return 0;
 }
 
@@ -297,12 +355,18 @@ static bool record_nodes(struct ckh__run_ctx *c, const struct ckh_sim_result *re
     return all_ok;
 }
 
-/* The adapter's results after run ri, into ri and out. */
+/* The records after run ri, into ri and out. */
 static int collect_results(struct ckh__run_ctx *c, struct ckh_run_info *ri, struct ckh_scenario_run *out)
 {
     int rc;
     struct ckh_job_result jr;
-    if ((rc = c->ad->collect(c->inst, &jr)) != 0)
+    const char *names[CKH_RUNNER_MAX_NODES];
+    int rcs[CKH_RUNNER_MAX_NODES];
+    for (int i = 0; i < c->n; i++) {
+        names[i] = c->names[i];
+        rcs[i] = ri->nodes[i].state == CKH_NODE_EXITED ? ri->nodes[i].exit_status : 0;
+    }
+    if ((rc = ckh_records_collect(c->records, names, rcs, &jr)) != 0)
         return ckh__run_fail(c, rc, "collecting results: %s", ckh_strerror(rc));
     for (int i = 0; i < c->n && (size_t)i < jr.nnodes; i++) {
         ri->nodes[i].resumed_from = jr.nodes[i].resumed_from;
@@ -319,7 +383,6 @@ static int collect_results(struct ckh__run_ctx *c, struct ckh_run_info *ri, stru
         out->saves_failed += jr.nodes[i].saves_failed;
     if ((rc = ckh__run_job_copy(&out->got, &jr)) != 0)
         return ckh__run_fail(c, rc, "out of memory");
-
     return 0;
 }
 
@@ -330,7 +393,7 @@ static void check_committed(struct ckh__run_ctx *c, struct ckh_run_info *ri)
     struct ckh_fs *view = NULL;
     ri->committed_ok = true;
     if (ckh_simfs_view_create(NULL, -1, c->mounts, c->sc->job.ndisks, &view) == 0) {
-        int v = c->ad->verify(c->inst, view, ri->committed_detail, sizeof ri->committed_detail);
+        int v = c->wl->verify(c->inst, view, ri->committed_detail, sizeof ri->committed_detail);
         ri->committed_ok = v == 0;
         ckh_simfs_view_destroy(view);
     }
@@ -390,7 +453,10 @@ int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out)
         if (!ri->nodes)
             return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
         ri->nnodes = (size_t)c->n;
-        c->ad->before_run(c->inst, (int)run, ri->resume_epoch);
+        ckh_records_begin_run(c->records, (int)run);
+        c->at_rest_applied = false;
+        if (c->wl->before_run)
+            c->wl->before_run(c->inst, (int)run, ri->resume_epoch);
         if (with_faults && (rc = ckh__run_arm_faults(c, (int)run)) != 0)
             return rc;
         for (int i = 0; i < c->n; i++) {
@@ -420,7 +486,7 @@ int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out)
             out->completed = true;
             break;
         }
-        if (ri->crashed && c->ad->verify)
+        if (ri->crashed && c->wl->verify)
             check_committed(c, ri);
         if (run == max_runs)
             break;

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "run/adapter.h"
+#include "run/records.h"
 #include "ckh/sim.h"
 #include "report.h"
 #include "scenario/scenario.h"
@@ -76,6 +76,8 @@ struct ckh_job_copy {
     struct ckh_node_result *nodes;       /* owned */
     struct ckh_step_record *steps;       /* owned */
     struct ckh_epoch_samples *samples;   /* owned */
+    struct ckh_step_quantity *quantities;   /* owned */
+    struct ckh_step_quantity *final_values; /* owned */
     uint32_t *sample_counts;             /* owned (NULL: none) */
     int *epoch_world;                    /* owned (NULL: none) */
 };

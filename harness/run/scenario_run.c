@@ -77,9 +77,6 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     out->seed = seed;
     ckh_report_set(&out->replay, "%s run %s --seed %" PRIu64, o->argv0 ? o->argv0 : "ckh", sc->file, seed);
 
-    const struct ckh_adapter_ops *ad = ckh_adapter_find(sc->job.workload);
-    if (ad && (rc = ckh__run_check_world_size(sc, ad, err, sizeof err)) != 0)
-        goto out_error;
     if ((rc = ckh__run_reference(sc, seed, o, &r, err, sizeof err)) != 0)
         goto out_error;
     if (!r.ref_ok) {
@@ -94,7 +91,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
         snprintf(err, sizeof err, "%s", c.err);
         goto out_error;
     }
-    r.interval = c.ad->interval ? c.ad->interval(c.inst) : 1;
+    r.interval = c.wl->interval ? c.wl->interval(c.inst) : 1;
     if (o->on_trace)
         o->on_trace(o->on_trace_ctx, c.sim, &r);
     if (o->timeline)

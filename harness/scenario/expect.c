@@ -1,5 +1,7 @@
-/* The `restart` and `expect` sections of a scenario: the restart policy
- * and what the run must show (docs/SCENARIOS.md, "restart", "expect").
+/* The `restart`, `expect` and `compare` sections of a scenario: the
+ * restart policy, what the run must show, and what the comparison with the
+ * reference run leaves out (docs/SCENARIOS.md, "restart", "expect",
+ * "compare").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -7,6 +9,7 @@
 #include <string.h>
 
 #include "ckh/err.h"
+#include "ckh/record.h"
 #include "scenario/reader.h"
 
 /* ---- restart ---- */
@@ -96,8 +99,8 @@ static int check_values(struct ckh__scn_reader *p, const yaml_node_t *map, const
     return 0;
 }
 
-static const char *const expect_keys[] = {"outcome", "reference", "golden", "values",
-                                          "oracles", "skip",      "detect"};
+static const char *const expect_keys[] = {"outcome", "reference", "golden",      "values",
+                                          "oracles", "skip",      "detect",      "max_restarts"};
 
 int ckh__scn_parse_expect(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_expect *x)
 {
@@ -132,10 +135,47 @@ int ckh__scn_parse_expect(struct ckh__scn_reader *p, const yaml_node_t *n, struc
         (rc = ckh__scn_get_name_list(p, v, "expect.detect", o ? &o->oracles : NULL, &x->detect,
                             &x->ndetect)))
         return rc;
+    if ((v = ckh__scn_get(p, n, "max_restarts"))) {
+        int64_t i;
+        if ((rc = ckh__scn_get_int(p, v, "expect.max_restarts", 0, 1000, &i)))
+            return rc;
+        x->max_restarts = (uint32_t)i;
+        x->max_restarts_set = true;
+    }
     for (size_t i = 0; i < x->nskip; i++)
         for (size_t j = 0; j < x->noracles; j++)
             if (!strcmp(x->skip[i], x->oracles[j]))
                 return ckh__scn_fail(p, skip_node, CKH_EINVAL, "oracle '%s' is both in 'oracles' and 'skip'",
                             x->skip[i]);
+    return 0;
+}
+
+/* ---- compare ---- */
+
+static const char *const compare_keys[] = {"ignore"};
+
+/* The i-th entry of a name list node (a sequence, or one scalar). */
+static const yaml_node_t *list_item(struct ckh__scn_reader *p, const yaml_node_t *n, size_t i)
+{
+    return n->type == YAML_SEQUENCE_NODE ? ckh__scn_node(p, n->data.sequence.items.start[i]) : n;
+}
+
+int ckh__scn_parse_compare(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_compare *c)
+{
+    yaml_node_t *v;
+    int rc = ckh__scn_check_map(p, n, "compare", compare_keys, CKH__NKEYS(compare_keys), NULL, NULL);
+    if (rc)
+        return rc;
+    if (!(v = ckh__scn_get(p, n, "ignore")))
+        return 0;
+    if ((rc = ckh__scn_get_name_list(p, v, "compare.ignore", NULL, &c->ignore, &c->nignore)))
+        return rc;
+    /* The names are record names (include/ckh/record.h), checked alike. */
+    for (size_t i = 0; i < c->nignore; i++)
+        if (ckh_record_name_check(c->ignore[i]) != 0)
+            return ckh__scn_fail(p, list_item(p, v, i), CKH_EINVAL,
+                                 "'compare.ignore' expects record names (1 to %d letters, digits, "
+                                 "'_', '.' or '-'), got '%s'",
+                                 CKH_RECORD_NAME_MAX, c->ignore[i]);
     return 0;
 }

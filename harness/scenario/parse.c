@@ -3,7 +3,7 @@
  * Specification (full reference with examples in docs/SCENARIOS.md):
  *   - A scenario file holds exactly one YAML document whose root is a
  *     mapping with the keys name, description, seed, tags, job (required),
- *     faults, restart and expect.
+ *     faults, restart, expect and compare.
  *   - Every mapping is closed: an unknown key is an error that names the
  *     closest known key ("did you mean"), a duplicate key is an error.
  *   - Scalars are typed by the key that holds them (integer ranges, sizes
@@ -18,7 +18,7 @@
  *
  * Where each part lives: values.c (scalar conversions), reader.c (arena,
  * errors, getters, closed maps), job.c, faults_section.c (triggers; each
- * action's keys in harness/faults/<name>.c), expect.c (restart, expect),
+ * action's keys in harness/faults/<name>.c), expect.c (restart, expect, compare),
  * names.c (name tables shared with writer.c), and this file (the root).
  */
 #include <ctype.h>
@@ -34,8 +34,8 @@
 
 /* ---- the root ---- */
 
-static const char *const top_keys[] = {"name", "description", "seed",    "tags",
-                                       "job",  "faults",      "restart", "expect"};
+static const char *const top_keys[] = {"name",   "description", "seed",    "tags",   "job",
+                                       "faults", "restart",     "expect",  "compare"};
 
 static bool name_ok(const char *t)
 {
@@ -96,6 +96,8 @@ static int parse_root(struct ckh__scn_reader *p, const yaml_node_t *n)
     if ((v = ckh__scn_get(p, n, "restart")) && (rc = ckh__scn_parse_restart(p, v, &s->restart)))
         return rc;
     if ((v = ckh__scn_get(p, n, "expect")) && (rc = ckh__scn_parse_expect(p, v, &s->expect)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "compare")) && (rc = ckh__scn_parse_compare(p, v, &s->compare)))
         return rc;
     return 0;
 }

@@ -209,10 +209,16 @@ int ckh__scn_get_name(struct ckh__scn_reader *p, const yaml_node_t *n, const cha
                     const struct ckh_scn_names *names, const char **out)
 {
     int rc = ckh__scn_get_str(p, n, what, out);
-    if (rc || !names || !names->list || !names->n)
+    if (rc || !names || !names->list || !names->n || ckh_scn_is_plugin_path(*out))
         return rc;
     int idx;
     return ckh__scn_get_enum(p, n, what, names->list, names->n, &idx);
+}
+
+bool ckh_scn_is_plugin_path(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    return n && (strchr(name, '/') || (n > 3 && strcmp(name + n - 3, ".so") == 0));
 }
 
 static bool has_dotdot(const char *path)

@@ -129,5 +129,7 @@ int ckh__scn_parse_restart(struct ckh__scn_reader *p, const yaml_node_t *n,
                            struct ckh_scn_restart *r);
 int ckh__scn_parse_expect(struct ckh__scn_reader *p, const yaml_node_t *n,
                           struct ckh_scn_expect *x);
+int ckh__scn_parse_compare(struct ckh__scn_reader *p, const yaml_node_t *n,
+                           struct ckh_scn_compare *c);
 
 #endif

@@ -240,6 +240,17 @@ struct ckh_scn_expect {
     const char **detect;          /* a planted defect must be detected: the scenario passes
                                      only when each of these oracles reports a violation */
     size_t ndetect;               /* number of oracles that must detect it */
+    bool max_restarts_set;        /* expect.max_restarts was given */
+    uint32_t max_restarts;        /* the job may need at most this many restarts
+                                     (the `restarts` oracle; 0..1000) */
+};
+
+/* ---- comparison with the reference run ---- */
+
+struct ckh_scn_compare {
+    const char **ignore; /* record names (final values, step quantities) that
+                            `reference` and `resume-equivalence` leave out */
+    size_t nignore;      /* number of names */
 };
 
 /* ---- the scenario ---- */
@@ -258,6 +269,7 @@ struct ckh_scenario {
     size_t nfaults;                /* number of faults */
     struct ckh_scn_restart restart; /* restart policy */
     struct ckh_scn_expect expect;  /* expectations */
+    struct ckh_scn_compare compare; /* what the reference comparison leaves out */
     struct ckh_alloc *alloc;       /* allocator of the arena */
     struct ckh__scn_arena *arena;  /* owns every pointer above */
 };
@@ -285,6 +297,13 @@ struct ckh_scn_options {
     struct ckh_scn_names oracles;   /* expect.oracles and expect.skip */
     struct ckh_alloc *alloc;        /* NULL: the system allocator */
 };
+
+/* Whether a workload, backend or saver name names a plugin library
+ * instead of a built-in: it holds a '/' (a path, relative to the scenario
+ * file) or ends in ".so" (a file name looked up in the plugin search path,
+ * harness/run/workloads.h). Such names are not checked against the
+ * caller's lists; loading them is the runner's job. */
+bool ckh_scn_is_plugin_path(const char *name);
 
 /* Parses the scenario file at path. opts may be NULL (accept any names).
  * On success *out is owned by the caller (ckh_scenario_free). On failure

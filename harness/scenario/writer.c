@@ -224,6 +224,12 @@ static int write_restart_expect(FILE *f, const struct ckh_scenario *sc)
     list_line(f, "  oracles: ", e->oracles, e->noracles);
     list_line(f, "  skip: ", e->skip, e->nskip);
     list_line(f, "  detect: ", e->detect, e->ndetect);
+    if (e->max_restarts_set)
+        fprintf(f, "  max_restarts: %u\n", e->max_restarts);
+    if (sc->compare.nignore) {
+        fputs("compare:\n", f);
+        list_line(f, "  ignore: ", sc->compare.ignore, sc->compare.nignore);
+    }
     return 0;
 }
 

@@ -3,11 +3,13 @@
  * Specification of a fuzz seed (docs/FUZZING.md shows examples):
  *   - An rng seeded with ckh_seed_derive(seed, "fuzz") makes every choice,
  *     in a fixed order, so a seed always yields the same YAML text.
- *   - Shape: the workload (cfg->workload, else one of seed-pipeline,
- *     param-server and, when its adapter exists, ddp-train), nodes or
- *     ranks, epochs (ddp-train: also the step cadence and the saver's
- *     keep_last), one shared disk at "/" with a random crash model and
- *     sector size, the restart budget.
+ *   - Shape: the workload (cfg->workload, a built-in name or a plugin
+ *     library, else one of the built-in workloads), nodes or ranks,
+ *     epochs, then whatever the workload's own `generate` draws (ddp-train:
+ *     the step cadence and the saver's keep_last; param-server: its
+ *     servers), one shared disk at "/" with a random crash model and
+ *     sector size, the restart budget. Faults a workload cannot take (no
+ *     collectives, no latest pointer, no devices) are never drawn for it.
  *   - Faults: a random subset of the catalogue kinds, each with its own
  *     rate: a trigger on a random op (and sometimes a phase, a node) fires
  *     either on the nth match or with a probability per match, sometimes
@@ -42,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/adapter.h"
+#include "run/workloads.h"
 #include "ckh/backend.h"
 #include "ckh/defects.h"
 #include "ckh/err.h"
@@ -287,34 +289,69 @@ static bool chance(struct ckh_rng *g, double p)
 
 /* One job shape, chosen before the faults. */
 struct shape {
-    const char *workload; /* workload name */
-    int nodes;            /* nodes (or ranks) */
-    int epochs;           /* epochs */
-    bool ddp;             /* a training job with collectives and a saver */
-    bool damaging;        /* the "damaging" tier (see the top of the file) */
+    const struct ckh_workload_ops *wl; /* the workload */
+    const char *workload;              /* its name as the scenario writes it */
+    int nodes;                         /* nodes (or ranks) */
+    int epochs;                        /* epochs */
+    bool training;                     /* a step-based collective job: the fault generators'
+                                          "ddp" file and phase vocabulary */
+    bool damaging;                     /* the "damaging" tier (see the top of the file) */
 };
 
 /* Whether fault kind ops may be drawn for shape s in its tier: the
  * descriptor generates, belongs to the tier, and the job has what it
- * needs (collectives and a latest pointer: only the DDP job has them). */
+ * needs (collectives, a latest pointer, emulated devices). */
 static bool fuzzable(const struct ckh_fault_ops *ops, const struct shape *s)
 {
     if (!ops->generate || (!s->damaging && !ops->fuzz_recoverable))
         return false;
-    return s->ddp || !(ops->needs & (CKH_FAULT_NEEDS_LATEST | CKH_FAULT_NEEDS_COLLECTIVES));
+    if ((ops->needs & CKH_FAULT_NEEDS_LATEST) && !s->wl->latest_link)
+        return false;
+    /* Collective faults (a rank dying in or mismatching a collective) are
+     * drawn for training jobs, whose ranks meet in collectives every step. */
+    if ((ops->needs & CKH_FAULT_NEEDS_COLLECTIVES) && !s->training)
+        return false;
+    if ((ops->needs & CKH_FAULT_NEEDS_DEVICES) && !(s->wl->flags & CKH_WL_DEVICES))
+        return false;
+    return true;
 }
 
 /* Appends fault kind ops, drawn with g, to b. */
 static void gen_fault(struct sbuf *b, struct ckh_rng *g, const struct shape *s, const struct ckh_fault_ops *ops)
 {
-    struct ckh_fault_gen fg = {.rng = g, .nodes = s->nodes, .epochs = s->epochs, .ddp = s->ddp,
+    struct ckh_fault_gen fg = {.rng = g, .nodes = s->nodes, .epochs = s->epochs, .ddp = s->training,
                                .damaging = s->damaging, .vprintf = sb_vprintf, .out = b};
     ckh_fault_generate(ops, &fg);
 }
 
-static bool adapter_exists(const char *name)
+/* The job section's shape lines: the workload's own draws on top of
+ * nodes and epochs. */
+static int gen_job(struct sbuf *b, struct ckh_rng *g, struct shape *s, const struct ckh_fuzz_config *c)
 {
-    return ckh_adapter_find(name) != NULL;
+    struct ckh_workload_shape ws = {.nodes = s->nodes, .epochs = s->epochs};
+    if (s->wl->generate && s->wl->generate(g, &ws) != 0)
+        return CKH_EINVAL;
+    if (ws.nodes >= 1 && ws.nodes <= 64)
+        s->nodes = ws.nodes;
+    if (ws.epochs >= 1 && ws.epochs <= 1000)
+        s->epochs = (int)ws.epochs;
+    sb_printf(b, "job:\n  workload: %s\n  %s: %d\n  epochs: %d\n", s->workload,
+              (s->wl->flags & CKH_WL_COLLECTIVE) && s->training ? "ranks" : "nodes", s->nodes, s->epochs);
+    if (c->backend && (s->wl->flags & CKH_WL_USES_BACKEND))
+        sb_printf(b, "  backend: %s\n", c->backend);
+    if (ws.saver)
+        sb_printf(b, "  saver: {kind: atomic-dir, keep_last: %d}\n", (int)pick(g, 0, 2));
+    if (ws.every_steps > 0)
+        sb_printf(b, "  checkpoint_every: {steps: %" PRId64 "}\n", ws.every_steps);
+    else if (ws.every_epochs > 0)
+        sb_printf(b, "  checkpoint_every: {epochs: %" PRId64 "}\n", ws.every_epochs);
+    if (ws.noptions) {
+        sb_printf(b, "  options: {");
+        for (size_t i = 0; i < ws.noptions && i < CKH_WL_GEN_OPTIONS_MAX; i++)
+            sb_printf(b, "%s%s: %s", i ? ", " : "", ws.options[i].key, ws.options[i].value);
+        sb_printf(b, "}\n");
+    }
+    return 0;
 }
 
 int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **out)
@@ -324,49 +361,38 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
     if (!out)
         return CKH_EINVAL;
     *out = NULL;
-    if (c->workload && !adapter_exists(c->workload))
+    struct shape s = {0};
+    const struct ckh_workload_ops *ddp = ckh_workloads_find("ddp-train");
+    if (c->workload && ckh_workloads_lookup(c->workload, NULL, &s.wl, NULL, 0) != 0)
         return CKH_EINVAL;
     struct ckh_rng g;
     ckh_rng_seed(&g, ckh_seed_derive(seed, "fuzz"));
     struct sbuf b = {0};
-    struct shape s = {0};
 
-    const char *wls[3];
     size_t nwl = 0;
-    wls[nwl++] = "seed-pipeline";
-    wls[nwl++] = "param-server";
-    if (adapter_exists("ddp-train"))
-        wls[nwl++] = "ddp-train";
-    /* Defect switches live in the DDP job and its saver: a fuzz run with a
+    while (ckh_workloads_at(nwl))
+        nwl++;
+    /* Defect switches live in workloads built for them: a fuzz run with a
      * defect and no workload given fuzzes ddp-train. */
-    s.workload = c->workload                       ? c->workload
-                 : c->defect && c->defect[0] && adapter_exists("ddp-train") ? "ddp-train"
-                                                    : wls[ckh_rng_below(&g, nwl)];
-    s.ddp = strcmp(s.workload, "ddp-train") == 0;
+    if (!s.wl)
+        s.wl = c->defect && c->defect[0] && ddp ? ddp : ckh_workloads_at(ckh_rng_below(&g, nwl));
+    s.workload = c->workload ? c->workload : s.wl->name;
+    s.training = (s.wl->flags & CKH_WL_STEP_BASED) && (s.wl->flags & CKH_WL_COLLECTIVE);
     s.damaging = chance(&g, 0.5);
-    if (strcmp(s.workload, "param-server") == 0)
-        s.nodes = (int)pick(&g, 1, 2);
-    else
-        s.nodes = (int)pick(&g, 1, s.ddp ? 3 : 3);
-    s.epochs = (int)pick(&g, s.ddp ? 1 : 2, s.ddp ? 2 : 4);
+    s.nodes = (int)pick(&g, 1, 3);
+    s.epochs = (int)pick(&g, s.training ? 1 : 2, s.training ? 2 : 4);
 
     sb_printf(&b, "# ckh fuzz seed %" PRIu64 " (%s tier)\n", seed,
               s.damaging ? "damaging" : "recoverable");
     sb_printf(&b, "name: fuzz-%" PRIu64 "\nseed: %" PRIu64 "\n", seed,
               ckh_seed_derive(seed, "sim") & 0xffffffffu);
-    sb_printf(&b, "job:\n  workload: %s\n  %s: %d\n  epochs: %d\n", s.workload,
-              s.ddp ? "ranks" : "nodes", s.nodes, s.epochs);
-    if (c->backend)
-        sb_printf(&b, "  backend: %s\n", c->backend);
-    if (s.ddp) {
-        sb_printf(&b, "  saver: {kind: atomic-dir, keep_last: %d}\n", (int)pick(&g, 0, 2));
-        sb_printf(&b, "  checkpoint_every: {steps: %d}\n", (int)pick(&g, 1, 4));
-    } else if (strcmp(s.workload, "param-server") == 0) {
-        sb_printf(&b, "  options: {num_ps: %d}\n", (int)pick(&g, 1, 2));
+    if (gen_job(&b, &g, &s, c) != 0) {
+        free(b.s);
+        return CKH_EINVAL;
     }
     sb_printf(&b, "  disks:\n    - {mount: /, crash_model: %s, sector: %d}\n",
               chance(&g, 0.5) ? "posix-weak" : "ext4-ordered", chance(&g, 0.5) ? 512 : 4096);
-    if (c->defect && c->defect[0] && s.ddp)
+    if (c->defect && c->defect[0] && (s.wl->flags & CKH_WL_DEFECTS))
         sb_printf(&b, "  defects: [%s]\n", c->defect);
 
     /* Faults: 1..4 kinds, each with its own trigger and rate. */
@@ -381,7 +407,7 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
         gen_fault(&b, &g, &s, kinds[ckh_rng_below(&g, nk)]);
     int max_restarts = s.damaging ? (int)pick(&g, 1, 4) : 4;
     int world_size = 0;
-    if (s.ddp && chance(&g, 0.25)) { /* restart with another world size */
+    if (s.wl->set_world && chance(&g, 0.25)) { /* restart with another world size */
         world_size = (int)pick(&g, 1, 4);
         if (world_size == s.nodes)
             world_size = s.nodes == 1 ? 2 : 1;
@@ -432,8 +458,8 @@ static const char *const sv_names[] = {"atomic-dir"};
 void ckh_fuzz_scn_options(struct ckh_scn_options *o)
 {
     size_t nw = 0, nb = 0, nd = 0, no = 0;
-    for (size_t i = 0; ckh_adapter_at(i) && nw < 64; i++)
-        wl_names[nw++] = ckh_adapter_at(i)->name;
+    for (size_t i = 0; ckh_workloads_at(i) && nw < 64; i++)
+        wl_names[nw++] = ckh_workloads_at(i)->name;
     for (size_t i = 0; ckh_backend_at(i) && nb < 64; i++)
         be_names[nb++] = ckh_backend_at(i)->name;
     for (int i = 0; i < CKH_DEFECT__COUNT && nd < 64; i++)

@@ -32,7 +32,7 @@
 #include "ckh/defects.h"
 #include "ckh/err.h"
 #include "cli/opt.h"
-#include "run/adapter.h"
+#include "run/workloads.h"
 #include "run/pool.h"
 #include "search/fuzz.h"
 #include "search/shrink.h"
@@ -129,8 +129,12 @@ static const char *opt_name(int ch)
 /* Checks a name option against its registry; 0 or CKH_EINVAL with msg. */
 static int check_name(int ch, const char *v, char *msg, size_t n)
 {
-    if (ch == O_WL && !ckh_adapter_find(v))
-        return ckh_errf(msg, n, CKH_EINVAL, "unknown workload '%s' (ckh list shows them)", v);
+    if (ch == O_WL) {
+        const struct ckh_workload_ops *wl;
+        char why[512] = "";
+        if (ckh_workloads_lookup(v, NULL, &wl, why, sizeof why) != 0)
+            return ckh_errf(msg, n, CKH_EINVAL, "%s", why);
+    }
     if (ch == O_DEFECT) {
         struct ckh_defect_set ds = {0};
         return ckh_defect_parse(&ds, v, msg, n) ? CKH_EINVAL : 0;

@@ -9,7 +9,13 @@
  * <name>_checkpoint_<N> (suffix _force when force-saved) under an output
  * directory and a pointer symlink <name>.latest_checkpoint naming the
  * latest committed folder. Unlike a naive one it is safe at every crash
- * point; the protocol is specified at the top of reference/atomic_dir.c.
+ * point, and it works whether the ranks share one disk or each has its own
+ * (node-local disks): every view of the output directory gets the folder,
+ * a commit marker and a pointer, written by that view's leader, and
+ * ranks resume from the newest checkpoint committed in every view
+ * (ckh_adir_resume). The protocol is specified at the top of
+ * reference/atomic_dir.c. include/ckh/saver.h offers it as the directory
+ * saver "atomic-dir" (ckh_atomic_dir_saver_ops).
  *
  * Both are written against the ops tables of struct ckh_env only.
  */
@@ -96,8 +102,10 @@ struct ckh_adir;
 
 /* Creates a saver (collective in the sync strategies: every rank calls it;
  * an all-gather checks that all ranks chose the same strategy, else
- * CKH_EMISMATCH naming the ranks). The output directory is created if
- * missing. *out is freed with ckh_adir_destroy; memory from env->alloc. */
+ * CKH_EMISMATCH naming the ranks; with several ranks, probes find which
+ * ranks share a view of the output directory and who leads each). Every
+ * rank creates the output directory in its view if missing. *out is freed
+ * with ckh_adir_destroy; memory from env->alloc. */
 int ckh_adir_create(struct ckh_env *env, const struct ckh_adir_config *cfg, struct ckh_adir **out);
 void ckh_adir_destroy(struct ckh_adir *d);
 /* Last error message of d ("" if none); valid until the next call on d. */
@@ -107,13 +115,15 @@ const char *ckh_adir_name(const struct ckh_adir *d);
 
 /* Prepares the next checkpoint folder (every rank calls it in the sync
  * strategies). force_save is voted (sync_any: any; sync_all: all; async:
- * own). The master first cleans what earlier crashes left (temporary
- * links, folders without a commit marker) then creates the folder. Writes
- * the folder's absolute path into buf. */
+ * own). Each view's leader first cleans what earlier crashes left
+ * (temporary links, probes, folders without a commit marker) then creates
+ * the folder, whose number the ranks agree on. Writes the folder's
+ * absolute path (the same on every rank) into buf. */
 int ckh_adir_prepare(struct ckh_adir *d, bool force_save, char *buf, size_t n);
 /* Commits the folder returned by prepare (every rank calls it in the sync
- * strategies, after writing and fsyncing its files there): commit marker,
- * fsyncs, pointer move, then retention. Alias of the seed's symlink_latest. */
+ * strategies, after writing and fsyncing its files there): in each view,
+ * commit marker, fsyncs, pointer move; then, once every view has moved
+ * its pointer, retention. Alias of the seed's symlink_latest. */
 int ckh_adir_commit(struct ckh_adir *d, const char *folder);
 /* The latest committed folder, for resuming: writes its absolute path into
  * buf and returns 0, or CKH_ENOTFOUND when there is none. A pointer naming
@@ -123,5 +133,30 @@ int ckh_adir_latest(struct ckh_adir *d, char *buf, size_t n);
  * from env->alloc (free each and the array with ckh_adir_list_free). */
 int ckh_adir_list(struct ckh_adir *d, char ***names, size_t *count);
 void ckh_adir_list_free(struct ckh_adir *d, char **names, size_t count);
+
+/* ---- several views: node-local disks (protocol in reference/atomic_dir.c) ---- */
+
+/* The checkpoint to resume from, agreed by every rank (collective in the
+ * sync strategies and in async with more than one rank): the newest one
+ * committed in every rank's view, as its absolute path in this rank's view
+ * into buf. CKH_ENOTFOUND when none is; CKH_ECORRUPT (on every rank) when
+ * some rank's pointer names what was never committed. Async: also sets
+ * the number of the next folder to one past the largest any rank has
+ * seen, so the ranks' saves keep matching numbers. */
+int ckh_adir_resume(struct ckh_adir *d, char *buf, size_t n);
+/* The rank that does the saver's writes in this rank's view of the output
+ * directory (the master when it shares the view, else the view's lowest
+ * rank); async: this rank. */
+int ckh_adir_view_leader(const struct ckh_adir *d);
+/* Read-only look, without a saver, at what rank `rank` would find through
+ * fs (that rank's view), as ckh_adir_latest does: 0 with the folder in buf
+ * ("" when nothing is committed) and a summary in msg, or CKH_ECORRUPT /
+ * a read error with msg naming the pointer and the folder. cfg as for
+ * ckh_adir_create (is_master and defects are not used). */
+int ckh_adir_check(struct ckh_fs *fs, const struct ckh_adir_config *cfg, int rank, char *buf,
+                   size_t n, char *msg, size_t msglen);
+/* Path of rank `rank`'s pointer (sync strategies: the one pointer of a
+ * view, whatever the rank) into buf. */
+int ckh_adir_latest_path(const struct ckh_adir_config *cfg, int rank, char *buf, size_t n);
 
 #endif

@@ -6,10 +6,17 @@
  * model from the seed, reads its data through a ckh_dsampler, computes
  * gradients (a dropout-like mask drawn from its own RNG stream), and the
  * gradients are summed with one all-reduce in rank order, so all ranks
- * hold bit-identical weights. At the configured cadence rank 0 saves the
- * model, optimizer, scheduler, sampler, step and epoch, every rank saves
- * its RNG stream, all through the atomic directory saver; on start every
- * rank loads the latest committed checkpoint, then a barrier.
+ * hold bit-identical weights. At the configured cadence the leader of
+ * each view of the checkpoint folder (rank 0 on a shared disk, every rank
+ * on node-local disks) saves the model, optimizer, scheduler, sampler,
+ * step and epoch, every rank saves its RNG stream, all through the
+ * directory saver cfg->saver (include/ckh/saver.h; NULL: the atomic
+ * directory saver); on start every rank loads the checkpoint the saver's
+ * ranks agree on, then checks that all ranks loaded the same step. Every
+ * rank reports through the record API (env->record, include/ckh/
+ * record.h): a step record per optimizer step (digests "weights",
+ * "optim", "rng", "sampler", value "lr", its sample ids), a resume record,
+ * a save record per save attempt, a final record.
  *
  * The oracle record (struct ckh_ddp_record) lives outside node memory (the
  * harness allocates it and passes it in the node arg) so it survives kills.
@@ -281,9 +288,12 @@ struct ckh_ddp_node_arg {
  * longer exist are not read. Each rank then forgets its record after the
  * resume step, and rank 0 also forgets it for the record's ranks beyond
  * cfg->world, so the record holds only the history that led to the final
- * state. Returns 0, or the error
+ * state. Without cfg->reshard, a checkpoint saved by another world size is
+ * refused: CKH_EMISMATCH with "checkpoint <folder> was saved by W ranks;
+ * this job has W' and resharding is off". Returns 0, or the error
  * (CKH_EOOM_DEVICE for a device out of memory, CKH_EKILLED at the test
- * halt), also stored in rec->ranks[rank].status / errmsg. */
+ * halt, CKH_EMISMATCH for that refusal or for ranks that loaded different
+ * steps), also stored in rec->ranks[rank].status / errmsg. */
 int ckh_ddp_node_main(struct ckh_env *env, void *arg);
 
 #endif

@@ -160,7 +160,12 @@ uint64_t ckh_rand_stream_seed(struct ckh_rand *r, const char *name);
 void ckh_node_exit(struct ckh_node *n, int status);
 const char *ckh_node_name(struct ckh_node *n);
 void ckh_node_phase(struct ckh_node *n, const char *phase, int64_t epoch, int64_t step);
-/* Background tasks (node ops version 2): CKH_EUNSUPPORTED without them. */
+/* Background tasks (node ops version 2): CKH_EUNSUPPORTED without them
+ * (a table of version 1, or spawn/join NULL), CKH_EINVAL for a NULL node,
+ * fn, out or task. The simulator implements them (sim/task.c: at most 8
+ * tasks per node, CKH_ELIMIT beyond; each task's ops appear in the trace
+ * as the node's, marked "#N"); the real platform's node ops
+ * (platform/posix.c) are version 1 and have none. */
 int ckh_node_spawn(struct ckh_node *n, ckh_bg_fn fn, void *arg, struct ckh_task **out);
 int ckh_node_join(struct ckh_node *n, struct ckh_task *t, int *status);
 /* printf-style log line through the node's log method. */

@@ -81,9 +81,9 @@ struct ckh_workload {
 };
 
 /* Looks a workload up by name; NULL if unknown. Static storage. */
-const struct ckh_workload *ckh_workload_find(const char *name);
+const struct ckh_workload *ckh_epoch_workload_find(const char *name);
 /* The i-th registered workload (NULL past the end), for listings. */
-const struct ckh_workload *ckh_workload_at(size_t i);
+const struct ckh_workload *ckh_epoch_workload_at(size_t i);
 
 /* The generic node program: builds the job, a workspace, a multi-node
  * manager with a metadata handler (so a restarted node resumes from the

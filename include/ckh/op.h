@@ -43,7 +43,10 @@
     X(EXIT, "exit", NODE)                                                      \
     X(KILL, "kill", NODE)                                                      \
     X(CRASH, "crash", NODE)                                                    \
-    X(FAULT, "fault", NODE)
+    X(FAULT, "fault", NODE)                                                    \
+    X(SPAWN, "spawn", NODE)                                                    \
+    X(JOIN, "join", NODE)                                                      \
+    X(TASK_EXIT, "task_exit", NODE)
 
 enum ckh_op_kind {
 #define CKH__OP_ENUM(e, s, c) CKH_OP_##e,

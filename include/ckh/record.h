@@ -38,6 +38,12 @@
  *                  "digest":"0123...","values":{"loss":0.25},
  *                  "blobs":["model","optim"]}
  *
+ * Values the oracles read by name: a final record's `dataset_size` (the
+ * sample ids are below it) and `drop_last` (1 when the sampler truncates
+ * an epoch to a multiple of the world size instead of padding it) let the
+ * `reshard` oracle check that a job restarted with another world size
+ * read every sample of each epoch exactly once.
+ *
  * Digests are 64-bit values the workload computes any way it likes
  * (ckh_hash64 of include/ckh/rng.h is one); in JSON they are 16 hex
  * digits in a string, since JSON numbers lose bits past 2^53. Values are
@@ -146,5 +152,51 @@ int ckh_record_name_check(const char *name);
  * the file cannot be opened. */
 int ckh_record_jsonl_open(const char *path, struct ckh_record **out, char *msg, size_t msglen);
 void ckh_record_jsonl_close(struct ckh_record *r);
+
+/* ---- Appended: record checks and the JSON-lines reader ----
+ *
+ * The checks the wrappers apply, for code that takes records from
+ * elsewhere (the harness's store, the JSON-lines reader): 0, or CKH_EINVAL
+ * for a malformed record. Beyond the rules above they refuse a name that
+ * appears twice among one record's digests and values (quantities are
+ * compared by name), an epoch or a resume/save step below 0, a save rc
+ * above 0, and a blob name that is NULL, empty or holds a ','. */
+int ckh_record_check_step(const struct ckh_rec_step *s);
+int ckh_record_check_resume(const struct ckh_rec_resume *s);
+int ckh_record_check_save(const struct ckh_rec_save *s);
+int ckh_record_check_final(const struct ckh_rec_final *s);
+
+/* Which struct a record sink receives. */
+enum ckh_rec_kind {
+    CKH_REC_STEP = 1, /* struct ckh_rec_step */
+    CKH_REC_RESUME,   /* struct ckh_rec_resume */
+    CKH_REC_SAVE,     /* struct ckh_rec_save */
+    CKH_REC_FINAL,    /* struct ckh_rec_final */
+};
+
+/* Receives one parsed record; rec points to the struct named by kind,
+ * borrowed (with everything it points to) for the call only. A nonzero
+ * return stops the parse, which returns it. */
+typedef int (*ckh_record_sink)(void *ctx, enum ckh_rec_kind kind, const void *rec);
+
+/* Longest line the reader takes, without its newline. */
+#define CKH_RECORD_JSONL_LINE_MAX (1u << 20)
+/* Deepest nesting of arrays and objects in one line (the record's own
+ * object counts as 1). */
+#define CKH_RECORD_JSONL_DEPTH_MAX 32
+
+/* Parses n bytes of JSON-lines text (the protocol above; docs/SCENARIOS.md,
+ * "Result protocol") and hands each record, in order, to sink. Blank lines
+ * are skipped; unknown keys are ignored (any valid JSON value); the line
+ * is refused when it is not one JSON object, a known key has the wrong
+ * type or range, a required key is missing, a number is not finite, a
+ * digest is not 16 hex digits, a name breaks the rules above, or the line
+ * is longer than CKH_RECORD_JSONL_LINE_MAX or nests deeper than
+ * CKH_RECORD_JSONL_DEPTH_MAX. Returns 0; CKH_EPARSE with
+ * "file:line:col: expected ..., found ..." in msg (file NULL: "<jsonl>");
+ * CKH_ENOMEM; or the sink's nonzero return (msg then names the line).
+ * Records before the failing line have been handed to the sink. */
+int ckh_record_jsonl_parse(const char *text, size_t n, const char *file, ckh_record_sink sink,
+                           void *ctx, char *msg, size_t msglen);
 
 #endif

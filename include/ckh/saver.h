@@ -40,6 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckh/defects.h"
 #include "ckh/env.h"
 
 #define CKH_SAVER_ABI_VERSION 1
@@ -57,6 +58,9 @@ struct ckh_saver_config {
     int keep_last;                    /* committed non-forced checkpoints kept; -1 unlimited */
     enum ckh_saver_strategy strategy; /* must agree on every rank */
     uint64_t timeout_ns;              /* collective timeout (0: wait forever) */
+    /* --- appended --- */
+    const struct ckh_defect_set *defects; /* defect switches of ckh's built-in saver
+                                             (borrowed, may be NULL; plugins ignore it) */
 };
 
 /* Base of every saver instance (first member of the implementation). */
@@ -91,6 +95,21 @@ struct ckh_saver_ops {
     /* Path of the `latest` pointer of rank 0 (the default target of the
      * dangling-latest and stale-latest faults); NULL: it keeps none. */
     int (*latest_path)(const struct ckh_saver_config *cfg, char *buf, size_t n);
+    /* --- version 1, optional, appended (before any release of v1) --- */
+    /* Collective (every rank calls it, on start): the checkpoint every
+     * rank resumes from, the same one on every rank, as its folder in this
+     * rank's view into buf: the newest checkpoint committed in every
+     * rank's view. Views can disagree after a crash when ranks have
+     * node-local disks (one rank's commit was durable, another's not).
+     * CKH_ENOTFOUND when no checkpoint is committed in every view. NULL:
+     * callers use latest() and must check that the ranks agree. */
+    int (*resume)(struct ckh_saver *s, char *buf, size_t n);
+    /* The rank that writes, for this rank's view of the output directory
+     * (the same disk), the files every rank of that view reads (a model
+     * saved once per disk): this rank's own number when it is that rank.
+     * On one shared disk it is the same rank for everyone; on node-local
+     * disks each rank leads its own view. NULL: one shared view, rank 0. */
+    int (*view_leader)(struct ckh_saver *s);
 };
 
 /* Wrappers: argument checks, then the method (CKH_EUNSUPPORTED when an
@@ -103,6 +122,17 @@ int ckh_saver_commit(struct ckh_saver *s, const char *folder);
 int ckh_saver_latest(struct ckh_saver *s, char *buf, size_t n);
 /* The last error message of s ("" if none). */
 const char *ckh_saver_errmsg(const struct ckh_saver *s);
+/* Appended wrappers. resume falls back to latest() when the saver has no
+ * resume method (the caller then checks that the ranks agree);
+ * view_leader gives 0 when the saver has no view_leader method; check and
+ * latest_path give CKH_EUNSUPPORTED when their method is NULL. */
+int ckh_saver_resume(struct ckh_saver *s, char *buf, size_t n);
+int ckh_saver_view_leader(struct ckh_saver *s);
+int ckh_saver_check(const struct ckh_saver_ops *ops, struct ckh_fs *fs,
+                    const struct ckh_saver_config *cfg, int rank, int world, char *buf, size_t n,
+                    char *msg, size_t msglen);
+int ckh_saver_latest_path(const struct ckh_saver_ops *ops, const struct ckh_saver_config *cfg,
+                          char *buf, size_t n);
 
 /* The built-in atomic directory saver (include/ckh/atomic.h) as a table. */
 extern const struct ckh_saver_ops ckh_atomic_dir_saver_ops;

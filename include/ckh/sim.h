@@ -36,7 +36,8 @@ struct ckh_sim_config {
     uint64_t seed;              /* the one seed of the run */
     uint64_t time_limit_ns;     /* stop the run past this virtual time (0: none) */
     uint64_t op_limit;          /* stop the run after this many ops (0: none) */
-    size_t stack_bytes;         /* coroutine stack per node (0: 256 KiB) */
+    size_t stack_bytes;         /* coroutine stack per program: each node's main program
+                                   and each background task (0: 256 KiB) */
     bool keep_trace;            /* keep trace records for ckh_sim_trace_get */
     uint64_t coll_latency_ns;   /* virtual time charged per collective */
     uint64_t node_mem_limit_bytes; /* per-node allocator cap (0: none): OOM beyond */
@@ -137,8 +138,9 @@ struct ckh_node_status {
     uint64_t mem_peak_bytes;   /* peak of mem_bytes in this incarnation */
     uint64_t mem_at_end_bytes; /* mem_bytes when the incarnation ended (on a clean
                                   exit: what main leaked; it is freed anyway) */
-    const char *pending;       /* blocked: the pending op ("allreduce #3"); else NULL;
-                                  valid until the node runs again */
+    const char *pending;       /* main program blocked: its pending op ("allreduce #3",
+                                  "join trainer_0#1"); else NULL; valid until the
+                                  node runs again */
     int rank;                  /* collective rank, -1: not in the group */
 };
 
@@ -205,7 +207,9 @@ void ckh_sim_set_fault_hook(struct ckh_sim *sim, ckh_fault_hook hook, void *ctx)
  * the runnable nodes in ascending order (n >= 1; the node that reached the
  * point is among them unless it blocked or ended) and returns the id of
  * the one to run next. An id not in the list, or -1, leaves the choice to
- * the heap. Virtual time still only moves forward: it becomes the chosen
+ * the heap. A node with background tasks is listed once when any of its
+ * programs is runnable; the heap's order picks among them. Virtual time
+ * still only moves forward: it becomes the chosen
  * node's wake time when that is later than now. The time and op limits
  * still apply. The hook must not call back into the simulator. */
 typedef int (*ckh_sched_hook)(void *ctx, const int *runnable, size_t n);
@@ -268,6 +272,9 @@ struct ckh_trace_rec {
     uint64_t len;          /* op length */
     int64_t arg;           /* op-specific */
     int64_t result;        /* result code or count */
+    /* --- appended --- */
+    int task;              /* 0: the node's main program; k: its background task k
+                              (numbered 1, 2, ... per incarnation) */
 };
 
 /* The running hash of every trace record so far (kept or not). */

@@ -62,6 +62,8 @@ struct ckh_wl_option {
     int64_t i;                    /* INT: the value */
     double f;                     /* FLOAT (and INT): the value */
     bool b;                       /* BOOL: the value */
+    bool has_size;                /* the text reads as a size (4096, 64KiB, 1MiB, 2GB) */
+    uint64_t size;                /* if so, in bytes */
     int line;                     /* 1-based line of the value in the scenario file */
     int column;                   /* 1-based column */
 };
@@ -104,8 +106,9 @@ struct ckh_workload_job {
     const char *const *defects;      /* job.defects (empty in the reference run) */
     size_t ndefects;
     int world_restart;               /* restart.world_size in a faulted run (0: unchanged) */
-    bool reshard;                    /* a world-size change may be resumed (options.reshard);
-                                        false: the workload must refuse it cleanly */
+    bool reshard;                    /* a world-size change may be resumed: true unless
+                                        job.options says `reshard: false`, in which case the
+                                        workload must refuse a resized resume cleanly */
 };
 
 /* A job shape drawn for the fuzzer (see generate). */
@@ -134,6 +137,11 @@ enum {
     CKH_WL_USES_BACKEND = 0x4,
     /* Checkpoints go through job->saver (job.saver is accepted). */
     CKH_WL_USES_SAVER = 0x8,
+    /* The job keeps emulated GPU memory: job.gpu_memory and the gpu-oom
+     * fault apply (else they are refused). */
+    CKH_WL_DEVICES = 0x10,
+    /* The job honours ckh's defect switches (job.defects; else refused). */
+    CKH_WL_DEFECTS = 0x20,
 };
 
 struct ckh_workload_ops {

@@ -1,6 +1,6 @@
-/* Adapter for the DDP training workload "ddp-train": one simulated node per
- * rank ("rank_<R>"), each running ckh_ddp_node_main with an oracle record
- * that lives here, outside node memory.
+/* The DDP training workload "ddp-train" as a table of the public workload
+ * interface (include/ckh/workload.h): one node per rank ("rank_<R>"),
+ * each running ckh_ddp_node_main, which reports through env->record.
  *
  * Scenario mapping: job.nodes -> world size; job.epochs -> epochs;
  * job.checkpoint_dir -> saver output directory; job.checkpoint_every
@@ -15,83 +15,76 @@
  * World size on restart (restart.world_size W', faulted runs only): the
  * instance holds max(W, W') nodes "rank_<i>" (node i is always rank i when
  * it runs); nodes beyond the current world report rank -1 and are parked
- * by the runner. set_world(W') switches the job to W' ranks with
- * cfg.reshard set (include/ckh/ddp.h: what a resized resume restores).
- * The record has rank slots for the larger world and step slots for the
- * smaller one; results cover every node.
+ * by the runner. set_world(W') switches the job to W' ranks, resharding
+ * unless options say `reshard: false` (then the ranks refuse the old
+ * world's checkpoint: include/ckh/ddp.h says what a resized resume
+ * restores).
  *
- * Results: per rank, epochs = final epoch, total = final step,
- * resumed_from = the step the last incarnation resumed from, digest = the
- * final state; per step a digest of every rank's weights, optimizer, lr,
- * RNG and sampler state (with per-component digests so the oracle can say
- * which differs); per epoch the count and multiset digest of the sample
- * ids consumed by all ranks, with the per-id counts and the number of
- * ranks that ran the epoch's first step (the reshard oracle).
+ * Records (include/ckh/record.h), from ckh_ddp_node_main: per rank and
+ * optimizer step the digests "weights" (devices included), "optim", "rng",
+ * "sampler", the value "lr" and the sample ids consumed; a resume record
+ * per restored checkpoint; a save record per save; a final record with
+ * the dataset size and drop_last for the reshard oracle.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/adapter.h"
 #include "ckh/atomic.h"
 #include "ckh/ddp.h"
 #include "ckh/defects.h"
 #include "ckh/err.h"
+#include "ckh/workload.h"
 
-#define MAX_COUNTS (1u << 22) /* per-id sample counts kept up to epochs * samples */
 
 struct ddp_inst {
     struct ckh_ddp_config cfg;             /* the job */
     char dir[CKH_PATH_MAX];                /* saver output directory */
     char saver[64];                        /* saver name */
-    struct ckh_ddp_record *rec;            /* oracle record (survives kills) */
+    struct ckh_ddp_record *rec;            /* devices and per-rank status (survive kills) */
     struct ckh_ddp_node_arg args[CKH_DDP_MAX_RANKS]; /* per rank program arguments */
-    struct ckh_node_result out[CKH_DDP_MAX_RANKS];   /* generic results */
-    struct ckh_step_record *steps;         /* per step */
-    struct ckh_epoch_samples *samples;     /* per epoch */
     int nodes;                             /* nodes of the job: max(world, world_restart) */
     int world_first;                       /* ranks of run 1 */
     int world_restart;                     /* ranks after a restart (= world_first if unchanged) */
-    uint32_t *counts;                      /* [epochs * samples] per-epoch sample-id counts */
-    int *epoch_world;                      /* [epochs] ranks that ran each epoch's first step */
+    bool reshard_allowed;                  /* a resized resume may reshard (job->reshard) */
 };
 
-static int opt_uint(const struct ckh_scn_kv *kv, uint64_t lo, uint64_t hi, uint64_t *out, char *msg,
+static int opt_uint(const struct ckh_wl_option *kv, uint64_t lo, uint64_t hi, uint64_t *out, char *msg,
                     size_t n)
 {
-    if (kv->type != CKH_SCN_INT || kv->i < (int64_t)lo || (uint64_t)kv->i > hi) {
+    if (kv->type != CKH_WL_OPT_INT || kv->i < (int64_t)lo || (uint64_t)kv->i > hi) {
         char what[96];
         snprintf(what, sizeof what, "expected an integer %" PRIu64 "..%" PRIu64, lo, hi);
-        return ckh__adapter_option_error(msg, n, kv, what);
+        return ckh_wl_option_error(msg, n, kv, what);
     }
     *out = (uint64_t)kv->i;
     return 0;
 }
 
-static int opt_float(const struct ckh_scn_kv *kv, double lo, double hi, float *out, char *msg, size_t n)
+static int opt_float(const struct ckh_wl_option *kv, double lo, double hi, float *out, char *msg, size_t n)
 {
-    if ((kv->type != CKH_SCN_FLOAT && kv->type != CKH_SCN_INT) || !(kv->f >= lo && kv->f <= hi)) {
+    if ((kv->type != CKH_WL_OPT_FLOAT && kv->type != CKH_WL_OPT_INT) || !(kv->f >= lo && kv->f <= hi)) {
         char what[96];
         snprintf(what, sizeof what, "expected a number in [%g, %g]", lo, hi);
-        return ckh__adapter_option_error(msg, n, kv, what);
+        return ckh_wl_option_error(msg, n, kv, what);
     }
     *out = (float)kv->f;
     return 0;
 }
 
-static int opt_bool(const struct ckh_scn_kv *kv, bool *out, char *msg, size_t n)
+static int opt_bool(const struct ckh_wl_option *kv, bool *out, char *msg, size_t n)
 {
-    if (kv->type != CKH_SCN_BOOL)
-        return ckh__adapter_option_error(msg, n, kv, "expected true or false");
+    if (kv->type != CKH_WL_OPT_BOOL)
+        return ckh_wl_option_error(msg, n, kv, "expected true or false");
     *out = kv->b;
     return 0;
 }
 
-static int apply_options(const struct ckh_scenario *sc, struct ckh_ddp_config *cfg, char *msg, size_t n)
+static int apply_options(const struct ckh_workload_job *job, struct ckh_ddp_config *cfg, char *msg, size_t n)
 {
-    for (size_t i = 0; i < sc->job.noptions; i++) {
-        const struct ckh_scn_kv *kv = &sc->job.options[i];
+    for (size_t i = 0; i < job->noptions; i++) {
+        const struct ckh_wl_option *kv = &job->options[i];
         uint64_t u = 0;
         int rc = 0;
         if (strcmp(kv->key, "samples") == 0) {
@@ -139,9 +132,9 @@ static int apply_options(const struct ckh_scenario *sc, struct ckh_ddp_config *c
             else if (strcmp(kv->text, "normalize") == 0)
                 cfg->keymode = CKH_DDP_KEYS_NORMALIZE;
             else
-                rc = ckh__adapter_option_error(msg, n, kv, "expected strict or normalize");
+                rc = ckh_wl_option_error(msg, n, kv, "expected strict or normalize");
         } else {
-            rc = ckh__adapter_option_error(msg, n, kv,
+            rc = ckh_wl_option_error(msg, n, kv,
                           "unknown option (known: samples, in_dim, hidden, out_dim, batch, accum, "
                           "warmup_steps, lr, min_lr, momentum, weight_decay, dropout, drop_last, "
                           "map_location, reshard, keys)");
@@ -152,82 +145,67 @@ static int apply_options(const struct ckh_scenario *sc, struct ckh_ddp_config *c
     return 0;
 }
 
-static void ddp_destroy(void *p)
-{
-    struct ddp_inst *d = p;
-    if (!d)
-        return;
-    ckh_ddp_record_destroy(d->rec);
-    free(d->steps);
-    free(d->samples);
-    free(d->counts);
-    free(d->epoch_world);
-    free(d);
-}
-
-/* The job of sc (faulted unless mode says otherwise) into d->cfg. */
-static int configure(struct ddp_inst *d, const struct ckh_scenario *sc, uint64_t seed, unsigned mode,
-                     char *msg, size_t msglen)
+/* The job into d->cfg. */
+static int configure(struct ddp_inst *d, const struct ckh_workload_job *job, char *msg, size_t msglen)
 {
     struct ckh_ddp_config *cfg = &d->cfg;
     int rc;
     ckh_ddp_config_default(cfg);
-    cfg->seed = seed;
-    cfg->world = (int)(sc->job.nodes ? sc->job.nodes : 2);
+    cfg->seed = job->seed;
+    cfg->world = job->nodes;
     if (cfg->world > CKH_DDP_MAX_RANKS)
         return ckh_errf(msg, msglen, CKH_EINVAL, "ddp-train supports at most %d ranks, got %d",
                         CKH_DDP_MAX_RANKS, cfg->world);
-    if (sc->job.epochs)
-        cfg->epochs = sc->job.epochs;
-    if (sc->job.steps)
+    if (job->epochs)
+        cfg->epochs = job->epochs;
+    if (job->steps)
         return ckh_errf(msg, msglen, CKH_EINVAL,
                         "ddp-train counts epochs: use job.epochs (and options.samples) instead of steps");
-    snprintf(d->dir, sizeof d->dir, "%s", sc->job.checkpoint_dir ? sc->job.checkpoint_dir : "/ckpt");
+    snprintf(d->dir, sizeof d->dir, "%s", job->checkpoint_dir);
     cfg->ckpt_dir = d->dir;
-    snprintf(d->saver, sizeof d->saver, "%s", sc->job.saver.name ? sc->job.saver.name : "ddp");
+    snprintf(d->saver, sizeof d->saver, "%s", job->saver_config.name ? job->saver_config.name : "ddp");
     cfg->saver_name = d->saver;
-    if (sc->job.every_steps) {
-        cfg->ckpt_every = sc->job.every_steps;
+    cfg->saver = job->saver;
+    if (job->every_steps) {
+        cfg->ckpt_every = (uint64_t)job->every_steps;
     } else { /* at every epoch end only */
         cfg->ckpt_every = 0;
         cfg->ckpt_epoch_end = true;
     }
-    cfg->keep_last = sc->job.saver.keep_last ? (int)sc->job.saver.keep_last : -1;
-    cfg->strategy = sc->job.saver.strategy == CKH_SCN_SYNC_ALL   ? CKH_ADIR_SYNC_ALL
-                    : sc->job.saver.strategy == CKH_SCN_ASYNC ? CKH_ADIR_ASYNC
-                                                                 : CKH_ADIR_SYNC_ANY;
-    cfg->timeout_ns = sc->job.collective_timeout_ns;
-    cfg->device_capacity_bytes = sc->job.gpu_mem_bytes;
-    if ((rc = apply_options(sc, cfg, msg, msglen)) != 0)
+    cfg->keep_last = job->saver_config.keep_last;
+    cfg->strategy = job->saver_config.strategy == CKH_SAVER_SYNC_ALL ? CKH_ADIR_SYNC_ALL
+                    : job->saver_config.strategy == CKH_SAVER_ASYNC  ? CKH_ADIR_ASYNC
+                                                                     : CKH_ADIR_SYNC_ANY;
+    cfg->timeout_ns = job->collective_timeout_ns;
+    cfg->device_capacity_bytes = job->gpu_mem_bytes;
+    if ((rc = apply_options(job, cfg, msg, msglen)) != 0)
         return rc;
-    for (size_t i = 0; !(mode & CKH_RUN_NO_DEFECTS) && i < sc->job.ndefects; i++) {
-        int df = ckh_defect_from_name(sc->job.defects[i]);
+    d->reshard_allowed = job->reshard;
+    for (size_t i = 0; i < job->ndefects; i++) {
+        int df = ckh_defect_from_name(job->defects[i]);
         if (df < 0 || ckh_defect_enable(&cfg->defects, (enum ckh_defect)df) != 0)
-            return ckh_errf(msg, msglen, CKH_EINVAL, "unknown defect switch '%s'", sc->job.defects[i]);
+            return ckh_errf(msg, msglen, CKH_EINVAL, "unknown defect switch '%s'", job->defects[i]);
     }
     /* gpu-oom faults (harness/faults/gpu_oom.c) shrink the emulated devices
      * of the faulted run to what one rank needs: its weights and momentum
      * plus one staged copy of a checkpoint, with a little room (5x the
      * weights). */
-    for (size_t i = 0; !(mode & CKH_RUN_NO_FAULTS) && i < sc->nfaults; i++)
-        if (sc->faults[i].act.kind == CKH_SCN_ACT_GPU_OOM && !cfg->device_capacity_bytes)
-            cfg->device_capacity_bytes = 5 * ((uint64_t)cfg->in_dim * cfg->hidden + cfg->hidden +
-                                              (uint64_t)cfg->hidden * cfg->out_dim + cfg->out_dim) *
-                                         sizeof(float);
+    if ((job->flags & CKH_WL_JOB_GPU_OOM) && !cfg->device_capacity_bytes)
+        cfg->device_capacity_bytes = 5 * ((uint64_t)cfg->in_dim * cfg->hidden + cfg->hidden +
+                                          (uint64_t)cfg->hidden * cfg->out_dim + cfg->out_dim) *
+                                     sizeof(float);
     if (ckh_ddp_total_steps(cfg) == 0)
         return ckh_errf(msg, msglen, CKH_EINVAL,
                         "ddp-train: this job has no optimizer step (check samples, batch, accum, nodes)");
     return 0;
 }
 
-/* The world of runs 2.. (restart.world_size): a reference instance runs
- * the job as written, so restart.world_size plays no part in it. */
-static int configure_restart(struct ddp_inst *d, const struct ckh_scenario *sc, unsigned mode, char *msg,
-                             size_t msglen)
+/* The world of runs 2.. (restart.world_size; the reference run's job has
+ * none, so it runs as written). */
+static int configure_restart(struct ddp_inst *d, const struct ckh_workload_job *job, char *msg, size_t msglen)
 {
     const struct ckh_ddp_config *cfg = &d->cfg;
-    d->world_restart = (mode & CKH_RUN_NO_FAULTS) || !sc->restart.world_size ? cfg->world
-                                                                             : (int)sc->restart.world_size;
+    d->world_restart = job->world_restart ? job->world_restart : cfg->world;
     if (d->world_restart > CKH_DDP_MAX_RANKS)
         return ckh_errf(msg, msglen, CKH_EINVAL, "restart.world_size: ddp-train supports at most %d ranks, got %d",
                         CKH_DDP_MAX_RANKS, d->world_restart);
@@ -242,23 +220,14 @@ static int configure_restart(struct ddp_inst *d, const struct ckh_scenario *sc, 
     return 0;
 }
 
-/* The oracle record and the result arrays, and each rank's arguments. */
+/* The shared record (emulated devices, per-rank status) and each rank's
+ * arguments. */
 static int allocate(struct ddp_inst *d, char *msg, size_t msglen)
 {
     struct ckh_ddp_config *cfg = &d->cfg;
     int rc = ckh_ddp_record_create_worlds(cfg, d->world_restart, &d->rec);
     if (rc != 0)
-        return ckh_errf(msg, msglen, rc, "ddp-train: cannot allocate the oracle record");
-    d->steps = calloc(d->rec->max_steps + 1, sizeof *d->steps);
-    d->samples = calloc((size_t)cfg->epochs + 1, sizeof *d->samples);
-    /* Per-id counts for jobs of a sane size (else the reshard oracle
-     * has nothing to judge). */
-    bool counted = (uint64_t)cfg->epochs * cfg->samples <= MAX_COUNTS;
-    if (counted)
-        d->counts = calloc((size_t)cfg->epochs * cfg->samples + 1, sizeof *d->counts);
-    d->epoch_world = calloc((size_t)cfg->epochs + 1, sizeof *d->epoch_world);
-    if (!d->steps || !d->samples || !d->epoch_world || (!d->counts && counted))
-        return CKH_ENOMEM;
+        return ckh_errf(msg, msglen, rc, "ddp-train: cannot allocate the job's record");
     for (int r = 0; r < d->nodes; r++) {
         d->args[r].cfg = cfg;
         d->args[r].rank = r;
@@ -267,14 +236,23 @@ static int allocate(struct ddp_inst *d, char *msg, size_t msglen)
     return 0;
 }
 
-static int ddp_create(const struct ckh_scenario *sc, uint64_t seed, unsigned mode, void **out, char *msg, size_t msglen)
+static void ddp_destroy(void *p)
+{
+    struct ddp_inst *d = p;
+    if (!d)
+        return;
+    ckh_ddp_record_destroy(d->rec);
+    free(d);
+}
+
+static int ddp_create(const struct ckh_workload_job *job, void **out, char *msg, size_t msglen)
 {
     struct ddp_inst *d = calloc(1, sizeof *d);
     int rc;
     if (!d)
         return CKH_ENOMEM;
-    if ((rc = configure(d, sc, seed, mode, msg, msglen)) != 0 ||
-        (rc = configure_restart(d, sc, mode, msg, msglen)) != 0 || (rc = allocate(d, msg, msglen)) != 0) {
+    if ((rc = configure(d, job, msg, msglen)) != 0 || (rc = configure_restart(d, job, msg, msglen)) != 0 ||
+        (rc = allocate(d, msg, msglen)) != 0) {
         ddp_destroy(d);
         return rc;
     }
@@ -287,16 +265,22 @@ static int ddp_node_count(void *p)
     return ((struct ddp_inst *)p)->nodes;
 }
 
-static int ddp_node(void *p, int i, char *name, size_t namelen, int *rank, ckh_node_main *main, void **arg)
+static int ddp_node(void *p, int i, char *name, size_t namelen, int *rank)
 {
     struct ddp_inst *d = p;
     if (i < 0 || i >= d->nodes)
         return CKH_EINVAL;
     snprintf(name, namelen, "rank_%d", i);
     *rank = i < d->cfg.world ? i : -1;
-    *main = ckh_ddp_node_main;
-    *arg = &d->args[i];
     return 0;
+}
+
+static int ddp_node_main(struct ckh_env *env, void *p, int i)
+{
+    struct ddp_inst *d = p;
+    if (i < 0 || i >= d->nodes)
+        return CKH_EINVAL;
+    return ckh_ddp_node_main(env, &d->args[i]);
 }
 
 static int64_t ddp_interval(void *p)
@@ -321,158 +305,10 @@ static int ddp_set_world(void *p, int world, char *msg, size_t msglen)
         return CKH_EINVAL;
     }
     d->cfg.world = world;
-    d->cfg.reshard = true;
-    return 0;
-}
-
-static void ddp_before_run(void *p, int run, int64_t resume_epoch)
-{
-    (void)p, (void)run, (void)resume_epoch; /* ranks always resume from the latest commit */
-}
-
-static uint64_t fold(uint64_t h, uint64_t v)
-{
-    return ckh_hash64(h, &v, sizeof v);
-}
-
-/* Per rank: the generic result, and what a failed load or device said. */
-static void collect_nodes(struct ddp_inst *d, struct ckh_job_result *out)
-{
-    const struct ckh_ddp_record *rec = d->rec;
-    for (int r = 0; r < d->nodes; r++) {
-        const struct ckh_ddp_rank_rec *rr = &rec->ranks[r];
-        struct ckh_node_result *o = &d->out[r];
-        memset(o, 0, sizeof *o);
-        snprintf(o->node, sizeof o->node, "rank_%d", r);
-        o->finished = rr->incarnations > 0;
-        o->rc = rr->status;
-        o->epochs = rr->final_epoch;
-        o->total = rr->final_step;
-        o->resumed_from = rr->resumed_step;
-        o->saves_failed = rr->saves_failed;
-        uint64_t h = CKH_HASH_INIT;
-        h = fold(h, rr->final.weights);
-        h = fold(h, rr->final.optim);
-        h = fold(h, rr->final.lr_bits);
-        h = fold(h, rr->final.rng);
-        o->digest = fold(h, rr->final.sampler);
-        if (ckh_rc_is_corruption(rr->status))
-            out->corruption_detected = true;
-        if (rr->status == CKH_EOOM_DEVICE)
-            out->device_oom = true;
-    }
-}
-
-/* Per step: one digest over every rank, and which component differs is
- * named by comparing component digests in the oracle's message. Returns
- * the number of steps recorded. */
-static size_t collect_steps(struct ddp_inst *d)
-{
-    const struct ckh_ddp_record *rec = d->rec;
-    size_t ns = 0;
-    for (uint64_t s = 1; s <= rec->max_steps; s++) {
-        uint64_t h = CKH_HASH_INIT;
-        bool any = false;
-        char what[96] = "";
-        uint64_t comp[5] = {CKH_HASH_INIT, CKH_HASH_INIT, CKH_HASH_INIT, CKH_HASH_INIT, CKH_HASH_INIT};
-        for (int r = 0; r < d->nodes; r++) {
-            const struct ckh_ddp_step_rec *sr = &rec->ranks[r].steps[s];
-            if (!sr->valid)
-                continue;
-            any = true;
-            comp[0] = fold(comp[0], sr->weights);
-            comp[1] = fold(comp[1], sr->optim);
-            comp[2] = fold(comp[2], sr->lr_bits);
-            comp[3] = fold(comp[3], sr->rng);
-            comp[4] = fold(comp[4], sr->sampler);
-        }
-        if (!any)
-            continue;
-        for (int k = 0; k < 5; k++)
-            h = fold(h, comp[k]);
-        snprintf(what, sizeof what, "weights %04" PRIx64 " optim %04" PRIx64 " lr %04" PRIx64
-                 " rng %04" PRIx64 " sampler %04" PRIx64,
-                 comp[0] & 0xffff, comp[1] & 0xffff, comp[2] & 0xffff, comp[3] & 0xffff,
-                 comp[4] & 0xffff);
-        d->steps[ns].step = (int64_t)s;
-        d->steps[ns].digest = h;
-        snprintf(d->steps[ns].what, sizeof d->steps[ns].what, "%s", what);
-        ns++;
-    }
-    return ns;
-}
-
-/* Per epoch: count and an order-independent digest of the sample ids. */
-static void collect_samples(struct ddp_inst *d)
-{
-    const struct ckh_ddp_record *rec = d->rec;
-    uint64_t n = d->cfg.samples;
-    if (d->counts)
-        memset(d->counts, 0, (size_t)d->cfg.epochs * n * sizeof *d->counts);
-    for (int64_t e = 0; e < d->cfg.epochs; e++) {
-        d->samples[e].epoch = e;
-        d->samples[e].count = 0;
-        d->samples[e].multiset = 0;
-        d->epoch_world[e] = 0;
-    }
-    for (int r = 0; r < d->nodes; r++) {
-        const struct ckh_ddp_rank_rec *rr = &rec->ranks[r];
-        for (uint64_t s = 1; s <= rec->max_steps; s++) {
-            const struct ckh_ddp_step_rec *sr = &rr->steps[s];
-            if (!sr->valid || sr->epoch < 0 || sr->epoch >= d->cfg.epochs)
-                continue;
-            const uint32_t *ids = rr->samples + s * rec->per_step;
-            for (uint32_t j = 0; j < rec->per_step; j++) {
-                if (ids[j] == UINT32_MAX)
-                    continue;
-                d->samples[sr->epoch].count++;
-                d->samples[sr->epoch].multiset += ckh_mix64((uint64_t)ids[j] + 1);
-                if (d->counts && ids[j] < n)
-                    d->counts[(uint64_t)sr->epoch * n + ids[j]]++;
-            }
-        }
-    }
-}
-
-/* The ranks that ran each epoch's first step (the step slot is shared by
- * every rank of the run that took it). */
-static void collect_epoch_world(struct ddp_inst *d)
-{
-    const struct ckh_ddp_record *rec = d->rec;
-    for (uint64_t s = 1; s <= rec->max_steps; s++) {
-        int64_t e = -1;
-        int ranks = 0;
-        for (int r = 0; r < d->nodes; r++) {
-            const struct ckh_ddp_step_rec *sr = &rec->ranks[r].steps[s];
-            if (!sr->valid || sr->epoch < 0 || sr->epoch >= d->cfg.epochs)
-                continue;
-            if (e < 0)
-                e = sr->epoch;
-            if (sr->epoch == e)
-                ranks++;
-        }
-        if (e >= 0 && d->epoch_world[e] == 0)
-            d->epoch_world[e] = ranks;
-    }
-}
-
-static int ddp_collect(void *p, struct ckh_job_result *out)
-{
-    struct ddp_inst *d = p;
-    memset(out, 0, sizeof *out);
-    collect_nodes(d, out);
-    out->steps = d->steps;
-    out->nsteps = collect_steps(d);
-    collect_samples(d);
-    collect_epoch_world(d);
-    out->samples = d->samples;
-    out->nsamples = (size_t)d->cfg.epochs;
-    out->sample_counts = d->counts;
-    out->dataset_size = d->counts ? d->cfg.samples : 0;
-    out->epoch_world = d->epoch_world;
-    out->drop_last = d->cfg.drop_last;
-    out->nodes = d->out;
-    out->nnodes = (size_t)d->nodes;
+    /* A resized resume reshards unless the job says `reshard: false`; then
+     * the ranks refuse the old world's checkpoint, a verdict of its own. */
+    if (d->reshard_allowed)
+        d->cfg.reshard = true;
     return 0;
 }
 
@@ -561,18 +397,27 @@ static int ddp_latest_link(void *p, char *buf, size_t n)
     return ckh_path_join(buf, n, d->dir, name);
 }
 
-const struct ckh_adapter_ops ckh__adapter_ddp_train = {
+/* The fuzzer's job shape: an atomic-dir saver and a step cadence. */
+static int ddp_generate(struct ckh_rng *rng, struct ckh_workload_shape *shape)
+{
+    shape->saver = true;
+    shape->every_steps = 1 + (int64_t)ckh_rng_below(rng, 4);
+    return 0;
+}
+
+const struct ckh_workload_ops ckh_ddp_train_workload = {
+    .version = CKH_WORKLOAD_ABI_VERSION,
     .name = "ddp-train",
     .description = "data-parallel training: W ranks, MLP, SGD+momentum, warm-up+cosine, atomic saver",
-    .step_based = true,
+    .flags = CKH_WL_COLLECTIVE | CKH_WL_STEP_BASED | CKH_WL_USES_SAVER | CKH_WL_DEVICES | CKH_WL_DEFECTS,
     .create = ddp_create,
     .destroy = ddp_destroy,
     .node_count = ddp_node_count,
     .node = ddp_node,
+    .node_main = ddp_node_main,
     .interval = ddp_interval,
-    .before_run = ddp_before_run,
-    .collect = ddp_collect,
     .verify = ddp_verify,
     .set_world = ddp_set_world,
     .latest_link = ddp_latest_link,
+    .generate = ddp_generate,
 };
