@@ -221,6 +221,12 @@ START_TEST(test_kinds_load)
         ck_assert_ptr_null(ckh_plugin_ops(p));
     ck_assert_str_eq(ckh_plugin_path(p), pl(k, "good"));
     ckh_plugin_unload(p);
+    /* The host exports the public API a plugin may call (records, savers,
+     * background tasks, collectives, clock, atomic saves): RTLD_NOW
+     * resolves every reference of this one, or the load fails. */
+    ck_assert_msg(ckh_plugin_load_kind(pl(k, "uses_api"), k, &p, msg, sizeof(msg)) == 0, "%s",
+                  msg);
+    ckh_plugin_unload(p);
 
     p = (struct ckh_plugin *)1;
     ck_assert_int_eq(ckh_plugin_load_kind(pl(k, "bad_abi"), k, &p, msg, sizeof(msg)), CKH_EVERSION);

@@ -42,7 +42,10 @@
 #include "ckh/env.h"
 #include "ckh/err.h"
 #include "ckh/fs.h"
+#include "ckh/record.h"
 #include "ckh/rng.h"
+#include "ckh/saver.h"
+#include "ckh/workload.h"
 #include "ckh/workspace.h"
 #include "run/plugin.h"
 
@@ -53,10 +56,13 @@ struct ckh_plugin {
     char *path;                /* where it was loaded from (owned) */
 };
 
-/* The public API a plugin may call (P4): one function per object file of
- * fs.h, alloc.h, rng.h, err.h, workspace.h, env.h (dtype names, clock,
- * rand, collectives, node), backend.h, atomic.h (atomic file save and
- * the atomic directory saver). */
+/* The public API a plugin may call (P4): functions of every object file
+ * behind fs.h, alloc.h, rng.h, err.h, workspace.h, env.h (dtype names,
+ * clock, rand, collectives, node lifecycle and background tasks),
+ * backend.h, atomic.h (atomic file save, the atomic directory saver),
+ * saver.h (the saver wrappers and the built-in saver's table), record.h
+ * (the record calls and the JSON-lines writer) and workload.h (option
+ * errors). tests/plugins/pl_kinds.c (PL_USES_API) refers to them all. */
 const void *const ckh__plugin_host_api[] = {
     (const void *)ckh_fs_open,          (const void *)ckh_file_pwrite,
     (const void *)ckh_malloc,           (const void *)ckh_crc32c,
@@ -66,8 +72,12 @@ const void *const ckh__plugin_host_api[] = {
     (const void *)&ckh_minidb_ops,      (const void *)ckh_dtype_size,
     (const void *)ckh_gen_fill,         (const void *)ckh_clock_now_ns,
     (const void *)ckh_rand_stream_seed, (const void *)ckh_coll_barrier,
-    (const void *)ckh_node_phase,       (const void *)ckh_atomic_init,
-    (const void *)ckh_adir_create,
+    (const void *)ckh_node_phase,       (const void *)ckh_node_spawn,
+    (const void *)ckh_node_join,        (const void *)ckh_atomic_init,
+    (const void *)ckh_adir_create,      (const void *)ckh_saver_create,
+    (const void *)ckh_saver_commit,     (const void *)&ckh_atomic_dir_saver_ops,
+    (const void *)ckh_record_step,      (const void *)ckh_record_save,
+    (const void *)ckh_record_jsonl_open, (const void *)ckh_wl_option_error,
 };
 extern const void *const ckh__plugin_host_api[];
 

@@ -13,12 +13,19 @@
  *   PL_SEGV       the entry point raises SIGSEGV
  *   PL_HANG       the entry point never returns
  *   PL_CTOR_SEGV  a constructor raises SIGSEGV while the library loads
+ *   PL_USES_API   valid, and refers to the public API a plugin may call
+ *                 (records, savers, background tasks, collectives, clock,
+ *                 atomic saves): RTLD_NOW resolves each from the host, so
+ *                 the load fails if the host does not export one
  */
 #include <signal.h>
 #include <stddef.h>
 
+#include "ckh/atomic.h"
+#include "ckh/env.h"
 #include "ckh/err.h"
 #include "ckh/plugin.h"
+#include "ckh/record.h"
 #include "ckh/saver.h"
 #include "ckh/workload.h"
 
@@ -30,6 +37,7 @@
 #define PL_SEGV 5
 #define PL_HANG 6
 #define PL_CTOR_SEGV 7
+#define PL_USES_API 8
 
 /* Methods some variants leave out of the table, and the entry point's
  * prologue, which PL_NO_ENTRY never calls. */
@@ -53,10 +61,28 @@ __attribute__((constructor)) static void pl_ctor(void)
 }
 #endif
 
+#if PL_VARIANT == PL_USES_API
+/* Where the entry point stores the API's addresses (so none is optimized away). */
+__attribute__((visibility("default"))) const void *volatile pl_api[16];
+#endif
+
 /* What the entry point does before it returns its table. */
 PL_MAYBE_UNUSED void pl_enter(void)
 {
-#if PL_VARIANT == PL_SEGV
+#if PL_VARIANT == PL_USES_API
+    const void *api[] = {
+        (const void *)ckh_record_step,  (const void *)ckh_record_save,
+        (const void *)ckh_record_final, (const void *)ckh_record_jsonl_open,
+        (const void *)ckh_saver_create, (const void *)ckh_saver_commit,
+        (const void *)ckh_node_spawn,   (const void *)ckh_node_join,
+        (const void *)ckh_coll_barrier, (const void *)ckh_clock_now_ns,
+        (const void *)ckh_rand_stream_seed, (const void *)ckh_atomic_init,
+        (const void *)ckh_adir_create,  (const void *)ckh_wl_option_error,
+        (const void *)ckh_node_phase,   (const void *)&ckh_atomic_dir_saver_ops,
+    };
+    for (size_t i = 0; i < sizeof(api) / sizeof(api[0]); i++)
+        pl_api[i] = api[i];
+#elif PL_VARIANT == PL_SEGV
     raise(SIGSEGV);
 #elif PL_VARIANT == PL_HANG
     for (volatile int spin = 1; spin;)
