@@ -244,10 +244,12 @@ static int bk_list_raw(struct bk *k, const char *node, int64_t **epochs, size_t 
         if (!l.entries)
             return CKH_ENOMEM;
         for (size_t i = 0; i < bk_nstore; i++) {
-            if (!(l.entries[l.count].name = strdup(bk_store[i].name))) {
+            size_t len = strlen(bk_store[i].name) + 1;
+            if (!(l.entries[l.count].name = malloc(len))) {
                 ckh_fs_listing_free(&l);
                 return CKH_ENOMEM;
             }
+            memcpy(l.entries[l.count].name, bk_store[i].name, len);
             l.entries[l.count++].type = CKH_FT_FILE;
         }
     } else if ((rc = ckh_fs_listdir(k->fs, k->prefix, &l)) != 0) {
