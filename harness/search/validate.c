@@ -26,8 +26,9 @@
  *     most timeout_s and under the memory limit; a child killed by a signal
  *     (or that reached the memory limit) is a BACKEND_CRASHED finding, one
  *     past its time a BACKEND_HUNG finding (the child is SIGKILLed). ckh
- *     itself never runs backend code outside a child, except the plugin's
- *     entry point.
+ *     itself never runs backend code outside a child, except the library's
+ *     constructors and entry point, and those only after the probe (V0)
+ *     saw them return in a child.
  * V3. Exit codes: 0 no finding, 1 findings, 2 bad input (arguments, a
  *     library that is missing or not a plugin), 3 internal error.
  */
