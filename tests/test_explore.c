@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ckh/atomic.h"
 #include "ckh/err.h"
@@ -199,8 +200,9 @@ START_TEST(test_adir_passes)
 {
     struct ckh_plugin *p;
     struct ckh_explore_result r;
+    /* keep_last 1 on node-local disks has no common epoch (test_node_local_keep_last). */
     explore_plugin(adir_good[_i / 2], _i % 2 ? CKH_CRASH_EXT4_ORDERED : CKH_CRASH_POSIX_WEAK,
-                   CKH_EXPLORE_ALL, &p, &r);
+                   _i / 2 ? CKH_EXPLORE_ALL : CKH_EXPLORE_ALL & ~CKH_EXPLORE_NODE_LOCAL, &p, &r);
     ck_assert_msg(r.nvulns == 0, "%s: %s: %s / %s / %s", adir_good[_i / 2],
                   ckh_vuln_name(r.nvulns ? r.vulns[0].kind : 0), r.nvulns ? r.vulns[0].symptom : "",
                   r.nvulns ? r.vulns[0].state : "", r.nvulns ? r.vulns[0].step : "");
@@ -210,14 +212,18 @@ START_TEST(test_adir_passes)
 }
 END_TEST
 
-/* `ckh validate-backend` on the saver with keep_last 1 and 2: every case
- * (crash states, fault catalogue, at rest, leak) passes, exit status 0. */
+/* `ckh validate-backend` on the saver with keep_last 2: every case (crash
+ * states, node-local ranks, contract, fault catalogue, at rest, leak)
+ * passes, exit status 0. With keep_last 1 every case but crash:node-local
+ * passes; that one finds no common epoch (test_node_local_keep_last). */
 START_TEST(test_adir_validate)
 {
     char path[1024];
     snprintf(path, sizeof(path), "%s/lib%s.so", CKH_BACKENDS_DIR, adir_good[_i]);
-    char *argv[] = {"validate-backend", path, "--quiet", NULL};
-    ck_assert_int_eq(ckh_validate_main(3, argv), CKH_VALIDATE_OK);
+    char *all[] = {"validate-backend", path, "--quiet", NULL};
+    ck_assert_int_eq(ckh_validate_main(3, all), _i ? CKH_VALIDATE_OK : CKH_VALIDATE_VULN);
+    char *nl[] = {"validate-backend", path, "--quiet", "--case", "crash:node-local", NULL};
+    ck_assert_int_eq(ckh_validate_main(5, nl), _i ? CKH_VALIDATE_OK : CKH_VALIDATE_VULN);
 }
 END_TEST
 
@@ -238,7 +244,10 @@ START_TEST(test_adir_in_place) { expect_control("bk_adir_in_place", CKH_EXPLORE_
 END_TEST
 /* fixed-temp-name does not apply: temporaries live inside a node's own
  * folder, and two ranks' savers never share one, so nothing collides. */
-START_TEST(test_adir_fixed_tmp) { expect_control("bk_adir_fixed_tmp", CKH_EXPLORE_ALL, -1); }
+START_TEST(test_adir_fixed_tmp)
+{
+    expect_control("bk_adir_fixed_tmp", CKH_EXPLORE_ALL & ~CKH_EXPLORE_NODE_LOCAL, -1);
+}
 END_TEST
 
 /* ---- the retention scenario (rule E8) ---- */
@@ -388,6 +397,191 @@ START_TEST(test_retention_config)
 }
 END_TEST
 
+
+/* ---- N ranks on node-local disks (rule E9) ---- */
+
+/* Explores node-local with `ranks` ranks (0: 2, then 4); returns the result. */
+static void explore_nodes(const struct ckh_backend_ops *ops, uint32_t ranks, uint64_t only,
+                          struct ckh_explore_result *r)
+{
+    struct ckh_explore_config c;
+    char msg[256] = "";
+    cfg_init(&c, ops, CKH_EXPLORE_NODE_LOCAL);
+    c.ranks = ranks;
+    c.only_state = only;
+    ck_assert_msg(ckh_explore_run(&c, r, msg, sizeof(msg)) == 0, "%s", msg);
+}
+
+/* The finding of kind k under scenario scen, or NULL. */
+static const struct ckh_vuln *find_vuln(const struct ckh_explore_result *r, enum ckh_vuln_kind k,
+                                        const char *scen)
+{
+    for (size_t i = 0; i < r->nvulns; i++)
+        if (r->vulns[i].kind == k && strcmp(r->vulns[i].scenario, scen) == 0)
+            return &r->vulns[i];
+    return NULL;
+}
+
+/* Correct backends keep a consistent epoch on every node of 2 and 4,
+ * whatever op of the job the power loss follows. */
+START_TEST(test_node_local_passes)
+{
+    static const char *const names[] = {"bk_good", "bk_adir_keep2"};
+    struct ckh_explore_result r;
+    struct ckh_plugin *p = _i < 2 ? load(names[_i]) : NULL;
+    const struct ckh_backend_ops *ops = p ? ckh_plugin_ops(p) : &ckh_minidb_ops;
+    explore_nodes(ops, 0, 0, &r);
+    dump(p ? names[_i] : "minidb", &r);
+    ck_assert_msg(r.nvulns == 0, "%s: %s: %s / %s / %s", p ? names[_i] : "minidb",
+                  ckh_vuln_name(r.nvulns ? r.vulns[0].kind : 0), r.nvulns ? r.vulns[0].symptom : "",
+                  r.nvulns ? r.vulns[0].state : "", r.nvulns ? r.vulns[0].step : "");
+    /* 2 and 4 ranks, two schedules each, a crash point after every op that
+     * can change a disk, 2 + 2N disk vectors per point. */
+    ck_assert_uint_gt(r.stats.prefixes, 40);
+    ck_assert_uint_gt(r.stats.states_checked, 40);
+    ck_assert_uint_gt(r.stats.trace_ops, 40);
+    ckh_explore_result_free(&r);
+    ckh_plugin_unload(p);
+}
+END_TEST
+
+/* Without the directory fsync, a rank's save returns before its rename is
+ * durable: with 2 and with 4 ranks, a power loss leaves that rank on epoch
+ * 1 while the others moved on; the finding names the rank and the step. */
+START_TEST(test_node_local_no_dir_fsync)
+{
+    struct ckh_plugin *p = load("bk_no_dir_fsync");
+    struct ckh_explore_result r;
+    explore_nodes(ckh_plugin_ops(p), (uint32_t)(_i ? 4 : 2), 0, &r);
+    dump("bk_no_dir_fsync", &r);
+    const struct ckh_vuln *v = find_vuln(&r, CKH_VULN_NO_DIR_FSYNC, _i ? "node-local-4"
+                                                                        : "node-local-2");
+    ck_assert_msg(v != NULL, "%zu findings, first %s", r.nvulns,
+                  r.nvulns ? ckh_vuln_name(r.vulns[0].kind) : "-");
+    ck_assert_ptr_nonnull(strstr(v->symptom, "its save of epoch 2 returned 0"));
+    ck_assert_ptr_nonnull(strstr(v->step, "no fsync of the directory /ckpt"));
+    ck_assert_ptr_nonnull(strstr(v->state, _i ? "power loss of all 4 nodes"
+                                              : "power loss of all 2 nodes"));
+    ck_assert_uint_gt(v->state_index, 1);
+    ckh_explore_result_free(&r);
+    ckh_plugin_unload(p);
+}
+END_TEST
+
+/* keep_last 1 deletes a rank's epoch 1 inside its own save: a power loss
+ * between two ranks' commits leaves one on epoch 2 only and the other on
+ * epoch 1 only, so the job has no epoch to resume from on every node.
+ * keep_last 2 keeps epoch 1 until the next save. */
+START_TEST(test_node_local_keep_last)
+{
+    struct ckh_plugin *p = load("bk_adir");
+    struct ckh_explore_result r;
+    explore_nodes(ckh_plugin_ops(p), 2, 0, &r);
+    const struct ckh_vuln *v = find_vuln(&r, CKH_VULN_NO_COMMON_EPOCH, "node-local-2");
+    ck_assert_msg(v != NULL, "%zu findings", r.nvulns);
+    ck_assert_msg(strstr(v->symptom, "rank0 lists 2; rank1 lists 1") ||
+                  strstr(v->symptom, "rank0 lists 1; rank1 lists 2"), "%s", v->symptom);
+    ck_assert_msg(strstr(v->step, "deleted the rank's committed epoch 1 before every rank had "
+                         "committed epoch 2"), "%s", v->step);
+    ckh_explore_result_free(&r);
+    ckh_plugin_unload(p);
+}
+END_TEST
+
+/* Rule E2/E9 and ckh_vuln.state_index: checking only state K reproduces
+ * the finding first seen at K, alone, with the same texts; a state before
+ * the save's first op shows nothing. */
+START_TEST(test_replay_one_state)
+{
+    struct ckh_plugin *p = load(_i == 0 ? "bk_no_dir_fsync" : "bk_rename_nofsync");
+    struct ckh_explore_result all, one;
+    unsigned sc = _i == 0 ? CKH_EXPLORE_NODE_LOCAL : CKH_EXPLORE_NEW_EPOCH;
+    struct ckh_explore_config c;
+    cfg_init(&c, ckh_plugin_ops(p), sc);
+    ck_assert_int_eq(ckh_explore_run(&c, &all, NULL, 0), 0);
+    ck_assert_uint_ge(all.nvulns, 1);
+    for (size_t i = 0; i < all.nvulns; i++) {
+        const struct ckh_vuln *v = &all.vulns[i];
+        ck_assert_uint_gt(v->state_index, 0);
+        ck_assert_uint_le(v->state_index, all.stats.states);
+        c.only_state = v->state_index;
+        ck_assert_int_eq(ckh_explore_run(&c, &one, NULL, 0), 0);
+        ck_assert_uint_eq(one.stats.states_checked, 1);
+        ck_assert_uint_eq(one.nvulns, 1);
+        ck_assert_int_eq(one.vulns[0].kind, v->kind);
+        ck_assert_uint_eq(one.vulns[0].state_index, v->state_index);
+        ck_assert_str_eq(one.vulns[0].scenario, v->scenario);
+        ck_assert_str_eq(one.vulns[0].symptom, v->symptom);
+        ck_assert_str_eq(one.vulns[0].state, v->state);
+        ck_assert_str_eq(one.vulns[0].step, v->step);
+        ckh_explore_result_free(&one);
+    }
+    c.only_state = 1;
+    ck_assert_int_eq(ckh_explore_run(&c, &one, NULL, 0), 0);
+    ck_assert_uint_eq(one.nvulns, 0);
+    ck_assert_uint_eq(one.stats.states_checked, 1);
+    ckh_explore_result_free(&one);
+    ckh_explore_result_free(&all);
+    ckh_plugin_unload(p);
+}
+END_TEST
+
+/* Runs validate-backend with argv (argc entries), its stdout in out. */
+static int run_captured(int argc, char **argv, char *out, size_t n)
+{
+    char path[] = "/tmp/ckh_replay_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    fflush(stdout);
+    int saved = dup(1);
+    dup2(fd, 1);
+    int st = ckh_validate_main(argc, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    ssize_t r = pread(fd, out, n - 1, 0);
+    out[r > 0 ? r : 0] = '\0';
+    close(fd);
+    unlink(path);
+    return st;
+}
+
+/* V4: the terminal prints, per finding, the command that replays its one
+ * state; run as printed (minus the program name), it exits 1 and reports
+ * the same finding, and nothing else. */
+START_TEST(test_replay_command)
+{
+    static char out[1 << 16], again[1 << 16];
+    char lib[1024];
+    snprintf(lib, sizeof(lib), "%s/lib%s.so", CKH_BACKENDS_DIR, "bk_no_dir_fsync");
+    char *argv[] = {"validate-backend", lib, "--only", "crash:node-local", NULL};
+    ck_assert_int_eq(run_captured(4, argv, out, sizeof(out)), CKH_VALIDATE_VULN);
+    char *fail = strstr(out, "FAIL  crash:node-local [node-local-2]: no-dir-fsync: ");
+    ck_assert_msg(fail != NULL, "%s", out);
+    char *eol = strchr(fail, '\n');
+    ck_assert_ptr_nonnull(eol);
+    char symptom[512];
+    snprintf(symptom, sizeof(symptom), "%.*s", (int)(eol - fail), fail);
+    char *rep = strstr(fail, "        replay: ckh validate-backend ");
+    ck_assert_ptr_nonnull(rep);
+    rep += strlen("        replay: ckh ");
+    char *end = strchr(rep, '\n');
+    ck_assert_ptr_nonnull(end);
+    *end = '\0';
+    ck_assert_ptr_nonnull(strstr(rep, " --case crash:node-local --state "));
+    char *args[16];
+    int n = 0;
+    for (char *t = strtok(rep, " "); t && n < 15; t = strtok(NULL, " "))
+        args[n++] = t;
+    args[n] = NULL;
+    ck_assert_str_eq(args[0], "validate-backend");
+    ck_assert_str_eq(args[1], lib);
+    ck_assert_int_eq(run_captured(n, args, again, sizeof(again)), CKH_VALIDATE_VULN);
+    ck_assert_msg(strstr(again, symptom) != NULL, "%s\n---\n%s", symptom, again);
+    ck_assert_msg(strstr(again, "1 cases, 1 vulnerabilities"), "%s", again);
+}
+END_TEST
+
 /* ---- ckh_simfs_clone (sim/simfs_clone.c C1-C4) ---- */
 
 static struct ckh_simfs *clone_fixture(void)
@@ -510,6 +704,11 @@ static Suite *suite(void)
     tcase_add_test(tc, test_retention_adir_live_flagged);
     tcase_add_loop_test(tc, test_retention_minidb_keep2, 0, 2);
     tcase_add_test(tc, test_retention_config);
+    tcase_add_loop_test(tc, test_node_local_passes, 0, 3);
+    tcase_add_loop_test(tc, test_node_local_no_dir_fsync, 0, 2);
+    tcase_add_test(tc, test_node_local_keep_last);
+    tcase_add_loop_test(tc, test_replay_one_state, 0, 2);
+    tcase_add_test(tc, test_replay_command);
     tcase_add_test(tc, test_clone_independent);
     tcase_add_test(tc, test_clone_bad_input);
     suite_add_tcase(s, tc);

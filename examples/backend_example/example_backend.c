@@ -8,7 +8,9 @@
  * u32 name_len, name, u32 dtype, u32 ndim, u64 shape[ndim], u64 size, the
  * bytes (described blobs are written out and load back as stored blobs);
  * last a u32 CRC-32C of every byte before it. Load verifies the CRC and
- * every length before touching the workspace.
+ * every length, and finds every name asked for (unless
+ * CKH_LOAD_ALLOW_MISSING), before touching the workspace; then it moves in
+ * the blobs asked for (all of them for names NULL).
  *
  * Crash safety: write <prefix>/.<node>.<epoch>.tmp (unique per node and
  * epoch), fsync it, close, rename it over <prefix>/<node>.<epoch>, fsync
@@ -203,6 +205,15 @@ out:
 static uint32_t ex_get32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static uint64_t ex_get64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 
+/* Whether blob name is asked for (names NULL: every blob). */
+static bool ex_wanted(const char *name, const char *const *names, size_t count)
+{
+    for (size_t i = 0; names && i < count; i++)
+        if (strcmp(names[i], name) == 0)
+            return true;
+    return !names;
+}
+
 static int ex_load(struct ckh_backend *b, const char *node, int64_t epoch, struct ckh_ws *ws,
                    const char *const *names, size_t count, unsigned flags, size_t *loaded)
 {
@@ -215,9 +226,6 @@ static int ex_load(struct ckh_backend *b, const char *node, int64_t epoch, struc
     size_t nb = 0;
     uint32_t cnt = 0;
     int rc;
-    (void)names;
-    (void)count;
-    (void)flags;
     ex_path(k, path, sizeof(path), node, epoch, "");
     if ((rc = ckh_fs_stat(k->fs, path, &st)) != 0)
         return ex_fail(k, rc == -ENOENT ? CKH_ENOTFOUND : rc, "stat", path);
@@ -272,10 +280,23 @@ static int ex_load(struct ckh_backend *b, const char *node, int64_t epoch, struc
         rc = CKH_ECORRUPT;
         goto out;
     }
+    /* All or nothing: every name asked for is found before ws changes. */
+    for (size_t i = 0; names && i < count && !(flags & CKH_LOAD_ALLOW_MISSING); i++) {
+        bool found = false;
+        for (size_t j = 0; j < nb && !found; j++)
+            found = strcmp(bl[j].name, names[i]) == 0;
+        if (!found) {
+            snprintf(k->base.errmsg, sizeof(k->base.errmsg), "%s: no blob %s", path, names[i]);
+            rc = CKH_ENOTFOUND;
+            goto out;
+        }
+    }
+    size_t done = 0;
     for (size_t i = 0; i < nb && rc == 0; i++)
-        rc = ckh_ws_adopt(ws, &bl[i]);
+        if (ex_wanted(bl[i].name, names, count) && (rc = ckh_ws_adopt(ws, &bl[i])) == 0)
+            done++;
     if (rc == 0 && loaded)
-        *loaded = nb;
+        *loaded = done;
 out:
     for (size_t i = 0; bl && i < cnt; i++)
         ckh_blob_release(ckh_ws_alloc(ws), &bl[i]);

@@ -94,7 +94,13 @@
  *     (0, half, size-1), each on a fresh disk; loading epoch 1 must fail
  *     or return v1 exactly (AT_REST_ACCEPTED). LEAK: open, save, list,
  *     load, remove, close with a counting allocator must free everything.
- *
+ *     SHORT_WRITE: each write/pwrite of the save (of 2 bytes or more), one
+ *     per run, accepts only the first half of its bytes and returns that
+ *     count, as CKH_FAULT_SHORT_WRITE does in the simulator (the shim
+ *     passes the prefix to the disk). The backend must write the rest or
+ *     fail the save: a save that returned 0 must list epoch 2 and load v2;
+ *     whatever the save returned, the latest listed epoch must load
+ *     bit-exact (SHORT_WRITE); then as ERRNO.
  *
  * E8. Retention (the retention scenario; its checks replace E4's). The
  *     epochs list_epochs reports after setup, C0, are what the backend
@@ -112,12 +118,50 @@
  *     rule holds for backends without retention in save (the count only
  *     grows until the harness's remove) and for keep-last-N ones alike.
  *
+ * E9. Node-local ranks (explore_nodes.c has the details): N ranks (2,
+ *     then 4, or the config's), each with a disk of its own holding its
+ *     epoch 1, save epoch 2 concurrently under two schedules (round robin
+ *     op by op; rank by rank), then once every save returned 0 each
+ *     removes its epoch 1. Every op of the job is one crash point (as
+ *     E2); all nodes lose power at once, each disk's pending ops all
+ *     applied or all dropped (every disk alike, and each disk against
+ *     the others). A restart must find on every node a committed epoch
+ *     that loads bit-exact (E4's kinds, NOT_DURABLE per rank whose save
+ *     had returned), an epoch committed on every node
+ *     (NO_COMMON_EPOCH), and a working next save. Node-level findings are
+ *     diagnosed by E5 on that rank's ops.
+ *
+ * E10. Contract (explore_contract.c; no crash, each check on a fresh
+ *     disk): load-names: epoch 1 = v1 loaded with names {param.01, step}
+ *     (exactly those, *loaded 2), {param.01, no.such.blob} with
+ *     CKH_LOAD_ALLOW_MISSING (param.01 only, *loaded 1) and without
+ *     (CKH_ENOTFOUND, the workspace untouched), NULL (every blob)
+ *     (LOAD_CONTRACT, PARTIAL_LOAD). all-or-nothing: into a workspace
+ *     holding v3's blobs and one more, a load with a missing name, of an
+ *     epoch never saved, and of every committed file truncated (0, half,
+ *     size-1) or with a bit flipped (middle, last byte) either succeeds
+ *     or leaves the workspace exactly as it was (PARTIAL_LOAD). epochs:
+ *     epochs 2, 9, 10, 11, 100 saved in this order list in ascending
+ *     numeric order ending with 100 (EPOCH_ORDER), each loading its own
+ *     data; epoch 1 neither exists nor loads (WRONG_EPOCH: "1" prefixes
+ *     10, 100, 11); after remove(10), 10 is gone and the rest intact.
+ *
+ * Every scenario first checks that the traced save issued at least one op
+ * through cfg->fs (FS_BYPASSED: a backend doing its I/O elsewhere would
+ * pass every crash state while nothing of it was observed).
+ *
+ * Replay: the states of one run are numbered K = 1, 2, ... in the order
+ * they are generated (crash states, injected faults, schedules, contract
+ * checks); every finding records the K of the state that first showed it
+ * (ckh_vuln.state_index) and a run with only_state = K generates the same
+ * sequence but checks state K alone, reproducing that finding.
+ *
  * The explorer's files (harness/search/explore_internal.h has the map):
  * this one holds the results; explore_entry.c the public API (the
  * entry points, which call the others); explore_record.c the
  * shim, explore_run.c the scenarios, explore_check.c E4/E8,
  * explore_diagnose.c E5, explore_states.c E2/E3, explore_schedules.c E6,
- * explore_catalogue.c E7.
+ * explore_catalogue.c E7, explore_nodes.c E9, explore_contract.c E10.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -130,7 +174,9 @@
 #include "search/explore_internal.h"
 
 const char *const ckh__explore_phase_names[4] = {"open", "save", "retention", "close"};
-const char *const ckh__explore_scen_names[4] = {"new-epoch", "replace", "two-ranks", "retention"};
+const char *const ckh__explore_scen_names[CKH__SC__COUNT] = {
+    "new-epoch", "replace", "two-ranks", "retention", "node-local", "load-names",
+    "all-or-nothing", "epochs"};
 
 /* ----------------------------------------------------------------- results */
 
@@ -194,4 +240,37 @@ int ckh__explore_vuln_add(struct ckh_explore_result *r, enum ckh_vuln_kind kind,
 bool ckh__explore_bounded(const struct ckh__xctx *x)
 {
     return x->cfg->max_states && x->res->stats.states >= x->cfg->max_states;
+}
+
+bool ckh__explore_next_state(struct ckh__xctx *x)
+{
+    x->k++;
+    x->res->stats.states++;
+    return !x->cfg->only_state || x->k == x->cfg->only_state;
+}
+
+int ckh__explore_report(struct ckh__xctx *x, enum ckh_vuln_kind kind, const char *scenario,
+                        const char *symptom, const char *state, const char *step, uint64_t k)
+{
+    size_t before = x->res->nvulns;
+    int rc = ckh__explore_vuln_add(x->res, kind, scenario, symptom, state, step);
+    if (rc == 0 && x->res->nvulns > before)
+        x->res->vulns[before].state_index = k;
+    return rc;
+}
+
+int ckh__explore_bypassed(struct ckh__xctx *x, const char *scenario, const struct ckh__xop *t,
+                          size_t n, int rank, const char *node)
+{
+    char sym[320];
+    for (size_t i = 0; i < n; i++)
+        if (t[i].phase == CKH__PH_SAVE && (rank < 0 || t[i].rank == rank))
+            return 0;
+    snprintf(sym, sizeof(sym), "%s's save returned without a single operation through "
+             "cfg->fs (%zu ops in all): nothing of it can be observed, faulted or crashed",
+             node, n);
+    int rc = ckh__explore_report(x, CKH_VULN_FS_BYPASSED, scenario, sym, "no crash",
+                                 "do every read and write through cfg->fs (never open(2), "
+                                 "fopen or process memory)", 0);
+    return rc ? rc : 1;
 }

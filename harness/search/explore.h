@@ -44,7 +44,13 @@
     X(BACKEND_CRASHED, "backend-crashed", "the backend killed its process (signal)") \
     X(BACKEND_HUNG, "backend-hung", "the backend did not finish within the time limit") \
     X(LEAK, "leak", "memory from the config's allocator was not freed") \
-    X(NONDETERMINISTIC, "nondeterministic", "replaying the same save issued different operations")
+    X(NONDETERMINISTIC, "nondeterministic", "replaying the same save issued different operations") \
+    X(FS_BYPASSED, "fs-bypassed", "a save issued no operation through cfg->fs: its I/O goes around what ckh observes and crashes") \
+    X(LOAD_CONTRACT, "load-contract", "a load ignored its name list or its flags (CKH_LOAD_ALLOW_MISSING, CKH_ENOTFOUND for a missing name)") \
+    X(PARTIAL_LOAD, "partial-load", "a load that failed changed the workspace (loads are all or nothing)") \
+    X(EPOCH_ORDER, "epoch-order", "list_epochs is not in ascending numeric order (epochs past 9 sorted as text)") \
+    X(NO_COMMON_EPOCH, "no-common-epoch", "after a crash of every node, no epoch is committed and loads on every node") \
+    X(SHORT_WRITE, "short-write", "a write that accepted fewer bytes than asked was neither retried nor failed the save")
 
 enum ckh_vuln_kind {
 #define CKH__VULN_ENUM(e, s, d) CKH_VULN_##e,
@@ -66,6 +72,9 @@ struct ckh_vuln {
     char symptom[320];       /* what the check saw (expected vs actual) */
     char state[1024];        /* the smallest crash state showing it */
     char step[512];          /* the protocol step responsible */
+    uint64_t state_index;    /* K: the exploration's K-th state (1-based), which
+                                ckh_explore_config.only_state = K checks alone;
+                                0: the finding needs no crash state (whole case) */
 };
 
 /* Scenario selection (ckh_explore_config.scenarios). */
@@ -75,7 +84,12 @@ enum {
     CKH_EXPLORE_TWO_RANKS = 0x4, /* two ranks save concurrently into one directory */
     CKH_EXPLORE_CRASHES = 0x3,   /* new-epoch and replace */
     CKH_EXPLORE_RETENTION = 0x8, /* epochs 1..P committed; save P+1, retention removes old ones (E8) */
-    CKH_EXPLORE_ALL = 0xf,
+    CKH_EXPLORE_NODE_LOCAL = 0x10, /* N ranks, each on its own disk, save one epoch (E9) */
+    CKH_EXPLORE_LOAD_NAMES = 0x20, /* load by name list and flags (E10) */
+    CKH_EXPLORE_ALL_OR_NOTHING = 0x40, /* a failed load leaves the workspace unchanged (E10) */
+    CKH_EXPLORE_EPOCHS = 0x80,   /* epochs past 9: numeric order (E10) */
+    CKH_EXPLORE_CONTRACT = 0xe0, /* the three above */
+    CKH_EXPLORE_ALL = 0xff,
 };
 
 struct ckh_explore_config {
@@ -89,7 +103,15 @@ struct ckh_explore_config {
     uint64_t max_states;               /* stop after this many crash states (0: no bound) */
     uint32_t retention_epochs;         /* P: epochs committed before the retention scenario's
                                           traced save (0: 3; at most CKH_EXPLORE_MAX_RETAINED) */
+    /* --- appended --- */
+    uint32_t ranks;                    /* node-local scenario: ranks (0: 2, then 4; at most
+                                          CKH_EXPLORE_MAX_RANKS) */
+    uint64_t only_state;               /* K > 0: check only the K-th state of the run (the
+                                          replay of one finding, ckh_vuln.state_index); 0: all */
 };
+
+/* Bound of ckh_explore_config.ranks. */
+#define CKH_EXPLORE_MAX_RANKS 8
 
 /* Bound of ckh_explore_config.retention_epochs. */
 #define CKH_EXPLORE_MAX_RETAINED 16
@@ -121,6 +143,7 @@ enum ckh_fault_family {
     CKH_FAULTS_FSYNC,     /* each fsync fails after dropping the dirty data */
     CKH_FAULTS_AT_REST,   /* bit flips and truncations of committed files */
     CKH_FAULTS_LEAK,      /* a clean save/load/list/remove cycle frees all memory */
+    CKH_FAULTS_SHORT_WRITE, /* each write of the save accepts only half its bytes */
 };
 
 /* Runs one family of the fault catalogue; err is the errno for

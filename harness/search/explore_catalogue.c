@@ -1,8 +1,9 @@
 /* The fault catalogue for checkpoint backends (rule E7 of
  * harness/search/explore.c): on the new-epoch scenario, each op of the
  * save fails once with an errno (ERRNO) or loses its fsync'd data
- * (FSYNC); committed files are damaged at rest (AT_REST); a counting
- * allocator checks that a clean cycle frees everything (LEAK).
+ * (FSYNC), or each write of it is short (SHORT_WRITE); committed files
+ * are damaged at rest (AT_REST); a counting allocator checks that a
+ * clean cycle frees everything (LEAK).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -55,6 +56,9 @@ int ckh__explore_faults_leak(struct ckh__xctx *x)
     size_t cnt = 0;
     uint64_t dg;
     char sym[320];
+    if (!ckh__explore_next_state(x))
+        return 0; /* replaying another state */
+    x->res->stats.states_checked++;
     int rc = ckh__explore_disk_new(x, &d);
     if (rc)
         return rc;
@@ -73,7 +77,7 @@ int ckh__explore_faults_leak(struct ckh__xctx *x)
     if (a.live != 0) {
         snprintf(sym, sizeof(sym), "%" PRId64 " blocks from the config's allocator are not freed "
                  "after open, save x2, list_epochs, load, refused load, remove, close", a.live);
-        rc = ckh__explore_vuln_add(x->res, CKH_VULN_LEAK, "leak", sym, "no crash", "");
+        rc = ckh__explore_report(x, CKH_VULN_LEAK, "leak", sym, "no crash", "", x->k);
     }
     ckh_simfs_destroy(d);
     return rc;
@@ -132,7 +136,7 @@ static int fault_outcome(struct ckh__xctx *x, const char *sname, struct ckh_simf
 out:
     if (kind < 0)
         return 0;
-    return ckh__explore_vuln_add(x->res, (enum ckh_vuln_kind)kind, sname, sym, state, what);
+    return ckh__explore_report(x, (enum ckh_vuln_kind)kind, sname, sym, state, what, x->k);
 }
 
 int ckh__explore_faults_inject(struct ckh__xctx *x, enum ckh_fault_family fam, int err)
@@ -149,12 +153,18 @@ int ckh__explore_faults_inject(struct ckh__xctx *x, enum ckh_fault_family fam, i
         return !x->msg[0] ? rc : ckh__explore_vuln_add(x->res, CKH_VULN_BASELINE_FAILS, sname, x->msg, "", "");
     ref.record = true;
     ckh__explore_act(x, CKH__SC_NEW_EPOCH, &ref, &save_rc, &save_end);
-    for (size_t i = 0; i < ref.ntrace && rc == 0 && !ckh__explore_bounded(x); i++) {
+    /* A save that bypasses cfg->fs has no op to fail: that is the finding. */
+    size_t nops = ref.ntrace;
+    if ((rc = ckh__explore_bypassed(x, sname, ref.trace, ref.ntrace, 0, "rank0")) > 0) {
+        rc = 0;
+        nops = 0;
+    }
+    for (size_t i = 0; i < nops && rc == 0 && !ckh__explore_bounded(x); i++) {
         const struct ckh__xop *o = &ref.trace[i];
         bool pick = fam == CKH_FAULTS_FSYNC
                         ? (o->kind == CKH_OP_FSYNC || o->kind == CKH_OP_FDATASYNC)
                         : (ckh__explore_op_changes(o) || o->kind == CKH_OP_OPEN);
-        if (!pick || o->phase == CKH__PH_CLOSE)
+        if (!pick || o->phase == CKH__PH_CLOSE || !ckh__explore_next_state(x))
             continue;
         struct ckh__xrun r;
         ckh__explore_run_init(&r);
@@ -164,7 +174,7 @@ int ckh__explore_faults_inject(struct ckh__xctx *x, enum ckh_fault_family fam, i
         r.fail_err = err;
         r.fsync_lost = fam == CKH_FAULTS_FSYNC;
         ckh__explore_act(x, CKH__SC_NEW_EPOCH, &r, &save_rc, &save_end);
-        x->res->stats.states++;
+        x->res->stats.states_checked++;
         ckh__explore_op_desc(o, od, sizeof(od));
         snprintf(what, sizeof(what), "op #%zu %s (%s phase) failed with %s%s", i, od,
                  ckh__explore_phase_names[o->phase], fam == CKH_FAULTS_FSYNC ? "EIO" : ckh_err_name(-err),
@@ -186,6 +196,8 @@ static int at_rest_case(struct ckh__xctx *x, const char *f, uint64_t s, uint64_t
 {
     struct ckh_simfs *d = NULL;
     char sym[320], state[600];
+    if (!ckh__explore_next_state(x))
+        return 0; /* replaying another state */
     int rc = ckh__explore_setup(x, CKH__SC_NEW_EPOCH, &d);
     if (rc)
         return rc;
@@ -198,19 +210,19 @@ static int at_rest_case(struct ckh__xctx *x, const char *f, uint64_t s, uint64_t
         snprintf(state, sizeof(state), "bit 3 of byte %" PRIu64 " of %s (%" PRIu64
                  " bytes) flipped at rest", at, f, s);
     }
-    x->res->stats.states++;
     struct ckh_backend_config c;
     struct ckh_backend *b = NULL;
     ckh__explore_backend_cfg(&c, ckh_simfs_fs(d), NULL);
+    x->res->stats.states_checked++;
     if (x->ops->open(&c, &b) == 0) {
         uint64_t dg = 0;
         if (ckh__explore_load_digest(b, "rank0", 1, &dg, NULL, 0) == 0 && dg != x->d[0]) {
             snprintf(sym, sizeof(sym), "load of epoch 1 returned 0 with data that was never "
                      "saved");
-            rc = ckh__explore_vuln_add(x->res, CKH_VULN_AT_REST_ACCEPTED,
-                                       trunc ? "at-rest:truncate" : "at-rest:bitflip", sym, state,
-                                       "load must verify checksums and lengths before "
-                                       "returning data");
+            rc = ckh__explore_report(x, CKH_VULN_AT_REST_ACCEPTED,
+                                     trunc ? "at-rest:truncate" : "at-rest:bitflip", sym, state,
+                                     "load must verify checksums and lengths before "
+                                     "returning data", x->k);
         }
         ckh_backend_close(b);
     }
@@ -249,5 +261,108 @@ int ckh__explore_faults_at_rest(struct ckh__xctx *x)
         }
     }
     ckh__explore_free_strv(files, nf);
+    return rc;
+}
+
+/* SHORT_WRITE, before the crash: what the faulted save left must be a
+ * checkpoint that loads whole. A save that returned 0 must list epoch 2
+ * and load v2; one that failed must leave its latest listed epoch loading
+ * bit-exact (v1, or a complete v2). -1, or SHORT_WRITE with sym. */
+static int short_outcome(struct ckh__xctx *x, struct ckh_simfs *d, int save_rc, char *sym,
+                         size_t n)
+{
+    struct ckh_backend_config c;
+    struct ckh_backend *b = NULL;
+    int64_t *ep = NULL;
+    size_t cnt = 0;
+    uint64_t dg = 0;
+    char m[200] = "";
+    int kind = -1;
+    ckh__explore_backend_cfg(&c, ckh_simfs_fs(d), NULL);
+    if (x->ops->open(&c, &b) != 0)
+        return -1; /* fault_outcome reports it */
+    int rc = ckh_backend_list_epochs(b, "rank0", &ep, &cnt);
+    int64_t latest = rc == 0 && cnt ? ep[cnt - 1] : -1;
+    ckh_free(NULL, ep);
+    if (latest == 1 || latest == 2)
+        rc = ckh__explore_load_digest(b, "rank0", latest, &dg, m, sizeof(m));
+    uint64_t want = latest == 2 ? x->d[1] : x->d[0];
+    if (save_rc == 0 && latest != 2) {
+        snprintf(sym, n, "the save returned 0, yet epoch 2 is not listed (latest %" PRId64 ")",
+                 latest);
+        kind = CKH_VULN_SHORT_WRITE;
+    } else if ((latest == 1 || latest == 2) && (rc != 0 || dg != want)) {
+        snprintf(sym, n, "the save %s, and epoch %" PRId64 " is listed but %s", save_rc == 0
+                 ? "returned 0" : "failed", latest, rc ? m : "returns data that was never saved "
+                 "(the checkpoint holds a truncated write)");
+        kind = CKH_VULN_SHORT_WRITE;
+    }
+    ckh_backend_close(b);
+    return kind;
+}
+
+/* One short write: op i of the save (a write of len >= 2) accepts half. */
+static int short_case(struct ckh__xctx *x, const struct ckh__xop *o, size_t i)
+{
+    struct ckh__xrun r;
+    int save_rc;
+    uint64_t save_end;
+    char sym[320], what[512], od[400];
+    ckh__explore_run_init(&r);
+    int rc = ckh__explore_setup(x, CKH__SC_NEW_EPOCH, &r.disk);
+    if (rc)
+        return rc;
+    r.short_at = i;
+    ckh__explore_act(x, CKH__SC_NEW_EPOCH, &r, &save_rc, &save_end);
+    x->res->stats.states_checked++;
+    ckh__explore_op_desc(o, od, sizeof(od));
+    snprintf(what, sizeof(what), "op #%zu %s (save phase) accepted only %" PRIu64 " of its %"
+             PRIu64 " bytes and returned that count", i, od, o->len / 2, o->len);
+    int kind = short_outcome(x, r.disk, save_rc, sym, sizeof(sym));
+    if (kind >= 0) {
+        char step[600];
+        snprintf(step, sizeof(step), "%s; %s", what, save_rc == 0
+                 ? "the save went on as if every byte had been written (write the rest in a "
+                   "loop, or fail the save)"
+                 : "the save failed but left the truncated file committed");
+        rc = ckh__explore_report(x, CKH_VULN_SHORT_WRITE, "fault:short-write", sym,
+                                 save_rc == 0 ? "save returned 0; no crash"
+                                              : "save failed; no crash", step, x->k);
+    } else {
+        rc = fault_outcome(x, "fault:short-write", r.disk, save_rc, what,
+                           save_rc == 0 ? "save returned 0, then a power loss dropped every "
+                                          "pending op" : "save failed; no crash");
+    }
+    ckh_simfs_destroy(r.disk);
+    return rc;
+}
+
+int ckh__explore_faults_short_write(struct ckh__xctx *x)
+{
+    struct ckh__xrun ref;
+    int save_rc;
+    uint64_t save_end;
+    const char *sname = "fault:short-write";
+    ckh__explore_run_init(&ref);
+    int rc = ckh__explore_setup(x, CKH__SC_NEW_EPOCH, &ref.disk);
+    if (rc)
+        return !x->msg[0] ? rc : ckh__explore_vuln_add(x->res, CKH_VULN_BASELINE_FAILS, sname,
+                                                       x->msg, "", "");
+    ref.record = true;
+    ckh__explore_act(x, CKH__SC_NEW_EPOCH, &ref, &save_rc, &save_end);
+    size_t nops = ref.ntrace;
+    if ((rc = ckh__explore_bypassed(x, sname, ref.trace, ref.ntrace, 0, "rank0")) > 0) {
+        rc = 0;
+        nops = 0;
+    }
+    for (size_t i = 0; i < nops && rc == 0 && !ckh__explore_bounded(x); i++) {
+        const struct ckh__xop *o = &ref.trace[i];
+        if ((o->kind != CKH_OP_WRITE && o->kind != CKH_OP_PWRITE) || o->phase != CKH__PH_SAVE ||
+            o->len < 2 || !ckh__explore_next_state(x))
+            continue;
+        rc = short_case(x, o, i);
+    }
+    ckh__explore_run_free_trace(&ref);
+    ckh_simfs_destroy(ref.disk);
     return rc;
 }

@@ -197,7 +197,7 @@ static int rule_final_name(struct ckh__xctx *x, const struct ckh__xcrash *c, int
     char final[CKH_PATH_MAX + 1], od[400];
     if (epoch < 0 || !x->ops->db_name ||
         (kind != CKH_VULN_LISTED_REFUSED && kind != CKH_VULN_CORRUPT_RETURNED) ||
-        ckh__explore_final_name(x, epoch, final, sizeof(final)) != 0)
+        ckh__explore_final_name(x, c->node ? c->node : "rank0", epoch, final, sizeof(final)) != 0)
         return -1;
     for (size_t i = 0; i < c->k; i++) {
         const struct ckh__xop *o = &c->t[i];

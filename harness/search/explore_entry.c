@@ -35,13 +35,16 @@ static int ctx_init(struct ckh__xctx *x, const struct ckh_explore_config *cfg,
     if (cfg->retention_epochs > CKH_EXPLORE_MAX_RETAINED)
         return ckh_errf(msg, msglen, CKH_EINVAL, "explore: %u retention epochs (at most %d)",
                         cfg->retention_epochs, CKH_EXPLORE_MAX_RETAINED);
+    if (cfg->ranks == 1 || cfg->ranks > CKH_EXPLORE_MAX_RANKS)
+        return ckh_errf(msg, msglen, CKH_EINVAL, "explore: %u node-local ranks (2 to %d)",
+                        cfg->ranks, CKH_EXPLORE_MAX_RANKS);
     x->cfg = cfg;
     x->ops = cfg->ops;
     x->res = out;
     uint32_t nb = cfg->nblobs ? cfg->nblobs : 4;
     uint64_t bytes = cfg->blob_bytes ? cfg->blob_bytes : 3000;
     for (int i = 0; i < 4; i++) {
-        int rc = ckh__explore_ws_make(ckh_mix64(cfg->seed + (uint64_t)i + 1), nb, bytes, &x->v[i]);
+        int rc = ckh__explore_ws_for(x, (uint64_t)i + 1, &x->v[i]);
         if (rc)
             return rc;
         x->d[i] = ckh_ws_digest(x->v[i], NULL);
@@ -94,6 +97,14 @@ int ckh_explore_run(const struct ckh_explore_config *cfg, struct ckh_explore_res
         rc = ckh__explore_scenario(&x, CKH__SC_RETENTION);
     if (rc == 0 && (sc & CKH_EXPLORE_TWO_RANKS))
         rc = ckh__explore_two_ranks(&x);
+    if (rc == 0 && (sc & CKH_EXPLORE_NODE_LOCAL))
+        rc = ckh__explore_node_local(&x);
+    if (rc == 0 && (sc & CKH_EXPLORE_LOAD_NAMES))
+        rc = ckh__explore_contract(&x, CKH__SC_LOAD_NAMES);
+    if (rc == 0 && (sc & CKH_EXPLORE_ALL_OR_NOTHING))
+        rc = ckh__explore_contract(&x, CKH__SC_ALL_OR_NOTHING);
+    if (rc == 0 && (sc & CKH_EXPLORE_EPOCHS))
+        rc = ckh__explore_contract(&x, CKH__SC_EPOCHS);
     return finish(&x, rc, out, msg, msglen);
 }
 
@@ -119,6 +130,9 @@ int ckh_explore_faults(const struct ckh_explore_config *cfg, enum ckh_fault_fami
             break;
         case CKH_FAULTS_LEAK:
             rc = ckh__explore_faults_leak(&x);
+            break;
+        case CKH_FAULTS_SHORT_WRITE:
+            rc = ckh__explore_faults_short_write(&x);
             break;
         default:
             rc = ckh_errf(msg, msglen, CKH_EINVAL, "explore: unknown fault family %d", (int)fam);

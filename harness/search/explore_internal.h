@@ -13,6 +13,9 @@
  *   explore_states.c     crash points and choice vectors (E2, E3)
  *   explore_schedules.c  two ranks under explicit schedules (E6)
  *   explore_catalogue.c  the fault catalogue (E7)
+ *   explore_nodes.c      N ranks on node-local disks, crashed together (E9)
+ *   explore_contract.c   load by names and flags, all or nothing, epochs
+ *                        past 9 (E10)
  */
 #ifndef CKH_HARNESS_EXPLORE_INTERNAL_H
 #define CKH_HARNESS_EXPLORE_INTERNAL_H
@@ -37,11 +40,15 @@
 
 /* Where the action is (struct ckh__xop.phase). */
 enum { CKH__PH_OPEN = 0, CKH__PH_SAVE, CKH__PH_RETENTION, CKH__PH_CLOSE };
-/* The scenarios of E1 (indexes of ckh__explore_scen_names). */
-enum { CKH__SC_NEW_EPOCH = 0, CKH__SC_REPLACE, CKH__SC_TWO_RANKS, CKH__SC_RETENTION };
+/* The scenarios of E1, E9 and E10 (indexes of ckh__explore_scen_names). */
+enum {
+    CKH__SC_NEW_EPOCH = 0, CKH__SC_REPLACE, CKH__SC_TWO_RANKS, CKH__SC_RETENTION,
+    CKH__SC_NODE_LOCAL, CKH__SC_LOAD_NAMES, CKH__SC_ALL_OR_NOTHING, CKH__SC_EPOCHS,
+    CKH__SC__COUNT
+};
 
 extern const char *const ckh__explore_phase_names[4];
-extern const char *const ckh__explore_scen_names[4];
+extern const char *const ckh__explore_scen_names[CKH__SC__COUNT];
 
 /* One recorded operation. */
 struct ckh__xop {
@@ -78,6 +85,8 @@ struct ckh__xrun {
     uint64_t fail_at;           /* op index that fails (UINT64_MAX: none) */
     int fail_err;               /* positive errno, or 0 with fsync_lost */
     bool fsync_lost;            /* fail_at loses the fsync's data (S6) */
+    uint64_t short_at;          /* op index of a write that accepts only half its bytes and
+                                   returns that count (UINT64_MAX: none) */
     struct ckh_sim *sim;        /* two ranks: the simulator whose nodes issue the ops
                                    (each op is a scheduling point), else NULL (borrowed) */
     bool snapshot;              /* clone the disk at every crash point (E2) */
@@ -93,6 +102,8 @@ struct ckh__xshim {
     struct ckh_fs *inner;   /* the disk's direct view */
     struct ckh__xrun *run;  /* shared run state */
     int rank;               /* rank whose ops these are */
+    int *phase;             /* where this rank is (CKH__PH_*): &run->phase, or the
+                               rank's own when ranks run concurrently (borrowed) */
 };
 
 /* A pending op as copied before the crash. */
@@ -122,6 +133,8 @@ struct ckh__xctx {
     int64_t nret;                          /* P: epochs committed before the traced save */
     int64_t *c0;                           /* E8: epochs listed after setup (owned, malloc) */
     size_t nc0;                            /* number of them: the count the backend keeps */
+    uint64_t k;                            /* states generated so far: the last one's
+                                              index K (see ckh_explore_config.only_state) */
     char msg[256];                         /* internal error text */
 };
 
@@ -129,6 +142,19 @@ struct ckh__xctx {
 /* ckh__explore_vuln_add: search/explore.h */
 /* True once the config's max_states bound is reached. */
 bool ckh__explore_bounded(const struct ckh__xctx *x);
+/* Counts one more generated state (x->k and stats.states) and tells
+ * whether it is to be checked: always, unless the config replays another
+ * single state (only_state). */
+bool ckh__explore_next_state(struct ckh__xctx *x);
+/* Adds a finding (ckh__explore_vuln_add) whose state is the index k (0:
+ * none, the whole case). */
+int ckh__explore_report(struct ckh__xctx *x, enum ckh_vuln_kind kind, const char *scenario,
+                        const char *symptom, const char *state, const char *step, uint64_t k);
+/* FS_BYPASSED when rank's save (rank < 0: any) issued no op of the trace
+ * t[0..n) (the backend's I/O went around cfg->fs): 1 with the finding
+ * added, 0 when it did issue some, or CKH_ENOMEM. */
+int ckh__explore_bypassed(struct ckh__xctx *x, const char *scenario, const struct ckh__xop *t,
+                          size_t n, int rank, const char *node);
 
 /* ---- explore_record.c ---- */
 /* Whether recorded op o can change the disk (a crash point follows it). */
@@ -154,6 +180,9 @@ void ckh__explore_backend_cfg(struct ckh_backend_config *c, struct ckh_fs *fs, s
 int ckh__explore_disk_new(struct ckh__xctx *x, struct ckh_simfs **out);
 /* A stored workspace of nblobs blobs of bytes each, contents from seed. */
 int ckh__explore_ws_make(uint64_t seed, uint32_t nblobs, uint64_t bytes, struct ckh_ws **out);
+/* A stored workspace of the config's shape whose contents derive from
+ * the seed and salt (v1..v3 are salts 1..3). */
+int ckh__explore_ws_for(const struct ckh__xctx *x, uint64_t salt, struct ckh_ws **out);
 /* Fresh disk with the scenario's committed starting point (E1). A backend
  * failure returns the backend's code with *out NULL and x->msg set. */
 int ckh__explore_setup(struct ckh__xctx *x, int scen, struct ckh_simfs **out);
@@ -168,8 +197,9 @@ int ckh__explore_collect_files(struct ckh_fs *fs, const char *dir, char ***v, si
 void ckh__explore_free_strv(char **v, size_t n);
 /* Whether path was a file under the prefix after setup. */
 bool ckh__explore_was_pre(const struct ckh__xctx *x, const char *path);
-/* db_name of rank0's epoch, from a throwaway instance on a scratch disk. */
-int ckh__explore_final_name(struct ckh__xctx *x, int64_t epoch, char *buf, size_t n);
+/* db_name of node's epoch, from a throwaway instance on a scratch disk. */
+int ckh__explore_final_name(struct ckh__xctx *x, const char *node, int64_t epoch, char *buf,
+                            size_t n);
 
 /* ---- explore_check.c ---- */
 /* Loads node's epoch into a fresh workspace: 0 and its digest, or the code
@@ -195,6 +225,7 @@ struct ckh__xcrash {
     const enum ckh_crash_choice *ch;     /* what became of each */
     size_t n;                            /* number of pending ops */
     bool returned;                       /* the save had returned 0 before op k */
+    const char *node;                    /* the node whose files these are ("rank0") */
 };
 /* E5: refines kind (of the symptom at epoch) into a diagnosis; writes the
  * responsible step into step (sn bytes). */
@@ -204,6 +235,9 @@ int ckh__explore_diagnose(struct ckh__xctx *x, const struct ckh__xcrash *c, int 
 void ckh__explore_state_desc(const struct ckh__xcrash *c, char *buf, size_t bn);
 
 /* ---- explore_states.c ---- */
+/* Copies d's pending ops into *out (n of them; free with pend_free). */
+int ckh__explore_pend_copy(struct ckh_simfs *d, struct ckh__xpend **out, size_t *n);
+void ckh__explore_pend_free(struct ckh__xpend *p, size_t n);
 /* E2-E5 on one scenario (not two-ranks). */
 int ckh__explore_scenario(struct ckh__xctx *x, int scen);
 
@@ -211,10 +245,19 @@ int ckh__explore_scenario(struct ckh__xctx *x, int scen);
 /* E6: the two-rank schedules. */
 int ckh__explore_two_ranks(struct ckh__xctx *x);
 
+/* ---- explore_nodes.c ---- */
+/* E9: N ranks on node-local disks (N from the config, else 2 then 4). */
+int ckh__explore_node_local(struct ckh__xctx *x);
+
+/* ---- explore_contract.c ---- */
+/* E10: one of CKH__SC_LOAD_NAMES, CKH__SC_ALL_OR_NOTHING, CKH__SC_EPOCHS. */
+int ckh__explore_contract(struct ckh__xctx *x, int scen);
+
 /* ---- explore_catalogue.c ---- */
 /* E7: the families of the fault catalogue. */
 int ckh__explore_faults_leak(struct ckh__xctx *x);
 int ckh__explore_faults_inject(struct ckh__xctx *x, enum ckh_fault_family fam, int err);
 int ckh__explore_faults_at_rest(struct ckh__xctx *x);
+int ckh__explore_faults_short_write(struct ckh__xctx *x);
 
 #endif

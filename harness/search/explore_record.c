@@ -68,6 +68,7 @@ void ckh__explore_run_init(struct ckh__xrun *r)
     memset(r, 0, sizeof(*r));
     r->limit = UINT64_MAX;
     r->fail_at = UINT64_MAX;
+    r->short_at = UINT64_MAX;
 }
 
 void ckh__explore_snap_take(struct ckh__xrun *r, uint64_t k)
@@ -127,7 +128,7 @@ static int record(struct ckh__xshim *s, int kind, const char *path, const char *
     memset(o, 0, sizeof(*o));
     o->kind = kind;
     o->rank = s->rank;
-    o->phase = r->phase;
+    o->phase = *s->phase;
     o->flags = flags;
     o->off = off;
     o->len = len;
@@ -217,22 +218,30 @@ static int64_t sh_pread(struct ckh_file *f, void *buf, size_t n, uint64_t off)
     return rc ? rc : ckh_file_pread(XF(f)->inner, buf, n, off);
 }
 
+/* E7 short writes: the write just gated accepts only the first half of
+ * its n bytes when it is the run's short_at (what CKH_FAULT_SHORT_WRITE
+ * does in the simulator: that prefix lands, the count is returned). */
+static uint64_t accepted(const struct ckh__xshim *s, uint64_t n)
+{
+    return s->run->nops - 1 == s->run->short_at && n > 1 ? n / 2 : n;
+}
+
 static int64_t sh_write(struct ckh_file *f, const void *buf, size_t n)
 {
     int rc = gate(XS(f), CKH_OP_WRITE, XF(f)->path, NULL, 0, 0, n);
-    return rc ? rc : ckh_file_write(XF(f)->inner, buf, n);
+    return rc ? rc : ckh_file_write(XF(f)->inner, buf, (size_t)accepted(XS(f), n));
 }
 
 static int64_t sh_pwrite(struct ckh_file *f, const void *buf, size_t n, uint64_t off)
 {
     int rc = gate(XS(f), CKH_OP_PWRITE, XF(f)->path, NULL, 0, off, n);
-    return rc ? rc : ckh_file_pwrite(XF(f)->inner, buf, n, off);
+    return rc ? rc : ckh_file_pwrite(XF(f)->inner, buf, (size_t)accepted(XS(f), n), off);
 }
 
 static int64_t sh_pwrite_gen(struct ckh_file *f, const struct ckh_gen *g, uint64_t n, uint64_t off)
 {
     int rc = gate(XS(f), CKH_OP_PWRITE, XF(f)->path, NULL, 0, off, n);
-    return rc ? rc : ckh_file_pwrite_gen(XF(f)->inner, g, n, off);
+    return rc ? rc : ckh_file_pwrite_gen(XF(f)->inner, g, accepted(XS(f), n), off);
 }
 
 static int sh_fsync(struct ckh_file *f)
@@ -347,4 +356,5 @@ void ckh__explore_shim_init(struct ckh__xshim *s, struct ckh__xrun *r, int rank)
     s->inner = ckh_simfs_fs(r->disk);
     s->run = r;
     s->rank = rank;
+    s->phase = &r->phase;
 }

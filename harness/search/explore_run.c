@@ -42,6 +42,13 @@ int ckh__explore_ws_make(uint64_t seed, uint32_t nblobs, uint64_t bytes, struct 
     return 0;
 }
 
+int ckh__explore_ws_for(const struct ckh__xctx *x, uint64_t salt, struct ckh_ws **out)
+{
+    uint32_t nb = x->cfg->nblobs ? x->cfg->nblobs : 4;
+    uint64_t bytes = x->cfg->blob_bytes ? x->cfg->blob_bytes : 3000;
+    return ckh__explore_ws_make(ckh_mix64(x->cfg->seed + salt), nb, bytes, out);
+}
+
 void ckh__explore_backend_cfg(struct ckh_backend_config *c, struct ckh_fs *fs, struct ckh_alloc *a)
 {
     memset(c, 0, sizeof(*c));
@@ -204,7 +211,8 @@ bool ckh__explore_was_pre(const struct ckh__xctx *x, const char *path)
     return false;
 }
 
-int ckh__explore_final_name(struct ckh__xctx *x, int64_t epoch, char *buf, size_t n)
+int ckh__explore_final_name(struct ckh__xctx *x, const char *node, int64_t epoch, char *buf,
+                            size_t n)
 {
     struct ckh_simfs *d = NULL;
     struct ckh_backend_config c;
@@ -214,7 +222,7 @@ int ckh__explore_final_name(struct ckh__xctx *x, int64_t epoch, char *buf, size_
         return rc;
     ckh__explore_backend_cfg(&c, ckh_simfs_fs(d), NULL);
     if ((rc = x->ops->open(&c, &b)) == 0) {
-        rc = ckh_backend_db_name(b, "rank0", epoch, buf, n);
+        rc = ckh_backend_db_name(b, node, epoch, buf, n);
         ckh_backend_close(b);
     }
     ckh_simfs_destroy(d);

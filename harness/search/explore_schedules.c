@@ -28,6 +28,7 @@ struct xrank {
     const char *node;                   /* node name */
     const struct ckh_ws *ws;            /* what it saves */
     int rc;                             /* save result */
+    int phase;                          /* where it is (CKH__PH_*) */
 };
 
 /* An explicit schedule of the two nodes. */
@@ -64,10 +65,12 @@ static int rank_main(struct ckh_env *env, void *arg)
     struct ckh_backend *b = NULL;
     (void)env;
     ckh__explore_backend_cfg(&c, &rk->shim.base, NULL);
-    rk->shim.run->phase = CKH__PH_OPEN;
+    rk->phase = CKH__PH_OPEN;
     rk->rc = rk->ops->open(&c, &b);
     if (rk->rc == 0) {
+        rk->phase = CKH__PH_SAVE;
         rk->rc = ckh_backend_save(b, rk->node, 2, rk->ws, NULL, 0);
+        rk->phase = CKH__PH_CLOSE;
         ckh_backend_close(b);
     }
     return 0;
@@ -163,6 +166,8 @@ static int two_ranks_once(struct ckh__xctx *x, long split, const char *sched)
     struct ckh__xrun r;
     struct xsched s = {split, 0, 1};
     char sym[320], step[512] = "";
+    if (!ckh__explore_next_state(x))
+        return 0; /* replaying another schedule */
     ckh__explore_run_init(&r);
     int rc = ckh__explore_disk_new(x, &r.disk);
     if (rc)
@@ -174,20 +179,25 @@ static int two_ranks_once(struct ckh__xctx *x, long split, const char *sched)
         rk[i].node = i == 0 ? "rank0" : "rank1";
         rk[i].ws = x->v[i == 0 ? 1 : 3];
         ckh__explore_shim_init(&rk[i].shim, &r, i);
+        rk[i].shim.phase = &rk[i].phase;
     }
     x->res->stats.interleavings++;
     if ((rc = run_schedule(x, &r, rk, &s)) != 0)
         goto out_disk;
+    x->res->stats.states_checked++;
+    const char *sname = ckh__explore_scen_names[CKH__SC_TWO_RANKS];
+    for (int i = 0; i < 2 && rc == 0; i++)
+        if ((rc = ckh__explore_bypassed(x, sname, r.trace, r.ntrace, i, rk[i].node)) > 0)
+            goto out_disk; /* nothing of the saves was seen: nothing to judge */
     int bad = check_ranks(x, &r, rk, sym, sizeof(sym));
     if (bad >= 0) {
         bad = diagnose_ranks(&r, bad, step, sizeof(step));
-        rc = ckh__explore_vuln_add(x->res, (enum ckh_vuln_kind)bad,
-                                   ckh__explore_scen_names[CKH__SC_TWO_RANKS], sym, sched, step);
+        rc = ckh__explore_report(x, (enum ckh_vuln_kind)bad, sname, sym, sched, step, x->k);
     }
 out_disk:
     ckh__explore_run_free_trace(&r);
     ckh_simfs_destroy(r.disk);
-    return rc;
+    return rc > 0 ? 0 : rc;
 }
 
 int ckh__explore_two_ranks(struct ckh__xctx *x)

@@ -84,7 +84,7 @@ static bool vector(size_t v, const struct ckh__xpend *p, size_t n, enum ckh_cras
     return false;
 }
 
-static void pend_free(struct ckh__xpend *p, size_t n)
+void ckh__explore_pend_free(struct ckh__xpend *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(p[i].path);
@@ -93,7 +93,7 @@ static void pend_free(struct ckh__xpend *p, size_t n)
     free(p);
 }
 
-static int pend_copy(struct ckh_simfs *d, struct ckh__xpend **out, size_t *nout)
+int ckh__explore_pend_copy(struct ckh_simfs *d, struct ckh__xpend **out, size_t *nout)
 {
     size_t n = ckh_simfs_pending_count(d);
     struct ckh__xpend *p = calloc(n ? n : 1, sizeof(*p));
@@ -103,7 +103,7 @@ static int pend_copy(struct ckh_simfs *d, struct ckh__xpend **out, size_t *nout)
         struct ckh_simfs_pending_info pi;
         int rc = ckh_simfs_pending_get(d, i, &pi);
         if (rc) {
-            pend_free(p, i);
+            ckh__explore_pend_free(p, i);
             return rc;
         }
         p[i].kind = pi.kind;
@@ -113,7 +113,7 @@ static int pend_copy(struct ckh_simfs *d, struct ckh__xpend **out, size_t *nout)
         p[i].len = pi.len;
         p[i].sectors = pi.sectors;
         if (!p[i].path || (pi.path2 && !p[i].path2)) {
-            pend_free(p, i + 1);
+            ckh__explore_pend_free(p, i + 1);
             return CKH_ENOMEM;
         }
     }
@@ -151,21 +151,23 @@ static int explore_point(struct ckh__xctx *x, int scen, const struct ckh__xrun *
     bool returned = k >= save_end;
     struct ckh__xpend *p = NULL;
     size_t n = 0;
-    int rc = pend_copy(sn->disk, &p, &n);
+    int rc = ckh__explore_pend_copy(sn->disk, &p, &n);
     if (rc)
         return rc;
     enum ckh_crash_choice *ch = calloc(n ? n : 1, sizeof(*ch));
     if (!ch) {
-        pend_free(p, n);
+        ckh__explore_pend_free(p, n);
         return CKH_ENOMEM;
     }
     for (size_t v = 0; vector(v, p, n, ch) && !ckh__explore_bounded(x); v++) {
         struct ckh_simfs *d;
+        if (!ckh__explore_next_state(x))
+            continue; /* replaying another state */
+        uint64_t k_state = x->k;
         if ((rc = ckh_simfs_clone(sn->disk, &d)) != 0)
             break;
         int crc = ckh_simfs_crash(d, -1, ch, n);
-        x->res->stats.states++;
-        if (crc != 0 || !seen_insert(x, ckh_simfs_digest(d, true))) {
+        if (crc != 0 || (!x->cfg->only_state && !seen_insert(x, ckh_simfs_digest(d, true)))) {
             ckh_simfs_destroy(d);
             continue;
         }
@@ -177,14 +179,15 @@ static int explore_point(struct ckh__xctx *x, int scen, const struct ckh__xrun *
         ckh_simfs_destroy(d);
         if (kind < 0)
             continue;
-        struct ckh__xcrash c = {ref->trace, k, total, p, ch, n, returned};
+        struct ckh__xcrash c = {ref->trace, k, total, p, ch, n, returned, "rank0"};
         kind = ckh__explore_diagnose(x, &c, kind, epoch, step, sizeof(step));
         ckh__explore_state_desc(&c, state, sizeof(state));
-        if ((rc = ckh__explore_vuln_add(x->res, (enum ckh_vuln_kind)kind, sname, sym, state, step)) != 0)
+        if ((rc = ckh__explore_report(x, (enum ckh_vuln_kind)kind, sname, sym, state, step,
+                                      k_state)) != 0)
             break;
     }
     free(ch);
-    pend_free(p, n);
+    ckh__explore_pend_free(p, n);
     return rc;
 }
 
@@ -216,6 +219,10 @@ int ckh__explore_scenario(struct ckh__xctx *x, int scen)
     if (save_rc != 0) {
         snprintf(sym, sizeof(sym), "save failed without faults: %s", ckh_err_name(save_rc));
         rc = ckh__explore_vuln_add(x->res, CKH_VULN_BASELINE_FAILS, sname, sym, "no crash", "save");
+        goto out_ref;
+    }
+    if ((rc = ckh__explore_bypassed(x, sname, ref.trace, ref.ntrace, 0, "rank0")) != 0) {
+        rc = rc > 0 ? 0 : rc;
         goto out_ref;
     }
     if ((rc = replay_same(x, scen, &ref, &same)) != 0)

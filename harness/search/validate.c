@@ -2,18 +2,33 @@
  * each case isolated in a forked child.
  *
  * Spec:
- * V1. Cases, in this order: crash:new-epoch, crash:replace, crash:two-ranks
- *     (harness/explore.c E1-E6), fault:EIO, fault:ENOSPC, fault:EDQUOT,
- *     fault:EACCES, fault:EROFS, fault:ENOENT, fault:fsync-lost, at-rest,
- *     leak (E7).
+ * V0. Loading: the library is first loaded and checked in a forked child
+ *     (ckh_plugin_probe, harness/run/plugin.c P3) within the case time
+ *     limit. An entry point or constructor that crashes or hangs is a
+ *     verdict: case "load" with a BACKEND_CRASHED / BACKEND_HUNG finding,
+ *     exit 1. Any other refusal (not a plugin, bad table) is bad input.
+ *     Only a library that passed the probe is loaded into ckh itself.
+ * V1. Cases, in this order: crash:new-epoch, crash:replace, crash:two-ranks,
+ *     crash:retention (harness/search/explore.c E1-E6, E8),
+ *     crash:node-local (E9), contract:load-names, contract:all-or-nothing,
+ *     contract:epochs (E10), fault:EIO, fault:ENOSPC, fault:EDQUOT,
+ *     fault:EACCES, fault:EROFS, fault:ENOENT, fault:fsync-lost,
+ *     fault:short-write, at-rest, leak (E7). --only TEXT selects the cases whose name contains TEXT,
+ *     --case NAME the one case of that name.
+ * V4. Replay: each finding carries the index K of the state that showed
+ *     it (ckh_vuln.state_index); the terminal prints, per finding, the
+ *     command that checks that one state alone (`--case NAME --state K`
+ *     with the model and sector of the run), and that command reports the
+ *     same finding.
  * V2. Isolation: each case is a job of the worker pool (harness/run/pool.h):
  *     a child that sends its findings back through the pool's pipe as
  *     fixed-size records and exits. Cases run one after another, each at
  *     most timeout_s and under the memory limit; a child killed by a signal
  *     (or that reached the memory limit) is a BACKEND_CRASHED finding, one
  *     past its time a BACKEND_HUNG finding (the child is SIGKILLed). ckh
- *     itself never runs backend code outside a child, except the plugin's
- *     entry point.
+ *     itself never runs backend code outside a child, except the library's
+ *     constructors and entry point, and those only after the probe (V0)
+ *     saw them return in a child.
  * V3. Exit codes: 0 no finding, 1 findings, 2 bad input (arguments, a
  *     library that is missing or not a plugin), 3 internal error.
  */
@@ -46,6 +61,10 @@ static const struct vcase vcases[] = {
     {"crash:replace", -1, CKH_EXPLORE_REPLACE, 0},
     {"crash:two-ranks", -1, CKH_EXPLORE_TWO_RANKS, 0},
     {"crash:retention", -1, CKH_EXPLORE_RETENTION, 0},
+    {"crash:node-local", -1, CKH_EXPLORE_NODE_LOCAL, 0},
+    {"contract:load-names", -1, CKH_EXPLORE_LOAD_NAMES, 0},
+    {"contract:all-or-nothing", -1, CKH_EXPLORE_ALL_OR_NOTHING, 0},
+    {"contract:epochs", -1, CKH_EXPLORE_EPOCHS, 0},
     {"fault:EIO", CKH_FAULTS_ERRNO, 0, EIO},
     {"fault:ENOSPC", CKH_FAULTS_ERRNO, 0, ENOSPC},
     {"fault:EDQUOT", CKH_FAULTS_ERRNO, 0, EDQUOT},
@@ -53,6 +72,7 @@ static const struct vcase vcases[] = {
     {"fault:EROFS", CKH_FAULTS_ERRNO, 0, EROFS},
     {"fault:ENOENT", CKH_FAULTS_ERRNO, 0, ENOENT},
     {"fault:fsync-lost", CKH_FAULTS_FSYNC, 0, 0},
+    {"fault:short-write", CKH_FAULTS_SHORT_WRITE, 0, 0},
     {"at-rest", CKH_FAULTS_AT_REST, 0, 0},
     {"leak", CKH_FAULTS_LEAK, 0, 0},
 };
@@ -90,6 +110,8 @@ static int case_job(void *ctx, uint64_t k, int fd)
     cfg.sector_bytes = v->opt->sector_bytes;
     cfg.seed = 1;
     cfg.scenarios = vc->scen;
+    cfg.ranks = v->opt->ranks;
+    cfg.only_state = v->opt->state;
     memset(&w, 0, sizeof(w));
     if (vc->family < 0)
         w.rc = ckh_explore_run(&cfg, &res, NULL, 0);
@@ -178,8 +200,11 @@ int ckh_validate_backend(const struct ckh_backend_ops *ops, const struct ckh_val
                      .limits = {opt->timeout_s ? opt->timeout_s : 10, opt->mem_bytes}};
     size_t n = 0;
     for (size_t i = 0; i < NVCASES; i++)
-        if (!opt->only || strstr(vcases[i].name, opt->only))
+        if ((!opt->only || strstr(vcases[i].name, opt->only)) &&
+            (!opt->case_name || strcmp(vcases[i].name, opt->case_name) == 0))
             v.sel[n++] = &vcases[i];
+    if (opt->state && n != 1)
+        return CKH_EINVAL; /* also --case load with --state: load has no states */
     v.out = calloc(NVCASES, sizeof(*v.out));
     if (!v.out)
         return CKH_ENOMEM;
@@ -212,6 +237,24 @@ static const char *model_name(enum ckh_crash_model m)
     return m == CKH_CRASH_EXT4_ORDERED ? "ext4-ordered" : "posix-weak";
 }
 
+void ckh_validate_replay_cmd(const struct ckh_validate_options *opt, const char *case_name,
+                             const struct ckh_vuln *v, char *buf, size_t n)
+{
+    char state[40] = "", ranks[32] = "";
+    if (strcmp(case_name, "load") == 0) { /* V0: loading alone reproduces it */
+        snprintf(buf, n, "ckh validate-backend %s --case load --timeout %u",
+                 opt->lib ? opt->lib : "LIB.so", opt->timeout_s ? opt->timeout_s : 10);
+        return;
+    }
+    if (v && v->state_index)
+        snprintf(state, sizeof(state), " --state %" PRIu64, v->state_index);
+    if (opt->ranks)
+        snprintf(ranks, sizeof(ranks), " --ranks %u", opt->ranks);
+    snprintf(buf, n, "ckh validate-backend %s --case %s%s%s --model %s --sector %u",
+             opt->lib ? opt->lib : "LIB.so", case_name, state, ranks, model_name(opt->model),
+             opt->sector_bytes ? opt->sector_bytes : 512);
+}
+
 int ckh_validate_results(const struct ckh_validate_case *cases, size_t n,
                          const struct ckh_validate_options *opt, struct ckh_report_result **out)
 {
@@ -225,10 +268,10 @@ int ckh_validate_results(const struct ckh_validate_case *cases, size_t n,
         ckh_report_result_init(r);
         rc = ckh_report_set(&r->name, "%s", c->name);
         rc = rc ? rc : ckh_report_set(&r->file, "%s", opt->lib ? opt->lib : "backend");
-        rc = rc ? rc : ckh_report_set(&r->replay, "ckh validate-backend %s --only %s --model %s "
-                                      "--sector %u", opt->lib ? opt->lib : "LIB.so", c->name,
-                                      model_name(opt->model),
-                                      opt->sector_bytes ? opt->sector_bytes : 512);
+        char cmd[1200];
+        ckh_validate_replay_cmd(opt, c->name, c->res.nvulns ? &c->res.vulns[0] : NULL, cmd,
+                                sizeof(cmd));
+        rc = rc ? rc : ckh_report_set(&r->replay, "%s", cmd);
         r->runs = (uint32_t)c->res.stats.states_checked;
         r->verdict = c->rc ? CKH_VERDICT_ERROR
                            : c->res.nvulns ? CKH_VERDICT_FAIL : CKH_VERDICT_PASS;
@@ -237,8 +280,10 @@ int ckh_validate_results(const struct ckh_validate_case *cases, size_t n,
         for (size_t j = 0; j < c->res.nvulns && rc == 0; j++) {
             const struct ckh_vuln *v = &c->res.vulns[j];
             char *detail = NULL;
-            rc = ckh_report_set(&detail, "%s; crash state: %s; responsible step: %s", v->symptom,
-                                v->state, v->step[0] ? v->step : "(not identified)");
+            ckh_validate_replay_cmd(opt, c->name, v, cmd, sizeof(cmd));
+            rc = ckh_report_set(&detail, "%s; crash state: %s; responsible step: %s; replay: %s",
+                                v->symptom, v->state, v->step[0] ? v->step : "(not identified)",
+                                cmd);
             if (rc)
                 break;
             rc = ckh_report_add_oracle(r, ckh_vuln_name(v->kind), false, detail);
@@ -320,19 +365,31 @@ static void usage(FILE *f)
 {
     fputs("usage: ckh validate-backend LIB.so [options]\n"
           "  Runs a checkpoint backend plugin through the fault catalogue (errno on each\n"
-          "  operation, fsync failure, corruption at rest, leaks) and the crash explorer\n"
-          "  (every crash state of a save, a replacement and two concurrent ranks).\n"
+          "  operation, fsync failure, corruption at rest, leaks), the crash explorer\n"
+          "  (every crash state of a save, a replacement, retention, two concurrent ranks,\n"
+          "  N ranks on node-local disks) and the contract checks (loads by name and\n"
+          "  flags, all-or-nothing loads, epochs past 9). The library is loaded in a\n"
+          "  child process first: a crash or hang while it loads is a finding.\n"
           "options:\n"
           "  --model posix-weak|ext4-ordered  crash model (default posix-weak)\n"
           "  --sector 512|4096                torn-write granularity (default 512)\n"
           "  --timeout S                      time limit per case in seconds (default 10; cases run one after another)\n"
           "  --mem-limit SIZE                 memory limit per case (default 4GiB; 0: none)\n"
           "  --only TEXT                      run only cases whose name contains TEXT\n"
+          "  --case NAME                      run only the case NAME (listed below; \"load\":\n"
+          "                                   only load the library in a child process)\n"
+          "  --state K                        with --case: check only its K-th state (the\n"
+          "                                   replay command printed with each finding)\n"
+          "  --ranks N                        crash:node-local with N ranks (2..8; default 2, then 4)\n"
           "  --junit FILE, --json FILE, --html FILE   write reports\n"
           "  --quiet                          print only findings and the summary\n"
           "exit status: 0 no vulnerability, 1 vulnerabilities found, 2 bad input,\n"
-          "  3 internal error\n",
+          "  3 internal error\n"
+          "cases:",
           f);
+    for (size_t i = 0; i < NVCASES; i++)
+        fprintf(f, "%s%s", i % 4 ? " " : "\n  ", vcases[i].name);
+    fputc('\n', f);
 }
 
 /* The command line of validate-backend. */
@@ -365,6 +422,13 @@ static int set_value(struct vargs *a, const char *name, const char *v, char *msg
         rc = ckh_opt_size("mem-limit", v, 0, UINT64_MAX, &a->opt.mem_bytes, msg, n);
     } else if (!strcmp(name, "--only")) {
         a->opt.only = v;
+    } else if (!strcmp(name, "--case")) {
+        a->opt.case_name = v;
+    } else if (!strcmp(name, "--state")) {
+        rc = ckh_opt_u64("state", v, 1, UINT64_MAX, &a->opt.state, msg, n);
+    } else if (!strcmp(name, "--ranks")) {
+        rc = ckh_opt_u64("ranks", v, 2, CKH_EXPLORE_MAX_RANKS, &x, msg, n);
+        a->opt.ranks = (uint32_t)x;
     } else if (!strcmp(name, "--junit")) {
         a->junit = v;
     } else if (!strcmp(name, "--json")) {
@@ -378,7 +442,8 @@ static int set_value(struct vargs *a, const char *name, const char *v, char *msg
 static bool takes_value(const char *a)
 {
     static const char *const names[] = {"--model", "--sector", "--timeout", "--mem-limit",
-                                        "--only", "--junit", "--json", "--html"};
+                                        "--only", "--case", "--state", "--ranks", "--junit",
+                                        "--json", "--html"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strcmp(a, names[i]))
             return true;
@@ -394,6 +459,18 @@ static int check_outputs(const struct vargs *a, char *msg, size_t n)
         if (path[i] && ckh_opt_check_output(what[i], path[i], false, msg, n) != 0)
             return CKH_EINVAL;
     return 0;
+}
+
+/* A case name --case accepts: "load" (V0: only loading the library, no
+ * case after it) or one of vcases. */
+static bool known_case(const char *name)
+{
+    if (strcmp(name, "load") == 0)
+        return true;
+    for (size_t i = 0; i < NVCASES; i++)
+        if (strcmp(vcases[i].name, name) == 0)
+            return true;
+    return false;
 }
 
 /* Parses argv into *a; returns -1 to go on, else the exit status. */
@@ -433,6 +510,16 @@ static int validate_options(int argc, char **argv, struct vargs *a)
         usage(stderr);
         return CKH_VALIDATE_BADINPUT;
     }
+    if (a->opt.case_name && !known_case(a->opt.case_name)) {
+        fprintf(stderr, "ckh validate-backend: unknown case %s (ckh validate-backend --help "
+                "lists them)\n", a->opt.case_name);
+        return CKH_VALIDATE_BADINPUT;
+    }
+    if (a->opt.state && !a->opt.case_name) {
+        fprintf(stderr, "ckh validate-backend: --state needs --case NAME (the state numbers "
+                "count within one case)\n");
+        return CKH_VALIDATE_BADINPUT;
+    }
     if (check_outputs(a, msg, sizeof(msg)) != 0) {
         fprintf(stderr, "ckh validate-backend: %s\n", msg);
         return CKH_VALIDATE_BADINPUT;
@@ -458,10 +545,12 @@ static int write_report(const char *path, int kind, const char *lib,
     return 0;
 }
 
-/* Prints every case's verdict and the summary line; returns the exit code. */
-static int print_cases(const struct ckh_plugin *p, const struct vargs *a,
+/* Prints every case's verdict, each finding with the command that
+ * replays its state (V4), and the summary line; returns the exit code. */
+static int print_cases(const char *backend, const struct vargs *a,
                        const struct ckh_validate_case *cases, size_t n)
 {
+    char cmd[1200];
     size_t nv = 0, nerr = 0;
     for (size_t i = 0; i < n; i++) {
         const struct ckh_validate_case *c = &cases[i];
@@ -469,19 +558,23 @@ static int print_cases(const struct ckh_plugin *p, const struct vargs *a,
         nerr += c->rc != 0;
         if (c->rc)
             printf("ERROR %s: %s\n", c->name, ckh_strerror(c->rc));
+        else if (!c->res.nvulns && !a->quiet && a->opt.state)
+            printf("PASS  %s (state %" PRIu64 ": no finding)\n", c->name, a->opt.state);
         else if (!c->res.nvulns && !a->quiet)
             printf("PASS  %s (%" PRIu64 " states, %" PRIu64 " distinct checked)\n", c->name,
                    c->res.stats.states, c->res.stats.states_checked);
         for (size_t j = 0; j < c->res.nvulns; j++) {
             const struct ckh_vuln *v = &c->res.vulns[j];
-            printf("FAIL  %s: %s: %s\n        crash state: %s\n        responsible step: %s\n",
-                   c->name, ckh_vuln_name(v->kind), v->symptom, v->state,
-                   v->step[0] ? v->step : "(not identified)");
+            ckh_validate_replay_cmd(&a->opt, c->name, v, cmd, sizeof(cmd));
+            bool sub = v->scenario[0] && !strstr(c->name, v->scenario);
+            printf("FAIL  %s%s%s%s: %s: %s\n        crash state: %s\n        responsible step: %s\n"
+                   "        replay: %s\n", c->name, sub ? " [" : "", sub ? v->scenario : "",
+                   sub ? "]" : "", ckh_vuln_name(v->kind), v->symptom, v->state,
+                   v->step[0] ? v->step : "(not identified)", cmd);
         }
     }
     printf("%s (%s): %zu cases, %zu vulnerabilities, %zu errors; model %s, sector %u\n",
-           ckh_plugin_ops(p)->name, a->opt.lib, n, nv, nerr, model_name(a->opt.model),
-           a->opt.sector_bytes);
+           backend, a->opt.lib, n, nv, nerr, model_name(a->opt.model), a->opt.sector_bytes);
     return nerr ? CKH_VALIDATE_INTERNAL : nv ? CKH_VALIDATE_VULN : CKH_VALIDATE_OK;
 }
 
@@ -505,6 +598,29 @@ static int write_reports(const struct vargs *a, const struct ckh_validate_case *
     return exit_code;
 }
 
+/* V0: a library whose loading crashed or hung in the probe's child: the
+ * verdict of case "load", printed and reported; exit 1. */
+static int load_verdict(const struct vargs *a, int rc, const char *msg)
+{
+    struct ckh_validate_case *c = calloc(1, sizeof(*c));
+    if (!c)
+        return CKH_VALIDATE_INTERNAL;
+    snprintf(c->name, sizeof(c->name), "load");
+    c->res.stats.states = c->res.stats.states_checked = 1;
+    if (ckh__explore_vuln_add(&c->res, rc == CKH_ECRASH ? CKH_VULN_BACKEND_CRASHED
+                                                         : CKH_VULN_BACKEND_HUNG,
+                              "load", msg, "loading the library in an isolated child process",
+                              "the library's constructors and its entry point "
+                              CKH_BACKEND_PLUGIN_SYMBOL " must return promptly") != 0) {
+        ckh_validate_free(c, 1);
+        return CKH_VALIDATE_INTERNAL;
+    }
+    int st = print_cases("(not loaded)", a, c, 1);
+    st = write_reports(a, c, 1, st);
+    ckh_validate_free(c, 1);
+    return st;
+}
+
 int ckh_validate_main(int argc, char **argv)
 {
     struct vargs a;
@@ -516,7 +632,12 @@ int ckh_validate_main(int argc, char **argv)
         return st;
     struct ckh_plugin *p = NULL;
     char msg[512];
-    int rc = ckh_plugin_load(a.opt.lib, &p, msg, sizeof(msg));
+    int rc = ckh_plugin_probe(a.opt.lib, CKH_PLUGIN_BACKEND,
+                              1000u * (a.opt.timeout_s ? a.opt.timeout_s : 10), msg, sizeof(msg));
+    if (rc == CKH_ECRASH || rc == CKH_ETIMEOUT)
+        return load_verdict(&a, rc, msg);
+    if (rc == 0)
+        rc = ckh_plugin_load(a.opt.lib, &p, msg, sizeof(msg));
     if (rc) {
         fprintf(stderr, "ckh validate-backend: %s\n", msg);
         return rc == CKH_ENOMEM ? CKH_VALIDATE_INTERNAL : CKH_VALIDATE_BADINPUT;
@@ -525,11 +646,12 @@ int ckh_validate_main(int argc, char **argv)
     size_t n = 0;
     rc = ckh_validate_backend(ckh_plugin_ops(p), &a.opt, &cases, &n);
     if (rc) {
-        fprintf(stderr, "ckh validate-backend: %s\n", ckh_strerror(rc));
+        fprintf(stderr, "ckh validate-backend: %s\n", rc == CKH_EINVAL && a.opt.state
+                ? "--state needs exactly one case selected" : ckh_strerror(rc));
         ckh_plugin_unload(p);
-        return CKH_VALIDATE_INTERNAL;
+        return rc == CKH_EINVAL && a.opt.state ? CKH_VALIDATE_BADINPUT : CKH_VALIDATE_INTERNAL;
     }
-    st = print_cases(p, &a, cases, n);
+    st = print_cases(ckh_plugin_ops(p)->name, &a, cases, n);
     st = write_reports(&a, cases, n, st);
     ckh_validate_free(cases, n);
     ckh_plugin_unload(p);

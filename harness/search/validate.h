@@ -28,6 +28,11 @@ struct ckh_validate_options {
     uint64_t mem_bytes;         /* memory limit per case (0: none; the CLI's default 4 GiB) */
     const char *only;           /* run only cases whose name contains it (NULL: all) */
     const char *lib;            /* library path, for replay lines (may be NULL) */
+    /* --- appended --- */
+    const char *case_name;      /* run only the case of exactly this name (NULL: all) */
+    uint64_t state;             /* K > 0: check only the case's K-th state (the replay of
+                                   one finding; needs exactly one case selected) */
+    uint32_t ranks;             /* crash:node-local ranks (0: 2, then 4) */
 };
 
 /* The outcome of one case. */
@@ -39,7 +44,8 @@ struct ckh_validate_case {
 
 /* Runs every case against ops (each in a forked child). *cases is a
  * malloc'd array the caller frees with ckh_validate_free. Returns 0 or
- * CKH_EINVAL / CKH_ENOMEM. */
+ * CKH_EINVAL (also: a state asked for with other than one case selected)
+ * / CKH_ENOMEM. */
 int ckh_validate_backend(const struct ckh_backend_ops *ops, const struct ckh_validate_options *opt,
                          struct ckh_validate_case **cases, size_t *ncases);
 void ckh_validate_free(struct ckh_validate_case *cases, size_t n);
@@ -53,9 +59,16 @@ int ckh_validate_results(const struct ckh_validate_case *cases, size_t n,
 /* Writes a self-contained HTML summary. Returns 0 or -EIO. */
 int ckh_validate_html(FILE *f, const char *lib, const struct ckh_validate_case *cases, size_t n);
 
+/* The command that replays finding v of case c ("ckh validate-backend LIB
+ * --case NAME --state K --model M --sector S"; without --state when the
+ * finding needs no crash state) into buf. */
+void ckh_validate_replay_cmd(const struct ckh_validate_options *opt, const char *case_name,
+                             const struct ckh_vuln *v, char *buf, size_t n);
+
 /* The CLI: `ckh validate-backend LIB.so [--model posix-weak|ext4-ordered]
- * [--sector 512|4096] [--timeout S] [--mem-limit SIZE] [--only CASE]
- * [--junit F] [--json F] [--html F] [--quiet]`; argv[0] is the verb. Returns an exit code above. */
+ * [--sector 512|4096] [--timeout S] [--mem-limit SIZE] [--only TEXT]
+ * [--case NAME [--state K]] [--ranks N] [--junit F] [--json F] [--html F]
+ * [--quiet]`; argv[0] is the verb. Returns an exit code above. */
 int ckh_validate_main(int argc, char **argv);
 
 #endif
