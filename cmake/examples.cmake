@@ -20,7 +20,8 @@ add_subdirectory(${CMAKE_SOURCE_DIR}/examples/workload_example
 # (tests/test_example_bugs.sh runs the scenarios of scenarios/examples/).
 if(TARGET ckh)
   add_dependencies(ckh ckh_example_loop ckh_example_saver ckh_example_bug_rng ckh_example_bug_sampler
-                   ckh_example_bug_lr ckh_example_bug_momentum ckh_example_bug_latest)
+                   ckh_example_bug_lr ckh_example_bug_momentum ckh_example_bug_latest
+                   ckh_example_bug_async)
   add_test(NAME example_bugs
            COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_example_bugs.sh $<TARGET_FILE:ckh>
                    ${CMAKE_SOURCE_DIR})

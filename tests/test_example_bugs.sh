@@ -29,6 +29,7 @@ declare -A want=(
   [bug-lr-before-step]='resume-equivalence: step 5: (sched|lr)[, ]'
   [bug-momentum-not-saved]='resume-equivalence: step 9: optim[, ]'
   [bug-latest-before-commit]='committed: .*/latest names step_8, which has no commit marker'
+  [bug-async-commit-before-write]='committed: .*/latest names step_8, committed, but [^ ]*/rank_0.bin'
 )
 
 failures=0

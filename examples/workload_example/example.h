@@ -40,6 +40,7 @@ struct ex_config {
     float decay;            /* step decay factor */
     float momentum;         /* SGD momentum */
     float noise;            /* gradient noise drawn from the rank's RNG */
+    bool async_save;        /* a background task writes each rank's file */
     uint64_t timeout_ns;    /* collective timeout */
     char dir[CKH_PATH_MAX + 1]; /* checkpoint folder */
 };
@@ -65,6 +66,8 @@ struct ex_sampler {
     uint32_t *perm;  /* the epoch's order (node memory) */
 };
 
+struct ex_pending;
+
 /* ---- the trainer: one rank's state, in node memory ---- */
 struct ex_trainer {
     struct ckh_env *env;          /* the node's ops tables */
@@ -79,6 +82,7 @@ struct ex_trainer {
     float loss;                   /* loss of the last step */
     struct ex_rng rng;            /* gradient noise */
     struct ex_sampler smp;        /* data order */
+    struct ex_pending *pending;   /* async_save: the save in flight (loop_ckpt.c; node memory) */
     char msg[EX_MSG_LEN];         /* last error */
 };
 
@@ -92,8 +96,16 @@ int ex_sampler_reset(struct ex_trainer *t);
  *   D/latest                  "step_<N>\n", replaced atomically after the marker
  */
 /* One checkpoint after t->step (collective). Returns 0 or a collective
- * error (fatal); a failed save is recorded and training goes on. */
+ * error (fatal); a failed save is recorded and training goes on. With
+ * async_save it returns while a background task writes this rank's file;
+ * the vote and commit follow at the next save or at ex_ckpt_finish. */
 int ex_ckpt_save(struct ex_trainer *t);
+/* async_save: concludes the save in flight, if any (collective; at the
+ * end of training). 0 or a collective error. */
+int ex_ckpt_finish(struct ex_trainer *t);
+/* Waits for a background write still running and frees it, without a
+ * commit (a node giving up). */
+void ex_ckpt_drop(struct ex_trainer *t);
 /* On start (collective): resumes from the newest checkpoint every rank
  * can load, or leaves t fresh. 0, or an error (fatal). */
 int ex_ckpt_load(struct ex_trainer *t);

@@ -49,8 +49,8 @@ static const struct ex_config defaults = {
     .keep_last = 2,
 };
 
-static const char *const known_options =
-    "samples, batch, dim, lr, warmup_steps, decay_every, decay, momentum, noise, keep_last";
+static const char *const known_options = "samples, batch, dim, lr, warmup_steps, decay_every, "
+                                          "decay, momentum, noise, keep_last, async_save";
 
 static int opt_int(const struct ckh_wl_option *o, int64_t lo, int64_t hi, int64_t *out, char *msg,
                    size_t n)
@@ -81,7 +81,7 @@ static int opt_float(const struct ckh_wl_option *o, double lo, double hi, float 
 static int read_option(struct ex_config *c, const struct ckh_wl_option *o, char *msg, size_t n)
 {
     int64_t v = 0;
-    int rc;
+    int rc = 0;
     const char *k = o->key;
     if (!strcmp(k, "samples")) {
         if (!(rc = opt_int(o, 1, 1000000, &v, msg, n)))
@@ -107,6 +107,11 @@ static int read_option(struct ex_config *c, const struct ckh_wl_option *o, char 
         rc = opt_float(o, 0.0, 0.999, &c->momentum, msg, n);
     } else if (!strcmp(k, "noise")) {
         rc = opt_float(o, 0.0, 1.0, &c->noise, msg, n);
+    } else if (!strcmp(k, "async_save")) {
+        if (o->type != CKH_WL_OPT_BOOL)
+            rc = ckh_wl_option_error(msg, n, o, "expected true or false");
+        else
+            c->async_save = o->b;
     } else {
         char what[160];
         snprintf(what, sizeof what, "unknown option (known: %s)", known_options);
@@ -184,9 +189,12 @@ static int ex_node(void *inst, int i, char *name, size_t namelen, int *rank)
     return 0;
 }
 
+/* An asynchronous save is committed only at the next save: a crash just
+ * before that loses up to two intervals. */
 static int64_t ex_interval(void *inst)
 {
-    return ((const struct ex_config *)inst)->every_steps;
+    const struct ex_config *c = inst;
+    return c->async_save ? 2 * c->every_steps : c->every_steps;
 }
 
 static int ex_latest_link(void *inst, char *buf, size_t n)
@@ -200,7 +208,8 @@ static int ex_verify(void *inst, struct ckh_fs *fs, int node, char *msg, size_t 
     return ex_ckpt_verify(inst, fs, node, msg, n);
 }
 
-/* Job shapes for `ckh fuzz`: small worlds, short jobs, a few options. */
+/* Job shapes for `ckh fuzz`: small worlds, short jobs, a few options,
+ * synchronous or asynchronous saves. */
 static int ex_generate(struct ckh_rng *rng, struct ckh_workload_shape *s)
 {
     s->nodes = 1 + (int)ckh_rng_below(rng, 4);
@@ -208,13 +217,16 @@ static int ex_generate(struct ckh_rng *rng, struct ckh_workload_shape *s)
     s->every_steps = 1 + (int64_t)ckh_rng_below(rng, 5);
     s->every_epochs = 0;
     s->saver = false;
-    s->noptions = 2;
+    s->noptions = 3;
     snprintf(s->options[0].key, sizeof s->options[0].key, "samples");
     snprintf(s->options[0].value, sizeof s->options[0].value, "%d",
              8 + (int)ckh_rng_below(rng, 33));
     snprintf(s->options[1].key, sizeof s->options[1].key, "batch");
     snprintf(s->options[1].value, sizeof s->options[1].value, "%d",
              1 + (int)ckh_rng_below(rng, 3));
+    snprintf(s->options[2].key, sizeof s->options[2].key, "async_save");
+    snprintf(s->options[2].value, sizeof s->options[2].value, "%s",
+             ckh_rng_below(rng, 2) ? "true" : "false");
     return 0;
 }
 
@@ -393,6 +405,8 @@ static int train(struct ex_trainer *t)
         if (!rc && c->every_steps > 0 && t->step % c->every_steps == 0)
             rc = ex_ckpt_save(t);
     }
+    if (!rc)
+        rc = ex_ckpt_finish(t);
     return rc;
 }
 
@@ -451,6 +465,7 @@ static int ex_node_main(struct ckh_env *env, void *inst, int i)
     if (rc)
         ckh_node_logf(env->node, "example-loop rank %d: %s (%s)", i,
                       t->msg[0] ? t->msg : ckh_strerror(rc), ckh_err_name(rc));
+    ex_ckpt_drop(t);
     ckh_free(env->alloc, t->smp.perm);
     ckh_free(env->alloc, t);
     return rc;

@@ -4,7 +4,8 @@
  * State file D/step_<N>/rank_<R>.bin (little-endian):
  *   "EXLOOP01", u32 rank, u32 world, u32 dim, u32 0, i64 step, i64 epoch,
  *   u64 sampler seed, u64 sampler epoch, u64 sampler position,
- *   u64 RNG state, f32 weights[dim], f32 momentum[dim],
+ *   u64 RNG state, f32 LR and f32 loss of the last step (what a job that
+ *   resumes at its last step reports), f32 weights[dim], f32 momentum[dim],
  *   u32 CRC-32C of every byte before it.
  *
  * Save protocol (every rank, every `checkpoint_every` steps):
@@ -21,13 +22,17 @@
  *      uncommitted older ones, marker first);
  *   5. all-reduce (min) of the commit results: every rank records the
  *      same save result.
+ * With async_save, step 2 runs in a background task (a second program of
+ * the node, ckh_node_spawn) and steps 3 to 5 at the next save, after the
+ * task is joined (below).
  * Load protocol (every rank, on start): this rank's candidate is the
  * folder `latest` names when it is committed and holds an intact file of
  * this rank, else the newest such folder; the ranks take the newest
- * candidate (all-reduce max). A rank behind it (node-local disks: killed
- * between the vote and its own commit) finishes that commit itself:
- * every rank voted, so its file is durable. Then every rank loads its file
- * and the ranks agree that all of them did.
+ * candidate if every rank holds its file of it, else the oldest if all
+ * hold that, else start afresh. A rank behind the chosen one (node-local
+ * disks: killed between the vote and its own commit) finishes that commit
+ * itself: every rank voted, so its file is durable. Then every rank loads
+ * its file and the ranks agree that all of them did.
  *
  * Planted bugs (each built as its own library; ckh knows none of them):
  *   EXAMPLE_BUG_RNG_NOT_RESTORED     load keeps the RNG's fresh seed
@@ -38,6 +43,8 @@
  *   EXAMPLE_BUG_MOMENTUM_NOT_SAVED   save writes zero momentum
  *   EXAMPLE_BUG_LATEST_BEFORE_COMMIT the leader moves `latest` before it
  *                                    writes the commit marker
+ *   EXAMPLE_BUG_ASYNC_COMMIT_EARLY   async_save: the vote and commit do not
+ *                                    wait for the background write
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -63,6 +70,7 @@ struct ex_state {
     uint64_t smp_epoch;
     uint64_t smp_pos;
     uint64_t rng;              /* RNG state */
+    float lr, loss;            /* of the last step */
     float w[EX_DIM_MAX];       /* weights */
     float v[EX_DIM_MAX];       /* momentum */
 };
@@ -109,6 +117,8 @@ static size_t encode(const struct ex_trainer *t, unsigned char *b)
     ckh_put_le64(b + 56, t->smp.pos);
 #endif
     ckh_put_le64(b + 64, t->rng.s);
+    put_f32s(b + 72, &t->lr, 1);
+    put_f32s(b + 76, &t->loss, 1);
     put_f32s(b + STATE_HEAD, t->w, c->dim);
 #ifndef EXAMPLE_BUG_MOMENTUM_NOT_SAVED
     put_f32s(b + STATE_HEAD + 4 * c->dim, t->v, c->dim); /* BUG when missing: momentum lost */
@@ -138,6 +148,8 @@ static int decode(const unsigned char *b, size_t n, int64_t step_want, struct ex
     st->smp_epoch = ckh_get_le64(b + 48);
     st->smp_pos = ckh_get_le64(b + 56);
     st->rng = ckh_get_le64(b + 64);
+    get_f32s(b + 72, &st->lr, 1);
+    get_f32s(b + 76, &st->loss, 1);
     get_f32s(b + STATE_HEAD, st->w, st->dim);
     get_f32s(b + STATE_HEAD + 4 * st->dim, st->v, st->dim);
     if (step_want >= 0 && st->step != step_want)
@@ -336,11 +348,11 @@ out_listing:
     return rc;
 }
 
-static void record_save(struct ex_trainer *t, int rc)
+static void record_save(struct ex_trainer *t, int64_t step, int64_t epoch, int rc)
 {
     struct ckh_rec_save s = {
-        .step = t->step,
-        .epoch = t->epoch,
+        .step = step,
+        .epoch = epoch,
         .rc = rc,
         .what = rc ? t->msg : NULL,
     };
@@ -348,38 +360,161 @@ static void record_save(struct ex_trainer *t, int rc)
 }
 
 /* All-reduce (min) of each rank's result; a collective failure is fatal. */
-static int agree(struct ex_trainer *t, int *rc, const char *what)
+static int agree(struct ex_trainer *t, int *rc, int64_t step, const char *what)
 {
     int32_t v = *rc;
     int crc = ckh_coll_allreduce(t->env->coll, &v, 1, CKH_DT_I32, CKH_RED_MIN, t->cfg->timeout_ns);
     if (crc)
-        return ckh_errf(t->msg, sizeof t->msg, crc, "%s of step %" PRId64 ": %s", what, t->step,
+        return ckh_errf(t->msg, sizeof t->msg, crc, "%s of step %" PRId64 ": %s", what, step,
                         ckh_strerror(crc));
     if (v && !*rc)
         snprintf(t->msg, sizeof t->msg, "another rank failed its part of the save of step %" PRId64
-                 ": %s", t->step, ckh_strerror(v));
+                 ": %s", step, ckh_strerror(v));
     *rc = v;
     return 0;
+}
+
+/* Steps 3 to 5 of the save of `step`, whose file this rank wrote with
+ * result rc: vote, commit by each view's leader, agree, record. */
+static int conclude(struct ex_trainer *t, int rc, const char *folder, const char *name,
+                    int64_t step, int64_t epoch)
+{
+    int fatal = agree(t, &rc, step, "vote on the save");
+    if (!fatal && !rc && leads(t, folder)) {
+        rc = commit(t, folder, name, step);
+        if (!rc)
+            rc = retain(t, step);
+    }
+    if (!fatal)
+        fatal = agree(t, &rc, step, "commit of the save");
+    record_save(t, step, epoch, fatal ? fatal : rc);
+    if (rc && !fatal)
+        ckh_node_logf(t->env->node, "checkpoint of step %" PRId64 " failed: %s", step, t->msg);
+    return fatal;
+}
+
+/* ---- asynchronous save (async_save) ----
+ * The state is encoded at once and the folder made; a background task
+ * writes and syncs the file while training goes on. The vote and the
+ * commit wait for the next save (or the job's end), which joins the task
+ * first: until then the previous checkpoint is the latest. */
+
+struct ex_pending {
+    struct ckh_task *task;           /* the writer (NULL: not running) */
+    int rc;                          /* result of what ran before the task */
+    bool concluded;                  /* voted and committed already */
+    int64_t step, epoch;             /* what it saves */
+    char folder[CKH_PATH_MAX + 1];   /* D/step_<N> */
+    char name[32];                   /* step_<N> */
+    char file[32];                   /* rank_<R>.bin */
+    unsigned char buf[STATE_MAX];    /* the state, encoded when save was called */
+    size_t len;                      /* bytes of buf */
+    char msg[EX_MSG_LEN];            /* the task's error */
+};
+
+/* The background task: the file, then its folder entry, durable. It
+ * first spends STAGE_NS of virtual time, the stand-in for what a real
+ * asynchronous saver does before it writes (copying tensors off the
+ * device), during which the main program trains on. */
+#define STAGE_NS 2000000
+static int async_write(struct ckh_env *env, void *arg)
+{
+    struct ex_pending *p = arg;
+    int rc = ckh_clock_sleep_ns(env->clock, STAGE_NS);
+    if (rc)
+        return ckh_errf(p->msg, sizeof p->msg, rc, "staging: %s", ckh_strerror(rc));
+    rc = exd_write_file(env->fs, p->folder, p->file, p->buf, p->len, p->msg, sizeof p->msg);
+    if (!rc && (rc = ckh_fs_fsync_dir(env->fs, p->folder)) != 0)
+        ckh_errf(p->msg, sizeof p->msg, rc, "fsync directory '%s': %s", p->folder, ckh_strerror(rc));
+    return rc;
+}
+
+static int async_start(struct ex_trainer *t)
+{
+    struct ex_pending *p = ckh_calloc(t->env->alloc, 1, sizeof *p);
+    if (!p)
+        return conclude(t, ckh_errf(t->msg, sizeof t->msg, CKH_ENOMEM, "no memory for a save"),
+                        "", "", t->step, t->epoch);
+    t->pending = p;
+    p->step = t->step;
+    p->epoch = t->epoch;
+    snprintf(p->file, sizeof p->file, "rank_%d.bin", t->rank);
+    p->len = encode(t, p->buf);
+    int rc = folder_path(t, p->step, p->folder, sizeof p->folder, p->name, sizeof p->name);
+    if (!rc)
+        rc = ensure_dir(t);
+    if (!rc)
+        rc = exd_mkdir_durable(t->env->fs, t->cfg->dir, p->name, t->msg, sizeof t->msg);
+    if (!rc && (rc = ckh_node_spawn(t->env->node, async_write, p, &p->task)) != 0)
+        ckh_errf(t->msg, sizeof t->msg, rc, "starting the background save: %s", ckh_strerror(rc));
+    if (rc)
+        snprintf(p->msg, sizeof p->msg, "%s", t->msg);
+    p->rc = rc;
+#ifdef EXAMPLE_BUG_ASYNC_COMMIT_EARLY
+    /* BUG: the vote and the commit do not wait for the background write;
+     * `latest` can name a folder whose file is not written yet. */
+    p->concluded = true;
+    return conclude(t, p->rc, p->folder, p->name, p->step, p->epoch);
+#else
+    return 0;
+#endif
+}
+
+/* Joins the task; its result (or the set-up's) into p->rc. */
+static void async_join(struct ex_trainer *t, struct ex_pending *p)
+{
+    int status = 0;
+    if (!p->task)
+        return;
+    int rc = ckh_node_join(t->env->node, p->task, &status);
+    p->task = NULL;
+    if (!p->rc)
+        p->rc = rc ? rc : status;
+}
+
+int ex_ckpt_finish(struct ex_trainer *t)
+{
+    struct ex_pending *p = t->pending;
+    int fatal = 0;
+    if (!p)
+        return 0;
+    ckh_node_phase(t->env->node, "save", t->epoch, t->step);
+    async_join(t, p);
+    if (p->rc)
+        snprintf(t->msg, sizeof t->msg, "%s", p->msg);
+    if (!p->concluded)
+        fatal = conclude(t, p->rc, p->folder, p->name, p->step, p->epoch);
+    ckh_free(t->env->alloc, p);
+    t->pending = NULL;
+    ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
+    return fatal;
+}
+
+void ex_ckpt_drop(struct ex_trainer *t)
+{
+    if (!t->pending)
+        return;
+    async_join(t, t->pending); /* the task reads the buffer freed below */
+    ckh_free(t->env->alloc, t->pending);
+    t->pending = NULL;
 }
 
 int ex_ckpt_save(struct ex_trainer *t)
 {
     char folder[CKH_PATH_MAX + 1], name[32];
-    ckh_node_phase(t->env->node, "save", t->epoch, t->step);
-    int rc = folder_path(t, t->step, folder, sizeof folder, name, sizeof name);
-    if (!rc)
-        rc = write_mine(t, folder, name);
-    int fatal = agree(t, &rc, "vote on the save");
-    if (!fatal && !rc && leads(t, folder)) {
-        rc = commit(t, folder, name, t->step);
+    int fatal;
+    if (t->cfg->async_save) {
+        fatal = ex_ckpt_finish(t);
+        ckh_node_phase(t->env->node, "save", t->epoch, t->step);
+        if (!fatal)
+            fatal = async_start(t);
+    } else {
+        ckh_node_phase(t->env->node, "save", t->epoch, t->step);
+        int rc = folder_path(t, t->step, folder, sizeof folder, name, sizeof name);
         if (!rc)
-            rc = retain(t, t->step);
+            rc = write_mine(t, folder, name);
+        fatal = conclude(t, rc, folder, name, t->step, t->epoch);
     }
-    if (!fatal)
-        fatal = agree(t, &rc, "commit of the save");
-    record_save(t, fatal ? fatal : rc);
-    if (rc && !fatal)
-        ckh_node_logf(t->env->node, "checkpoint of step %" PRId64 " failed: %s", t->step, t->msg);
     ckh_node_phase(t->env->node, "epoch", t->epoch, t->step);
     return fatal;
 }
@@ -433,6 +568,8 @@ static int restore(struct ex_trainer *t, const struct ex_state *st)
     t->sched_step = t->step; /* the schedule resumes from the restored step counter */
 #endif
     t->epoch = st->epoch;
+    t->lr = st->lr;
+    t->loss = st->loss;
     memcpy(t->w, st->w, sizeof t->w);
     memcpy(t->v, st->v, sizeof t->v);
 #ifndef EXAMPLE_BUG_RNG_NOT_RESTORED
@@ -442,6 +579,39 @@ static int restore(struct ex_trainer *t, const struct ex_state *st)
     t->smp.epoch = (int64_t)st->smp_epoch;
     t->smp.pos = st->smp_pos;
     return ex_sampler_reset(t);
+}
+
+/* Can this rank load step_<step> (0: nothing, always)? */
+static bool loadable(struct ex_trainer *t, int64_t step, const char *file)
+{
+    struct ex_state st;
+    char why[EX_MSG_LEN];
+    return step == 0 || read_state(t->env->fs, t->cfg->dir, step, file, &st, why, sizeof why) == 0;
+}
+
+/* The step every rank resumes from: the newest candidate of any rank if
+ * every rank holds its file of it (a rank behind then finishes that
+ * commit), else the oldest candidate if all hold that, else none. */
+static int choose(struct ex_trainer *t, int64_t mine, const char *file, int64_t *step)
+{
+    int64_t v[2] = {mine, -mine};
+    int rc = ckh_coll_allreduce(t->env->coll, v, 2, CKH_DT_I64, CKH_RED_MIN, t->cfg->timeout_ns);
+    int64_t options[2] = {-v[1], v[0]};
+    *step = 0;
+    for (int i = 0; i < 2 && !rc; i++) {
+        int32_t ok = loadable(t, options[i], file);
+        rc = ckh_coll_allreduce(t->env->coll, &ok, 1, CKH_DT_I32, CKH_RED_MIN, t->cfg->timeout_ns);
+        if (!rc && ok) {
+            *step = options[i];
+            break;
+        }
+    }
+    if (!rc && *step != options[0])
+        ckh_node_logf(t->env->node, "not every rank holds step_%" PRId64 "; resuming from step_%"
+                      PRId64, options[0], *step);
+    return rc ? ckh_errf(t->msg, sizeof t->msg, rc, "agreeing on the resume step: %s",
+                         ckh_strerror(rc))
+              : 0;
 }
 
 /* Loads step `step` (0: nothing to load) on this rank; a rank behind
@@ -466,13 +636,13 @@ static int load_step(struct ex_trainer *t, int64_t step, int64_t mine, const cha
 int ex_ckpt_load(struct ex_trainer *t)
 {
     char file[32];
+    int64_t step = 0;
     ckh_node_phase(t->env->node, "load", -1, -1);
     snprintf(file, sizeof file, "rank_%d.bin", t->rank);
-    int64_t mine = candidate(t, file), step = mine;
-    int rc = ckh_coll_allreduce(t->env->coll, &step, 1, CKH_DT_I64, CKH_RED_MAX, t->cfg->timeout_ns);
+    int64_t mine = candidate(t, file);
+    int rc = choose(t, mine, file, &step);
     if (rc)
-        return ckh_errf(t->msg, sizeof t->msg, rc, "agreeing on the resume step: %s",
-                        ckh_strerror(rc));
+        return rc;
     rc = load_step(t, step, mine, file);
     int32_t ok = rc == 0;
     int crc = ckh_coll_allreduce(t->env->coll, &ok, 1, CKH_DT_I32, CKH_RED_MIN, t->cfg->timeout_ns);
@@ -511,9 +681,11 @@ int ex_ckpt_verify(const struct ex_config *c, struct ckh_fs *fs, int node, char 
         char file[32];
         struct ex_state st;
         snprintf(file, sizeof file, "rank_%d.bin", r);
-        rc = read_state(fs, c->dir, step, file, &st, msg, n);
+        char why[EX_MSG_LEN];
+        rc = read_state(fs, c->dir, step, file, &st, why, sizeof why);
         if (rc)
-            return rc;
+            return ckh_errf(msg, n, rc, "%s/latest names step_%" PRId64 ", committed, but %s",
+                            c->dir, step, why);
     }
     snprintf(msg, n, "%s/latest names step_%" PRId64 ": committed, %d rank file%s load", c->dir,
              step, hi - lo, hi - lo == 1 ? "" : "s");
