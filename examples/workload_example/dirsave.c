@@ -13,7 +13,6 @@
 #include "ckh/err.h"
 #include "example.h"
 
-
 static int join(char *buf, size_t n, const char *dir, const char *name, char *msg, size_t msglen)
 {
     if (ckh_path_join(buf, n, dir, name))

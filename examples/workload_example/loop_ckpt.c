@@ -45,6 +45,9 @@
  *                                    writes the commit marker
  *   EXAMPLE_BUG_ASYNC_COMMIT_EARLY   async_save: the vote and commit do not
  *                                    wait for the background write
+ *
+ * Sections: the state file; the pointer and the marker; save; asynchronous
+ * save; load; verify.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -55,7 +58,6 @@
 #include "ckh/err.h"
 #include "ckh/record.h"
 #include "example.h"
-
 
 #define STATE_MAGIC "EXLOOP01"
 #define STATE_HEAD 80

@@ -42,7 +42,6 @@
 #include "ckh/saver.h"
 #include "example.h"
 
-
 #define MARKER "COMMITTED"
 #define NAME_MAX_LEN 64
 
