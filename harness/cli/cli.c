@@ -39,7 +39,7 @@
 
 static void print_usage_list(FILE *f)
 {
-    fprintf(f, "usage: ckh list [workloads|backends|savers|faults|defects|oracles|scenarios [PATH]]\n"
+    fprintf(f, "usage: ckh list [workloads [LIB.so...]|backends|savers [LIB.so...]|faults|defects|oracles|scenarios [PATH]]\n"
                "\n"
                "Lists what ckh knows; with no argument, everything (scenarios from ./scenarios).\n");
 }
@@ -110,6 +110,19 @@ static int cmd_list(int argc, char **argv)
         known = true;
         printf("savers:\n  %-28s %s\n", "atomic-dir",
                "checkpoint folders with a latest symlink, keep_last, sync_any/sync_all/async");
+        /* `ckh list savers LIB.so ...`: what those plugins are. */
+        for (int a = 2; what && a < argc; a++) {
+            const void *t = NULL;
+            char msg[512] = "";
+            if (ckh_workloads_plugin(argv[a], NULL, CKH_PLUGIN_SAVER, &t, msg, sizeof msg) != 0) {
+                fprintf(stderr, "ckh list: %s\n", msg);
+                return CKH_EXIT_BAD_INPUT;
+            }
+            const struct ckh_saver_ops *sv = t;
+            printf("  %-28s plugin %s, ABI version %d:%s%s%s%s\n", sv->name, argv[a], sv->version,
+                   sv->check ? " check" : "", sv->latest_path ? " latest-pointer" : "",
+                   sv->resume ? " resume" : "", sv->view_leader ? " view-leader" : "");
+        }
     }
     if (all || strcmp(what, "faults") == 0) {
         known = true;

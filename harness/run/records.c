@@ -225,7 +225,7 @@ int ckh_records_add_final(struct ckh_records *s, size_t node, const struct ckh_r
         return CKH_EINVAL;
     if ((rc = ckh_record_check_final(r)) != 0)
         return rc;
-    char blobs[CKH_BLOBS_LEN];
+    char blobs[CKH_BLOBS_LEN] = {0}; /* whole: the job result is written to the cache as bytes */
     if ((rc = format_blobs(r->blobs, r->nblobs, blobs, sizeof blobs)) != 0)
         return rc;
     n->has_final = true;

@@ -155,6 +155,13 @@ static int load_plugin(const char *name, const char *scenario_file, enum ckh_plu
     return 0;
 }
 
+int ckh_workloads_plugin(const char *name, const char *scenario_file, enum ckh_plugin_kind kind,
+                         const void **table, char *msg, size_t msglen)
+{
+    uint64_t d;
+    return load_plugin(name, scenario_file, kind, table, &d, msg, msglen);
+}
+
 /* ---- resolving a scenario's names ---- */
 
 /* A workload by name, and the identity of its library (0: built-in). */

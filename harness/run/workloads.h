@@ -24,6 +24,7 @@
 #include "ckh/backend.h"
 #include "ckh/saver.h"
 #include "ckh/workload.h"
+#include "run/plugin.h"
 #include "scenario/scenario.h"
 
 /* How an instance runs the job (the `mode` of a run). */
@@ -46,6 +47,11 @@ const struct ckh_workload_ops *ckh_workloads_find(const char *name);
  * ckh_workloads_resolve says. */
 int ckh_workloads_lookup(const char *name, const char *scenario_file, const struct ckh_workload_ops **out,
                          char *msg, size_t msglen);
+
+/* A plugin library of `kind` by name or path, loaded once per process:
+ * its table (cast to the kind's ops). Errors as ckh_workloads_resolve. */
+int ckh_workloads_plugin(const char *name, const char *scenario_file, enum ckh_plugin_kind kind,
+                         const void **table, char *msg, size_t msglen);
 
 /* Where a plugin name leads: the library's path into buf. CKH_ENOTFOUND
  * with msg naming where it looked. scenario_file may be NULL (paths are

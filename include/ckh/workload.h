@@ -62,10 +62,10 @@ struct ckh_wl_option {
     int64_t i;                    /* INT: the value */
     double f;                     /* FLOAT (and INT): the value */
     bool b;                       /* BOOL: the value */
-    bool has_size;                /* the text reads as a size (4096, 64KiB, 1MiB, 2GB) */
-    uint64_t size;                /* if so, in bytes */
     int line;                     /* 1-based line of the value in the scenario file */
     int column;                   /* 1-based column */
+    bool has_size;                /* the text reads as a size (4096, 64KiB, 1MiB, 2GB) */
+    uint64_t size;                /* if so, in bytes */
 };
 
 /* job->flags */
