@@ -249,6 +249,48 @@ START_TEST(test_corrupt_offset_past_end)
 }
 END_TEST
 
+/* expect.max_restarts: a slow save (2 s per fsync of rank 1's save) costs
+ * a restart of every rank when the collective timeout is 1 s, and the
+ * restarts oracle names why run 1 ended; with 10 s it costs none. And
+ * restart.world_size honours options.reshard: false: the ranks refuse the
+ * old world's checkpoint, so the job fails (the outcome such a scenario
+ * expects). */
+START_TEST(test_restart_budget_and_reshard_off)
+{
+    struct ckh_report_result r;
+    const char *slow = "job:\n  workload: ddp-train\n  nodes: 2\n  epochs: 2\n  checkpoint_every: {steps: 4}\n"
+                       "  collective_timeout: %s\n"
+                       "faults:\n  - {on: {node: rank_1, op: fsync, phase: save, repeat: true}, do: delay, duration: 2s}\n"
+                       "expect: {max_restarts: 0}\n";
+    char text[512];
+    snprintf(text, sizeof text, slow, "1s");
+    ck_assert_int_eq(run_text(text, &r, false), 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    const struct ckh_oracle_result *o = oracle(&r, "restarts");
+    ck_assert(o && !o->passed);
+    ck_assert_ptr_nonnull(strstr(o->detail, "CKH_ETIMEOUT"));
+    ckh_report_result_clear(&r);
+    snprintf(text, sizeof text, slow, "10s");
+    ck_assert_int_eq(run_text(text, &r, false), 0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message);
+    ckh_report_result_clear(&r);
+    const char *off = "job:\n  workload: ddp-train\n  nodes: 4\n  epochs: 3\n  checkpoint_every: {steps: 2}\n"
+                      "  collective_timeout: 5s\n  options: {samples: 66, reshard: %s}\n"
+                      "faults:\n  - {on: {node: rank_1, op: allreduce, phase: epoch, epoch: 1, nth: 7}, do: kill}\n"
+                      "restart: {world_size: 2, max_restarts: 1}\n";
+    snprintf(text, sizeof text, off, "false");
+    ck_assert_int_eq(run_text(text, &r, false), 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    o = oracle(&r, "outcome");
+    ck_assert(o && !o->passed);
+    ckh_report_result_clear(&r);
+    snprintf(text, sizeof text, off, "true");
+    ck_assert_int_eq(run_text(text, &r, false), 0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 /* An absurd option size is refused with the key and the limit. */
 START_TEST(test_option_size_limit)
 {
@@ -873,6 +915,7 @@ static Suite *runner_suite(void)
     tcase_add_test(tc, test_bad_fault_node_is_input_error);
     tcase_add_test(tc, test_corrupt_offset_past_end);
     tcase_add_test(tc, test_option_size_limit);
+    tcase_add_test(tc, test_restart_budget_and_reshard_off);
     TCase *many = tcase_create("many-faults");
     tcase_set_timeout(many, 30);
     tcase_add_test(many, test_many_faults);

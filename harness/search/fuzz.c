@@ -362,7 +362,11 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
         return CKH_EINVAL;
     *out = NULL;
     struct shape s = {0};
-    const struct ckh_workload_ops *ddp = ckh_workloads_find("ddp-train");
+    /* The first built-in that honours defect switches. */
+    const struct ckh_workload_ops *with_defects = NULL;
+    for (size_t i = 0; ckh_workloads_at(i) && !with_defects; i++)
+        if (ckh_workloads_at(i)->flags & CKH_WL_DEFECTS)
+            with_defects = ckh_workloads_at(i);
     if (c->workload && ckh_workloads_lookup(c->workload, NULL, &s.wl, NULL, 0) != 0)
         return CKH_EINVAL;
     struct ckh_rng g;
@@ -373,9 +377,9 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
     while (ckh_workloads_at(nwl))
         nwl++;
     /* Defect switches live in workloads built for them: a fuzz run with a
-     * defect and no workload given fuzzes ddp-train. */
+     * defect and no workload given fuzzes the first such workload. */
     if (!s.wl)
-        s.wl = c->defect && c->defect[0] && ddp ? ddp : ckh_workloads_at(ckh_rng_below(&g, nwl));
+        s.wl = c->defect && c->defect[0] && with_defects ? with_defects : ckh_workloads_at(ckh_rng_below(&g, nwl));
     s.workload = c->workload ? c->workload : s.wl->name;
     s.training = (s.wl->flags & CKH_WL_STEP_BASED) && (s.wl->flags & CKH_WL_COLLECTIVE);
     s.damaging = chance(&g, 0.5);
