@@ -139,6 +139,30 @@ out:
     return ckh__explore_report(x, (enum ckh_vuln_kind)kind, sname, sym, state, what, x->k);
 }
 
+/* The fault-free save of a new epoch, recorded: its ops are where the
+ * catalogue's faults go. 0 to go on; 1 when the case ends here (a
+ * baseline that fails, recorded as a finding); a negative code on error.
+ * A save that bypasses cfg->fs has no op to fail, which is the finding,
+ * and *nops is then 0. */
+static int reference_save(struct ckh__xctx *x, const char *sname, struct ckh__xrun *ref, int *save_rc,
+                          uint64_t *save_end, size_t *nops)
+{
+    ckh__explore_run_init(ref);
+    int rc = ckh__explore_setup(x, CKH__SC_NEW_EPOCH, &ref->disk);
+    if (rc && !x->msg[0])
+        return rc < 0 ? rc : CKH_EINTERNAL;
+    if (rc) {
+        rc = ckh__explore_vuln_add(x->res, CKH_VULN_BASELINE_FAILS, sname, x->msg, "", "");
+        return rc < 0 ? rc : 1;
+    }
+    ref->record = true;
+    ckh__explore_act(x, CKH__SC_NEW_EPOCH, ref, save_rc, save_end);
+    *nops = ref->ntrace;
+    if (ckh__explore_bypassed(x, sname, ref->trace, ref->ntrace, 0, "rank0") > 0)
+        *nops = 0;
+    return 0;
+}
+
 int ckh__explore_faults_inject(struct ckh__xctx *x, enum ckh_fault_family fam, int err)
 {
     struct ckh__xrun ref;
@@ -147,18 +171,10 @@ int ckh__explore_faults_inject(struct ckh__xctx *x, enum ckh_fault_family fam, i
     char sname[48], what[512], od[400];
     snprintf(sname, sizeof(sname), "fault:%s", fam == CKH_FAULTS_FSYNC ? "fsync-lost"
                                                                         : ckh_err_name(-err));
-    ckh__explore_run_init(&ref);
-    int rc = ckh__explore_setup(x, CKH__SC_NEW_EPOCH, &ref.disk);
+    size_t nops = 0;
+    int rc = reference_save(x, sname, &ref, &save_rc, &save_end, &nops);
     if (rc)
-        return !x->msg[0] ? rc : ckh__explore_vuln_add(x->res, CKH_VULN_BASELINE_FAILS, sname, x->msg, "", "");
-    ref.record = true;
-    ckh__explore_act(x, CKH__SC_NEW_EPOCH, &ref, &save_rc, &save_end);
-    /* A save that bypasses cfg->fs has no op to fail: that is the finding. */
-    size_t nops = ref.ntrace;
-    if ((rc = ckh__explore_bypassed(x, sname, ref.trace, ref.ntrace, 0, "rank0")) > 0) {
-        rc = 0;
-        nops = 0;
-    }
+        return rc < 0 ? rc : 0;
     for (size_t i = 0; i < nops && rc == 0 && !ckh__explore_bounded(x); i++) {
         const struct ckh__xop *o = &ref.trace[i];
         bool pick = fam == CKH_FAULTS_FSYNC
@@ -343,18 +359,10 @@ int ckh__explore_faults_short_write(struct ckh__xctx *x)
     int save_rc;
     uint64_t save_end;
     const char *sname = "fault:short-write";
-    ckh__explore_run_init(&ref);
-    int rc = ckh__explore_setup(x, CKH__SC_NEW_EPOCH, &ref.disk);
+    size_t nops = 0;
+    int rc = reference_save(x, sname, &ref, &save_rc, &save_end, &nops);
     if (rc)
-        return !x->msg[0] ? rc : ckh__explore_vuln_add(x->res, CKH_VULN_BASELINE_FAILS, sname,
-                                                       x->msg, "", "");
-    ref.record = true;
-    ckh__explore_act(x, CKH__SC_NEW_EPOCH, &ref, &save_rc, &save_end);
-    size_t nops = ref.ntrace;
-    if ((rc = ckh__explore_bypassed(x, sname, ref.trace, ref.ntrace, 0, "rank0")) > 0) {
-        rc = 0;
-        nops = 0;
-    }
+        return rc < 0 ? rc : 0;
     for (size_t i = 0; i < nops && rc == 0 && !ckh__explore_bounded(x); i++) {
         const struct ckh__xop *o = &ref.trace[i];
         if ((o->kind != CKH_OP_WRITE && o->kind != CKH_OP_PWRITE) || o->phase != CKH__PH_SAVE ||
