@@ -1,0 +1,104 @@
+/* ckhfs: a simfs disk served to real processes over FUSE 3, so that every
+ * open, write, fsync, rename, unlink and mkdir of an unmodified program
+ * meets simfs's crash model, the fault script and the trace.
+ *
+ * One struct ckh_ckhfs is one mount of one simfs disk: a job with a
+ * shared checkpoint disk has one mount, a job with node-local disks one
+ * per node. The server runs on a thread of the calling process (so the
+ * disk, its pending operations and the trace stay in ckh's memory for the
+ * crash model, the oracles and `ckh replay`). Kernel caching that would
+ * hide operations is off (direct_io, no writeback cache, zero attribute
+ * and entry timeouts): each write, fsync and metadata operation of the
+ * program reaches simfs in order. Design notes and the operations ckhfs
+ * cannot see (mmap writes, ...) are in docs/ARCHITECTURE.md.
+ *
+ * Callers. FUSE gives each request the caller's pid; node_of_pid maps it to
+ * a node index (the process tree ckh launched for that node), so fault
+ * rules match by node as in the simulator.
+ *
+ * Faults. Before an operation is answered, `hook` sees it and may act:
+ * fail it with an errno, accept fewer bytes of a write, delay it, or kill
+ * the caller's node from inside the handler (SIGKILL to its process group
+ * before the answer, so the kill lands exactly at that operation).
+ *
+ * Lifetime: ckh_ckhfs_mount returns once the mount answers; every exit
+ * path of ckh unmounts (ckh_ckhfs_unmount, and the run's temporary folder
+ * sweep for mounts a killed ckh left behind: ckh_ckhfs_sweep_stale).
+ */
+#ifndef CKH_REAL_CKHFS_H
+#define CKH_REAL_CKHFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ckh/op.h"
+#include "ckh/simfs.h"
+
+struct ckh_ckhfs;
+
+/* One operation a program asked of the mount, as the hook and the trace
+ * see it. Paths are absolute within the disk ("/step_4/model.pt"). */
+struct ckh_ckhfs_op {
+    uint64_t seq;       /* order of arrival on this mount (1-based) */
+    int node;           /* node index of the caller (-1: unknown process) */
+    pid_t pid;          /* the caller */
+    enum ckh_op_kind kind; /* open, pwrite, fsync, rename, ... */
+    const char *path;   /* the path (borrowed for the call) */
+    const char *path2;  /* rename destination / symlink target, or NULL */
+    uint64_t off;       /* write/read offset */
+    uint64_t len;       /* bytes asked */
+    int64_t result;     /* in the trace: the answer (bytes, 0, or -errno) */
+};
+
+/* What the hook decides for one operation. */
+enum ckh_ckhfs_verdict {
+    CKH_CKHFS_GO = 0,    /* answer normally */
+    CKH_CKHFS_ERRNO,     /* fail with -err, nothing done */
+    CKH_CKHFS_SHORT,     /* a write accepts `keep` bytes */
+    CKH_CKHFS_DELAY,     /* wait delay_ms, then answer normally */
+    CKH_CKHFS_KILL,      /* SIGKILL the caller's node before answering (the op is not done) */
+    CKH_CKHFS_KILL_AFTER, /* do the op, then SIGKILL the node before answering */
+};
+
+struct ckh_ckhfs_action {
+    enum ckh_ckhfs_verdict verdict;
+    int err;           /* ERRNO: a positive errno */
+    uint64_t keep;     /* SHORT: bytes accepted */
+    uint32_t delay_ms; /* DELAY */
+};
+
+struct ckh_ckhfs_config {
+    const char *mountpoint;  /* an empty folder ckh owns */
+    struct ckh_simfs *disk;  /* the disk served (borrowed; outlives the mount) */
+    /* Caller pid -> node index (-1: not a process of the job). */
+    int (*node_of_pid)(void *ctx, pid_t pid);
+    /* Sees each operation before it is answered (NULL: always GO). Runs on
+     * the server thread; must not block for long. */
+    void (*hook)(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_action *act);
+    /* Kills node's processes (SIGKILL to its process group); called from
+     * the server thread for KILL verdicts. */
+    void (*kill_node)(void *ctx, int node);
+    void *ctx;               /* passed to the callbacks */
+    bool keep_trace;         /* record every operation (ckh replay) */
+};
+
+/* Mounts cfg->disk at cfg->mountpoint and starts serving. Errors (msg
+ * says what and where; exit status 3 for the CLI): CKH_EUNSUPPORTED when
+ * FUSE is missing (/dev/fuse absent or not permitted, no fusermount3),
+ * CKH_EIO when the mount fails. */
+int ckh_ckhfs_mount(const struct ckh_ckhfs_config *cfg, struct ckh_ckhfs **out, char *msg, size_t msglen);
+/* Stops serving and unmounts (lazily if busy); frees fs. NULL is a no-op. */
+void ckh_ckhfs_unmount(struct ckh_ckhfs *fs);
+/* Operations recorded so far (keep_trace), in arrival order; valid until
+ * the next call on fs. */
+const struct ckh_ckhfs_op *ckh_ckhfs_trace(const struct ckh_ckhfs *fs, size_t *n);
+/* Whether FUSE can be used here: 0, or CKH_EUNSUPPORTED with msg naming
+ * what is missing. */
+int ckh_ckhfs_available(char *msg, size_t msglen);
+/* Unmounts every ckhfs mount below dir (a stale run folder of a killed
+ * ckh); returns how many. */
+int ckh_ckhfs_sweep_stale(const char *dir);
+
+#endif
