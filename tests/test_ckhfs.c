@@ -1042,7 +1042,9 @@ static long rss_kib(void)
 static int child_big(const char *m, void *arg)
 {
     bool write_it = arg != NULL;
-    static char chunk[1 << 20];
+    /* page-aligned: an unaligned 1 MiB buffer spans 257 pages and the
+     * kernel sends it as two requests (256 pages at most) */
+    static char chunk[1 << 20] __attribute__((aligned(4096)));
     int fd = open(at(m, "/big"), write_it ? O_CREAT | O_WRONLY : O_RDONLY, 0644);
     CHK(fd >= 0);
     for (int i = 0; i < BIG_MIB; i++) {
@@ -1074,6 +1076,16 @@ START_TEST(test_big_file_memory)
     long read_back = rss_kib();
     fprintf(stderr, "test_ckhfs: RSS +%ld KiB after writing %d MiB, +%ld KiB after reading it\n",
             written - before, BIG_MIB, read_back - before);
+    /* 1 MiB write(2)s arrive whole (max_write): one pwrite each. */
+    size_t k = 0, writes = 0;
+    const struct ckh_ckhfs_op *tr = ckh_ckhfs_trace(T.fs, &k);
+    for (size_t i = 0; i < k; i++) {
+        if (tr[i].kind == CKH_OP_PWRITE) {
+            ck_assert_uint_eq(tr[i].len, 1u << 20);
+            writes++;
+        }
+    }
+    ck_assert_uint_eq(writes, BIG_MIB);
     /* One copy, in simfs: the FUSE layer holds no file content. */
     ck_assert_uint_ge(ckh_simfs_heap_bytes(T.disk), (uint64_t)BIG_MIB << 20);
     ck_assert_uint_lt(ckh_simfs_heap_bytes(T.disk), (uint64_t)(BIG_MIB + 8) << 20);
