@@ -474,8 +474,10 @@ static int record_run(struct ckh__cmd *c, bool hung, struct ckh_run_info *ri, co
             node_end(c, i, hung, ne);
         else if (nd->rank < 0)
             ne->state = CKH_NODE_PARKED;
-        else if (prev)
+        else if (prev) {
             *ne = prev->nodes[i]; /* completed before: not restarted (restart.scope: failed) */
+            ne->resume_known = false;
+        }
         if (ne->state == CKH_NODE_PARKED)
             ne->resume_known = false;
         rcs[i] = ne->state == CKH_NODE_EXITED ? ne->exit_status : 0;
@@ -488,8 +490,8 @@ static int record_run(struct ckh__cmd *c, bool hung, struct ckh_run_info *ri, co
                                      used ? ", " : "", nd->name, ne->pending);
     }
     ri->outcome = hung ? CKH_SIM_TIME_LIMIT : CKH_SIM_DONE;
-    if (hung)
-        out->hang_seen = true;
+    if (hung) /* job.timeout is a command job's timeout (expect.outcome: timeout) */
+        out->hang_seen = out->timeout_seen = true;
     struct ckh_job_result jr;
     if ((rc = ckh_records_collect(c->records, names, rcs, &jr)) != 0)
         return ckh__cmd_fail(c, rc, "collecting results: %s", ckh_strerror(rc));
@@ -783,9 +785,11 @@ static int reference_incomplete(const struct ckh__cmd *c, char *err, size_t errl
 }
 
 /* The reference run into r->ref, with its checks: nothing written outside
- * the mount, saves that left files in the checkpoint directory. */
+ * the mount, saves that left files in the checkpoint directory. A
+ * reference run that hangs (*hung) is the judged run itself: its runs and
+ * result go to r, with no reference (ref_ok false). */
 static int reference_run(const struct ckh_scenario *sc, uint64_t seed, const struct job_env *je,
-                         struct ckh_scenario_run *r, int64_t *gap, char *err, size_t errlen)
+                         struct ckh_scenario_run *r, int64_t *gap, bool *hung, char *err, size_t errlen)
 {
     struct ckh__cmd c;
     struct ckh_scenario_run tmp;
@@ -801,6 +805,20 @@ static int reference_run(const struct ckh_scenario *sc, uint64_t seed, const str
         rc = cmd_execute(&c, &tmp);
     if (rc) {
         take_err(&c, rc, "reference run: ", err, errlen);
+        goto out;
+    }
+    if (!tmp.completed && tmp.hang_seen) {
+        /* The job hangs without any fault: that run is what the oracles
+         * judge (hang, outcome), and no faulted job needs to hang again. */
+        rc = ckh__run_job_copy(&r->got, &tmp.got.r);
+        r->runs = tmp.runs;
+        r->nruns = tmp.nruns;
+        tmp.runs = NULL;
+        tmp.nruns = 0;
+        r->hang_seen = r->timeout_seen = true;
+        r->world = tmp.world;
+        r->world_restart = tmp.world_restart;
+        *hung = true;
         goto out;
     }
     if (!tmp.completed) {
@@ -884,6 +902,21 @@ int ckh__cmd_refuse_sim_only(const struct ckh_scenario *sc, char *err, size_t er
     return 0;
 }
 
+/* A job that hung ends without completing, so outcome (or liveness) fails
+ * first; the hang is the cause: its detail heads the verdict. */
+static void hang_first(struct ckh_report_result *out)
+{
+    const struct ckh_oracle_result *h = NULL;
+    for (size_t i = 0; i < out->noracles; i++)
+        if (!strcmp(out->oracles[i].name, "hang") && !out->oracles[i].passed)
+            h = &out->oracles[i];
+    if (!h || out->verdict != CKH_VERDICT_FAIL || !out->failed_oracle ||
+        (strcmp(out->failed_oracle, "outcome") && strcmp(out->failed_oracle, "liveness")))
+        return;
+    ckh_report_set(&out->message, "%s\n%s: %s", h->detail, out->failed_oracle, out->message ? out->message : "");
+    ckh_report_set(&out->failed_oracle, "hang");
+}
+
 int ckh__cmd_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options *o,
                          struct ckh_report_result *out)
 {
@@ -906,12 +939,13 @@ int ckh__cmd_harness_run(const struct ckh_scenario *sc, const struct ckh_run_opt
     out->seed = seed;
     ckh_report_set(&out->replay, "%s run %s --seed %" PRIu64, o->argv0 ? o->argv0 : "ckh", sc->file, seed);
 
+    bool ref_hung = false;
     int rc = job_begin(sc, &je, err, sizeof err);
     if (rc == 0)
-        rc = reference_run(sc, seed, &je, &r, &gap, err, sizeof err);
-    if (rc == 0)
+        rc = reference_run(sc, seed, &je, &r, &gap, &ref_hung, err, sizeof err);
+    if (rc == 0 && !ref_hung)
         rc = faulted_run(sc, seed, &je, "job", &r, &c, err, sizeof err);
-    if (rc == 0 && o->check_determinism &&
+    if (rc == 0 && !ref_hung && o->check_determinism &&
         (rc = faulted_run(sc, seed, &je, "det", &r2, &c2, err, sizeof err)) == 0)
         r.trace_hash2 = r2.trace_hash ? r2.trace_hash : 1;
     cmd_free(&c2);
@@ -922,6 +956,7 @@ int ckh__cmd_harness_run(const struct ckh_scenario *sc, const struct ckh_run_opt
     out->runs = (uint32_t)r.nruns;
     out->restarts = r.nruns ? (uint32_t)r.nruns - 1 : 0;
     ckh__run_judge(&r, out);
+    hang_first(out);
     out->wall_ms = ckh__cmd_now_ms() - t0;
     cmd_free(&c);
     ckh_scenario_run_free(&r);

@@ -179,13 +179,23 @@ static uint64_t elapsed_ns(const struct ckh__cmd *c)
     return (ckh__cmd_now_ms() - c->run_t0_ms) * 1000000u;
 }
 
+/* The kernel hands ckhfs every write with its offset, whether the program
+ * called write or pwrite (and every read likewise): on a mount the two
+ * names select the same operations. */
+static bool same_kind(int want, int kind)
+{
+    bool w = want == CKH_OP_WRITE || want == CKH_OP_PWRITE, r = want == CKH_OP_READ || want == CKH_OP_PREAD;
+    return (w && (kind == CKH_OP_WRITE || kind == CKH_OP_PWRITE)) ||
+           (r && (kind == CKH_OP_READ || kind == CKH_OP_PREAD));
+}
+
 static bool rule_matches(const struct ckh__cmd *c, const struct ckh__cmd_rule *r, int node, int kind,
                          const char *path)
 {
     const struct ckh__cmd_progress *p = &c->nodes[node].prog;
     if (r->r.node >= 0 && r->r.node != node)
         return false;
-    if (r->r.kind >= 0 && r->r.kind != kind)
+    if (r->r.kind >= 0 && r->r.kind != kind && !same_kind(r->r.kind, kind))
         return false;
     if (r->r.path_glob && (!path || fnmatch(r->r.path_glob, path, 0) != 0))
         return false;
