@@ -439,6 +439,131 @@ START_TEST(test_cli_exit_status)
 }
 END_TEST
 
+/* The first pid in pidfile once it holds n pids (waits up to 30 s). */
+static int wait_pids(int n)
+{
+    for (int k = 0; k < 3000; k++) {
+        FILE *f = fopen(pidfile, "r");
+        int pid, got = 0, first = 0;
+        while (f && fscanf(f, "%d", &pid) == 1)
+            if (got++ == 0)
+                first = pid;
+        if (f)
+            fclose(f);
+        if (got >= n)
+            return first;
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* What comes after name= in process pid's environment ("" when none). */
+static void env_of(int pid, const char *name, char *out, size_t n)
+{
+    char path[64], buf[65536];
+    snprintf(path, sizeof path, "/proc/%d/environ", pid);
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[len] = '\0';
+    for (size_t at = 0; at < len; at += strlen(buf + at) + 1)
+        if (!strncmp(buf + at, name, strlen(name)) && buf[at + strlen(name)] == '=')
+            snprintf(out, n, "%s", buf + at + strlen(name) + 1);
+}
+
+/* ^C at a terminal (SIGINT to ckh's process group) while a command job
+ * runs: ckh exits 130, and nothing of the job is left running or mounted. */
+START_TEST(test_sigint_cleans_up)
+{
+    NEED_FUSE();
+    char path[512], ckpt[1024], run_dir[1024], line[2048];
+    ckh_scenario_free(scenario("job:\n  command: [\"%s\", --hang, --pidfile, \"%s\"]\n  timeout: 60s\n",
+                               CKH_CMD_SAVER, pidfile));
+    snprintf(path, sizeof path, "%s/s.yaml", dir);
+    pid_t p = fork();
+    if (p == 0) {
+        setpgid(0, 0);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(CKH_CMD_CKH, "ckh", "run", path, (char *)NULL);
+        _exit(98);
+    }
+    setpgid(p, p);
+    int prog = wait_pids(2); /* the program and the child it left */
+    ck_assert_int_gt(prog, 0);
+    env_of(prog, "CKH_CKPT_DIR", ckpt, sizeof ckpt);
+    ck_assert_msg(!strncmp(ckpt, "/tmp/ckh-", 9), "CKH_CKPT_DIR=%s", ckpt);
+    snprintf(run_dir, sizeof run_dir, "%.*s", (int)(strchr(ckpt + 9, '/') - ckpt), ckpt);
+    kill(-p, SIGINT);
+    int st = 0;
+    ck_assert_int_eq(waitpid(p, &st, 0), p);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 130, "status %x", st);
+    pids_gone();
+    FILE *f = fopen("/proc/self/mounts", "r");
+    while (f && fgets(line, sizeof line, f))
+        ck_assert_msg(!strstr(line, run_dir), "left mounted: %s", line);
+    fclose(f);
+    struct stat sb;
+    ck_assert_msg(stat(run_dir, &sb) != 0, "%s is left", run_dir);
+}
+END_TEST
+
+/* Faults of the catalogue on the saver: the job completes after `runs`
+ * runs and ends where the uninterrupted run ends, or (a full disk stays
+ * full) fails as the scenario expects. */
+static const struct {
+    const char *fault;
+    const char *args;
+    unsigned runs;
+    const char *expect; /* extra scenario lines */
+} survived[] = {
+    {"{on: {op: fsync, path: /ckpt.0.tmp, nth: 2}, do: errno, errno: EIO}", "", 2},
+    {"{on: {op: fsync, nth: 1}, do: fsync-fail}", "", 2},
+    {"{on: {op: pwrite, nth: 3}, do: short-write, bytes: 100}", "", 1},
+    {"{on: {op: rename, nth: 1}, do: delay, duration: 200ms}", "", 1},
+    {"{on: {op: open, path: /ckpt.0.tmp, nth: 2}, do: disk-full, after: 6KiB}", "", 2,
+     "restart: {max_restarts: 1}\nexpect: {outcome: job-fails}\n"},
+    {"{on: {op: rename, nth: 2}, do: crash, keep: random}", "", 2},
+    {"{on: {op: pwrite, nth: 7}, do: kill, when: after}", "", 2},
+    {"{on: {time: 300ms}, do: kill}", "--term-save", 2},
+    {"{on: {step: 4}, do: power-loss, keep: cache}", "--term-save", 2},
+};
+
+START_TEST(test_faults_survived)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [\"%s\"%s%s]\n  timeout: 30s\nfaults:\n  - %s\n%s", CKH_CMD_SAVER,
+                          survived[_i].args[0] ? ", " : "", survived[_i].args, survived[_i].fault,
+                          survived[_i].expect ? survived[_i].expect : ""), &r);
+    ck_assert_msg(rc == 0 && r.verdict == CKH_VERDICT_PASS, "%s: %s", survived[_i].fault,
+                  r.message ? r.message : "");
+    ck_assert_msg(r.runs == survived[_i].runs, "%s: %u runs", survived[_i].fault, r.runs);
+    ck_assert(oracle(&r, "faults-fired")->passed);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* An at-rest fault between the runs: the restarted saver finds its
+ * checkpoint damaged and refuses it; the job fails as expected. */
+START_TEST(test_at_rest_corrupt)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [\"%s\"]\n  timeout: 30s\n"
+                          "faults:\n  - {on: {op: rename, nth: 2}, do: kill}\n"
+                          "  - {on: {run: 2}, do: corrupt, mode: bit-flip, path: /ckpt.0, offset: 100, bit: 1}\n"
+                          "restart: {max_restarts: 1}\nexpect: {outcome: job-fails}\n", CKH_CMD_SAVER), &r);
+    ck_assert_msg(rc == 0 && r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ck_assert_uint_eq(r.runs, 2);
+    ck_assert(oracle(&r, "faults-fired")->passed);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 /* ---- faults on real processes ---- */
 
 /* Preempted after step 3, the saver saves and exits; the restart resumes. */
@@ -637,6 +762,9 @@ static Suite *command_suite(void)
     tcase_add_test(jobs, test_power_loss_atomic);
     tcase_add_test(jobs, test_verify_catches_torn_checkpoint);
     tcase_add_test(jobs, test_restart_scope_failed);
+    tcase_add_test(jobs, test_sigint_cleans_up);
+    tcase_add_loop_test(jobs, test_faults_survived, 0, (int)(sizeof survived / sizeof survived[0]));
+    tcase_add_test(jobs, test_at_rest_corrupt);
     suite_add_tcase(s, jobs);
     TCase *badin = tcase_create("bad-input");
     tcase_add_checked_fixture(badin, setup, teardown);
