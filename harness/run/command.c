@@ -282,16 +282,26 @@ static int64_t op_result(const struct ckh_ckhfs_op *ops, size_t n, uint64_t seq)
     return lo < n && ops[lo].seq == seq ? ops[lo].result : 0;
 }
 
+/* Fills in the results of the trace's lines since trace_from from the
+ * mounts' own traces, then unmounts. The mounts' traces are taken first
+ * and c->lock only then: the server holds its mount's lock while it takes
+ * c->lock (in the hook), never the other way round. */
 static void unmount_all(struct ckh__cmd *c, size_t trace_from)
 {
-    for (size_t k = trace_from; k < c->ntrace; k++) {
+    const struct ckh_ckhfs_op **ops = c->nmounts ? calloc(c->nmounts, sizeof *ops) : NULL;
+    size_t *nops = c->nmounts ? calloc(c->nmounts, sizeof *nops) : NULL;
+    for (size_t m = 0; ops && nops && m < c->nmounts; m++)
+        if (c->mounts[m].fs)
+            ops[m] = ckh_ckhfs_trace(c->mounts[m].fs, &nops[m]);
+    pthread_mutex_lock(&c->lock);
+    for (size_t k = trace_from; ops && nops && k < c->ntrace; k++) {
         struct ckh__cmd_trace *t = &c->trace[k];
-        if (t->mount < 0 || (size_t)t->mount >= c->nmounts || !c->mounts[t->mount].fs)
-            continue;
-        size_t n = 0;
-        const struct ckh_ckhfs_op *ops = ckh_ckhfs_trace(c->mounts[t->mount].fs, &n);
-        t->result = op_result(ops, n, t->seq);
+        if (t->mount >= 0 && (size_t)t->mount < c->nmounts && ops[t->mount])
+            t->result = op_result(ops[t->mount], nops[t->mount], t->seq);
     }
+    pthread_mutex_unlock(&c->lock);
+    free(ops);
+    free(nops);
     for (size_t m = 0; c->mounts && m < c->nmounts; m++) {
         ckh_ckhfs_unmount(c->mounts[m].fs);
         c->mounts[m].fs = NULL;
