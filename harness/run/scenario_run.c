@@ -2,7 +2,10 @@
  * model to its verdict (ckh_harness_run: reference run, faulted runs,
  * determinism and control checks, oracles) and its replay
  * (ckh_harness_replay). The steps are in runner.c (set-up, runs), arm.c
- * (fault script), cache.c (reference run) and judge.c (verdict). */
+ * (fault script), cache.c (reference run) and judge.c (verdict). A command
+ * job (job.command: real programs as nodes) goes to run/command.h instead,
+ * with the same record store, oracles and verdict; a simulated job refuses
+ * the faults only real processes can take (sigterm). */
 #include "run/runner.h"
 
 #include <errno.h>
