@@ -117,10 +117,14 @@ static pid_t process_of(pid_t tid)
 #ifdef SYS_pidfd_open
     /* Fast path: pidfd_open accepts only a thread-group leader, i.e. a
      * tid that is its process's id (single-threaded callers). */
-    int pfd = (int)syscall(SYS_pidfd_open, tid, 0);
-    if (pfd >= 0) {
-        close(pfd);
-        return tid;
+    static _Atomic bool no_pidfd; /* ENOSYS once (old kernels, valgrind): skip it */
+    if (!no_pidfd) {
+        int pfd = (int)syscall(SYS_pidfd_open, tid, 0);
+        if (pfd >= 0) {
+            close(pfd);
+            return tid;
+        }
+        no_pidfd = errno == ENOSYS;
     }
 #endif
     char path[64], line[128];

@@ -112,10 +112,12 @@ int ckh_ckhfs_sweep_stale(const char *dir);
 void ckh_ckhfs_lock(struct ckh_ckhfs *fs);
 void ckh_ckhfs_unlock(struct ckh_ckhfs *fs);
 
-/* Note on kill_node and hook (they run on the server thread): send
- * signals, never wait for the killed processes to exit there; a dying
- * process's close of its files waits for the server to answer (FUSE
- * flush), so a wait inside the callback would deadlock. Reap them from
- * another thread. */
+/* Note on kill_node and hook (they run on the server thread, with the
+ * mount's lock held): send signals, never wait for the killed processes
+ * to exit there; a dying process's close of its files waits for the
+ * server to answer (FUSE flush), so a wait inside the callback would
+ * deadlock. Reap them from another thread. Inside the callbacks the disk
+ * may be used directly (the lock is held); calling ckh_ckhfs_lock or
+ * ckh_ckhfs_trace there deadlocks. */
 
 #endif

@@ -68,8 +68,9 @@ int ckh_ckhfs_available(char *msg, size_t msglen)
     int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return ckh_errf(msg, msglen, CKH_EUNSUPPORTED,
-                        "FUSE is not available: cannot open /dev/fuse read-write: %s (in a "
-                        "container, pass --device /dev/fuse and allow mounts)",
+                        "FUSE is not available: cannot open /dev/fuse read-write: %s (give "
+                        "this user access to /dev/fuse or run as root; in a container, pass "
+                        "--device /dev/fuse)",
                         strerror(errno));
     close(fd);
     if (geteuid() != 0 && !on_path("fusermount3"))

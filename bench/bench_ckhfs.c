@@ -1,0 +1,278 @@
+/* Benchmarks of ckhfs (harness/real/ckhfs*.c) against the filesystems a
+ * real program would otherwise write to, side by side in one run:
+ *
+ *   ckhfs  a simfs disk served over FUSE, mounted in a ckh temporary folder
+ *   tmpfs  a folder in /dev/shm (memory; the upper bound of the kernel path)
+ *   disk   a folder in the working directory (the disk ckh runs on)
+ *
+ * Figures, one "name value unit" line each, then a table:
+ *   <fs>_write_fsync_mib_s   sequential 1 MiB write(2)s of a new file from a
+ *                            page-aligned buffer, then fsync of the file and
+ *                            of its folder; MiB/s
+ *   <fs>_write_unaligned_mib_s  the same from a buffer 16 bytes past a page
+ *                            (what malloc gives a large buffer): FUSE
+ *                            carries each such write as two requests
+ *                            (1 MiB = 256 pages, the kernel's limit)
+ *   <fs>_create_ops_s        open(O_CREAT|O_EXCL) + close of empty files
+ *   <fs>_rename_ops_s        rename of each of those files
+ *   <fs>_unlink_ops_s        unlink of each
+ *   ckhfs_vs_disk_write      ckhfs bandwidth / disk bandwidth (target >= 0.5)
+ *
+ * Write figures are the median of 3 rounds. The I/O runs in a child process (as a program under ckh would), the
+ * ckhfs server in this one. The wall clock is read only to measure.
+ * Usage: bench_ckhfs [quick] [MiB] [ckhfs|tmpfs|disk]... ("quick": 64 MiB
+ * and 500 files; else 256 MiB and 2000 files; MiB overrides the size;
+ * naming filesystems measures only those).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckh/err.h"
+#include "ckh/simfs.h"
+#include "real/ckhfs.h"
+#include "run/tmpdir.h"
+
+#define CHUNK (1 << 20)
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Figures of one filesystem. */
+struct figures {
+    double write_mib_s; /* write + fsync bandwidth, aligned buffer */
+    double unaligned_mib_s; /* the same, buffer at page + 16 */
+    double create_s;    /* creates per second */
+    double rename_s;    /* renames per second */
+    double unlink_s;    /* unlinks per second */
+};
+
+static int fsync_path(const char *path, int flags)
+{
+    int fd = open(path, flags);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* In the child: the write figure (buf: CHUNK bytes). */
+static int measure_write(const char *dir, int mib, char *buf, double *out)
+{
+    memset(buf, 'w', CHUNK);
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/big", dir);
+    double t0 = wall_s();
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (fd < 0)
+        return -1;
+    for (int i = 0; i < mib; i++) {
+        buf[0] = (char)i;
+        if (write(fd, buf, CHUNK) != CHUNK) {
+            close(fd);
+            return -1;
+        }
+    }
+    if (fsync(fd) != 0 || close(fd) != 0 || fsync_path(dir, O_RDONLY | O_DIRECTORY) != 0)
+        return -1;
+    *out = (double)mib / (wall_s() - t0);
+    /* Removed for good (the folder fsync makes the unlink durable, so
+     * simfs frees the content before the next round). */
+    if (unlink(path) != 0)
+        return -1;
+    return fsync_path(dir, O_RDONLY | O_DIRECTORY);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of ROUNDS write measurements (the disk's figure varies). */
+#define ROUNDS 3
+static int measure_write_median(const char *dir, int mib, char *buf, double *out)
+{
+    double v[ROUNDS];
+    for (int i = 0; i < ROUNDS; i++)
+        if (measure_write(dir, mib, buf, &v[i]) != 0)
+            return -1;
+    qsort(v, ROUNDS, sizeof v[0], cmp_double);
+    *out = v[ROUNDS / 2];
+    return 0;
+}
+
+/* In the child: the metadata figures. */
+static int measure_meta(const char *dir, int files, struct figures *fg)
+{
+    char a[PATH_MAX + 32], b[PATH_MAX + 32];
+    double t0 = wall_s();
+    for (int i = 0; i < files; i++) {
+        snprintf(a, sizeof a, "%s/f%d", dir, i);
+        int fd = open(a, O_CREAT | O_EXCL | O_WRONLY, 0644);
+        if (fd < 0 || close(fd) != 0)
+            return -1;
+    }
+    double t1 = wall_s();
+    for (int i = 0; i < files; i++) {
+        snprintf(a, sizeof a, "%s/f%d", dir, i);
+        snprintf(b, sizeof b, "%s/g%d", dir, i);
+        if (rename(a, b) != 0)
+            return -1;
+    }
+    double t2 = wall_s();
+    for (int i = 0; i < files; i++) {
+        snprintf(b, sizeof b, "%s/g%d", dir, i);
+        if (unlink(b) != 0)
+            return -1;
+    }
+    double t3 = wall_s();
+    fg->create_s = files / (t1 - t0);
+    fg->rename_s = files / (t2 - t1);
+    fg->unlink_s = files / (t3 - t2);
+    return 0;
+}
+
+/* Runs the measurements in a child process; the figures come back over a
+ * pipe. */
+static int measure(const char *dir, int mib, int files, struct figures *fg)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        close(p[0]);
+        struct figures f = {0};
+        static char space[CHUNK + 8192] __attribute__((aligned(4096)));
+        int rc = measure_write_median(dir, mib, space, &f.write_mib_s);
+        if (rc == 0)
+            rc = measure_write_median(dir, mib, space + 16, &f.unaligned_mib_s);
+        if (rc == 0)
+            rc = measure_meta(dir, files, &f);
+        if (rc != 0)
+            fprintf(stderr, "bench_ckhfs: %s: %s\n", dir, strerror(errno));
+        _exit(rc == 0 && write(p[1], &f, sizeof f) == (ssize_t)sizeof f ? 0 : 1);
+    }
+    close(p[1]);
+    ssize_t n = read(p[0], fg, sizeof *fg);
+    close(p[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return n == (ssize_t)sizeof *fg && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static void print(const char *name, const struct figures *f)
+{
+    printf("%s_write_fsync_mib_s %.0f MiB/s\n", name, f->write_mib_s);
+    printf("%s_write_unaligned_mib_s %.0f MiB/s\n", name, f->unaligned_mib_s);
+    printf("%s_create_ops_s %.0f ops/s\n", name, f->create_s);
+    printf("%s_rename_ops_s %.0f ops/s\n", name, f->rename_s);
+    printf("%s_unlink_ops_s %.0f ops/s\n", name, f->unlink_s);
+}
+
+static int bench_ckhfs(int mib, int files, struct figures *fg)
+{
+    char dir[PATH_MAX], mnt[PATH_MAX + 8], msg[512];
+    struct ckh_simfs_config dc = {.name = "bench", .sector_bytes = 4096, .seed = 1};
+    struct ckh_simfs *disk = NULL;
+    struct ckh_ckhfs *fs = NULL;
+    int rc = -1;
+    if (ckh_tmp_make(dir, sizeof dir) != 0)
+        return -1;
+    snprintf(mnt, sizeof mnt, "%s/mnt", dir);
+    if (mkdir(mnt, 0755) != 0 || ckh_simfs_create(&dc, &disk) != 0)
+        goto out_remove;
+    struct ckh_ckhfs_config cfg = {.mountpoint = mnt, .disk = disk};
+    if (ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg) != 0) {
+        fprintf(stderr, "bench_ckhfs: %s\n", msg);
+        goto out_disk;
+    }
+    rc = measure(mnt, mib, files, fg);
+    ckh_ckhfs_unmount(fs);
+out_disk:
+    ckh_simfs_destroy(disk);
+out_remove:
+    ckh_tmp_remove(dir);
+    return rc;
+}
+
+static int bench_folder(const char *base, int mib, int files, struct figures *fg)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/ckh-bench-XXXXXX", base);
+    if (!mkdtemp(dir))
+        return -1;
+    int rc = measure(dir, mib, files, fg);
+    ckh_tmp_remove(dir);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    bool quick = false, pick = false, want[3] = {false, false, false};
+    const char *names[] = {"ckhfs", "tmpfs", "disk"};
+    int mib = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "quick") == 0) {
+            quick = true;
+            continue;
+        }
+        bool named = false;
+        for (int k = 0; k < 3; k++)
+            if (strcmp(argv[i], names[k]) == 0)
+                want[k] = named = pick = true;
+        if (!named)
+            mib = atoi(argv[i]);
+    }
+    for (int k = 0; k < 3 && !pick; k++)
+        want[k] = true;
+    if (mib <= 0)
+        mib = quick ? 64 : 256;
+    int files = quick ? 500 : 2000;
+    char msg[256];
+    if (ckh_ckhfs_available(msg, sizeof msg) != 0) {
+        fprintf(stderr, "bench_ckhfs: skipped: %s\n", msg);
+        return 0;
+    }
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return 1;
+    struct figures all[3] = {{0}};
+    if ((want[0] && bench_ckhfs(mib, files, &all[0]) != 0) ||
+        (want[1] && bench_folder("/dev/shm", mib, files, &all[1]) != 0) ||
+        (want[2] && bench_folder(cwd, mib, files, &all[2]) != 0)) {
+        fprintf(stderr, "bench_ckhfs: a measurement failed\n");
+        return 1;
+    }
+    for (int i = 0; i < 3; i++)
+        if (want[i])
+            print(names[i], &all[i]);
+    if (want[0] && want[2])
+        printf("ckhfs_vs_disk_write %.2f ratio (unaligned: %.2f)\n",
+               all[0].write_mib_s / all[2].write_mib_s,
+               all[0].unaligned_mib_s / all[2].unaligned_mib_s);
+    printf("\n%d MiB in 1 MiB writes + fsync; %d files\n", mib, files);
+    printf("%-8s %12s %12s %10s %10s %10s\n", "", "write MiB/s", "unaligned", "create/s",
+           "rename/s", "unlink/s");
+    for (int i = 0; i < 3; i++)
+        if (want[i])
+            printf("%-8s %12.0f %12.0f %10.0f %10.0f %10.0f\n", names[i], all[i].write_mib_s,
+                   all[i].unaligned_mib_s, all[i].create_s, all[i].rename_s, all[i].unlink_s);
+    return 0;
+}
