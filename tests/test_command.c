@@ -359,7 +359,7 @@ static int without_fuse(int (*fn)(void))
 {
     pid_t p = fork();
     if (p == 0) {
-        if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
             mount("tmpfs", "/dev", "tmpfs", 0, "size=1m") != 0)
             _exit(99);
         _exit(fn());
