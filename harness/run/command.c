@@ -715,7 +715,7 @@ static void scenario_folder(const struct ckh_scenario *sc, char *out, size_t n)
     snprintf(dir, sizeof dir, "%s", sc->file ? sc->file : ".");
     char *slash = strrchr(dir, '/');
     if (slash)
-        *slash = slash == dir ? '\0' : '\0';
+        *slash = '\0'; /* "/s.yaml" leaves "", the root */
     const char *d = slash ? (dir[0] ? dir : "/") : ".";
     char real[PATH_MAX];
     snprintf(out, n, "%s", realpath(d, real) ? real : d);
