@@ -1008,11 +1008,14 @@ static void print_line(FILE *f, const struct ckh__cmd *c, const struct ckh__cmd_
     fputc('\n', f);
 }
 
-/* How each node of run ri ended, as "# " lines. */
+/* How each node of run ri ended, as "# " lines, with the last line a
+ * failed program printed. */
 static void print_run_end(FILE *f, const struct ckh__cmd *c, const struct ckh_run_info *ri)
 {
     for (size_t i = 0; i < ri->nnodes; i++) {
         const struct ckh_node_end *e = &ri->nodes[i];
+        struct ckh__cmd_node said = {0};
+        char last[300] = "";
         if (e->state == CKH_NODE_PARKED)
             continue;
         fprintf(f, "# %s: %s", c->nodes[i].name,
@@ -1021,10 +1024,12 @@ static void print_run_end(FILE *f, const struct ckh__cmd *c, const struct ckh_ru
                                                : "exited");
         if (e->state == CKH_NODE_EXITED)
             fprintf(f, " with status %d", e->exit_status);
-        fputc('\n', f);
+        if (e->state == CKH_NODE_EXITED && e->exit_status != 0) {
+            snprintf(said.log, sizeof said.log, "%s/logs/%s.%d.log", c->dir, c->nodes[i].name, ri->run);
+            node_said(&said, last, sizeof last);
+        }
+        fprintf(f, "%s%s\n", last[0] ? "; its last output: " : "", last);
     }
-    if (ri->committed_detail[0])
-        fprintf(f, "# %s\n", ri->committed_detail);
 }
 
 int ckh__cmd_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_options *o,
@@ -1057,9 +1062,10 @@ int ckh__cmd_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_
     /* Run by run: its operations, how its nodes ended, then its verify. */
     size_t k = 0;
     for (size_t run = 1; rc == 0 && run <= r.nruns; run++) {
+        const struct ckh_run_info *ri = &r.runs[run - 1];
         fprintf(f, run > 1 ? "# run %zu (restart %zu)\n" : "# run %zu\n", run, run - 1);
         for (bool verify = false;; verify = true) {
-            if (verify && k < c.ntrace && c.trace[k].verify && (size_t)c.trace[k].run == run)
+            if (verify && ri->committed_detail[0])
                 fprintf(f, "# verify after run %zu\n", run);
             for (; k < c.ntrace && (size_t)c.trace[k].run == run && c.trace[k].verify == verify; k++) {
                 const struct ckh__cmd_trace *t = &c.trace[k];
@@ -1068,8 +1074,10 @@ int ckh__cmd_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_
             }
             if (verify)
                 break;
-            print_run_end(f, &c, &r.runs[run - 1]);
+            print_run_end(f, &c, ri);
         }
+        if (ri->committed_detail[0])
+            fprintf(f, "# %s\n", ri->committed_detail);
     }
     if (rc == 0) {
         fprintf(f, "# %zu run%s, %s, operation hash %016" PRIx64 ", seed %" PRIu64 "\n", r.nruns,
