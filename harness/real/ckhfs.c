@@ -276,6 +276,12 @@ static void *serve(void *arg)
     struct fuse_buf buf = {.mem = NULL};
     struct pollfd p[2] = {{.fd = fuse_session_fd(se), .events = POLLIN},
                           {.fd = fs->wake[0], .events = POLLIN}};
+    /* Non-blocking: a request poll saw may be gone by the read (a FUSE
+     * INTERRUPT withdrawn when its request completed); a blocking read
+     * would then wait forever and unmount's join with it. */
+    int fl = fcntl(p[0].fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(p[0].fd, F_SETFL, fl | O_NONBLOCK);
     while (!fuse_session_exited(se)) {
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR)
