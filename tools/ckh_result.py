@@ -227,7 +227,9 @@ def digest(obj):
 # ---- checking records ----
 
 def _int(v, key, lo, hi):
-    if isinstance(v, bool) or not isinstance(v, int):
+    if isinstance(v, bool):
+        raise TypeError("ckh_result: %r must be an integer, got %r" % (key, v))
+    if not isinstance(v, int):
         # accept integral objects (a 0-d tensor, numpy int) through __index__
         try:
             v = v.__index__()
@@ -263,6 +265,8 @@ def _values(d):
         _name(k, "value")
         if isinstance(v, bool):
             v = 1.0 if v else 0.0
+        if isinstance(v, (str, bytes)):
+            raise TypeError("ckh_result: value %r must be a number, got %r" % (k, v))
         try:
             f = float(v)  # a Python number, a 0-d tensor, a numpy scalar
         except (TypeError, ValueError):
