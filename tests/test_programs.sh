@@ -152,8 +152,10 @@ else
         grep -q '"kind":"resume","step":4' a.jsonl || fail "prog_torch_$p: no resume record at step 4"
         same_history a.jsonl b.jsonl && ok "prog_torch_$p: resumed run = uninterrupted run, bit for bit" ||
             fail "prog_torch_$p histories"
+        "$py" "$prog" --verify b >/dev/null || fail "prog_torch_$p --verify of a whole checkpoint"
         # a torn newest file (what a kill in the middle of torch.save leaves)
         head -c 20000 b/step_12.pt >b/cut && mv b/cut b/step_12.pt
+        "$py" "$prog" --verify b >/dev/null 2>&1 && fail "prog_torch_$p --verify passed a torn step_12.pt"
         CKH_CKPT_DIR=$d/b "$py" "$prog" --steps 16 >/dev/null 2>err
         expect_torn "prog_torch_$p" err $? step_12.pt
         [ "$p" = atomic ] && { [ "$(cat a/latest)" = step_12.pt ] || fail "prog_torch_atomic: latest holds $(cat a/latest)"; }

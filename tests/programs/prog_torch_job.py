@@ -47,6 +47,9 @@ def parse_args(prog, argv):
     p.add_argument("--save-every", type=int, default=4, help="steps between saves (default 4)")
     p.add_argument("--hidden", type=int, default=128, help="hidden units (checkpoint size)")
     p.add_argument("--seed", type=int, default=1234, help="seed of the data, model and order")
+    p.add_argument("--verify", nargs="?", const="", metavar="DIR",
+                   help="only check that the newest checkpoint in DIR (default: the checkpoint "
+                        "folder) loads: exit 0, or 1 naming the file (a scenario's `verify:`)")
     a = p.parse_args(argv)
     if a.steps < 1 or a.save_every < 1 or a.hidden < 1:
         p.error("--steps, --save-every and --hidden must be at least 1")
@@ -84,6 +87,8 @@ def save_direct(state, dirpath, step):
 def newest_direct(dirpath):
     """The checkpoint with the highest step number, or None."""
     best = None
+    if not os.path.isdir(dirpath):
+        return None
     for name in os.listdir(dirpath):
         m = re.fullmatch(r"step_(\d+)\.pt", name)
         if m and (best is None or int(m.group(1)) > best[0]):
@@ -142,10 +147,38 @@ def fail(prog, text):
     sys.exit(1)
 
 
+def load_newest(prog, newest, dirpath):
+    """The newest checkpoint's state and path ((None, None): none yet);
+    one that cannot be loaded stops the program naming the file."""
+    path = None
+    try:
+        path = newest(dirpath)
+        if path is None:
+            return None, None
+        state = torch.load(path, map_location="cpu")
+        for key in ("model", "optim", "sched", "step", "epoch"):
+            if key not in state:
+                raise KeyError("no %r in the checkpoint" % key)
+        return state, path
+    except Exception as e:  # a torn or foreign file: name it and stop
+        fail(prog, "cannot load the newest checkpoint %s: %s: %s"
+             % (path or dirpath, type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+
+
+def verify(prog, newest, dirpath):
+    """--verify: 0 when the newest checkpoint loads (or there is none)."""
+    state, path = load_newest(prog, newest, dirpath)
+    print("%s --verify: %s" % (prog, "%s loads (step %d)" % (path, state["step"]) if path
+                               else "no checkpoint in %s" % dirpath))
+    return 0
+
+
 def run(prog, protocol, argv=None):
     """Trains, saving with protocol ("direct" or "atomic"); rank 0 saves."""
     args = parse_args(prog, argv)
     save, newest = PROTOCOLS[protocol]
+    if args.verify is not None:
+        return verify(prog, newest, args.verify or ckh.ckpt_dir("ckpt", create=False))
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     rank, world = ckh.rank(), ckh.world_size()
@@ -166,17 +199,12 @@ def run(prog, protocol, argv=None):
     x, y = make_data(args.seed)
 
     start = 0
-    path = newest(dirpath)
-    if path is not None:
-        try:
-            state = torch.load(path, map_location="cpu")
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["optim"])
-            sched.load_state_dict(state["sched"])
-            start = int(state["step"])
-        except Exception as e:  # a torn or foreign file: name it and stop
-            fail(prog, "cannot load the newest checkpoint %s: %s: %s"
-                 % (path, type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+    state, path = load_newest(prog, newest, dirpath)
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optim"])
+        sched.load_state_dict(state["sched"])
+        start = int(state["step"])
         ckh.resume(start, epoch=start // per_epoch)
     net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
 
