@@ -291,6 +291,7 @@ static const char every_key[] =
     "  - {do: gpu-oom}\n"
     "  - {on: {op: pwrite, repeat: true}, do: short-write, bytes: 512}\n"
     "  - {on: {op: write}, do: short-write, fraction: 0.3}\n"
+    "  - {on: {op: fsync, nth: 2}, do: sigterm, grace: 1.5s}\n"
     "restart: {resume: epoch 1, max_restarts: 5, world_size: 2}\n"
     "expect:\n"
     "  outcome: corruption-detected\n"
@@ -314,6 +315,7 @@ static const char *const covered[CKH_SCN_ACT__COUNT] = {
     [CKH_SCN_ACT_DANGLING_LATEST] = " path ",
     [CKH_SCN_ACT_STALE_LATEST] = " path ",
     [CKH_SCN_ACT_SHORT_WRITE] = " bytes fraction ",
+    [CKH_SCN_ACT_SIGTERM] = " grace ",
 };
 
 START_TEST(test_round_trip_every_key)
@@ -343,7 +345,7 @@ START_TEST(test_round_trip_every_key)
     ck_assert_uint_eq(a->faults[2].act.u.kill.at_bytes, 100);
     ck_assert_int_eq(a->faults[11].act.u.errno_.err, EROFS);
     ck_assert(a->faults[14].at_rest);
-    const struct ckh_scn_fault *sw = &a->faults[a->nfaults - 2];
+    const struct ckh_scn_fault *sw = &a->faults[a->nfaults - 3];
     ck_assert_int_eq(sw->act.kind, CKH_SCN_ACT_SHORT_WRITE);
     ck_assert(!sw->act.u.short_write.is_fraction);
     ck_assert_uint_eq(sw->act.u.short_write.bytes, 512);

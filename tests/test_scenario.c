@@ -654,7 +654,7 @@ static const struct bad_case bad_cases[] = {
     {"job:\n  workload: seed-pipeline\n  zzzzzz: 1\n", CKH_EINVAL, 3, 3,
      "unknown key 'zzzzzz' in 'job'; expected one of: workload, nodes, ranks, epochs, steps, "
      "backend, saver, checkpoint_dir, checkpoint_every, options, disks, collective_timeout, "
-     "gpu_memory, defects"},
+     "gpu_memory, defects, command, env, timeout"},
     {"seed: 1\nseed: 2\n" J, CKH_EINVAL, 2, 1,
      "duplicate key 'seed' in 'scenario' (first at line 1)"},
     {"job:\n  workload: seed-pipeline\n  nodes: 2000\n", CKH_EINVAL, 3, 10,
@@ -780,7 +780,7 @@ static const struct bad_case bad_cases[] = {
     {"job:\n  workload: seed-pipeline\n  sector: 1\n", CKH_EINVAL, 3, 3,
      "unknown key 'sector' in 'job'; expected one of: workload, nodes, ranks, epochs, steps, "
      "backend, saver, checkpoint_dir, checkpoint_every, options, disks, collective_timeout, "
-     "gpu_memory, defects"},
+     "gpu_memory, defects, command, env, timeout"},
     {"job:\n  workload: seed-pipeline\n  disks: [{mount: /, sector: 1024}]\n", CKH_EINVAL, 3,
      30, "'job.disks[].sector' expects 512 or 4096, got '1024'"},
     {"job:\n  workload: seed-pipeline\n  disks: [{mount: /, crash_model: ext3}]\n", CKH_EINVAL,
@@ -814,7 +814,8 @@ static const struct bad_case bad_cases[] = {
     {J "---\n" J, CKH_EPARSE, 3, 1, "a scenario file holds one YAML document; found another"},
     {"- a\n", CKH_EINVAL, 1, 1, "'scenario' expects a mapping, got a list"},
     {"seed: 3\n", CKH_EINVAL, 1, 1, "a scenario needs 'job'"},
-    {"job: {nodes: 2}\n", CKH_EINVAL, 1, 6, "'job' needs 'workload'"},
+    {"job: {nodes: 2}\n", CKH_EINVAL, 1, 6,
+     "'job' needs 'workload' (a simulated job) or 'command' (a real program run per node)"},
     {"name: has space\n" J, CKH_EINVAL, 1, 7,
      "'name' may use only letters, digits, '.', '_', '-' and '/', got 'has space'"},
     {"seed: -1\n" J, CKH_EINVAL, 1, 7, "'seed' expects an integer in 0..18446744073709551615, got '-1'"},

@@ -26,6 +26,7 @@
     X(DIE_IN_COLLECTIVE, die_in_collective)                                    \
     X(MISMATCH_COLLECTIVE, mismatch_collective)                                \
     X(GPU_OOM, gpu_oom)                                                        \
-    X(SHORT_WRITE, short_write)
+    X(SHORT_WRITE, short_write)                                                \
+    X(SIGTERM, sigterm)
 
 #endif

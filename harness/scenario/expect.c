@@ -14,7 +14,8 @@
 
 /* ---- restart ---- */
 
-static const char *const restart_keys[] = {"resume", "max_restarts", "world_size"};
+static const char *const restart_keys[] = {"resume", "max_restarts", "world_size", "scope"};
+static const char *const scope_names[] = {"all", "failed"}; /* enum ckh_scn_restart_scope */
 
 int ckh__scn_parse_restart(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_restart *r)
 {
@@ -46,6 +47,16 @@ int ckh__scn_parse_restart(struct ckh__scn_reader *p, const yaml_node_t *n, stru
         r->world_size = (uint32_t)i;
         r->world_size_line = (int)v->start_mark.line + 1;
         r->world_size_column = (int)v->start_mark.column + 1;
+    }
+    if ((v = ckh__scn_get(p, n, "scope"))) {
+        int e = 0;
+        if (!p->s->job.commands)
+            return ckh__scn_fail(p, v, CKH_EINVAL,
+                                 "'restart.scope' applies to command jobs only (job.command); a "
+                                 "simulated job restarts its unfinished nodes, every rank of a group");
+        if ((rc = ckh__scn_get_enum(p, v, "restart.scope", scope_names, CKH__NKEYS(scope_names), &e)))
+            return rc;
+        r->scope = (enum ckh_scn_restart_scope)e;
     }
     return 0;
 }
@@ -117,6 +128,10 @@ int ckh__scn_parse_expect(struct ckh__scn_reader *p, const yaml_node_t *n, struc
     }
     if ((v = ckh__scn_get(p, n, "reference")) && (rc = ckh__scn_get_bool(p, v, "expect.reference", &x->reference)))
         return rc;
+    if ((v = ckh__scn_get(p, n, "golden")) && p->s->job.commands)
+        return ckh__scn_fail(p, v, CKH_EINVAL,
+                             "'expect.golden' does not apply to a command job (golden files hold a "
+                             "built-in workload's results); use expect.values or the reference run");
     if ((v = ckh__scn_get(p, n, "golden")) && (rc = ckh__scn_get_rel_path(p, v, "expect.golden", &x->golden)))
         return rc;
     if ((v = ckh__scn_get(p, n, "values")) &&
@@ -170,12 +185,27 @@ int ckh__scn_parse_compare(struct ckh__scn_reader *p, const yaml_node_t *n, stru
         return 0;
     if ((rc = ckh__scn_get_name_list(p, v, "compare.ignore", NULL, &c->ignore, &c->nignore)))
         return rc;
-    /* The names are record names (include/ckh/record.h), checked alike. */
-    for (size_t i = 0; i < c->nignore; i++)
-        if (ckh_record_name_check(c->ignore[i]) != 0)
+    /* The names are record names (include/ckh/record.h), checked alike;
+     * a command job may also leave files of its checkpoint directory out
+     * ("file:GLOB", GLOB relative to the directory). */
+    for (size_t i = 0; i < c->nignore; i++) {
+        const char *e = c->ignore[i];
+        if (!strncmp(e, "file:", 5)) {
+            if (!p->s->job.commands)
+                return ckh__scn_fail(p, list_item(p, v, i), CKH_EINVAL,
+                                     "'compare.ignore' entry '%s': files are compared for command "
+                                     "jobs only (job.command)", e);
+            if (!e[5] || e[5] == '/' || strstr(e, "..") || strlen(e) > 1000)
+                return ckh__scn_fail(p, list_item(p, v, i), CKH_EINVAL,
+                                     "'compare.ignore' expects 'file:' and a glob relative to the "
+                                     "checkpoint directory (such as 'file:logs/*'), got '%s'", e);
+            continue;
+        }
+        if (ckh_record_name_check(e) != 0)
             return ckh__scn_fail(p, list_item(p, v, i), CKH_EINVAL,
                                  "'compare.ignore' expects record names (1 to %d letters, digits, "
-                                 "'_', '.' or '-'), got '%s'",
-                                 CKH_RECORD_NAME_MAX, c->ignore[i]);
+                                 "'_', '.' or '-')%s, got '%s'",
+                                 CKH_RECORD_NAME_MAX, p->s->job.commands ? " or 'file:GLOB'" : "", e);
+    }
     return 0;
 }

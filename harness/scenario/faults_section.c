@@ -163,6 +163,46 @@ static int parse_do(struct ckh__scn_reader *p, const yaml_node_t *n, const struc
     return 0;
 }
 
+/* ---- faults of command jobs (docs/SCENARIOS.md, "Faults on real processes") ---- */
+
+bool ckh_scn_fault_is_progress_trigger(const struct ckh_scn_fault *f)
+{
+    bool process_level = (f->act.kind == CKH_SCN_ACT_KILL && f->act.u.kill.when == CKH_SCN_KILL_BEFORE) ||
+                         f->act.kind == CKH_SCN_ACT_SIGTERM || f->act.kind == CKH_SCN_ACT_CRASH ||
+                         f->act.kind == CKH_SCN_ACT_POWER_LOSS;
+    return process_level && f->on.op < 0 && !f->on.path &&
+           (f->on.step >= 0 || f->on.epoch >= 0 || f->on.time_ns > 0);
+}
+
+/* What a command job cannot do with fault f: a fault on simulated devices
+ * or collectives, a phase (real programs announce none), a progress
+ * trigger that counts or draws (it fires once). */
+static int check_command_fault(struct ckh__scn_reader *p, const yaml_node_t *n, const struct ckh_scn_fault *f,
+                               const struct ckh_fault_ops *ops)
+{
+    const yaml_node_t *on = ckh__scn_get(p, n, "on");
+    if (!p->s->job.commands)
+        return 0;
+    if (ops->needs & (CKH_FAULT_NEEDS_DEVICES | CKH_FAULT_NEEDS_COLLECTIVES))
+        return ckh__scn_fail(p, ckh__scn_get(p, n, "do"), CKH_EINVAL,
+                             "'do: %s' cannot apply to a command job: %s", ops->name,
+                             (ops->needs & CKH_FAULT_NEEDS_DEVICES)
+                                 ? "its processes have no emulated devices (ckh sees only their files)"
+                                 : "its processes talk over their own network (gloo, NCCL), which ckh "
+                                   "does not see; kill a rank instead");
+    if (f->on.phase)
+        return ckh__scn_fail(p, ckh__scn_get(p, on, "phase"), CKH_EINVAL,
+                             "'on.phase' does not apply to a command job: a real program announces no "
+                             "phases; use 'path', 'step' or 'epoch'");
+    static const char *const counting[] = {"nth", "probability", "repeat"};
+    for (size_t i = 0; ckh_scn_fault_is_progress_trigger(f) && i < CKH__NKEYS(counting); i++)
+        if (ckh__scn_get(p, on, counting[i]))
+            return ckh__scn_fail(p, ckh__scn_get(p, on, counting[i]), CKH_EINVAL,
+                                 "'on.%s' needs 'op' or 'path': a trigger on the program's progress "
+                                 "(step, epoch or time alone) fires once", counting[i]);
+    return 0;
+}
+
 static int parse_fault(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_fault *f)
 {
     const struct ckh_fault_ops *ops = NULL;
@@ -188,6 +228,8 @@ static int parse_fault(struct ckh__scn_reader *p, const yaml_node_t *n, struct c
     if ((rc = parse_trigger(p, ckh__scn_get(p, n, "on"), &f->on)))
         return rc;
     if (ops->parse && (rc = ops->parse(p, n, f)))
+        return rc;
+    if ((rc = check_command_fault(p, n, f, ops)))
         return rc;
     f->at_rest = ckh_fault_applied_between_runs(f);
     return 0;

@@ -1,7 +1,10 @@
 /* The `job` section of a scenario: the workload and its shape, the saver,
  * the checkpoint cadence, free-form options and the disks
- * (docs/SCENARIOS.md, "job" and "job.disks").
+ * (docs/SCENARIOS.md, "job" and "job.disks"); or, for a command job, the
+ * program each node runs, its environment and its time limit
+ * (docs/SCENARIOS.md, "Command jobs").
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -195,7 +198,7 @@ static const char *const job_keys[] = {
     "workload",        "nodes",   "ranks",  "epochs",     "steps",
     "backend",         "saver",   "checkpoint_dir",       "checkpoint_every",
     "options",         "disks",   "collective_timeout",   "gpu_memory",
-    "defects"};
+    "defects",         "command", "env",    "timeout"};
 static const char *const every_keys[] = {"epochs", "steps"};
 
 /* job.disks (default: one shared disk at "/"); the checkpoint directory
@@ -252,6 +255,167 @@ static int parse_every(struct ckh__scn_reader *p, const yaml_node_t *v, struct c
     return 0;
 }
 
+/* ---- command jobs: job.command, job.env, job.timeout, verify ---- */
+
+/* An argv list: a non-empty list of scalars, kept as written. */
+int ckh__scn_get_argv(struct ckh__scn_reader *p, const yaml_node_t *n, const char *what,
+                      struct ckh_scn_command *c)
+{
+    if (n->type != YAML_SEQUENCE_NODE || n->data.sequence.items.top == n->data.sequence.items.start)
+        return ckh__scn_fail(p, n, CKH_EINVAL,
+                             "'%s' expects a non-empty list of arguments such as [python3, train.py] "
+                             "(no shell: [sh, -c, \"...\"] for one), got " CKH__GOT_FMT,
+                             what, CKH__GOT_ARGS(n));
+    size_t cnt = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    c->argv = ckh__scn_alloc(p->s, (cnt + 1) * sizeof(*c->argv));
+    if (!c->argv)
+        return CKH_ENOMEM;
+    for (size_t i = 0; i < cnt; i++) {
+        yaml_node_t *a = ckh__scn_node(p, n->data.sequence.items.start[i]);
+        if (!ckh__scn_is_scalar(a) || (i == 0 && !ckh__scn_text(a)[0]))
+            return ckh__scn_fail(p, a, CKH_EINVAL, "'%s' expects %s, got " CKH__GOT_FMT, what,
+                                 i == 0 ? "the program as its first argument" : "one argument per entry",
+                                 CKH__GOT_ARGS(a));
+        if (!(c->argv[i] = ckh__scn_strdup(p->s, ckh__scn_text(a))))
+            return CKH_ENOMEM;
+    }
+    c->argc = cnt;
+    c->line = (int)n->start_mark.line + 1;
+    c->column = (int)n->start_mark.column + 1;
+    return 0;
+}
+
+/* "rank_N" (N decimal, no sign or leading zero) or "default". */
+static bool command_key_ok(const char *k)
+{
+    if (!strcmp(k, "default"))
+        return true;
+    if (strncmp(k, "rank_", 5) != 0 || !isdigit((unsigned char)k[5]) || (k[5] == '0' && k[6]))
+        return false;
+    for (const char *c = k + 5; *c; c++)
+        if (!isdigit((unsigned char)*c))
+            return false;
+    return strlen(k + 5) <= 4;
+}
+
+/* job.command: an argv list (every node), or a mapping from node names
+ * (rank_0, rank_1, ...) and `default` to argv lists. */
+static int parse_commands(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
+{
+    int rc;
+    if (n->type != YAML_MAPPING_NODE) {
+        if (!(job->commands = ckh__scn_alloc(p->s, sizeof(*job->commands))))
+            return CKH_ENOMEM;
+        job->ncommands = 1;
+        return ckh__scn_get_argv(p, n, "job.command", &job->commands[0]);
+    }
+    if ((rc = ckh__scn_check_map(p, n, "job.command", NULL, 0, NULL, NULL)))
+        return rc;
+    size_t cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    if (cnt == 0)
+        return ckh__scn_fail(p, n, CKH_EINVAL, "'job.command' expects an argv list, or a mapping from "
+                                               "node names (rank_0, ...) and 'default' to argv lists");
+    if (!(job->commands = ckh__scn_alloc(p->s, cnt * sizeof(*job->commands))))
+        return CKH_ENOMEM;
+    for (size_t i = 0; i < cnt; i++) {
+        yaml_node_pair_t *pr = &n->data.mapping.pairs.start[i];
+        yaml_node_t *k = ckh__scn_node(p, pr->key);
+        const char *key = ckh__scn_text(k);
+        char what[96];
+        if (!command_key_ok(key))
+            return ckh__scn_fail(p, k, CKH_EINVAL,
+                                 "'job.command' keys are node names (rank_0, rank_1, ...) or 'default', "
+                                 "got '%s'", key);
+        snprintf(what, sizeof what, "job.command.%s", key);
+        if ((rc = ckh__scn_get_argv(p, ckh__scn_node(p, pr->value), what, &job->commands[i])))
+            return rc;
+        if (strcmp(key, "default") && !(job->commands[i].node = ckh__scn_strdup(p->s, key)))
+            return CKH_ENOMEM;
+        job->ncommands = i + 1;
+    }
+    return 0;
+}
+
+/* Variables ckh sets itself (harness/run/command.c): job.env may not. */
+static const char *const reserved_env[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                           "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK",
+                                           "ROLE_RANK", "ROLE_WORLD_SIZE"};
+
+/* job.env: NAME: value, NAME a shell variable name that ckh does not set. */
+static int parse_env(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
+{
+    int rc = ckh__scn_get_kv_map(p, n, "job.env", &job->env, &job->nenv);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < job->nenv; i++) {
+        const char *k = job->env[i].key;
+        bool ok = k[0] && !isdigit((unsigned char)k[0]);
+        for (const char *c = k; *c && ok; c++)
+            ok = isalnum((unsigned char)*c) || *c == '_';
+        bool reserved = !strncmp(k, "CKH_", 4);
+        for (size_t r = 0; r < CKH__NKEYS(reserved_env); r++)
+            reserved |= !strcmp(k, reserved_env[r]);
+        yaml_node_t at = *n;
+        at.start_mark.line = (size_t)(job->env[i].line - 1);
+        at.start_mark.column = (size_t)(job->env[i].column - 1);
+        if (!ok)
+            return ckh__scn_fail(p, &at, CKH_EINVAL,
+                                 "'job.env' expects variable names (letters, digits, '_'; not starting "
+                                 "with a digit), got '%s'", k);
+        if (reserved)
+            return ckh__scn_fail(p, &at, CKH_EINVAL,
+                                 "'job.env' may not set %s: ckh sets it for every node (RANK, WORLD_SIZE, "
+                                 "LOCAL_RANK, MASTER_ADDR, MASTER_PORT, CKH_*; docs/SCENARIOS.md, "
+                                 "\"Command jobs\")", k);
+    }
+    return 0;
+}
+
+/* Keys of a simulated job that mean nothing to a command job, and why. */
+static const struct {
+    const char *key;
+    const char *why;
+} not_for_commands[] = {
+    {"backend", "the program does its own checkpoint I/O"},
+    {"saver", "the program does its own checkpoint I/O"},
+    {"options", "pass the program its options in job.command or job.env"},
+    {"defects", "defect switches exist only in built-in workloads"},
+    {"gpu_memory", "a command job has no emulated devices"},
+    {"collective_timeout", "its processes time their own collectives out"},
+    {"epochs", "pass the program its length in job.command or job.env"},
+    {"steps", "pass the program its length in job.command or job.env"},
+};
+
+/* The command-job keys of job n: a command, its environment and its
+ * time limit; the simulated-job keys refused. */
+static int parse_command_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
+{
+    yaml_node_t *v, *cmd = ckh__scn_get(p, n, "command");
+    int rc;
+    if ((v = ckh__scn_get(p, n, "workload")))
+        return ckh__scn_fail(p, v, CKH_EINVAL,
+                             "give either 'workload' (a simulated job) or 'command' (a program per "
+                             "node), not both");
+    for (size_t i = 0; i < CKH__NKEYS(not_for_commands); i++)
+        if ((v = ckh__scn_get(p, n, not_for_commands[i].key)))
+            return ckh__scn_fail(p, v, CKH_EINVAL, "'job.%s' does not apply to a command job: %s",
+                                 not_for_commands[i].key, not_for_commands[i].why);
+    if ((rc = parse_commands(p, cmd, job)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "env")) && (rc = parse_env(p, v, job)))
+        return rc;
+    job->timeout_ns = CKH_SCN_COMMAND_TIMEOUT_NS;
+    if ((v = ckh__scn_get(p, n, "timeout"))) {
+        if ((rc = ckh__scn_get_duration(p, v, "job.timeout", &job->timeout_ns)))
+            return rc;
+        if (job->timeout_ns < 1000000)
+            return ckh__scn_fail(p, v, CKH_EINVAL, "'job.timeout' expects at least 1ms, got " CKH__GOT_FMT,
+                                 CKH__GOT_ARGS(v));
+    }
+    job->collective_timeout_ns = 0;
+    return 0;
+}
+
 int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
 {
     const struct ckh_scn_options *o = p->opts;
@@ -262,10 +426,20 @@ int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct c
         return rc;
     job->nodes = 1;
     job->collective_timeout_ns = 30ull * 1000000000ull;
-    if (!(v = ckh__scn_get(p, n, "workload")))
-        return ckh__scn_fail(p, n, CKH_EINVAL, "'job' needs 'workload'");
-    if ((rc = ckh__scn_get_name(p, v, "job.workload", o ? &o->workloads : NULL, &job->workload)))
+    if (ckh__scn_get(p, n, "command")) {
+        if ((rc = parse_command_job(p, n, job)))
+            return rc;
+    } else if (!(v = ckh__scn_get(p, n, "workload"))) {
+        return ckh__scn_fail(p, n, CKH_EINVAL, "'job' needs 'workload' (a simulated job) or 'command' "
+                                               "(a real program run per node)");
+    } else if ((rc = ckh__scn_get_name(p, v, "job.workload", o ? &o->workloads : NULL, &job->workload))) {
         return rc;
+    }
+    static const char *const command_only[] = {"env", "timeout"};
+    for (size_t k = 0; !job->commands && k < CKH__NKEYS(command_only); k++)
+        if ((v = ckh__scn_get(p, n, command_only[k])))
+            return ckh__scn_fail(p, v, CKH_EINVAL, "'job.%s' applies to command jobs only (job.command)",
+                                 command_only[k]);
     yaml_node_t *nodes = ckh__scn_get(p, n, "nodes"), *ranks = ckh__scn_get(p, n, "ranks");
     if (nodes && ranks)
         return ckh__scn_fail(p, ranks, CKH_EINVAL, "give either 'nodes' or 'ranks', not both");

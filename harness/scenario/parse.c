@@ -35,7 +35,7 @@
 /* ---- the root ---- */
 
 static const char *const top_keys[] = {"name",   "description", "seed",    "tags",   "job",
-                                       "faults", "restart",     "expect",  "compare"};
+                                       "faults", "restart",     "expect",  "compare", "verify"};
 
 static bool name_ok(const char *t)
 {
@@ -99,7 +99,20 @@ static int parse_root(struct ckh__scn_reader *p, const yaml_node_t *n)
         return rc;
     if ((v = ckh__scn_get(p, n, "compare")) && (rc = ckh__scn_parse_compare(p, v, &s->compare)))
         return rc;
+    if ((v = ckh__scn_get(p, n, "verify"))) {
+        if (!s->job.commands)
+            return ckh__scn_fail(p, v, CKH_EINVAL,
+                                 "'verify' applies to command jobs only (job.command); a simulated "
+                                 "job's workload checks its own disks");
+        if ((rc = ckh__scn_get_argv(p, v, "verify", &s->verify)))
+            return rc;
+    }
     return 0;
+}
+
+bool ckh_scn_is_command_job(const struct ckh_scenario *sc)
+{
+    return sc && sc->job.ncommands > 0;
 }
 
 /* ==== 6. public entry points ==== */

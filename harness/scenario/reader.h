@@ -121,6 +121,11 @@ int ckh__scn_get_name_list(struct ckh__scn_reader *p, const yaml_node_t *n, cons
 int ckh__scn_get_kv_map(struct ckh__scn_reader *p, const yaml_node_t *n, const char *what,
                         struct ckh_scn_kv **out, size_t *nout);
 
+/* An argv list (job.command, verify): a non-empty list of scalars kept as
+ * written, NULL-terminated, with its position (job.c). */
+int ckh__scn_get_argv(struct ckh__scn_reader *p, const yaml_node_t *n, const char *what,
+                      struct ckh_scn_command *c);
+
 /* ---- sections (one file each) ---- */
 
 int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job);

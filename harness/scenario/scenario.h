@@ -75,8 +75,19 @@ struct ckh_scn_disk {
     int line;                       /* 1-based line of the disk's entry */
 };
 
+/* One program of a command job (docs/SCENARIOS.md, "Command jobs"): the
+ * argv a node runs, or the argv of `verify`. */
+struct ckh_scn_command {
+    const char *node;  /* the node it runs on ("rank_0"); NULL: every node no other entry names */
+    const char **argv; /* argv[0..argc), then NULL */
+    size_t argc;       /* >= 1; 0 for an absent `verify` */
+    int line;          /* 1-based line of the argv list */
+    int column;        /* 1-based column of the argv list */
+};
+
 struct ckh_scn_job {
-    const char *workload;           /* validated against the caller's list; required */
+    const char *workload;           /* validated against the caller's list; required unless
+                                       `command` is given (then NULL) */
     uint32_t nodes;                 /* 1..1024 (keys `nodes` or `ranks`; default 1) */
     uint32_t epochs;                /* max epochs (0: workload default) */
     uint64_t steps;                 /* max steps (0: workload default) */
@@ -93,6 +104,14 @@ struct ckh_scn_job {
     uint64_t gpu_mem_bytes;         /* emulated device memory (0: unlimited) */
     const char **defects;           /* defect switches, validated against the caller's list */
     size_t ndefects;                /* number of defects */
+    /* ---- appended: command jobs (a real program per node; harness/run/command.h) ---- */
+    struct ckh_scn_command *commands; /* job.command: one entry (every node) or one per node
+                                         name plus an optional default; NULL: simulated job */
+    size_t ncommands;                 /* number of entries */
+    struct ckh_scn_kv *env;           /* job.env: the user's own variables, in file order */
+    size_t nenv;                      /* number of variables */
+    uint64_t timeout_ns;              /* job.timeout: wall-clock limit of one run of a command
+                                         job (default 120 s); past it the run hangs */
 };
 
 /* ---- faults ---- */
@@ -186,6 +205,9 @@ struct ckh_scn_action {
             double fraction;  /* fraction of the write it accepts, [0,1] (if is_fraction) */
             bool is_fraction; /* which of bytes / fraction is meant */
         } short_write;        /* CKH_SCN_ACT_SHORT_WRITE */
+        struct {
+            uint64_t grace_ns; /* SIGKILL this long after SIGTERM (wall clock) */
+        } sigterm;             /* CKH_SCN_ACT_SIGTERM */
     } u;                      /* kind-specific parameters; other kinds have none */
 };
 
@@ -201,12 +223,19 @@ struct ckh_scn_fault {
 
 /* ---- restart policy ---- */
 
+/* Which processes of a command job restart after a failure. */
+enum ckh_scn_restart_scope {
+    CKH_SCN_RESTART_ALL = 0, /* every process (torchrun's elastic agent; default) */
+    CKH_SCN_RESTART_FAILED,  /* only the nodes that did not complete */
+};
+
 struct ckh_scn_restart {
     int64_t resume_epoch;   /* -1: resume from latest (default); else that epoch */
     uint32_t max_restarts;  /* default 3 */
     uint32_t world_size;    /* nodes on restart (0: unchanged) */
     int world_size_line;    /* 1-based line of world_size (0: not given) */
     int world_size_column;  /* 1-based column of world_size */
+    enum ckh_scn_restart_scope scope; /* command jobs: who restarts (appended) */
 };
 
 /* ---- expectations ---- */
@@ -249,7 +278,9 @@ struct ckh_scn_expect {
 
 struct ckh_scn_compare {
     const char **ignore; /* record names (final values, step quantities) that
-                            `reference` and `resume-equivalence` leave out */
+                            `reference` and `resume-equivalence` leave out; for
+                            command jobs also "file:GLOB": files of the checkpoint
+                            directory (GLOB relative to it) left out */
     size_t nignore;      /* number of names */
 };
 
@@ -272,6 +303,9 @@ struct ckh_scenario {
     struct ckh_scn_compare compare; /* what the reference comparison leaves out */
     struct ckh_alloc *alloc;       /* allocator of the arena */
     struct ckh__scn_arena *arena;  /* owns every pointer above */
+    /* ---- appended ---- */
+    struct ckh_scn_command verify; /* `verify:` (command jobs): run against the checkpoint
+                                      directory before each restart; argc 0: none */
 };
 
 /* Where and why parsing failed. */
@@ -316,6 +350,9 @@ int ckh_scenario_parse_file(const char *path, const struct ckh_scn_options *opts
 /* The largest scenario file ckh reads. */
 #define CKH_SCN_FILE_BYTES_MAX (64u << 20)
 
+/* job.timeout of a command job when the scenario gives none. */
+#define CKH_SCN_COMMAND_TIMEOUT_NS (120ull * 1000000000ull)
+
 /* Reads the scenario file at path into *buf (NUL-terminated, *len bytes,
  * freed with alloc; NULL: the system allocator) without ever blocking:
  * a folder, a FIFO or another non-regular file, and a file over
@@ -342,6 +379,17 @@ int ckh_scn_error_format(const struct ckh_scn_error *err, char *buf, size_t n);
  * (harness/faults/registry.c). */
 const char *ckh_scn_action_name(enum ckh_scn_action_kind k);
 const char *ckh_scn_outcome_name(enum ckh_scn_outcome o);
+/* Whether sc runs real programs (job.command) instead of a simulated
+ * workload. */
+bool ckh_scn_is_command_job(const struct ckh_scenario *sc);
+
+/* Whether fault f of a command job fires on the program's progress rather
+ * than on a filesystem operation: a process-level action (kill before the
+ * op, sigterm, crash, power-loss) whose trigger names neither `op` nor
+ * `path` but a `step`, an `epoch` or a `time` (docs/SCENARIOS.md, "Faults
+ * on real processes"). */
+bool ckh_scn_fault_is_progress_trigger(const struct ckh_scn_fault *f);
+
 /* Whether the action changes data at rest (its descriptor applies it to
  * the disks: corrupt, remove-dir, the latest-pointer faults, disk-full). */
 bool ckh_scn_action_is_at_rest(enum ckh_scn_action_kind k);

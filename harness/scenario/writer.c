@@ -166,11 +166,43 @@ static int write_disks(FILE *f, const struct ckh_scn_job *j)
     return 0;
 }
 
+/* An argv list, every argument quoted. */
+static void argv_list(FILE *f, const struct ckh_scn_command *c)
+{
+    name_list(f, c->argv, c->argc);
+}
+
+/* job.command (the list form when one entry names no node), job.env and
+ * job.timeout of a command job. */
+static void write_command(FILE *f, const struct ckh_scn_job *j)
+{
+    if (j->ncommands == 1 && !j->commands[0].node) {
+        fputs("  command: ", f);
+        argv_list(f, &j->commands[0]);
+        fputc('\n', f);
+    } else {
+        fputs("  command:\n", f);
+        for (size_t i = 0; i < j->ncommands; i++) {
+            fprintf(f, "    %s: ", j->commands[i].node ? j->commands[i].node : "default");
+            argv_list(f, &j->commands[i]);
+            fputc('\n', f);
+        }
+    }
+    kv_block(f, "  env:", j->env, j->nenv);
+    fprintf(f, "  timeout: %" PRIu64 "ns\n", j->timeout_ns);
+}
+
 static int write_job(FILE *f, const struct ckh_scn_job *j)
 {
-    fputs("job:\n  workload: ", f);
-    q(f, j->workload);
-    fprintf(f, "\n  nodes: %u\n", j->nodes ? j->nodes : 1);
+    fputs("job:\n", f);
+    if (j->ncommands) {
+        write_command(f, j);
+    } else {
+        fputs("  workload: ", f);
+        q(f, j->workload);
+        fputc('\n', f);
+    }
+    fprintf(f, "  nodes: %u\n", j->nodes ? j->nodes : 1);
     if (j->epochs)
         fprintf(f, "  epochs: %u\n", j->epochs);
     if (j->steps)
@@ -218,6 +250,8 @@ static int write_restart_expect(FILE *f, const struct ckh_scenario *sc)
     fprintf(f, "  max_restarts: %u\n", sc->restart.max_restarts);
     if (sc->restart.world_size)
         fprintf(f, "  world_size: %u\n", sc->restart.world_size);
+    if (sc->restart.scope == CKH_SCN_RESTART_FAILED)
+        fputs("  scope: failed\n", f);
     fprintf(f, "expect:\n  outcome: %s\n  reference: %s\n", outcome, e->reference ? "true" : "false");
     str_line(f, "  golden: ", e->golden);
     kv_block(f, "  values:", e->values, e->nvalues);
@@ -236,7 +270,7 @@ static int write_restart_expect(FILE *f, const struct ckh_scenario *sc)
 int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc)
 {
     int rc;
-    if (!f || !sc || !sc->job.workload)
+    if (!f || !sc || (!sc->job.workload && !sc->job.ncommands))
         return CKH_EINVAL;
     fputs("name: ", f);
     q(f, sc->name ? sc->name : "scenario");
@@ -253,5 +287,10 @@ int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc)
             return rc;
     if ((rc = write_restart_expect(f, sc)) != 0)
         return rc;
+    if (sc->verify.argc) {
+        fputs("verify: ", f);
+        argv_list(f, &sc->verify);
+        fputc('\n', f);
+    }
     return ferror(f) ? -EIO : 0;
 }
