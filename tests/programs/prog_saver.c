@@ -31,7 +31,6 @@
  * (if any) names a file that verifies: exit 0, or 1 naming what is wrong;
  * it is this program's `verify:` command.
  */
-#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
