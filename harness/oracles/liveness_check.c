@@ -44,9 +44,14 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
             }
         if (ri->crashed)
             why = "crash";
+        /* A real program's exit status is positive (command jobs). */
+        char code[32] = "";
+        if (rc > 0)
+            snprintf(code, sizeof code, "status %d", rc);
+        else if (rc)
+            snprintf(code, sizeof code, "%s", ckh_err_name(rc));
         used += (size_t)snprintf(detail + used, n - used, " run %d: %s (%s%s%s)", ri->run, why,
-                                 outcome_name(ri->outcome), rc ? ", " : "",
-                                 rc ? ckh_err_name(rc) : "");
+                                 outcome_name(ri->outcome), rc ? ", " : "", code);
     }
     return false;
 }

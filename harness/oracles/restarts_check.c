@@ -28,7 +28,7 @@ static void why_ended(const struct ckh_scenario_run *r, const struct ckh_run_inf
         if (e->state == CKH_NODE_KILLED)
             k = snprintf(buf + at, n - at, "%s%s killed", sep, name);
         else if (e->state == CKH_NODE_EXITED && (e->rc != 0 || e->exit_status != 0))
-            k = e->rc != 0 ? snprintf(buf + at, n - at, "%s%s exited with %s", sep, name, ckh_err_name(e->rc))
+            k = e->rc < 0 ? snprintf(buf + at, n - at, "%s%s exited with %s", sep, name, ckh_err_name(e->rc))
                            : snprintf(buf + at, n - at, "%s%s exited with status %d", sep, name, e->exit_status);
         else if (e->state == CKH_NODE_RUNNING || e->state == CKH_NODE_READY)
             k = snprintf(buf + at, n - at, "%s%s did not finish", sep, name);

@@ -101,4 +101,21 @@ int ckh_ckhfs_available(char *msg, size_t msglen);
  * ckh); returns how many. */
 int ckh_ckhfs_sweep_stale(const char *dir);
 
+/* ---- appended: direct access to the disk while it is mounted ---- */
+
+/* Holds the server off the disk: while held, no request touches
+ * cfg->disk (the server thread waits; a file closed by a dying process may
+ * be released at any time, even after waitpid). Take it around direct
+ * calls on the disk while the mount is up (ckh_simfs_crash, pending_get,
+ * digest, faults at rest). Never do I/O on the mount while holding it
+ * (that request would wait for the holder). NULL is a no-op. */
+void ckh_ckhfs_lock(struct ckh_ckhfs *fs);
+void ckh_ckhfs_unlock(struct ckh_ckhfs *fs);
+
+/* Note on kill_node and hook (they run on the server thread): send
+ * signals, never wait for the killed processes to exit there; a dying
+ * process's close of its files waits for the server to answer (FUSE
+ * flush), so a wait inside the callback would deadlock. Reap them from
+ * another thread. */
+
 #endif

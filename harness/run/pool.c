@@ -217,14 +217,23 @@ int ckh_pool_reply(int fd, const void *p, size_t n)
 
 /* ---- the parent side ---- */
 
+/* A child that is stopped gets SIGTERM first and this long to end before
+ * SIGKILL: a worker running a command job (harness/run/command.h) kills
+ * and reaps its programs' process groups and unmounts its ckhfs mounts on
+ * SIGTERM, which SIGKILL would not let it do. A worker that does not
+ * catch SIGTERM dies of it at once. */
+#define TERM_GRACE_MS 5000u
+
 /* One running job. */
 struct slot {
     pid_t pid;          /* the child (0: free slot) */
     int fd;             /* read end of its reply pipe (-1: end of file seen) */
     int pidfd;          /* readable once the child ended (-1: none, poll briefly) */
     uint64_t index;     /* the job */
-    uint64_t deadline;  /* monotonic ms past which it is killed (0: none) */
-    bool timed_out;     /* killed for its time limit */
+    uint64_t deadline;  /* monotonic ms past which it is stopped (0: none) */
+    bool timed_out;     /* stopped for its time limit (SIGTERM sent) */
+    uint64_t kill_at;   /* monotonic ms past which a stopped child gets SIGKILL */
+    bool killed;        /* SIGKILL sent: the reap may block */
     char *buf;          /* reply bytes so far */
     size_t len;         /* their count */
     size_t cap;         /* allocated */
@@ -325,13 +334,13 @@ static void release(struct pool *p, struct slot *s)
     p->running--;
 }
 
-/* Reaps s's child if it ended (blocking when it was killed); calls done. */
+/* Reaps s's child if it ended (blocking once it got SIGKILL); calls done. */
 static void try_reap(struct pool *p, struct slot *s)
 {
     int st;
     pid_t r;
     do
-        r = waitpid(s->pid, &st, s->timed_out ? 0 : WNOHANG);
+        r = waitpid(s->pid, &st, s->killed ? 0 : WNOHANG);
     while (r < 0 && errno == EINTR);
     if (r == 0)
         return;
@@ -359,9 +368,30 @@ static void try_reap(struct pool *p, struct slot *s)
     release(p, s);
 }
 
-/* Kills and reaps every running child (interrupt and error paths). */
+/* Stops and reaps every running child (interrupt and error paths):
+ * SIGTERM, up to TERM_GRACE_MS for them to clean up and end, then SIGKILL. */
 static void kill_all(struct pool *p)
 {
+    for (unsigned i = 0; i < p->nslots; i++)
+        if (p->slots[i].pid)
+            kill(p->slots[i].pid, SIGTERM);
+    uint64_t until = mono_ms() + TERM_GRACE_MS;
+    for (;;) {
+        bool left = false;
+        for (unsigned i = 0; i < p->nslots; i++) {
+            struct slot *s = &p->slots[i];
+            if (!s->pid)
+                continue;
+            pid_t r = waitpid(s->pid, NULL, WNOHANG);
+            if (r == s->pid || (r < 0 && errno != EINTR))
+                release(p, s);
+            else
+                left = true;
+        }
+        if (!left || mono_ms() >= until)
+            break;
+        poll(NULL, 0, 10);
+    }
     for (unsigned i = 0; i < p->nslots; i++) {
         struct slot *s = &p->slots[i];
         if (!s->pid)
@@ -397,12 +427,19 @@ static int poll_round(struct pool *p, struct pollfd *pfd)
         struct slot *s = &p->slots[i];
         if (!s->pid)
             continue;
-        if (s->deadline && now >= s->deadline) {
-            kill(s->pid, SIGKILL);
+        if (s->deadline && now >= s->deadline && !s->timed_out) {
+            kill(s->pid, SIGTERM);
             s->timed_out = true;
+            s->kill_at = now + TERM_GRACE_MS;
+        }
+        if (s->timed_out && !s->killed && now >= s->kill_at) {
+            kill(s->pid, SIGKILL);
+            s->killed = true;
         }
         if (s->timed_out) {
             try_reap(p, s);
+            if (s->pid)
+                timeout = timeout >= 0 && timeout < 10 ? timeout : 10;
             continue;
         }
         if (s->deadline) {

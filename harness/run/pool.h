@@ -3,10 +3,10 @@
  *
  * A job is a function run in a forked child; the bytes it writes to its
  * reply descriptor come back to the parent over a pipe. At most `workers`
- * children run at a time. Each job has a wall-time limit (the parent kills
- * the child with SIGKILL past it) and a memory limit (RLIMIT_AS of the
- * child), and ends with exactly one status: ok, exited N, killed by signal
- * S, time limit or memory limit.
+ * children run at a time. Each job has a wall-time limit (past it the
+ * parent sends the child SIGTERM, then SIGKILL 5 s later) and a memory
+ * limit (RLIMIT_AS of the child), and ends with exactly one status: ok,
+ * exited N, killed by signal S, time limit or memory limit.
  *
  * Children die with the parent: each sets PR_SET_PDEATHSIG (SIGKILL) and
  * then checks that its parent is still the pool's process (the parent may
@@ -15,8 +15,11 @@
  *
  * Signals: ckh_pool_signals_install() catches SIGINT, SIGTERM and SIGHUP
  * with a handler that only records the signal and writes one byte to a
- * pipe (the self-pipe); ckh_pool_run watches that pipe, kills and reaps its
+ * pipe (the self-pipe); ckh_pool_run watches that pipe, stops and reaps its
  * children and returns -EINTR. Cleanup is the caller's, in its main flow.
+ * Stopping a child is SIGTERM, up to 5 s for it to end, then SIGKILL: a
+ * worker running a command job kills and reaps its programs' process
+ * groups and unmounts its checkpoint folders on SIGTERM (harness/run/command.h).
  *
  * A job that runs a real program (one per node) does so from its `run`
  * function with execve: the reply descriptor, the memory limit and the

@@ -14,8 +14,9 @@
 #include <time.h>
 
 #include "ckh/err.h"
-#include "search/fuzz.h"
+#include "run/command.h"
 #include "run/run_ctx.h"
+#include "search/fuzz.h"
 
 static uint64_t wall_ms(void)
 {
@@ -71,13 +72,17 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     r.sc = sc;
     r.seed = seed;
     r.source_dir = o->source_dir ? o->source_dir : ".";
+    /* A command job runs real programs (run/command.h). */
+    if (ckh_scn_is_command_job(sc))
+        return ckh__cmd_harness_run(sc, o, out);
 
     ckh_report_set(&out->name, "%s", sc->name);
     ckh_report_set(&out->file, "%s", sc->file);
     out->seed = seed;
     ckh_report_set(&out->replay, "%s run %s --seed %" PRIu64, o->argv0 ? o->argv0 : "ckh", sc->file, seed);
 
-    if ((rc = ckh__run_reference(sc, seed, o, &r, err, sizeof err)) != 0)
+    if ((rc = ckh__cmd_refuse_sim_only(sc, err, sizeof err)) != 0 ||
+        (rc = ckh__run_reference(sc, seed, o, &r, err, sizeof err)) != 0)
         goto out_error;
     if (!r.ref_ok) {
         rc = reference_incomplete(&r, err, sizeof err);
@@ -129,6 +134,10 @@ int ckh_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_optio
     uint64_t seed = opts && opts->seed_set ? opts->seed : sc->seed;
     struct ckh__run_ctx c;
     struct ckh_scenario_run r;
+    if (ckh_scn_is_command_job(sc))
+        return ckh__cmd_harness_replay(sc, opts, node_filter, op_filter, fp, msg, msglen);
+    if (ckh__cmd_refuse_sim_only(sc, msg, msglen) != 0)
+        return CKH_EINVAL;
     memset(&r, 0, sizeof r);
     r.sc = sc;
     int rc = ckh__run_build_sim(&c, sc, seed, 0, true);

@@ -1,5 +1,6 @@
 /* ckh's temporary folders (specification in tmpdir.h). */
 #include "run/tmpdir.h"
+#include "real/ckhfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -150,6 +151,10 @@ int ckh_tmp_sweep(const char *base)
             continue;
         char path[1100];
         snprintf(path, sizeof path, "%s/%s", base, de->d_name);
+        /* A killed ckh may have left ckhfs mounts in its folder (dead
+         * servers: "Transport endpoint is not connected"); they go first,
+         * and only those below this folder. */
+        ckh_ckhfs_sweep_stale(path);
         if (ckh_tmp_remove(path) == 0)
             removed++;
     }

@@ -463,7 +463,9 @@ int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct c
     if ((v = ckh__scn_get(p, n, "checkpoint_dir"))) {
         if ((rc = ckh__scn_get_sim_path(p, v, "job.checkpoint_dir", &job->checkpoint_dir)))
             return rc;
-    } else if (!(job->checkpoint_dir = ckh__scn_strdup(p->s, "/ckpt"))) {
+    } else if (!(job->checkpoint_dir = ckh__scn_strdup(p->s, job->commands ? "/" : "/ckpt"))) {
+        /* A command job's $CKH_CKPT_DIR is its disk's root by default, so
+         * its scenario paths read like the program's: /step_4.pt. */
         return CKH_ENOMEM;
     }
     if ((v = ckh__scn_get(p, n, "checkpoint_every")) && (rc = parse_every(p, v, job)))

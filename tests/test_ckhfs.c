@@ -1,0 +1,1127 @@
+/* Tests for ckhfs (harness/real/ckhfs*.c): a simfs disk served over FUSE.
+ *
+ * Each test mounts a fresh disk in a fresh ckh temporary folder and runs
+ * real system calls from CHILD processes (fork, mapped to a node by pid).
+ * The test process itself stays out of the mount's I/O except where a
+ * test says so (the server is a thread of the test process, so it could,
+ * but a child is what ckh runs: a separate process whose pid FUSE
+ * reports). After each child, the test looks at the disk directly
+ * (pending and durable state, under ckh_ckhfs_lock) and at the trace.
+ *
+ * Every child arms alarm() and Check's timeout covers each test, so a
+ * request the server never answers fails the test instead of hanging it.
+ * Tests are skipped (pass with a note) where FUSE is not available.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckh/err.h"
+#include "ckh/fs.h"
+#include "ckh/op.h"
+#include "ckh/simfs.h"
+#include "real/ckhfs.h"
+#include "run/tmpdir.h"
+
+/* ------------------------------------------------------------------ fixture */
+
+/* What the callbacks see (read on the server thread; written by the test
+ * before the child that triggers them is released). */
+struct ctx {
+    pid_t pid[8];             /* registered children */
+    int node[8];              /* their nodes */
+    int n;                    /* entries */
+    bool armed;               /* the hook rule is active */
+    enum ckh_op_kind kind;    /* rule: op kind */
+    const char *path;         /* rule: path (NULL: any) */
+    int nth;                  /* rule: fires at the nth match */
+    int seen;                 /* matches so far */
+    struct ckh_ckhfs_action act; /* rule: the verdict */
+    int kills;                /* kill_node calls */
+    int killed;               /* last node killed */
+};
+
+static struct {
+    struct ckh_simfs *disk;
+    struct ckh_ckhfs *fs;
+    struct ctx ctx;
+    char dir[PATH_MAX]; /* the ckh temporary folder */
+    char mnt[PATH_MAX + 8]; /* dir/mnt, the mount point */
+} T;
+
+static int node_of_pid(void *c, pid_t pid)
+{
+    struct ctx *x = c;
+    for (int i = 0; i < x->n; i++)
+        if (x->pid[i] == pid)
+            return x->node[i];
+    return -1;
+}
+
+static void hook(void *c, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_action *act)
+{
+    struct ctx *x = c;
+    if (!x->armed || op->kind != x->kind || (x->path && strcmp(op->path, x->path) != 0))
+        return;
+    if (++x->seen == x->nth)
+        *act = x->act;
+}
+
+static void kill_node(void *c, int node)
+{
+    struct ctx *x = c;
+    x->kills++;
+    x->killed = node;
+    for (int i = 0; i < x->n; i++)
+        if (x->node[i] == node)
+            kill(-x->pid[i], SIGKILL); /* each child leads its process group */
+}
+
+static void arm(enum ckh_op_kind kind, const char *path, int nth, struct ckh_ckhfs_action act)
+{
+    T.ctx.kind = kind;
+    T.ctx.path = path;
+    T.ctx.nth = nth;
+    T.ctx.seen = 0;
+    T.ctx.act = act;
+    T.ctx.armed = true;
+}
+
+static bool fuse_usable(void)
+{
+    char msg[256];
+    if (ckh_ckhfs_available(msg, sizeof msg) == 0)
+        return true;
+    fprintf(stderr, "test_ckhfs: skipped: %s\n", msg);
+    return false;
+}
+
+/* Whether a ckhfs mount is listed at path (this process's mount table). */
+static bool mounted_at(const char *path)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[4096];
+    bool found = false;
+    while (fgets(line, sizeof line, f)) {
+        char mp[PATH_MAX];
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 && strcmp(mp, path) == 0 &&
+            strstr(line, " - fuse.ckhfs "))
+            found = true;
+    }
+    fclose(f);
+    return found;
+}
+
+static void mount_disk(struct ckh_simfs *disk, bool trace)
+{
+    struct ckh_ckhfs_config cfg = {.mountpoint = T.mnt,
+                                   .disk = disk,
+                                   .node_of_pid = node_of_pid,
+                                   .hook = hook,
+                                   .kill_node = kill_node,
+                                   .ctx = &T.ctx,
+                                   .keep_trace = trace};
+    char msg[512];
+    int rc = ckh_ckhfs_mount(&cfg, &T.fs, msg, sizeof msg);
+    ck_assert_msg(rc == 0, "mount: %s", msg);
+    ck_assert(mounted_at(T.mnt));
+}
+
+/* A failed check ends the test's process by exit(): the mount goes with it
+ * instead of staying behind, disconnected. */
+static void unmount_at_exit(void)
+{
+    if (T.fs)
+        ckh_ckhfs_unmount(T.fs);
+    T.fs = NULL;
+}
+
+/* A disk mounted at a fresh <tmp>/ckh-<pid>-XXXXXX/mnt. */
+static void up(enum ckh_crash_model model, bool trace)
+{
+    memset(&T, 0, sizeof T);
+    atexit(unmount_at_exit);
+    struct ckh_simfs_config dc = {.name = "t", .model = model, .sector_bytes = 512, .seed = 7};
+    ck_assert_int_eq(ckh_simfs_create(&dc, &T.disk), 0);
+    ck_assert_int_eq(ckh_tmp_make(T.dir, sizeof T.dir), 0);
+    char real[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(T.dir, real));
+    snprintf(T.mnt, sizeof T.mnt, "%s/mnt", real);
+    ck_assert_int_eq(mkdir(T.mnt, 0755), 0);
+    mount_disk(T.disk, trace);
+}
+
+static void down(void)
+{
+    ckh_ckhfs_unmount(T.fs);
+    T.fs = NULL;
+    ck_assert(!mounted_at(T.mnt));
+    ckh_simfs_destroy(T.disk);
+    ck_assert_int_eq(ckh_tmp_remove(T.dir), 0);
+}
+
+/* ---------------------------------------------------------------- children */
+
+typedef int (*child_fn)(const char *mnt, void *arg);
+
+/* In a child: a failed check prints where and exits 1 (via return). */
+#define CHK(cond)                                                                        \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            fprintf(stderr, "child %s:%d: %s failed (errno %d: %s)\n", __FILE__, __LINE__, \
+                    #cond, errno, strerror(errno));                                      \
+            return 1;                                                                    \
+        }                                                                                \
+    } while (0)
+
+/* mnt + p in one of a few rotating buffers. */
+static const char *at(const char *mnt, const char *p)
+{
+    static char buf[4][PATH_MAX];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s%s", mnt, p);
+    return buf[k];
+}
+
+/* Starts fn in a child process of its own process group, registered as
+ * node before it may touch the mount. Returns its pid. */
+static pid_t spawn_as(int node, child_fn fn, void *arg)
+{
+    int go[2];
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        close(go[1]);
+        char c;
+        if (read(go[0], &c, 1) != 1)
+            _exit(98);
+        close(go[0]);
+        alarm(60);
+        _exit(fn(T.mnt, arg));
+    }
+    setpgid(pid, pid);
+    ck_assert_int_lt(T.ctx.n, 8);
+    T.ctx.pid[T.ctx.n] = pid;
+    T.ctx.node[T.ctx.n] = node;
+    T.ctx.n++;
+    close(go[0]);
+    ck_assert_int_eq(write(go[1], "g", 1), 1);
+    close(go[1]);
+    return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    return st;
+}
+
+/* Runs fn as node and expects it to exit 0. */
+static void run_ok(int node, child_fn fn, void *arg)
+{
+    int st = wait_status(spawn_as(node, fn, arg));
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+}
+
+/* ---------------------------------------------------------- disk inspection */
+
+/* The pending list as "kind path[>path2]@node;..." (under the lock). */
+static void pending_str(char *out, size_t n)
+{
+    ckh_ckhfs_lock(T.fs);
+    size_t len = 0;
+    out[0] = '\0';
+    size_t count = ckh_simfs_pending_count(T.disk);
+    for (size_t i = 0; i < count; i++) {
+        struct ckh_simfs_pending_info pi;
+        ck_assert_int_eq(ckh_simfs_pending_get(T.disk, i, &pi), 0);
+        len += (size_t)snprintf(out + len, n - len, "%s %s%s%s@%d;",
+                                ckh_op_name((enum ckh_op_kind)pi.kind), pi.path,
+                                pi.path2 ? ">" : "", pi.path2 ? pi.path2 : "", pi.node);
+        ck_assert_uint_lt(len, n);
+    }
+    ckh_ckhfs_unlock(T.fs);
+}
+
+/* Content of path on the disk now (direct view): length, or -errno. */
+static int64_t disk_get(const char *path, char *buf, size_t cap)
+{
+    struct ckh_file *f;
+    int rc = ckh_fs_open(ckh_simfs_fs(T.disk), path, CKH_O_RDONLY, &f);
+    if (rc)
+        return rc;
+    int64_t n = ckh_file_pread(f, buf, cap - 1, 0);
+    ck_assert_int_ge(n, 0);
+    buf[n] = '\0';
+    ckh_file_close(f);
+    return n;
+}
+
+/* The trace without stat entries (the kernel's lookups) as
+ * "kind path[>path2][ off+len]=result@node;...". */
+static void trace_str(char *out, size_t n, pid_t only_pid)
+{
+    size_t k = 0, len = 0;
+    const struct ckh_ckhfs_op *t = ckh_ckhfs_trace(T.fs, &k);
+    out[0] = '\0';
+    uint64_t last = 0;
+    for (size_t i = 0; i < k; i++) {
+        ck_assert_uint_gt(t[i].seq, last); /* arrival order */
+        last = t[i].seq;
+        if (t[i].kind == CKH_OP_STAT || (only_pid && t[i].pid != only_pid))
+            continue;
+        len += (size_t)snprintf(out + len, n - len, "%s %s", ckh_op_name(t[i].kind), t[i].path);
+        if (t[i].path2)
+            len += (size_t)snprintf(out + len, n - len, ">%s", t[i].path2);
+        if (t[i].kind == CKH_OP_PWRITE || t[i].kind == CKH_OP_PREAD)
+            len += (size_t)snprintf(out + len, n - len, " %llu+%llu",
+                                    (unsigned long long)t[i].off, (unsigned long long)t[i].len);
+        len += (size_t)snprintf(out + len, n - len, "=%lld@%d;", (long long)t[i].result,
+                                t[i].node);
+        ck_assert_uint_lt(len, n);
+    }
+}
+
+/* ------------------------------------------------------------ basic ops */
+
+static int put_file(const char *path, const char *s, bool sync)
+{
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    CHK(fd >= 0);
+    CHK(write(fd, s, strlen(s)) == (ssize_t)strlen(s));
+    if (sync)
+        CHK(fsync(fd) == 0);
+    CHK(close(fd) == 0);
+    return 0;
+}
+
+static int fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY);
+    CHK(fd >= 0);
+    CHK(fsync(fd) == 0);
+    CHK(close(fd) == 0);
+    return 0;
+}
+
+static int child_basic(const char *m, void *arg)
+{
+    (void)arg;
+    char buf[64];
+    struct stat st;
+    CHK(mkdir(at(m, "/d"), 0755) == 0);
+    CHK(put_file(at(m, "/d/a"), "hello world", true) == 0);
+    CHK(rename(at(m, "/d/a"), at(m, "/d/b")) == 0);
+    CHK(symlink("b", at(m, "/d/l")) == 0);
+    ssize_t n = readlink(at(m, "/d/l"), buf, sizeof buf);
+    CHK(n == 1 && buf[0] == 'b');
+    CHK(stat(at(m, "/d/l"), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 11);
+    CHK(lstat(at(m, "/d/l"), &st) == 0 && S_ISLNK(st.st_mode));
+    CHK(stat(at(m, "/d"), &st) == 0 && S_ISDIR(st.st_mode));
+    CHK(truncate(at(m, "/d/b"), 5) == 0);
+    int fd = open(at(m, "/d/b"), O_RDONLY);
+    CHK(fd >= 0);
+    CHK(read(fd, buf, sizeof buf) == 5 && memcmp(buf, "hello", 5) == 0);
+    CHK(fstat(fd, &st) == 0 && st.st_size == 5);
+    CHK(close(fd) == 0);
+    DIR *d = opendir(at(m, "/d"));
+    CHK(d != NULL);
+    char names[128] = "";
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        strcat(names, de->d_name);
+        strcat(names, de->d_type == DT_LNK ? "@ " : de->d_type == DT_DIR ? "/ " : " ");
+    }
+    closedir(d);
+    CHK(strcmp(names, "./ ../ b l@ ") == 0);
+    CHK(unlink(at(m, "/d/l")) == 0);
+    CHK(mkdir(at(m, "/e"), 0755) == 0);
+    CHK(rmdir(at(m, "/e")) == 0);
+    /* errors a program sees as on any filesystem */
+    CHK(open(at(m, "/nope"), O_RDONLY) < 0 && errno == ENOENT);
+    CHK(mkdir(at(m, "/d"), 0755) < 0 && errno == EEXIST);
+    CHK(rmdir(at(m, "/d")) < 0 && errno == ENOTEMPTY);
+    CHK(open(at(m, "/d/b"), O_CREAT | O_EXCL | O_WRONLY, 0644) < 0 && errno == EEXIST);
+    CHK(unlink(at(m, "/d")) < 0 && errno == EISDIR);
+    return 0;
+}
+
+START_TEST(test_basic_ops_reach_simfs)
+{
+    if (!fuse_usable())
+        return;
+    up(CKH_CRASH_POSIX_WEAK, false);
+    run_ok(0, child_basic, NULL);
+    char p[2048];
+    pending_str(p, sizeof p);
+    /* The fsynced write is durable; every entry op is still pending (no
+     * folder was fsynced); the truncate is a pending data op. */
+    ck_assert_str_eq(p, "mkdir /d@0;open /d/a@0;rename /d/a>/d/b@0;symlink /d/l>b@0;"
+                        "ftruncate /d/b@0;unlink /d/l>b@0;mkdir /e@0;rmdir /e@0;");
+    char buf[64];
+    ck_assert_int_eq(disk_get("/d/b", buf, sizeof buf), 5);
+    ck_assert_str_eq(buf, "hello");
+    down();
+}
+END_TEST
+
+/* ------------------------------------------------------------ crash models */
+
+static int child_crashy(const char *m, void *arg)
+{
+    (void)arg;
+    CHK(put_file(at(m, "/kept"), "K", true) == 0);
+    CHK(fsync_dir(m) == 0);
+    CHK(put_file(at(m, "/lost"), "L", true) == 0); /* file fsynced, folder not */
+    CHK(rename(at(m, "/kept"), at(m, "/renamed")) == 0); /* never synced */
+    CHK(put_file(at(m, "/unsynced"), "U", false) == 0);
+    return 0;
+}
+
+/* After the crash, through the mount: what the disk kept (arg: "ext4"). */
+static int child_after_crash(const char *m, void *arg)
+{
+    bool ext4 = arg != NULL;
+    char buf[8] = "";
+    int fd = open(at(m, "/kept"), O_RDONLY);
+    CHK(fd >= 0);
+    CHK(read(fd, buf, sizeof buf) == 1 && buf[0] == 'K');
+    close(fd);
+    CHK(access(at(m, "/renamed"), F_OK) < 0 && errno == ENOENT);
+    CHK(access(at(m, "/unsynced"), F_OK) < 0 && errno == ENOENT);
+    CHK((access(at(m, "/lost"), F_OK) == 0) == ext4);
+    return 0;
+}
+
+static void crash_case(enum ckh_crash_model model)
+{
+    bool ext4 = model == CKH_CRASH_EXT4_ORDERED;
+    up(model, false);
+    run_ok(0, child_crashy, NULL);
+    char buf[16];
+    /* Before the crash, the live state has everything. */
+    ck_assert_int_eq(disk_get("/renamed", buf, sizeof buf), 1);
+    ck_assert_int_eq(disk_get("/unsynced", buf, sizeof buf), 1);
+    ckh_ckhfs_lock(T.fs);
+    ck_assert_uint_gt(ckh_simfs_pending_count(T.disk), 0);
+    ck_assert_int_eq(ckh_simfs_crash_uniform(T.disk, 0, CKH_CRASH_DROP), 0);
+    ck_assert_uint_eq(ckh_simfs_pending_count(T.disk), 0);
+    ckh_ckhfs_unlock(T.fs);
+    ck_assert_int_eq(disk_get("/kept", buf, sizeof buf), 1);
+    ck_assert_str_eq(buf, "K");
+    ck_assert_int_eq(disk_get("/renamed", buf, sizeof buf), -ENOENT);
+    ck_assert_int_eq(disk_get("/unsynced", buf, sizeof buf), -ENOENT);
+    if (ext4) {
+        ck_assert_int_eq(disk_get("/lost", buf, sizeof buf), 1); /* fsync committed the journal */
+        ck_assert_str_eq(buf, "L");
+    } else {
+        ck_assert_int_eq(disk_get("/lost", buf, sizeof buf), -ENOENT);
+    }
+    run_ok(0, child_after_crash, ext4 ? "ext4" : NULL);
+    down();
+}
+
+START_TEST(test_crash_posix_weak)
+{
+    if (!fuse_usable())
+        return;
+    crash_case(CKH_CRASH_POSIX_WEAK);
+}
+END_TEST
+
+START_TEST(test_crash_ext4_ordered)
+{
+    if (!fuse_usable())
+        return;
+    crash_case(CKH_CRASH_EXT4_ORDERED);
+}
+END_TEST
+
+/* O_SYNC writes are durable at once; O_APPEND appends at simfs's end. */
+static int child_sync_append(const char *m, void *arg)
+{
+    (void)arg;
+    int fd = open(at(m, "/s"), O_CREAT | O_WRONLY | O_SYNC, 0644);
+    CHK(fd >= 0);
+    CHK(write(fd, "sync", 4) == 4);
+    CHK(close(fd) == 0);
+    CHK(put_file(at(m, "/ap"), "ab", false) == 0);
+    int a = open(at(m, "/ap"), O_WRONLY | O_APPEND);
+    int b = open(at(m, "/ap"), O_WRONLY | O_APPEND);
+    CHK(a >= 0 && b >= 0);
+    CHK(write(a, "cd", 2) == 2);
+    CHK(write(b, "ef", 2) == 2); /* b's kernel offset is stale; the append is not */
+    CHK(write(a, "gh", 2) == 2);
+    close(a);
+    close(b);
+    return 0;
+}
+
+START_TEST(test_sync_and_append)
+{
+    if (!fuse_usable())
+        return;
+    up(CKH_CRASH_POSIX_WEAK, false);
+    run_ok(0, child_sync_append, NULL);
+    char p[1024];
+    pending_str(p, sizeof p);
+    ck_assert_str_eq(p, "open /s@0;open /ap@0;pwrite /ap@0;pwrite /ap@0;pwrite /ap@0;"
+                        "pwrite /ap@0;");
+    char buf[32];
+    ck_assert_int_eq(disk_get("/ap", buf, sizeof buf), 8);
+    ck_assert_str_eq(buf, "abcdefgh");
+    down();
+}
+END_TEST
+
+/* ------------------------------------------------------------ nodes */
+
+static int child_write_unsynced(const char *m, void *arg)
+{
+    CHK(put_file(at(m, (const char *)arg), "data", false) == 0);
+    return 0;
+}
+
+static int child_read_n1(const char *m, void *arg)
+{
+    (void)arg;
+    char buf[8] = "";
+    int fd = open(at(m, "/n1"), O_RDONLY);
+    CHK(fd >= 0);
+    CHK(read(fd, buf, sizeof buf) == 4 && memcmp(buf, "data", 4) == 0);
+    close(fd);
+    CHK(access(at(m, "/n0"), F_OK) < 0 && errno == ENOENT);
+    return 0;
+}
+
+static void *thread_write(void *arg)
+{
+    const char *path = arg;
+    int fd = open(path, O_CREAT | O_WRONLY, 0644);
+    if (fd >= 0 && write(fd, "t", 1) == 1 && close(fd) == 0)
+        return NULL;
+    return (void *)1;
+}
+
+/* A write from a second thread of the process still maps to its node. */
+static int child_threaded(const char *m, void *arg)
+{
+    (void)arg;
+    pthread_t th;
+    void *res = (void *)1;
+    CHK(pthread_create(&th, NULL, thread_write, (void *)at(m, "/thr")) == 0);
+    CHK(pthread_join(th, &res) == 0 && res == NULL);
+    return 0;
+}
+
+START_TEST(test_nodes_by_pid)
+{
+    if (!fuse_usable())
+        return;
+    up(CKH_CRASH_POSIX_WEAK, true);
+    run_ok(0, child_write_unsynced, "/n0");
+    run_ok(1, child_write_unsynced, "/n1");
+    /* Both at once: each child's ops carry its own node. */
+    pid_t a = spawn_as(2, child_write_unsynced, "/c2");
+    pid_t b = spawn_as(3, child_write_unsynced, "/c3");
+    int sa = wait_status(a), sb = wait_status(b);
+    ck_assert(WIFEXITED(sa) && WEXITSTATUS(sa) == 0 && WIFEXITED(sb) && WEXITSTATUS(sb) == 0);
+    pid_t thr = spawn_as(4, child_threaded, NULL);
+    ck_assert_int_eq(wait_status(thr), 0);
+    char p[2048];
+    pending_str(p, sizeof p);
+    ck_assert_ptr_nonnull(strstr(p, "open /n0@0;pwrite /n0@0;open /n1@1;pwrite /n1@1;"));
+    ck_assert_ptr_nonnull(strstr(p, "open /c2@2;"));
+    ck_assert_ptr_nonnull(strstr(p, "pwrite /c2@2;"));
+    ck_assert_ptr_nonnull(strstr(p, "pwrite /c3@3;"));
+    ck_assert_ptr_nonnull(strstr(p, "open /thr@4;pwrite /thr@4;"));
+    /* The trace names the process (not the thread) and its node. */
+    char t[2048];
+    trace_str(t, sizeof t, thr);
+    ck_assert_str_eq(t, "open /thr=0@4;pwrite /thr 0+1=1@4;close /thr=0@4;");
+    /* The test process itself is no node of the job. */
+    struct stat st;
+    ck_assert_int_eq(stat(T.mnt, &st), 0);
+    size_t k = 0;
+    const struct ckh_ckhfs_op *tr = ckh_ckhfs_trace(T.fs, &k);
+    ck_assert_uint_gt(k, 0);
+    ck_assert_int_eq(tr[k - 1].pid, getpid());
+    ck_assert_int_eq(tr[k - 1].node, -1);
+    /* A crash of node 0 resolves node 0's ops only. */
+    ckh_ckhfs_lock(T.fs);
+    ck_assert_int_eq(ckh_simfs_crash_uniform(T.disk, 0, CKH_CRASH_DROP), 0);
+    ckh_ckhfs_unlock(T.fs);
+    pending_str(p, sizeof p);
+    ck_assert_ptr_null(strstr(p, "@0;"));
+    ck_assert_ptr_nonnull(strstr(p, "open /n1@1;pwrite /n1@1;"));
+    run_ok(1, child_read_n1, NULL);
+    down();
+}
+END_TEST
+
+/* ------------------------------------------------------------ the hook */
+
+static int child_errno(const char *m, void *arg)
+{
+    (void)arg;
+    int fd = open(at(m, "/e"), O_CREAT | O_WRONLY, 0644);
+    CHK(fd >= 0);
+    CHK(write(fd, "abcd", 4) < 0 && errno == ENOSPC);
+    CHK(write(fd, "wxyz", 4) == 4);
+    CHK(close(fd) == 0);
+    return 0;
+}
+
+static int child_fsync_eio(const char *m, void *arg)
+{
+    (void)arg;
+    int fd = open(at(m, "/f"), O_CREAT | O_WRONLY, 0644);
+    CHK(fd >= 0);
+    CHK(write(fd, "abcd", 4) == 4);
+    CHK(fsync(fd) < 0 && errno == EIO);
+    CHK(close(fd) == 0);
+    CHK(rename(at(m, "/f"), at(m, "/g")) == 0);
+    return 0;
+}
+
+static int child_open_refused(const char *m, void *arg)
+{
+    (void)arg;
+    CHK(open(at(m, "/o"), O_CREAT | O_WRONLY, 0644) < 0 && errno == EACCES);
+    CHK(access(at(m, "/o"), F_OK) < 0 && errno == ENOENT);
+    return 0;
+}
+
+START_TEST(test_hook_errno)
+{
+    if (!fuse_usable())
+        return;
+    up(CKH_CRASH_POSIX_WEAK, true);
+    arm(CKH_OP_PWRITE, "/e", 1,
+        (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_ERRNO, .err = ENOSPC});
+    run_ok(0, child_errno, NULL);
+    char buf[16];
+    ck_assert_int_eq(disk_get("/e", buf, sizeof buf), 4);
+    ck_assert_str_eq(buf, "wxyz");
+    /* A failed fsync: the program sees EIO and nothing became durable. */
+    arm(CKH_OP_FSYNC, NULL, 1, (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_ERRNO, .err = EIO});
+    pid_t pid = spawn_as(0, child_fsync_eio, NULL);
+    ck_assert_int_eq(wait_status(pid), 0);
+    char p[1024];
+    pending_str(p, sizeof p);
+    ck_assert_str_eq(p, "open /e@0;pwrite /e@0;open /f@0;pwrite /g@0;rename /f>/g@0;");
+    char t[2048];
+    trace_str(t, sizeof t, pid);
+    ck_assert_str_eq(t, "open /f=0@0;pwrite /f 0+4=4@0;fsync /f=-5@0;close /f=0@0;"
+                        "rename /f>/g=0@0;");
+    arm(CKH_OP_OPEN, "/o", 1, (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_ERRNO, .err = EACCES});
+    run_ok(0, child_open_refused, NULL);
+    down();
+}
+END_TEST
+
+static int child_short(const char *m, void *arg)
+{
+    (void)arg;
+    char data[100];
+    memset(data, 'x', sizeof data);
+    int fd = open(at(m, "/short"), O_CREAT | O_WRONLY, 0644);
+    CHK(fd >= 0);
+    CHK(write(fd, data, sizeof data) == 10);
+    CHK(write(fd, data, sizeof data) == 100);
+    CHK(close(fd) == 0);
+    return 0;
+}
+
+static int child_delay(const char *m, void *arg)
+{
+    (void)arg;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    CHK(mkdir(at(m, "/slow"), 0755) == 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+    CHK(ms >= 150);
+    return 0;
+}
+
+START_TEST(test_hook_short_and_delay)
+{
+    if (!fuse_usable())
+        return;
+    up(CKH_CRASH_POSIX_WEAK, false);
+    arm(CKH_OP_PWRITE, NULL, 1, (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_SHORT, .keep = 10});
+    run_ok(0, child_short, NULL);
+    char buf[256];
+    ck_assert_int_eq(disk_get("/short", buf, sizeof buf), 110);
+    arm(CKH_OP_MKDIR, NULL, 1,
+        (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_DELAY, .delay_ms = 200});
+    run_ok(0, child_delay, NULL);
+    down();
+}
+END_TEST
+
+/* Writes 5 blocks of 4 KiB at increasing offsets, then exits 0. */
+static int child_five_writes(const char *m, void *arg)
+{
+    (void)arg;
+    char block[4096];
+    memset(block, 'k', sizeof block);
+    int fd = open(at(m, "/k"), O_CREAT | O_WRONLY, 0644);
+    CHK(fd >= 0);
+    for (int i = 0; i < 5; i++)
+        CHK(pwrite(fd, block, sizeof block, (off_t)i * 4096) == 4096);
+    close(fd);
+    return 0;
+}
+
+static void kill_case(enum ckh_ckhfs_verdict v, uint64_t size_after)
+{
+    up(CKH_CRASH_POSIX_WEAK, true);
+    arm(CKH_OP_PWRITE, "/k", 3, (struct ckh_ckhfs_action){.verdict = v});
+    pid_t pid = spawn_as(0, child_five_writes, NULL);
+    int st = wait_status(pid);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child status %#x", st);
+    ck_assert_int_eq(T.ctx.kills, 1);
+    ck_assert_int_eq(T.ctx.killed, 0);
+    struct ckh_stat cs;
+    ck_assert_int_eq(ckh_fs_stat(ckh_simfs_fs(T.disk), "/k", &cs), 0);
+    ck_assert_uint_eq(cs.size_bytes, size_after);
+    /* The trace ends at the fatal write: its answer, then the dying
+     * process's close. */
+    char t[2048];
+    trace_str(t, sizeof t, pid);
+    char want[512];
+    snprintf(want, sizeof want,
+             "open /k=0@0;pwrite /k 0+4096=4096@0;pwrite /k 4096+4096=4096@0;"
+             "pwrite /k 8192+4096=%d@0;close /k=0@0;",
+             v == CKH_CKHFS_KILL ? -EIO : 4096);
+    ck_assert_str_eq(t, want);
+    down();
+}
+
+START_TEST(test_hook_kill_before)
+{
+    if (!fuse_usable())
+        return;
+    kill_case(CKH_CKHFS_KILL, 8192);
+}
+END_TEST
+
+START_TEST(test_hook_kill_after)
+{
+    if (!fuse_usable())
+        return;
+    kill_case(CKH_CKHFS_KILL_AFTER, 12288);
+}
+END_TEST
+
+/* ------------------------------------------------------------ trace */
+
+static int child_traced(const char *m, void *arg)
+{
+    (void)arg;
+    CHK(mkdir(at(m, "/t"), 0755) == 0);
+    int fd = open(at(m, "/t/f"), O_CREAT | O_RDWR, 0644);
+    CHK(fd >= 0);
+    CHK(pwrite(fd, "hello", 5, 3) == 5);
+    char buf[8];
+    CHK(pread(fd, buf, 8, 0) == 8);
+    CHK(fdatasync(fd) == 0);
+    CHK(close(fd) == 0);
+    CHK(rename(at(m, "/t/f"), at(m, "/t/g")) == 0);
+    CHK(symlink("g", at(m, "/t/l")) == 0);
+    CHK(fsync_dir(at(m, "/t")) == 0);
+    DIR *d = opendir(at(m, "/t"));
+    CHK(d != NULL);
+    CHK(readdir(d) != NULL);
+    closedir(d);
+    CHK(unlink(at(m, "/t/g")) == 0);
+    CHK(open(at(m, "/t/nope"), O_RDONLY) < 0 && errno == ENOENT);
+    return 0;
+}
+
+START_TEST(test_trace)
+{
+    if (!fuse_usable())
+        return;
+    up(CKH_CRASH_POSIX_WEAK, true);
+    pid_t pid = spawn_as(0, child_traced, NULL);
+    ck_assert_int_eq(wait_status(pid), 0);
+    char t[4096];
+    trace_str(t, sizeof t, pid);
+    ck_assert_str_eq(t, "mkdir /t=0@0;open /t/f=0@0;pwrite /t/f 3+5=5@0;pread /t/f 0+8=8@0;"
+                        "fdatasync /t/f=0@0;close /t/f=0@0;rename /t/f>/t/g=0@0;"
+                        "symlink /t/l>g=0@0;fsync_dir /t=0@0;listdir /t=0@0;unlink /t/g=0@0;");
+    /* Lookups are stat entries; the failed one carries its errno. */
+    size_t k = 0;
+    const struct ckh_ckhfs_op *tr = ckh_ckhfs_trace(T.fs, &k);
+    bool seen = false;
+    for (size_t i = 0; i < k; i++)
+        if (tr[i].kind == CKH_OP_STAT && strcmp(tr[i].path, "/t/nope") == 0) {
+            ck_assert_int_eq(tr[i].result, -ENOENT);
+            ck_assert_int_eq(tr[i].pid, pid);
+            seen = true;
+        }
+    ck_assert(seen);
+    down();
+}
+END_TEST
+
+/* ---------------------------------------------------- what ckhfs refuses */
+
+static int child_refused(const char *m, void *arg)
+{
+    (void)arg;
+    CHK(put_file(at(m, "/r"), "0123456789", false) == 0);
+    CHK(link(at(m, "/r"), at(m, "/hard")) < 0 && errno == EPERM);
+    CHK(mkfifo(at(m, "/fifo"), 0644) < 0 && errno == EPERM);
+    CHK(setxattr(at(m, "/r"), "user.k", "v", 1, 0) < 0 && errno == EOPNOTSUPP);
+    char v[8];
+    CHK(getxattr(at(m, "/r"), "user.k", v, sizeof v) < 0 && errno == EOPNOTSUPP);
+    int fd = open(at(m, "/r"), O_RDWR);
+    CHK(fd >= 0);
+    CHK(fallocate(fd, 0, 0, 4096) < 0 && errno == EOPNOTSUPP);
+    /* Shared mappings are refused (direct_io); private ones read the file
+     * and their writes stay private, as anywhere. */
+    void *p = mmap(NULL, 10, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHK(p == MAP_FAILED && errno == ENODEV);
+    p = mmap(NULL, 10, PROT_READ, MAP_SHARED, fd, 0);
+    CHK(p == MAP_FAILED && errno == ENODEV);
+    char *q = mmap(NULL, 10, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    CHK(q != MAP_FAILED);
+    CHK(memcmp(q, "0123456789", 10) == 0);
+    q[0] = 'X';
+    CHK(msync(q, 10, MS_SYNC) == 0);
+    CHK(munmap(q, 10) == 0);
+    char buf[16];
+    CHK(pread(fd, buf, 10, 0) == 10 && buf[0] == '0');
+    /* File locks are the kernel's own (local to this machine). */
+    CHK(flock(fd, LOCK_EX) == 0 && flock(fd, LOCK_UN) == 0);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    CHK(fcntl(fd, F_SETLK, &fl) == 0);
+    /* chmod, chown and utimes are accepted and change nothing. */
+    CHK(fchmod(fd, 0600) == 0);
+    struct stat st;
+    CHK(fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0644 && st.st_mtime == 1577836800);
+    close(fd);
+    /* O_DIRECT works (direct_io already bypasses the page cache). */
+    fd = open(at(m, "/direct"), O_CREAT | O_WRONLY | O_DIRECT, 0644);
+    CHK(fd >= 0);
+    void *blk = NULL;
+    CHK(posix_memalign(&blk, 4096, 4096) == 0);
+    memset(blk, 'd', 4096);
+    CHK(write(fd, blk, 4096) == 4096);
+    free(blk);
+    close(fd);
+    /* rename flags simfs does not model */
+    CHK(renameat2(AT_FDCWD, at(m, "/r"), AT_FDCWD, at(m, "/direct"), RENAME_NOREPLACE) < 0 &&
+        errno == EEXIST);
+    CHK(renameat2(AT_FDCWD, at(m, "/r"), AT_FDCWD, at(m, "/direct"), RENAME_EXCHANGE) < 0 &&
+        errno == EINVAL);
+    return 0;
+}
+
+START_TEST(test_refused_and_unseen_ops)
+{
+    if (!fuse_usable())
+        return;
+    up(CKH_CRASH_POSIX_WEAK, false);
+    run_ok(0, child_refused, NULL);
+    char buf[4200];
+    ck_assert_int_eq(disk_get("/r", buf, sizeof buf), 10);
+    ck_assert_str_eq(buf, "0123456789");
+    ck_assert_int_eq(disk_get("/direct", buf, sizeof buf), 4096);
+    ck_assert_int_eq(disk_get("/hard", buf, sizeof buf), -ENOENT);
+    down();
+}
+END_TEST
+
+/* ------------------------------------------------------------ lifetime */
+
+/* Holds a file open across the unmount, then uses it. */
+static int child_busy(const char *m, void *arg)
+{
+    int *pipes = arg; /* ready write end, go read end */
+    int fd = open(at(m, "/busy"), O_CREAT | O_RDWR, 0644);
+    CHK(fd >= 0);
+    CHK(write(fd, "x", 1) == 1);
+    CHK(write(pipes[0], "r", 1) == 1);
+    char c;
+    CHK(read(pipes[1], &c, 1) == 1);
+    char buf[4];
+    CHK(pread(fd, buf, 1, 0) < 0); /* the server is gone: an error, not a hang */
+    close(fd);
+    return 0;
+}
+
+START_TEST(test_unmount_busy)
+{
+    if (!fuse_usable())
+        return;
+    up(CKH_CRASH_POSIX_WEAK, false);
+    int ready[2], go[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    ck_assert_int_eq(pipe(go), 0);
+    int pipes[2] = {ready[1], go[0]};
+    pid_t pid = spawn_as(0, child_busy, pipes);
+    char c;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    ckh_ckhfs_unmount(T.fs);
+    T.fs = NULL;
+    ck_assert(!mounted_at(T.mnt));
+    ck_assert_int_eq(write(go[1], "g", 1), 1);
+    int st = wait_status(pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+    /* The disk keeps what the program wrote. */
+    char buf[4];
+    ck_assert_int_eq(disk_get("/busy", buf, sizeof buf), 1);
+    down();
+}
+END_TEST
+
+/* A ckh that mounts in its own temporary folder and dies by SIGKILL. */
+static void killed_ckh(const char *base, int report)
+{
+    setenv("TMPDIR", base, 1);
+    char dir[PATH_MAX], mnt[PATH_MAX + 8];
+    struct ckh_simfs_config dc = {.name = "k", .sector_bytes = 512};
+    struct ckh_simfs *disk = NULL;
+    if (ckh_tmp_make(dir, sizeof dir) != 0 || ckh_simfs_create(&dc, &disk) != 0)
+        _exit(2);
+    snprintf(mnt, sizeof mnt, "%s/mnt", dir);
+    struct ckh_ckhfs_config cfg = {.mountpoint = mnt, .disk = disk};
+    struct ckh_ckhfs *fs = NULL;
+    char msg[256];
+    if (mkdir(mnt, 0755) != 0 || ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg) != 0)
+        _exit(3);
+    char real[PATH_MAX];
+    if (!realpath(mnt, real) || write(report, real, strlen(real) + 1) < 0)
+        _exit(4);
+    for (;;)
+        pause();
+}
+
+START_TEST(test_sweep_stale_mounts)
+{
+    if (!fuse_usable())
+        return;
+    /* A live mount of this process, outside the swept folder. */
+    up(CKH_CRASH_POSIX_WEAK, false);
+    char base[PATH_MAX + 8];
+    snprintf(base, sizeof base, "%s/base", T.dir);
+    ck_assert_int_eq(mkdir(base, 0755), 0);
+    int rep[2];
+    ck_assert_int_eq(pipe(rep), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(rep[0]);
+        alarm(60);
+        killed_ckh(base, rep[1]);
+    }
+    close(rep[1]);
+    char dead[PATH_MAX] = "";
+    ck_assert_int_gt(read(rep[0], dead, sizeof dead), 0);
+    close(rep[0]);
+    kill(pid, SIGKILL);
+    ck_assert(WIFSIGNALED(wait_status(pid)));
+    /* The dead server's mount stays, disconnected. */
+    ck_assert(mounted_at(dead));
+    struct stat st;
+    ck_assert_int_ne(stat(dead, &st), 0);
+    ck_assert_int_eq(errno, ENOTCONN);
+    /* The stale-folder sweep unmounts it, then removes the folder. */
+    ck_assert_int_eq(ckh_tmp_sweep(base), 1);
+    ck_assert(!mounted_at(dead));
+    ck_assert_int_ne(access(dead, F_OK), 0);
+    /* The live mount elsewhere was not touched, nor by a direct sweep of
+     * a folder that holds no mount. */
+    ck_assert(mounted_at(T.mnt));
+    ck_assert_int_eq(ckh_ckhfs_sweep_stale(base), 0);
+    ck_assert(mounted_at(T.mnt));
+    down();
+}
+END_TEST
+
+START_TEST(test_sweep_stale_direct)
+{
+    if (!fuse_usable())
+        return;
+    up(CKH_CRASH_POSIX_WEAK, false);
+    int rep[2];
+    ck_assert_int_eq(pipe(rep), 0);
+    char base[PATH_MAX + 8];
+    snprintf(base, sizeof base, "%s/base", T.dir);
+    ck_assert_int_eq(mkdir(base, 0755), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(rep[0]);
+        alarm(60);
+        killed_ckh(base, rep[1]);
+    }
+    close(rep[1]);
+    char dead[PATH_MAX] = "";
+    ck_assert_int_gt(read(rep[0], dead, sizeof dead), 0);
+    close(rep[0]);
+    kill(pid, SIGKILL);
+    wait_status(pid);
+    ck_assert(mounted_at(dead));
+    ck_assert_int_eq(ckh_ckhfs_sweep_stale(base), 1);
+    ck_assert(!mounted_at(dead));
+    ck_assert(mounted_at(T.mnt));
+    down();
+}
+END_TEST
+
+START_TEST(test_mount_errors)
+{
+    if (!fuse_usable())
+        return;
+    char msg[256] = "";
+    ck_assert_int_eq(ckh_ckhfs_available(msg, sizeof msg), 0);
+    ck_assert_str_eq(msg, "");
+    struct ckh_simfs_config dc = {.name = "e", .sector_bytes = 512};
+    struct ckh_simfs *disk = NULL;
+    ck_assert_int_eq(ckh_simfs_create(&dc, &disk), 0);
+    struct ckh_ckhfs_config cfg = {.mountpoint = "/nonexistent/ckhfs-mnt", .disk = disk};
+    struct ckh_ckhfs *fs = (struct ckh_ckhfs *)&cfg;
+    ck_assert_int_eq(ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_ptr_null(fs);
+    ck_assert_ptr_nonnull(strstr(msg, "/nonexistent/ckhfs-mnt"));
+    cfg.disk = NULL;
+    cfg.mountpoint = "/tmp";
+    ck_assert_int_eq(ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg), CKH_EINVAL);
+    ckh_ckhfs_unmount(NULL);
+    ck_assert_ptr_null(ckh_ckhfs_trace(NULL, NULL));
+    ckh_simfs_destroy(disk);
+}
+END_TEST
+
+/* ------------------------------------------------------------ memory */
+
+#define BIG_MIB 100
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+static int child_big(const char *m, void *arg)
+{
+    bool write_it = arg != NULL;
+    static char chunk[1 << 20];
+    int fd = open(at(m, "/big"), write_it ? O_CREAT | O_WRONLY : O_RDONLY, 0644);
+    CHK(fd >= 0);
+    for (int i = 0; i < BIG_MIB; i++) {
+        if (write_it) {
+            memset(chunk, 'a' + i % 26, sizeof chunk);
+            CHK(write(fd, chunk, sizeof chunk) == (ssize_t)sizeof chunk);
+        } else {
+            CHK(read(fd, chunk, sizeof chunk) == (ssize_t)sizeof chunk);
+            CHK(chunk[0] == 'a' + i % 26 && chunk[sizeof chunk - 1] == 'a' + i % 26);
+        }
+    }
+    if (write_it)
+        CHK(fsync(fd) == 0);
+    else
+        CHK(read(fd, chunk, 1) == 0);
+    close(fd);
+    return 0;
+}
+
+START_TEST(test_big_file_memory)
+{
+    if (!fuse_usable())
+        return;
+    up(CKH_CRASH_POSIX_WEAK, true);
+    long before = rss_kib();
+    run_ok(0, child_big, "write");
+    long written = rss_kib();
+    run_ok(0, child_big, NULL);
+    long read_back = rss_kib();
+    fprintf(stderr, "test_ckhfs: RSS +%ld KiB after writing %d MiB, +%ld KiB after reading it\n",
+            written - before, BIG_MIB, read_back - before);
+    /* One copy, in simfs: the FUSE layer holds no file content. */
+    ck_assert_uint_ge(ckh_simfs_heap_bytes(T.disk), (uint64_t)BIG_MIB << 20);
+    ck_assert_uint_lt(ckh_simfs_heap_bytes(T.disk), (uint64_t)(BIG_MIB + 8) << 20);
+#if !defined(__SANITIZE_ADDRESS__)
+    /* (ASan's quarantine keeps freed request buffers resident.) */
+    ck_assert_int_lt(written - before, (BIG_MIB + BIG_MIB / 2) * 1024);
+    ck_assert_int_lt(read_back - written, 16 * 1024);
+#endif
+    down();
+}
+END_TEST
+
+static Suite *ckhfs_suite(void)
+{
+    Suite *s = suite_create("ckhfs");
+    TCase *tc = tcase_create("ops");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_basic_ops_reach_simfs);
+    tcase_add_test(tc, test_crash_posix_weak);
+    tcase_add_test(tc, test_crash_ext4_ordered);
+    tcase_add_test(tc, test_sync_and_append);
+    tcase_add_test(tc, test_nodes_by_pid);
+    tcase_add_test(tc, test_refused_and_unseen_ops);
+    suite_add_tcase(s, tc);
+    TCase *th = tcase_create("hook");
+    tcase_set_timeout(th, 120);
+    tcase_add_test(th, test_hook_errno);
+    tcase_add_test(th, test_hook_short_and_delay);
+    tcase_add_test(th, test_hook_kill_before);
+    tcase_add_test(th, test_hook_kill_after);
+    tcase_add_test(th, test_trace);
+    suite_add_tcase(s, th);
+    TCase *tl = tcase_create("lifetime");
+    tcase_set_timeout(tl, 120);
+    tcase_add_test(tl, test_unmount_busy);
+    tcase_add_test(tl, test_sweep_stale_mounts);
+    tcase_add_test(tl, test_sweep_stale_direct);
+    tcase_add_test(tl, test_mount_errors);
+    tcase_add_test(tl, test_big_file_memory);
+    suite_add_tcase(s, tl);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(ckhfs_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed != 0;
+}

@@ -1,0 +1,796 @@
+/* Tests for command jobs (harness/run/command*.c): real programs as the
+ * nodes of a job, their checkpoint directory served by ckhfs.
+ *
+ * The programs are tests/programs/cmd_saver.c (built as
+ * build/programs/cmd_saver: a single-threaded saver with switches for
+ * every misbehaviour tested here) and tests/programs/cmd_job.sh (a
+ * shell-script job); a few tests write their own tiny scripts. Each test
+ * writes its scenario into a fresh folder (the programs' working folder)
+ * and runs it through ckh_harness_run or ckh_harness_replay, as `ckh run`
+ * and `ckh replay` do, or through the ckh command for exit statuses.
+ * After each test nothing of it may be mounted or running: the teardown
+ * checks the mount table, and tests that start processes check their pids.
+ * Tests pass with a note where FUSE cannot be used.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckh/err.h"
+#include "real/ckhfs.h"
+#include "report.h"
+#include "run/runner.h"
+#include "scenario/scenario.h"
+
+#ifndef CKH_CMD_SAVER
+#define CKH_CMD_SAVER "build/programs/cmd_saver"
+#endif
+#ifndef CKH_CMD_CKH
+#define CKH_CMD_CKH "build/ckh"
+#endif
+#ifndef CKH_CMD_PROGRAMS
+#define CKH_CMD_PROGRAMS "tests/programs"
+#endif
+
+static char dir[256]; /* this test's folder: scenario and working folder */
+/* Where programs write their pids: beside the working folder, not in it
+ * (a program that writes there fails the job: test_writes_outside). */
+static char pidfile[300];
+
+/* ---- fixture ---- */
+
+static bool fuse_ok(void)
+{
+    char msg[256];
+    if (ckh_ckhfs_available(msg, sizeof msg) == 0)
+        return true;
+    fprintf(stderr, "test_command: skipped: %s\n", msg);
+    return false;
+}
+
+/* Mounts of ckhfs this process left (its temporary folders hold its pid). */
+static int leftover_mounts(void)
+{
+    char mine[64], line[2048];
+    int n = 0;
+    snprintf(mine, sizeof mine, "/ckh-%d-", (int)getpid());
+    FILE *f = fopen("/proc/self/mounts", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (strstr(line, "ckhfs") && strstr(line, mine))
+            n++;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/ckh-test-command-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(pidfile, sizeof pidfile, "%s.pids", dir);
+}
+
+static void teardown(void)
+{
+    ck_assert_int_eq(leftover_mounts(), 0);
+    errno = 0;
+    ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1); /* no child of ours left, not even a zombie */
+    ck_assert_int_eq(errno, ECHILD);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, pidfile);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void write_file(const char *name, const char *text, mode_t mode)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    chmod(path, mode);
+}
+
+/* Writes the scenario (printf-style) as <dir>/s.yaml and parses it. */
+static struct ckh_scenario *scenario(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static struct ckh_scenario *scenario(const char *fmt, ...)
+{
+    char text[4096], path[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    write_file("s.yaml", text, 0644);
+    snprintf(path, sizeof path, "%s/s.yaml", dir);
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    int rc = ckh_scenario_parse_file(path, NULL, &sc, &err);
+    ck_assert_msg(rc == 0, "parse: %d:%d: %s", err.line, err.column, err.msg);
+    return sc;
+}
+
+static int run(struct ckh_scenario *sc, struct ckh_report_result *r)
+{
+    struct ckh_run_options o = {.source_dir = getenv("CKH_SOURCE_DIR")};
+    ckh_report_result_init(r);
+    int rc = ckh_harness_run(sc, &o, r);
+    ckh_scenario_free(sc);
+    return rc;
+}
+
+static const struct ckh_oracle_result *oracle(const struct ckh_report_result *r, const char *name)
+{
+    for (size_t i = 0; i < r->noracles; i++)
+        if (!strcmp(r->oracles[i].name, name))
+            return &r->oracles[i];
+    return NULL;
+}
+
+/* The pids a program wrote to pidfile are all gone. */
+static void pids_gone(void)
+{
+    const char *path = pidfile;
+    FILE *f = fopen(path, "r");
+    int pid, n = 0;
+    ck_assert_ptr_nonnull(f);
+    while (fscanf(f, "%d", &pid) == 1) {
+        n++;
+        ck_assert_msg(kill(pid, 0) != 0 && errno == ESRCH, "process %d is still there", pid);
+    }
+    fclose(f);
+    ck_assert_int_gt(n, 0);
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+#define NEED_FUSE()                                                                                \
+    do {                                                                                           \
+        if (!fuse_ok())                                                                            \
+            return;                                                                                \
+    } while (0)
+
+/* ---- jobs that complete ---- */
+
+START_TEST(test_completes)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [\"%s\", --pidfile, \"%s\"]\n  nodes: 2\n  timeout: 30s\n",
+                          CKH_CMD_SAVER, pidfile), &r);
+    ck_assert_msg(rc == 0 && r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ck_assert_uint_eq(r.runs, 1);
+    const struct ckh_oracle_result *ref = oracle(&r, "reference");
+    ck_assert_ptr_nonnull(ref);
+    /* Each rank's loss value and its checkpoint file's digest. */
+    ck_assert_msg(strstr(ref->detail, "2 nodes match") && strstr(ref->detail, "4 final values"), "%s",
+                  ref->detail);
+    ck_assert(oracle(&r, "resume-equivalence")->passed);
+    pids_gone();
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+START_TEST(test_shell_job_completes)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [sh, %s/cmd_job.sh, \"3\"]\n  nodes: 3\n  timeout: 30s\n",
+                          CKH_CMD_PROGRAMS), &r);
+    ck_assert_msg(rc == 0 && r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* Killed mid-write of its second checkpoint, the saver resumes from the
+ * first and ends where the uninterrupted run ends. */
+START_TEST(test_kill_mid_write_resumes)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [\"%s\"]\n  timeout: 30s\n"
+                          "faults:\n  - {on: {op: pwrite, path: /ckpt.0.tmp, nth: 6}, do: kill, when: mid-write}\n",
+                          CKH_CMD_SAVER), &r);
+    ck_assert_msg(rc == 0 && r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ck_assert_uint_eq(r.runs, 2);
+    ck_assert(oracle(&r, "faults-fired")->passed);
+    ck_assert_ptr_nonnull(oracle(&r, "lost-work"));
+    ck_assert(oracle(&r, "lost-work")->passed);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* The n-th pwrite trigger lands on the same operation in 20 runs of a
+ * single-threaded saver: the FAULT line and the op it fired on are the
+ * same every time (pids aside). */
+START_TEST(test_nth_pwrite_deterministic)
+{
+    NEED_FUSE();
+    char first[512] = "";
+    for (int k = 0; k < 20; k++) {
+        struct ckh_scenario *sc = scenario("job:\n  command: [\"%s\", --chunks, \"8\"]\n  timeout: 30s\n"
+                                           "faults:\n  - {on: {op: pwrite, nth: 11}, do: kill}\n",
+                                           CKH_CMD_SAVER);
+        char *buf = NULL, msg[512] = "";
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        struct ckh_run_options o = {0};
+        ck_assert_int_eq(ckh_harness_replay(sc, &o, NULL, NULL, f, msg, sizeof msg), 0);
+        fclose(f);
+        ckh_scenario_free(sc);
+        char *fault = strstr(buf, "FAULT");
+        ck_assert_ptr_nonnull(fault);
+        char *op = strstr(fault, "\n") + 1, *pid = strstr(op, "pid="), *end = strchr(op, '\n');
+        char got[512];
+        /* "n=0 rank_0 pid=123 pwrite /ckpt.0.tmp off=..." without the pid */
+        snprintf(got, sizeof got, "%.*s | %.*s", (int)(strchr(fault, '\n') - fault), fault,
+                 (int)(end - strchr(pid, ' ')), strchr(pid, ' '));
+        if (k == 0)
+            snprintf(first, sizeof first, "%s", got);
+        ck_assert_str_eq(got, first);
+        free(buf);
+    }
+    /* Save 1 (step 2) writes 8 chunks then the header; the 11th pwrite is
+     * save 2's second chunk. */
+    ck_assert_str_eq(first, "FAULT pwrite:kill_before /ckpt.0.tmp len=0 fault=0 |  pwrite /ckpt.0.tmp "
+                            "off=4128 len=4096 -> -5 (EIO)");
+}
+END_TEST
+
+/* ---- hangs ---- */
+
+START_TEST(test_hang_reaped)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    uint64_t t0 = now_ms();
+    int rc = run(scenario("job:\n  command: [\"%s\", --hang, --pidfile, \"%s\"]\n  timeout: 1s\n",
+                          CKH_CMD_SAVER, pidfile), &r);
+    uint64_t took = now_ms() - t0;
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    const struct ckh_oracle_result *h = oracle(&r, "hang");
+    ck_assert_ptr_nonnull(h);
+    ck_assert(!h->passed);
+    ck_assert_msg(strstr(h->detail, "run 1 hung") && strstr(h->detail, "last op"), "%s", h->detail);
+    ck_assert_msg(took >= 1000 && took < 20000, "took %llu ms", (unsigned long long)took);
+    pids_gone(); /* the program and the child it left in its group */
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* ---- bad input: a message naming what and where ---- */
+
+static void expect_error(struct ckh_scenario *sc, int code, const char *want)
+{
+    struct ckh_report_result r;
+    int rc = run(sc, &r);
+    ck_assert_msg(rc == code, "rc %s, want %s: %s", ckh_err_name(rc), ckh_err_name(code),
+                  r.message ? r.message : "");
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_ERROR);
+    ck_assert_msg(r.message && strstr(r.message, want), "message '%s'\n lacks '%s'", r.message, want);
+    ckh_report_result_clear(&r);
+}
+
+START_TEST(test_missing_command)
+{
+    NEED_FUSE();
+    char want[800];
+    snprintf(want, sizeof want, "%s/s.yaml:2:12: the program 'no-such-program' is not found on PATH", dir);
+    expect_error(scenario("job:\n  command: [no-such-program, x]\n"), CKH_EINVAL, want);
+    snprintf(want, sizeof want, "%s/s.yaml:2:12: the program './gone.sh' does not exist (looked for %s/./gone.sh)",
+             dir, dir);
+    expect_error(scenario("job:\n  command: [./gone.sh]\n"), CKH_EINVAL, want);
+}
+END_TEST
+
+START_TEST(test_not_executable)
+{
+    NEED_FUSE();
+    write_file("plain.sh", "#!/bin/sh\nexit 0\n", 0644);
+    expect_error(scenario("job:\n  command: [./plain.sh]\n"), CKH_EINVAL,
+                 "the program './plain.sh' (");
+    expect_error(scenario("job:\n  command: [./plain.sh]\n"), CKH_EINVAL,
+                 "cannot be run: Permission denied (make it executable with chmod +x");
+    /* Executable, but no interpreter line: the exec itself fails. */
+    write_file("noshebang.sh", "exit 0\n", 0755);
+    expect_error(scenario("job:\n  command: [./noshebang.sh]\n"), CKH_EINVAL,
+                 "rank_0: cannot run './noshebang.sh'");
+}
+END_TEST
+
+START_TEST(test_result_not_json)
+{
+    NEED_FUSE();
+    expect_error(scenario("job:\n  command: [\"%s\", --garbage]\n", CKH_CMD_SAVER), CKH_EPARSE,
+                 "$CKH_RESULT of rank_0 in run 1:1:1: expected");
+}
+END_TEST
+
+START_TEST(test_no_final_record)
+{
+    NEED_FUSE();
+    char want[800];
+    snprintf(want, sizeof want, "%s/s.yaml:2:12: rank_0 exited with status 0 in run 1 without a final "
+             "result record", dir);
+    expect_error(scenario("job:\n  command: [\"%s\", --no-final]\n", CKH_CMD_SAVER), CKH_EINVAL, want);
+}
+END_TEST
+
+START_TEST(test_writes_outside)
+{
+    NEED_FUSE();
+    char want[800];
+    snprintf(want, sizeof want, "a program wrote outside its checkpoint directory: %s/stray.ckpt appeared", dir);
+    expect_error(scenario("job:\n  command: [\"%s\", --outside]\n", CKH_CMD_SAVER), CKH_EINVAL, want);
+}
+END_TEST
+
+/* A job whose reference run fails says which node failed and what it printed. */
+START_TEST(test_reference_fails)
+{
+    NEED_FUSE();
+    write_file("fail.sh", "#!/bin/sh\necho 'no module named torch' >&2\nexit 4\n", 0755);
+    expect_error(scenario("job:\n  command: [./fail.sh]\n"), CKH_EINVAL,
+                 "the fault-free reference run of this job does not complete: rank_0 exited with status 4; "
+                 "its last output: no module named torch");
+}
+END_TEST
+
+/* Runs fn in a child in its own mount namespace whose /dev has no fuse
+ * (root only); returns the child's exit status, or -1 when the namespace
+ * could not be made (the test then only notes it). */
+static int without_fuse(int (*fn)(void))
+{
+    pid_t p = fork();
+    if (p == 0) {
+        if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+            mount("tmpfs", "/dev", "tmpfs", 0, "size=1m") != 0)
+            _exit(99);
+        _exit(fn());
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) != 99 ? WEXITSTATUS(st) : -1;
+}
+
+static int harness_without_fuse(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/s.yaml", dir);
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    if (ckh_scenario_parse_file(path, NULL, &sc, &err) != 0)
+        return 10;
+    struct ckh_report_result r;
+    struct ckh_run_options o = {0};
+    ckh_report_result_init(&r);
+    int rc = ckh_harness_run(sc, &o, &r);
+    int st = rc == CKH_ELIMIT && r.message &&
+                     strstr(r.message, "FUSE cannot be used here: FUSE is not available: /dev/fuse is missing")
+                 ? 0 : 11;
+    ckh_report_result_clear(&r);
+    ckh_scenario_free(sc);
+    return st;
+}
+
+static int cli_without_fuse(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/s.yaml", dir);
+    pid_t p = fork();
+    if (p == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null < 0)
+            null = open("/tmp/ckh-test-command-null", O_WRONLY | O_CREAT, 0600);
+        dup2(null, 1);
+        execl(CKH_CMD_CKH, "ckh", "run", path, (char *)NULL);
+        _exit(98);
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 97;
+}
+
+START_TEST(test_fuse_missing)
+{
+    NEED_FUSE();
+    ckh_scenario_free(scenario("job:\n  command: [\"%s\"]\n", CKH_CMD_SAVER));
+    int st = without_fuse(harness_without_fuse);
+    if (st < 0) {
+        fprintf(stderr, "test_command: no private mount namespace here (not root?): FUSE-missing case not run\n");
+        return;
+    }
+    ck_assert_int_eq(st, 0);
+    ck_assert_int_eq(without_fuse(cli_without_fuse), 3); /* the environment's limit */
+}
+END_TEST
+
+/* Exit statuses of the ckh command: 2 for bad input. */
+START_TEST(test_cli_exit_status)
+{
+    NEED_FUSE();
+    char path[512], cmd[1200];
+    ckh_scenario_free(scenario("job:\n  command: [no-such-program]\n"));
+    snprintf(path, sizeof path, "%s/s.yaml", dir);
+    snprintf(cmd, sizeof cmd, "'%s' run '%s' >/dev/null 2>&1", CKH_CMD_CKH, path);
+    int st = system(cmd);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 2);
+    ckh_scenario_free(scenario("job:\n  command: [\"%s\"]\n", CKH_CMD_SAVER));
+    st = system(cmd);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+}
+END_TEST
+
+/* The first pid in pidfile once it holds n pids (waits up to 30 s). */
+static int wait_pids(int n)
+{
+    for (int k = 0; k < 3000; k++) {
+        FILE *f = fopen(pidfile, "r");
+        int pid, got = 0, first = 0;
+        while (f && fscanf(f, "%d", &pid) == 1)
+            if (got++ == 0)
+                first = pid;
+        if (f)
+            fclose(f);
+        if (got >= n)
+            return first;
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* What comes after name= in process pid's environment ("" when none). */
+static void env_of(int pid, const char *name, char *out, size_t n)
+{
+    char path[64], buf[65536];
+    snprintf(path, sizeof path, "/proc/%d/environ", pid);
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[len] = '\0';
+    for (size_t at = 0; at < len; at += strlen(buf + at) + 1)
+        if (!strncmp(buf + at, name, strlen(name)) && buf[at + strlen(name)] == '=')
+            snprintf(out, n, "%s", buf + at + strlen(name) + 1);
+}
+
+/* ^C at a terminal (SIGINT to ckh's process group) while a command job
+ * runs: ckh exits 130, and nothing of the job is left running or mounted. */
+START_TEST(test_sigint_cleans_up)
+{
+    NEED_FUSE();
+    char path[512], ckpt[1024], run_dir[1024], line[2048];
+    ckh_scenario_free(scenario("job:\n  command: [\"%s\", --hang, --pidfile, \"%s\"]\n  timeout: 60s\n",
+                               CKH_CMD_SAVER, pidfile));
+    snprintf(path, sizeof path, "%s/s.yaml", dir);
+    pid_t p = fork();
+    if (p == 0) {
+        setpgid(0, 0);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(CKH_CMD_CKH, "ckh", "run", path, (char *)NULL);
+        _exit(98);
+    }
+    setpgid(p, p);
+    int prog = wait_pids(2); /* the program and the child it left */
+    ck_assert_int_gt(prog, 0);
+    env_of(prog, "CKH_CKPT_DIR", ckpt, sizeof ckpt);
+    ck_assert_msg(!strncmp(ckpt, "/tmp/ckh-", 9), "CKH_CKPT_DIR=%s", ckpt);
+    snprintf(run_dir, sizeof run_dir, "%.*s", (int)(strchr(ckpt + 9, '/') - ckpt), ckpt);
+    kill(-p, SIGINT);
+    int st = 0;
+    ck_assert_int_eq(waitpid(p, &st, 0), p);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 130, "status %x", st);
+    pids_gone();
+    FILE *f = fopen("/proc/self/mounts", "r");
+    while (f && fgets(line, sizeof line, f))
+        ck_assert_msg(!strstr(line, run_dir), "left mounted: %s", line);
+    fclose(f);
+    struct stat sb;
+    ck_assert_msg(stat(run_dir, &sb) != 0, "%s is left", run_dir);
+}
+END_TEST
+
+/* Faults of the catalogue on the saver: the job completes after `runs`
+ * runs and ends where the uninterrupted run ends, or (a full disk stays
+ * full) fails as the scenario expects. */
+static const struct {
+    const char *fault;
+    const char *args;
+    unsigned runs;
+    const char *expect; /* extra scenario lines */
+} survived[] = {
+    {"{on: {op: fsync, path: /ckpt.0.tmp, nth: 2}, do: errno, errno: EIO}", "", 2},
+    {"{on: {op: fsync, nth: 1}, do: fsync-fail}", "", 2},
+    {"{on: {op: pwrite, nth: 3}, do: short-write, bytes: 100}", "", 1},
+    {"{on: {op: rename, nth: 1}, do: delay, duration: 200ms}", "", 1},
+    {"{on: {op: open, path: /ckpt.0.tmp, nth: 2}, do: disk-full, after: 6KiB}", "", 2,
+     "restart: {max_restarts: 1}\nexpect: {outcome: job-fails}\n"},
+    {"{on: {op: rename, nth: 2}, do: crash, keep: random}", "", 2},
+    {"{on: {op: pwrite, nth: 7}, do: kill, when: after}", "", 2},
+    {"{on: {time: 300ms}, do: kill}", "--term-save", 2},
+    {"{on: {step: 4}, do: power-loss, keep: cache}", "--term-save", 2},
+};
+
+START_TEST(test_faults_survived)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [\"%s\"%s%s]\n  timeout: 30s\nfaults:\n  - %s\n%s", CKH_CMD_SAVER,
+                          survived[_i].args[0] ? ", " : "", survived[_i].args, survived[_i].fault,
+                          survived[_i].expect ? survived[_i].expect : ""), &r);
+    ck_assert_msg(rc == 0 && r.verdict == CKH_VERDICT_PASS, "%s: %s", survived[_i].fault,
+                  r.message ? r.message : "");
+    ck_assert_msg(r.runs == survived[_i].runs, "%s: %u runs", survived[_i].fault, r.runs);
+    ck_assert(oracle(&r, "faults-fired")->passed);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* An at-rest fault between the runs: the restarted saver finds its
+ * checkpoint damaged and refuses it; the job fails as expected. */
+START_TEST(test_at_rest_corrupt)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [\"%s\"]\n  timeout: 30s\n"
+                          "faults:\n  - {on: {op: rename, nth: 2}, do: kill}\n"
+                          "  - {on: {run: 2}, do: corrupt, mode: bit-flip, path: /ckpt.0, offset: 100, bit: 1}\n"
+                          "restart: {max_restarts: 1}\nexpect: {outcome: job-fails}\n", CKH_CMD_SAVER), &r);
+    ck_assert_msg(rc == 0 && r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ck_assert_uint_eq(r.runs, 2);
+    ck_assert(oracle(&r, "faults-fired")->passed);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* ---- faults on real processes ---- */
+
+/* Preempted after step 3, the saver saves and exits; the restart resumes. */
+START_TEST(test_sigterm_preemption)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [\"%s\", --term-save, --every, \"5\", --steps, \"8\"]\n"
+                          "  timeout: 30s\n"
+                          "faults:\n  - {on: {node: rank_0, step: 3}, do: sigterm, grace: 10s}\n",
+                          CKH_CMD_SAVER), &r);
+    ck_assert_msg(rc == 0 && r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ck_assert_uint_eq(r.runs, 2);
+    ck_assert(oracle(&r, "resume-equivalence")->passed);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* An atomic saver survives a power loss that keeps only what was synced. */
+START_TEST(test_power_loss_atomic)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [\"%s\"]\n  timeout: 30s\n"
+                          "faults:\n  - {on: {op: rename, nth: 2}, do: power-loss, keep: synced}\n",
+                          CKH_CMD_SAVER), &r);
+    ck_assert_msg(rc == 0 && r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ck_assert_uint_eq(r.runs, 2);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* A saver that overwrites its checkpoint in place is caught by verify
+ * after the kill (committed) and cannot load it on the restart. */
+START_TEST(test_verify_catches_torn_checkpoint)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [\"%s\", --direct]\n  timeout: 30s\n"
+                          "faults:\n  - {on: {op: pwrite, path: /ckpt.0, nth: 6}, do: kill, when: mid-write}\n"
+                          "verify: [\"%s\", --verify]\n"
+                          "restart: {max_restarts: 1}\nexpect: {outcome: job-fails}\n",
+                          CKH_CMD_SAVER, CKH_CMD_SAVER), &r);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    ck_assert_str_eq(r.failed_oracle, "committed");
+    ck_assert_msg(strstr(r.message, "after the crash in run 1: verify (") &&
+                      strstr(r.message, "exited with status 1: verify: a checkpoint is torn"),
+                  "%s", r.message);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* restart.scope: failed restarts only the node that failed. */
+START_TEST(test_restart_scope_failed)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [sh, %s/cmd_job.sh, \"4\"]\n  nodes: 2\n  timeout: 30s\n"
+                          "faults:\n  - {on: {node: rank_1, op: rename, nth: 2}, do: kill}\n"
+                          "restart: {scope: failed}\n", CKH_CMD_PROGRAMS), &r);
+    ck_assert_msg(rc == 0 && r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ck_assert_uint_eq(r.runs, 2);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* The simulator refuses sigterm by name. */
+START_TEST(test_sim_refuses_sigterm)
+{
+    struct ckh_report_result r;
+    ck_assert_int_eq(run(scenario("job: {workload: seed-pipeline}\n"
+                                  "faults:\n  - {on: {op: fsync}, do: sigterm}\n"), &r),
+                     CKH_EINVAL);
+    ck_assert_msg(strstr(r.message, "s.yaml:3:5: 'do: sigterm' needs a command job (job.command)"), "%s",
+                  r.message);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* ---- the grammar ---- */
+
+static const struct {
+    const char *text;
+    int line, column;
+    const char *msg;
+} bad[] = {
+    {"job: {workload: seed-pipeline, command: [x]}\n", 1, 17,
+     "give either 'workload' (a simulated job) or 'command' (a program per node), not both"},
+    {"job: {command: x}\n", 1, 16,
+     "'job.command' expects a non-empty list of arguments such as [python3, train.py] (no shell: [sh, -c, "
+     "\"...\"] for one), got 'x'"},
+    {"job: {command: {worker: [x]}}\n", 1, 17,
+     "'job.command' keys are node names (rank_0, rank_1, ...) or 'default', got 'worker'"},
+    {"job: {command: [x], env: {RANK: 3}}\n", 1, 33,
+     "'job.env' may not set RANK: ckh sets it for every node (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, "
+     "MASTER_PORT, CKH_*; docs/SCENARIOS.md, \"Command jobs\")"},
+    {"job: {command: [x], backend: minidb}\n", 1, 30,
+     "'job.backend' does not apply to a command job: the program does its own checkpoint I/O"},
+    {"job: {workload: seed-pipeline, env: {A: b}}\n", 1, 37, "'job.env' applies to command jobs only (job.command)"},
+    {"job: {command: [x]}\nfaults: [{on: {phase: save}, do: kill}]\n", 2, 23,
+     "'on.phase' does not apply to a command job: a real program announces no phases; use 'path', 'step' or "
+     "'epoch'"},
+    {"job: {command: [x]}\nfaults: [{on: {step: 3, nth: 2}, do: kill}]\n", 2, 30,
+     "'on.nth' needs 'op' or 'path': a trigger on the program's progress (step, epoch or time alone) fires once"},
+    {"job: {command: [x], nodes: 2}\nfaults: [{do: die-in-collective}]\n", 2, 15,
+     "'do: die-in-collective' cannot apply to a command job: its processes talk over their own network (gloo, "
+     "NCCL), which ckh does not see; kill a rank instead"},
+    {"job: {workload: seed-pipeline}\nverify: [x]\n", 2, 9,
+     "'verify' applies to command jobs only (job.command); a simulated job's workload checks its own disks"},
+    {"job: {workload: seed-pipeline}\nrestart: {scope: failed}\n", 2, 18,
+     "'restart.scope' applies to command jobs only (job.command); a simulated job restarts its unfinished "
+     "nodes, every rank of a group"},
+    {"job: {command: [x]}\ncompare: {ignore: [\"file:/abs\"]}\n", 2, 20,
+     "'compare.ignore' expects 'file:' and a glob relative to the checkpoint directory (such as 'file:logs/*'), "
+     "got 'file:/abs'"},
+};
+
+START_TEST(test_grammar_errors)
+{
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    const char *t = bad[_i].text;
+    ck_assert_int_eq(ckh_scenario_parse_string(t, strlen(t), "b.yaml", NULL, &sc, &err), CKH_EINVAL);
+    ck_assert_msg(err.line == bad[_i].line && err.column == bad[_i].column, "case %d at %d:%d: %s", _i,
+                  err.line, err.column, err.msg);
+    ck_assert_str_eq(err.msg, bad[_i].msg);
+}
+END_TEST
+
+/* A command job written back parses to the same job. */
+START_TEST(test_round_trip)
+{
+    static const char text[] =
+        "job:\n"
+        "  command: {rank_0: [python3, a.py, \"--x\", \"1\"], default: [python3, b.py]}\n"
+        "  nodes: 3\n"
+        "  env: {SEED: 7, NAME: \"a b\"}\n"
+        "  timeout: 1.5s\n"
+        "  checkpoint_every: {steps: 4}\n"
+        "faults:\n  - {on: {node: rank_1, step: 2}, do: sigterm, grace: 3s}\n"
+        "restart: {scope: failed, world_size: 2}\n"
+        "compare: {ignore: [\"file:logs/*\", lr]}\n"
+        "verify: [python3, check.py]\n";
+    struct ckh_scenario *a = NULL, *b = NULL;
+    struct ckh_scn_error err;
+    ck_assert_int_eq(ckh_scenario_parse_string(text, strlen(text), "r.yaml", NULL, &a, &err), 0);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    ck_assert_int_eq(ckh_scenario_write(f, a), 0);
+    fclose(f);
+    ck_assert_msg(ckh_scenario_parse_string(out, len, "w.yaml", NULL, &b, &err) == 0, "%s\n%s", err.msg, out);
+    ck_assert_uint_eq(b->job.ncommands, 2);
+    ck_assert_str_eq(b->job.commands[0].node, "rank_0");
+    ck_assert_uint_eq(b->job.commands[0].argc, 4);
+    ck_assert_str_eq(b->job.commands[0].argv[3], "1");
+    ck_assert_ptr_null(b->job.commands[1].node);
+    ck_assert_ptr_null(b->job.commands[0].argv[4]);
+    ck_assert_uint_eq(b->job.nenv, 2);
+    ck_assert_str_eq(b->job.env[1].text, "a b");
+    ck_assert_uint_eq(b->job.timeout_ns, 1500000000ull);
+    ck_assert_str_eq(b->job.checkpoint_dir, "/");
+    ck_assert_int_eq(b->restart.scope, CKH_SCN_RESTART_FAILED);
+    ck_assert_uint_eq(b->verify.argc, 2);
+    ck_assert_str_eq(b->verify.argv[1], "check.py");
+    ck_assert_int_eq(b->faults[0].act.kind, CKH_SCN_ACT_SIGTERM);
+    ck_assert_uint_eq(b->faults[0].act.u.sigterm.grace_ns, 3000000000ull);
+    ck_assert(ckh_scn_fault_is_progress_trigger(&b->faults[0]));
+    ck_assert_str_eq(b->compare.ignore[0], "file:logs/*");
+    char *again = NULL;
+    size_t len2 = 0;
+    f = open_memstream(&again, &len2);
+    ck_assert_int_eq(ckh_scenario_write(f, b), 0);
+    fclose(f);
+    ck_assert_str_eq(out, again);
+    free(out);
+    free(again);
+    ckh_scenario_free(a);
+    ckh_scenario_free(b);
+}
+END_TEST
+
+static Suite *command_suite(void)
+{
+    Suite *s = suite_create("command");
+    TCase *jobs = tcase_create("jobs");
+    tcase_add_checked_fixture(jobs, setup, teardown);
+    tcase_set_timeout(jobs, 120);
+    tcase_add_test(jobs, test_completes);
+    tcase_add_test(jobs, test_shell_job_completes);
+    tcase_add_test(jobs, test_kill_mid_write_resumes);
+    tcase_add_test(jobs, test_nth_pwrite_deterministic);
+    tcase_add_test(jobs, test_hang_reaped);
+    tcase_add_test(jobs, test_sigterm_preemption);
+    tcase_add_test(jobs, test_power_loss_atomic);
+    tcase_add_test(jobs, test_verify_catches_torn_checkpoint);
+    tcase_add_test(jobs, test_restart_scope_failed);
+    tcase_add_test(jobs, test_sigint_cleans_up);
+    tcase_add_loop_test(jobs, test_faults_survived, 0, (int)(sizeof survived / sizeof survived[0]));
+    tcase_add_test(jobs, test_at_rest_corrupt);
+    suite_add_tcase(s, jobs);
+    TCase *badin = tcase_create("bad-input");
+    tcase_add_checked_fixture(badin, setup, teardown);
+    tcase_set_timeout(badin, 120);
+    tcase_add_test(badin, test_missing_command);
+    tcase_add_test(badin, test_not_executable);
+    tcase_add_test(badin, test_result_not_json);
+    tcase_add_test(badin, test_no_final_record);
+    tcase_add_test(badin, test_writes_outside);
+    tcase_add_test(badin, test_reference_fails);
+    tcase_add_test(badin, test_fuse_missing);
+    tcase_add_test(badin, test_cli_exit_status);
+    tcase_add_test(badin, test_sim_refuses_sigterm);
+    suite_add_tcase(s, badin);
+    TCase *grammar = tcase_create("grammar");
+    tcase_add_loop_test(grammar, test_grammar_errors, 0, (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(grammar, test_round_trip);
+    suite_add_tcase(s, grammar);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(command_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
