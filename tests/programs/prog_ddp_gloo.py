@@ -16,7 +16,8 @@ With WORLD_SIZE unset it runs as one process.
 """
 import sys
 
-from prog_torch_job import run
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+from prog_torch_job import run  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(run("prog_ddp_gloo", "atomic", sys.argv[1:]))

@@ -10,6 +10,7 @@ import os
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 HERE = os.path.dirname(os.path.abspath(__file__))
 _TOOLS = os.path.join(HERE, os.pardir, os.pardir, "tools")
 if os.path.exists(os.path.join(_TOOLS, "ckh_result.py")):

@@ -10,7 +10,8 @@ Environment: CKH_CKPT_DIR (default ./ckpt), CKH_RESULT (result records).
 """
 import sys
 
-from prog_torch_job import run
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+from prog_torch_job import run  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(run("prog_torch_direct", "direct", sys.argv[1:]))

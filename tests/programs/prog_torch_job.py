@@ -233,9 +233,13 @@ def run(prog, protocol, argv=None):
                 try:
                     save(state, dirpath, step)
                 except (OSError, RuntimeError) as e:
-                    ckh.save(step, epoch=epoch, ok=False, error=e if isinstance(e, OSError)
-                             else "%s: %s" % (dirpath, e))
-                    fail(prog, "save of step %d in %s failed: %s" % (step, dirpath, e))
+                    # torch's own errors (RuntimeError) hide the errno: name the file
+                    target = os.path.join(dirpath, "step_%d.pt" % step)
+                    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                    ckh.save(step, epoch=epoch, ok=False,
+                             rc=-e.errno if isinstance(e, OSError) and e.errno else None,
+                             error="%s: %s" % (target, text))
+                    fail(prog, "save of step %d to %s failed: %s" % (step, target, text))
                 ckh.save(step, epoch=epoch, ok=True)
             if world > 1:
                 torch.distributed.barrier()
