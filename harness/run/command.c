@@ -237,6 +237,8 @@ static void unmount_all(struct ckh__cmd *c, size_t trace_from);
 /* Frees c after killing what runs and unmounting what is mounted. */
 static void cmd_free(struct ckh__cmd *c)
 {
+    if (!c->sc)
+        return; /* never initialised */
     if (c->nodes)
         ckh__cmd_kill_all(c);
     unmount_all(c, c->ntrace);

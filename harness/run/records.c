@@ -497,7 +497,8 @@ static int collect_steps(struct ckh_records *s, bool *live, struct ckh_job_resul
         o->node = st->node;
         o->first = (uint32_t)at;
         o->count = st->qcount;
-        memcpy(s->out_q + at, s->q + st->qfirst, st->qcount * sizeof *s->out_q);
+        if (st->qcount) /* steps without quantities: s->q may be NULL */
+            memcpy(s->out_q + at, s->q + st->qfirst, st->qcount * sizeof *s->out_q);
         o->digest = step_digest(s->out_q + at, st->qcount);
         at += st->qcount;
     }
@@ -622,7 +623,8 @@ static int collect_nodes(struct ckh_records *s, const char *const *names, const 
         memcpy(o->first_failed_save, n->first_failed_save, sizeof o->first_failed_save);
         o->vfirst = (uint32_t)at;
         o->vcount = n->nvalues;
-        memcpy(s->out_values + at, n->values, n->nvalues * sizeof *s->out_values);
+        if (n->nvalues) /* a node without values may hold none at all */
+            memcpy(s->out_values + at, n->values, n->nvalues * sizeof *s->out_values);
         at += n->nvalues;
         if (rc_is_corruption(o->rc))
             out->corruption_detected = true;
