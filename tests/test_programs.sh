@@ -15,14 +15,18 @@
 #     go when its process group is killed.
 # The torch programs are skipped, saying so, only when PYTHON cannot import
 # torch (the project's setup installs python3-torch).
-# Usage: tests/test_programs.sh PYTHON PROG_SAVER SOURCE_DIR
+#   - with CKH (and FUSE), each scenario of scenarios/programs/ that expects
+#     a failure fails with its verdict once its expect section is removed.
+# Usage: tests/test_programs.sh PYTHON PROG_SAVER SOURCE_DIR [CKH]
 # (registered in CMakeLists.txt as the test `programs`).
 set -uo pipefail
 py=${1:?usage: test_programs.sh PYTHON PROG_SAVER SOURCE_DIR}
 saver=${2:?usage: test_programs.sh PYTHON PROG_SAVER SOURCE_DIR}
 src=${3:?usage: test_programs.sh PYTHON PROG_SAVER SOURCE_DIR}
+ckh=${4:-}
 saver=$(realpath "$saver")
 src=$(realpath "$src")
+[ -n "$ckh" ] && ckh=$(realpath "$ckh")
 progs=$src/tests/programs
 work=$(mktemp -d "${TMPDIR:-/tmp}/ckh-programs.XXXXXX")
 hang_pid=
@@ -183,6 +187,40 @@ else
             fail "prog_ddp_gloo rank $r histories"
     done
     [ "$(ls a)" = "$(printf 'latest\nstep_12.pt\nstep_8.pt')" ] || fail "prog_ddp_gloo: checkpoints $(ls a | tr '\n' ' ')"
+fi
+
+# ---- the verdicts of the library's expected failures (needs CKH and FUSE) ----
+# Each scenario of scenarios/programs/ that expects a failure, run without
+# its expect section, must fail with this verdict (an extended regex after
+# the scenario's name): the expectation is not vacuous.
+declare -A verdict=(
+    [torch-bug-optimizer-not-restored]='resume-equivalence: step 5: weights, optim of rank_0 diverged first'
+    [torch-direct-kill-mid-write]='outcome: expected outcome pass: did not hold; the job ended job-fails'
+    [c-saver-unsafe-kill-mid-write]='outcome: expected outcome pass: did not hold; the job ended job-fails'
+    [hang]='hang: run 1 hung \(time limit reached\)'
+)
+if [ -z "$ckh" ]; then
+    echo "test_programs: note: no ckh given; the library's expected failures not checked"
+elif [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+    echo "test_programs: SKIP the scenario verdicts: FUSE is not available (/dev/fuse, fusermount3)"
+elif ! "$py" -c "import torch" 2>/dev/null; then
+    echo "test_programs: SKIP the scenario verdicts: $py cannot import torch"
+else
+    d=$work/verdicts && mkdir -p "$d" || exit 1
+    for name in "${!verdict[@]}"; do
+        f=$src/scenarios/programs/$name.yaml
+        [ -f "$f" ] || { fail "$f is missing"; continue; }
+        # the same scenario without `expect:`, its relative paths made absolute
+        sed -e '/^expect:/,$d' -e "s#\.\./\.\./#$src/#g" "$f" >"$d/$name.yaml"
+        out=$(cd "$d" && "$ckh" run "$name.yaml" 2>&1)
+        status=$?
+        line=$(printf '%s\n' "$out" | grep -m1 -E '^(PASS|FAIL|ERROR) ')
+        if [ $status -eq 1 ] && printf '%s\n' "$line" | grep -qE "^FAIL  $name: ${verdict[$name]}"; then
+            ok "$name without its expect section: $line"
+        else
+            fail "$name without its expect section: exit $status, want FAIL  $name: ${verdict[$name]}, got: $out"
+        fi
+    done
 fi
 
 if [ "$failures" -ne 0 ]; then

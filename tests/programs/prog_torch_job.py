@@ -13,7 +13,9 @@ The job (CPU, deterministic: the same arguments give the same bits):
     DistributedDataParallel (gloo) averages the gradients;
   - every --save-every steps the state (model, optimizer, scheduler, step,
     epoch) is saved; on start the newest checkpoint is loaded, and a
-    checkpoint that cannot be loaded is an error naming the file (exit 1).
+    checkpoint that cannot be loaded is an error naming the file (exit 1);
+  - --forget-optimizer plants a common bug: the resume restores the model
+    and the scheduler but not the optimizer (its momentum restarts at 0).
 
 It reports through ckh_result.py (the result protocol): a resume record
 after loading, one step record per step (digests of the weights, optimizer
@@ -47,6 +49,8 @@ def parse_args(prog, argv):
     p.add_argument("--save-every", type=int, default=4, help="steps between saves (default 4)")
     p.add_argument("--hidden", type=int, default=128, help="hidden units (checkpoint size)")
     p.add_argument("--seed", type=int, default=1234, help="seed of the data, model and order")
+    p.add_argument("--forget-optimizer", action="store_true",
+                   help="a planted bug: resume without restoring the optimizer's state")
     p.add_argument("--verify", nargs="?", const="", metavar="DIR",
                    help="only check that the newest checkpoint in DIR (default: the checkpoint "
                         "folder) loads: exit 0, or 1 naming the file (a scenario's `verify:`)")
@@ -202,7 +206,8 @@ def run(prog, protocol, argv=None):
     state, path = load_newest(prog, newest, dirpath)
     if state is not None:
         model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optim"])
+        if not args.forget_optimizer:  # the planted bug skips this: momentum restarts at 0
+            opt.load_state_dict(state["optim"])
         sched.load_state_dict(state["sched"])
         start = int(state["step"])
         ckh.resume(start, epoch=start // per_epoch)
