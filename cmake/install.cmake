@@ -7,6 +7,8 @@
 #   lib/libckh_*.a                        the static libraries of CKH_INSTALL_LIBS
 #   lib/pkgconfig/ckh.pc                  relocatable: finds P from its own location
 #   lib/cmake/ckh/ckhConfig*.cmake        find_package(ckh) + ckh_add_backend()
+#   share/ckh/python/ckh_result.py        the result protocol for Python jobs
+#                                         (docs/PROGRAMS.md; PYTHONPATH=P/share/ckh/python)
 #
 # The build tree is usable the same way without installing:
 #   PKG_CONFIG_PATH=BUILD/pkgconfig pkg-config --cflags ckh
@@ -85,3 +87,7 @@ endif()
 install(FILES ${CMAKE_BINARY_DIR}/install/ckh.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 install(FILES ${CMAKE_BINARY_DIR}/install/ckhConfig.cmake ${CMAKE_BINARY_DIR}/ckhConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ckh)
+# The result protocol's Python helper (standard library only): a training
+# script imports it with PYTHONPATH=PREFIX/share/ckh/python.
+install(FILES ${CMAKE_SOURCE_DIR}/tools/ckh_result.py
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/ckh/python)

@@ -16,7 +16,7 @@ check_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install o
 # (dpkg-shlibdeps, which computes the Debian package's dependencies).
 # CKH_BUILD (default build/) and CKH_CMAKE_ARGS choose the build folder and
 # its options (CKH_CMAKE_ARGS=-DCMAKE_C_COMPILER=clang for a clang build).
-for p in build-essential cmake pkg-config check lcov valgrind libjemalloc-dev libyaml-dev fuse3 libfuse3-dev ${CKH_SETUP_EXTRA:-}; do
+for p in build-essential cmake pkg-config check lcov valgrind libjemalloc-dev libyaml-dev fuse3 libfuse3-dev python3-torch ${CKH_SETUP_EXTRA:-}; do
   check_pkg "$p"
 done
 
