@@ -410,7 +410,7 @@ static void node_said(const struct ckh__cmd_node *nd, char *out, size_t n)
     while (r > 0 && (buf[r - 1] == '\n' || buf[r - 1] == ' ' || buf[r - 1] == '\r'))
         buf[--r] = '\0';
     char *nl = strrchr(buf, '\n');
-    snprintf(out, n, "%s", nl ? nl + 1 : buf);
+    snprintf(out, n, "%.*s", (int)(n ? n - 1 : 0), nl ? nl + 1 : buf);
 }
 
 /* "exited with status 1", "died of signal 11 (Segmentation fault)", ... */
@@ -441,7 +441,7 @@ static void node_end(struct ckh__cmd *c, int i, bool hung, struct ckh_node_end *
     ne->resume_point = nd->prog.resume_point;
     ne->resumed_from = -1;
     if (nd->prog.step >= 0)
-        snprintf(ne->phase, sizeof ne->phase, "step %" PRId64, nd->prog.step);
+        snprintf(ne->phase, sizeof ne->phase, "step %" PRId64, nd->prog.step % 10000000000);
     if (hang) {
         ne->state = CKH_NODE_RUNNING;
         snprintf(ne->pending, sizeof ne->pending, "%s%.140s", nd->last_op[0] ? "last op " : "no op on a mount",
@@ -718,7 +718,7 @@ static void scenario_folder(const struct ckh_scenario *sc, char *out, size_t n)
         *slash = '\0'; /* "/s.yaml" leaves "", the root */
     const char *d = slash ? (dir[0] ? dir : "/") : ".";
     char real[PATH_MAX];
-    snprintf(out, n, "%s", realpath(d, real) ? real : d);
+    snprintf(out, n, "%.*s", (int)(n ? n - 1 : 0), realpath(d, real) ? real : d);
 }
 
 /* One command job: the run folder, FUSE, the process-wide settings it
