@@ -49,11 +49,15 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
     enum ckh_scn_outcome want = r->sc->expect.outcome;
     bool event = want == CKH_SCN_OUTCOME_CORRUPTION_DETECTED || want == CKH_SCN_OUTCOME_DEADLOCK ||
                  want == CKH_SCN_OUTCOME_TIMEOUT;
-    snprintf(detail, n, "expected %s %s: %s; the job ended %s (%zu run%s, %llu failed save%s)",
-             event ? "to see" : "outcome", ckh_scn_outcome_name(want),
-             ok ? (event ? "seen" : "held") : (event ? "not seen" : "did not hold"), got, r->nruns,
-             r->nruns == 1 ? "" : "s", (unsigned long long)r->saves_failed,
-             r->saves_failed == 1 ? "" : "s");
+    int k = snprintf(detail, n, "expected %s %s: %s; the job ended %s (%zu run%s, %llu failed save%s)",
+                     event ? "to see" : "outcome", ckh_scn_outcome_name(want),
+                     ok ? (event ? "seen" : "held") : (event ? "not seen" : "did not hold"), got, r->nruns,
+                     r->nruns == 1 ? "" : "s", (unsigned long long)r->saves_failed,
+                     r->saves_failed == 1 ? "" : "s");
+    /* An unexpected failure names what the last run said about itself. */
+    const struct ckh_run_info *last = r->nruns ? &r->runs[r->nruns - 1] : NULL;
+    if (!ok && !r->completed && last && last->report[0] && !last->completed && k > 0 && (size_t)k < n)
+        snprintf(detail + k, n - (size_t)k, "; run %d: %.600s", last->run, last->report);
     return ok;
 }
 

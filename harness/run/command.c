@@ -500,6 +500,16 @@ static int record_run(struct ckh__cmd *c, bool hung, struct ckh_run_info *ri, co
         if (hung && ne->state == CKH_NODE_RUNNING && used < sizeof ri->report)
             used += (size_t)snprintf(ri->report + used, sizeof ri->report - used, "%s%s (%s)",
                                      used ? ", " : "", nd->name, ne->pending);
+        /* A program that failed on its own says why: its end and last
+         * output line become the run's report (the outcome's detail). */
+        bool failed_itself = nd->start && (nd->end == CKH__CMD_SIGNALED ||
+                                           (nd->end == CKH__CMD_EXITED && nd->exit_status != 0));
+        if (!hung && failed_itself && used < sizeof ri->report) {
+            char why[512];
+            describe_end(nd, why, sizeof why);
+            used += (size_t)snprintf(ri->report + used, sizeof ri->report - used, "%s%s %s", used ? "; " : "",
+                                     nd->name, why);
+        }
     }
     ri->outcome = hung ? CKH_SIM_TIME_LIMIT : CKH_SIM_DONE;
     if (hung) /* job.timeout is a command job's timeout (expect.outcome: timeout) */
