@@ -680,16 +680,10 @@ static int cmd_execute(struct ckh__cmd *c, struct ckh_scenario_run *out)
     const bool with_faults = !(c->mode & CKH_RUN_NO_FAULTS);
     const struct ckh_scenario *sc = c->sc;
     uint32_t max_runs = with_faults ? 1 + sc->restart.max_restarts : 1;
-    out->runs = calloc(max_runs, sizeof *out->runs);
-    if (!out->runs)
+    if (ckh__run_alloc_runs(out, sc, with_faults) != 0)
         return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
-    if (with_faults) {
-        out->fault_fired = calloc(sc->nfaults ? sc->nfaults : 1, sizeof *out->fault_fired);
-        out->fault_armed = calloc(sc->nfaults ? sc->nfaults : 1, sizeof *out->fault_armed);
-        if (!out->fault_fired || !out->fault_armed)
-            return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
+    if (with_faults)
         c->rec = out;
-    }
     out->world = c->world_first;
     out->world_restart = c->world_restart;
     int rc;

@@ -69,6 +69,23 @@ int ckh__run_job_copy(struct ckh_job_copy *dst, const struct ckh_job_result *src
     return 0;
 }
 
+int ckh__run_alloc_runs(struct ckh_scenario_run *out, const struct ckh_scenario *sc, bool with_faults)
+{
+    uint32_t max_runs = with_faults ? 1 + sc->restart.max_restarts : 1;
+    out->runs = calloc(max_runs, sizeof *out->runs);
+    if (!out->runs)
+        return CKH_ENOMEM;
+    if (with_faults) {
+        free(out->fault_fired);
+        free(out->fault_armed);
+        out->fault_fired = calloc(sc->nfaults ? sc->nfaults : 1, sizeof *out->fault_fired);
+        out->fault_armed = calloc(sc->nfaults ? sc->nfaults : 1, sizeof *out->fault_armed);
+        if (!out->fault_fired || !out->fault_armed)
+            return CKH_ENOMEM;
+    }
+    return 0;
+}
+
 const struct ckh_node_result *ckh_job_copy_node(const struct ckh_job_copy *c, const char *node)
 {
     for (size_t i = 0; node && i < c->r.nnodes; i++)

@@ -101,6 +101,10 @@ void ckh__run_track_hook(void *ctx, const struct ckh_op *op, struct ckh_fault_ac
 /* results.c: copies of job results (dst owns its arrays). */
 int ckh__run_job_copy(struct ckh_job_copy *dst, const struct ckh_job_result *src);
 void ckh__run_job_copy_free(struct ckh_job_copy *j);
+/* The run records of a job that runs at most 1 + restart.max_restarts
+ * times (once without faults), and with faults the per-fault counters;
+ * CKH_ENOMEM. Shared by the simulated and the command-job runners. */
+int ckh__run_alloc_runs(struct ckh_scenario_run *out, const struct ckh_scenario *sc, bool with_faults);
 /* Entries of src->sample_counts (0 when not kept). */
 size_t ckh__run_counts_len(const struct ckh_job_result *src);
 
