@@ -441,7 +441,7 @@ static void node_end(struct ckh__cmd *c, int i, bool hung, struct ckh_node_end *
     ne->resume_point = nd->prog.resume_point;
     ne->resumed_from = -1;
     if (nd->prog.step >= 0)
-        snprintf(ne->phase, sizeof ne->phase, "step %" PRId64, nd->prog.step % 10000000000);
+        snprintf(ne->phase, sizeof ne->phase, "step %" PRIu64, (uint64_t)nd->prog.step % 10000000000u);
     if (hang) {
         ne->state = CKH_NODE_RUNNING;
         snprintf(ne->pending, sizeof ne->pending, "%s%.140s", nd->last_op[0] ? "last op " : "no op on a mount",
