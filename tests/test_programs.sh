@@ -107,7 +107,7 @@ if command -v strace >/dev/null; then
         fail "prog_saver: operations differ between runs: $(diff ops1 ops2 | head -5)"
     fi
 else
-    echo "test_programs: note: strace not installed; prog_saver's operation sequence not compared"
+    fail "strace is not installed (scripts/test.sh installs it): prog_saver's operation sequence not compared"
 fi
 
 # ---- prog_save.sh (shell) ----

@@ -16,6 +16,7 @@
 
 #include "ckh/err.h"
 #include "ckh/record.h"
+#include "support/record_eq.h"
 #include "oracles/oracle.h"
 #include "report.h"
 #include "run/run_ctx.h"
@@ -160,45 +161,6 @@ struct rt_ctx {
     int stop_at;                  /* return 42 at this record (1-based; 0: never) */
 };
 
-static void same_values(const struct ckh_rec_value *a, size_t na, const struct ckh_rec_value *b, size_t nb)
-{
-    ck_assert_uint_eq(na, nb);
-    for (size_t i = 0; i < na; i++) {
-        ck_assert_str_eq(a[i].name, b[i].name);
-        ck_assert_msg(memcmp(&a[i].value, &b[i].value, sizeof(double)) == 0, "%s: %.17g != %.17g",
-                      a[i].name, a[i].value, b[i].value);
-    }
-}
-
-static void same_step(const struct ckh_rec_step *a, const struct ckh_rec_step *b)
-{
-    ck_assert_int_eq(a->step, b->step);
-    ck_assert_int_eq(a->epoch, b->epoch);
-    ck_assert_uint_eq(a->ndigests, b->ndigests);
-    for (size_t i = 0; i < a->ndigests; i++) {
-        ck_assert_str_eq(a->digests[i].name, b->digests[i].name);
-        ck_assert_uint_eq(a->digests[i].digest, b->digests[i].digest);
-    }
-    same_values(a->values, a->nvalues, b->values, b->nvalues);
-    ck_assert_uint_eq(a->nsamples, b->nsamples);
-    for (size_t i = 0; i < a->nsamples; i++)
-        ck_assert_uint_eq(a->samples[i], b->samples[i]);
-}
-
-static void same_final(const struct ckh_rec_final *a, const struct ckh_rec_final *b)
-{
-    ck_assert_int_eq(a->epochs, b->epochs);
-    ck_assert_int_eq(a->steps, b->steps);
-    ck_assert_int_eq(a->total, b->total);
-    ck_assert_int_eq(a->has_digest, b->has_digest);
-    if (a->has_digest)
-        ck_assert_uint_eq(a->digest, b->digest);
-    same_values(a->values, a->nvalues, b->values, b->nvalues);
-    ck_assert_uint_eq(a->nblobs, b->nblobs);
-    for (size_t i = 0; i < a->nblobs; i++)
-        ck_assert_str_eq(a->blobs[i], b->blobs[i]);
-}
-
 /* Compares each record it receives with the next expected one. */
 static int rt_sink(void *ctx, enum ckh_rec_kind kind, const void *rec)
 {
@@ -208,26 +170,7 @@ static int rt_sink(void *ctx, enum ckh_rec_kind kind, const void *rec)
     ck_assert_int_eq(kind, w->kind);
     if (c->stop_at && (int)c->seen == c->stop_at)
         return 42;
-    switch (kind) {
-    case CKH_REC_STEP: same_step(w->rec, rec); break;
-    case CKH_REC_RESUME: {
-        const struct ckh_rec_resume *a = w->rec, *b = rec;
-        ck_assert_int_eq(a->step, b->step);
-        ck_assert_int_eq(a->epoch, b->epoch);
-        break;
-    }
-    case CKH_REC_SAVE: {
-        const struct ckh_rec_save *a = w->rec, *b = rec;
-        ck_assert_int_eq(a->step, b->step);
-        ck_assert_int_eq(a->epoch, b->epoch);
-        ck_assert_int_eq(a->rc, b->rc);
-        ck_assert_int_eq(a->what == NULL, b->what == NULL);
-        if (a->what)
-            ck_assert_str_eq(a->what, b->what);
-        break;
-    }
-    case CKH_REC_FINAL: same_final(w->rec, rec); break;
-    }
+    ckh_test_record_eq(kind, w->rec, rec, false);
     return 0;
 }
 

@@ -28,6 +28,7 @@
 
 #include "ckh/err.h"
 #include "ckh/record.h"
+#include "support/record_eq.h"
 
 #ifndef CKH_PYTHON
 #define CKH_PYTHON "/usr/bin/python3"
@@ -112,65 +113,6 @@ struct cmp_ctx {
     size_t seen;               /* records received so far */
 };
 
-static bool same_bits(double a, double b)
-{
-    return memcmp(&a, &b, sizeof a) == 0;
-}
-
-static void same_text(const char *a, const char *b)
-{
-    ck_assert_int_eq(a == NULL, b == NULL);
-    if (a)
-        ck_assert_str_eq(a, b);
-}
-
-/* Each of want's values is in got (by name, bit for bit), and no more. */
-static void same_values(const struct ckh_rec_value *want, size_t nwant,
-                        const struct ckh_rec_value *got, size_t ngot)
-{
-    ck_assert_uint_eq(nwant, ngot);
-    for (size_t i = 0; i < nwant; i++) {
-        size_t j = 0;
-        while (j < ngot && strcmp(got[j].name, want[i].name) != 0)
-            j++;
-        ck_assert_msg(j < ngot, "value %s missing", want[i].name);
-        ck_assert_msg(same_bits(want[i].value, got[j].value), "value %s: want %a, got %a",
-                      want[i].name, want[i].value, got[j].value);
-    }
-}
-
-static void same_step(const struct ckh_rec_step *a, const struct ckh_rec_step *b)
-{
-    ck_assert_int_eq(a->step, b->step);
-    ck_assert_int_eq(a->epoch, b->epoch);
-    ck_assert_uint_eq(a->ndigests, b->ndigests);
-    for (size_t i = 0; i < a->ndigests; i++) {
-        size_t j = 0;
-        while (j < b->ndigests && strcmp(b->digests[j].name, a->digests[i].name) != 0)
-            j++;
-        ck_assert_msg(j < b->ndigests, "digest %s missing", a->digests[i].name);
-        ck_assert_uint_eq(a->digests[i].digest, b->digests[j].digest);
-    }
-    same_values(a->values, a->nvalues, b->values, b->nvalues);
-    ck_assert_uint_eq(a->nsamples, b->nsamples);
-    for (size_t i = 0; i < a->nsamples; i++)
-        ck_assert_uint_eq(a->samples[i], b->samples[i]);
-}
-
-static void same_final(const struct ckh_rec_final *a, const struct ckh_rec_final *b)
-{
-    ck_assert_int_eq(a->epochs, b->epochs);
-    ck_assert_int_eq(a->steps, b->steps);
-    ck_assert_int_eq(a->total, b->total);
-    ck_assert_int_eq(a->has_digest, b->has_digest);
-    if (a->has_digest)
-        ck_assert_uint_eq(a->digest, b->digest);
-    same_values(a->values, a->nvalues, b->values, b->nvalues);
-    ck_assert_uint_eq(a->nblobs, b->nblobs);
-    for (size_t i = 0; i < a->nblobs; i++)
-        ck_assert_str_eq(a->blobs[i], b->blobs[i]);
-}
-
 /* Compares each parsed record with the next expected one. */
 static int cmp_sink(void *ctx, enum ckh_rec_kind kind, const void *rec)
 {
@@ -178,24 +120,7 @@ static int cmp_sink(void *ctx, enum ckh_rec_kind kind, const void *rec)
     ck_assert_uint_lt(c->seen, c->n);
     const struct expect *w = &c->want[c->seen++];
     ck_assert_int_eq(kind, w->kind);
-    switch (kind) {
-    case CKH_REC_STEP: same_step(w->rec, rec); break;
-    case CKH_REC_RESUME: {
-        const struct ckh_rec_resume *a = w->rec, *b = rec;
-        ck_assert_int_eq(a->step, b->step);
-        ck_assert_int_eq(a->epoch, b->epoch);
-        break;
-    }
-    case CKH_REC_SAVE: {
-        const struct ckh_rec_save *a = w->rec, *b = rec;
-        ck_assert_int_eq(a->step, b->step);
-        ck_assert_int_eq(a->epoch, b->epoch);
-        ck_assert_int_eq(a->rc, b->rc);
-        same_text(a->what, b->what);
-        break;
-    }
-    case CKH_REC_FINAL: same_final(w->rec, rec); break;
-    }
+    ckh_test_record_eq(kind, w->rec, rec, true);
     return 0;
 }
 
