@@ -688,12 +688,9 @@ static int cmd_execute(struct ckh__cmd *c, struct ckh_scenario_run *out)
     out->world_restart = c->world_restart;
     int rc;
     for (uint32_t run = 1; run <= max_runs; run++) {
-        struct ckh_run_info *ri = &out->runs[out->nruns++];
         const struct ckh_run_info *prev = run > 1 ? &out->runs[run - 2] : NULL;
-        ri->run = (int)run;
-        ri->resume_epoch = run == 1 ? -1 : sc->restart.resume_epoch;
-        ri->nnodes = (size_t)c->n;
-        if (!(ri->nodes = calloc((size_t)c->n, sizeof *ri->nodes)))
+        struct ckh_run_info *ri = ckh__run_next(out, sc, (size_t)c->n);
+        if (!ri)
             return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
         if ((rc = run_once(c, ri, prev, out)) != 0)
             return rc;

@@ -86,6 +86,19 @@ int ckh__run_alloc_runs(struct ckh_scenario_run *out, const struct ckh_scenario 
     return 0;
 }
 
+struct ckh_run_info *ckh__run_next(struct ckh_scenario_run *out, const struct ckh_scenario *sc, size_t nnodes)
+{
+    struct ckh_run_info *ri = &out->runs[out->nruns];
+    ri->nodes = calloc(nnodes ? nnodes : 1, sizeof *ri->nodes);
+    if (!ri->nodes)
+        return NULL;
+    out->nruns++;
+    ri->nnodes = nnodes;
+    ri->run = (int)out->nruns;
+    ri->resume_epoch = ri->run == 1 ? -1 : sc->restart.resume_epoch;
+    return ri;
+}
+
 const struct ckh_node_result *ckh_job_copy_node(const struct ckh_job_copy *c, const char *node)
 {
     for (size_t i = 0; node && i < c->r.nnodes; i++)

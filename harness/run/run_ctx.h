@@ -105,6 +105,10 @@ void ckh__run_job_copy_free(struct ckh_job_copy *j);
  * times (once without faults), and with faults the per-fault counters;
  * CKH_ENOMEM. Shared by the simulated and the command-job runners. */
 int ckh__run_alloc_runs(struct ckh_scenario_run *out, const struct ckh_scenario *sc, bool with_faults);
+/* The record of the next run (out->nruns + 1, resumed as restart.resume_epoch
+ * says after run 1) with room for nnodes node ends; NULL when out of
+ * memory. Within the runs ckh__run_alloc_runs made room for. */
+struct ckh_run_info *ckh__run_next(struct ckh_scenario_run *out, const struct ckh_scenario *sc, size_t nnodes);
 /* Entries of src->sample_counts (0 when not kept). */
 size_t ckh__run_counts_len(const struct ckh_job_result *src);
 

@@ -449,13 +449,9 @@ int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out)
     out->world_restart = c->world_restart;
     int rc;
     for (uint32_t run = 1; run <= max_runs; run++) {
-        struct ckh_run_info *ri = &out->runs[out->nruns++];
-        ri->run = (int)run;
-        ri->resume_epoch = run == 1 ? -1 : sc->restart.resume_epoch;
-        ri->nodes = calloc((size_t)c->n, sizeof *ri->nodes);
-        if (!ri->nodes)
+        struct ckh_run_info *ri = ckh__run_next(out, sc, (size_t)c->n);
+        if (!ri)
             return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
-        ri->nnodes = (size_t)c->n;
         ckh_records_begin_run(c->records, (int)run);
         c->at_rest_applied = false;
         if (c->wl->before_run)
