@@ -754,29 +754,6 @@ START_TEST(test_resume_ignore_and_samples)
 }
 END_TEST
 
-/* Records of the legacy kind: one per step, a digest over every node and
- * a component summary. */
-START_TEST(test_resume_legacy)
-{
-    struct harness h;
-    char d[1536];
-    int64_t div;
-    struct ckh_step_record w[2] = {{.step = 1, .digest = 5}, {.step = 2, .digest = 6}};
-    struct ckh_step_record g[2] = {{.step = 1, .digest = 5}, {.step = 2, .digest = 7}};
-    snprintf(w[1].what, sizeof w[1].what, "weights 00aa rng 1234 lr 0001");
-    snprintf(g[1].what, sizeof g[1].what, "weights 00aa rng 9999 lr 0001");
-    harness_init(&h, JOB, 2);
-    h.ref.r = (struct ckh_job_result){.nodes = h.ref.nodes, .nnodes = 2, .steps = w, .nsteps = 2};
-    h.got.r = (struct ckh_job_result){.nodes = h.got.nodes, .nnodes = 2, .steps = g, .nsteps = 2};
-    ck_assert(!judge_one(&h, "resume-equivalence", d, sizeof d, &div));
-    ck_assert_int_eq(div, 2);
-    ck_assert_str_eq(d, "step 2: rng diverged first (weights, lr equal): state 0000000000000007, "
-                        "reference 0000000000000006; got weights 00aa rng 9999 lr 0001; reference "
-                        "weights 00aa rng 1234 lr 0001 (component digests)");
-    ckh_scenario_free(h.sc);
-}
-END_TEST
-
 START_TEST(test_reference_final_values)
 {
     struct harness h;
@@ -959,7 +936,6 @@ static Suite *records_suite(void)
     tcase_add_test(oracles, test_resume_names_quantity);
     tcase_add_test(oracles, test_resume_missing);
     tcase_add_test(oracles, test_resume_ignore_and_samples);
-    tcase_add_test(oracles, test_resume_legacy);
     tcase_add_test(oracles, test_reference_final_values);
     tcase_add_test(oracles, test_saves_oracle);
     tcase_add_test(oracles, test_restarts_oracle);

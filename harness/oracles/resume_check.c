@@ -13,10 +13,6 @@
  * missing from one run. Names in the scenario's compare.ignore are left
  * out.
  *
- * Step records recorded the legacy way (no quantities, a component summary
- * in `what`: "weights 1a2b optim ...") are compared by their digest and
- * the summary's components are named the same way.
- *
  * This is ckh's one definition of resume equivalence: tests/test_ddp.c
  * judges its resumed runs through it (as ddp-train scenarios), and the
  * DDP record (reference/ddp_record.c) keeps no comparison of its own. */
@@ -36,7 +32,6 @@ static bool applies(const struct ckh_scenario_run *r)
 }
 
 #define DIFF_KEPT 16
-#define NODE_ALL UINT32_MAX /* a legacy record: every node folded together */
 
 enum diff_kind {
     D_BITS,       /* a quantity with other bits */
@@ -51,7 +46,7 @@ enum diff_kind {
 struct diff {
     enum diff_kind kind;
     char name[CKH_RECORD_NAME_MAX + 1]; /* the quantity ("" for records and epochs) */
-    uint32_t node;                      /* node index, or NODE_ALL */
+    uint32_t node;                      /* node index */
     bool is_value;                      /* bits are a double's */
     uint64_t want, got;                 /* reference and resumed bits (or epochs) */
 };
@@ -109,43 +104,6 @@ static const struct ckh_step_quantity *quantities(const struct ckh_job_result *j
     return ok ? jr->quantities + s->first : NULL;
 }
 
-/* Reads the next "name hex" pair of a legacy component summary. */
-static bool legacy_next(const char **s, char *name, size_t n, uint64_t *v)
-{
-    int used = 0;
-    char fmt[32];
-    snprintf(fmt, sizeof fmt, " %%%zus %%" SCNx64 "%%n", n - 1);
-    if (sscanf(*s, fmt, name, v, &used) != 2)
-        return false;
-    *s += used;
-    return true;
-}
-
-/* Records without quantities: the legacy kind (a digest over every node
- * and a component summary in `what`), or a record of nothing but its digest. */
-static void compare_legacy(const struct ckh_step_record *w, const struct ckh_step_record *g,
-                           struct step_diff *sd)
-{
-    char name[CKH_RECORD_NAME_MAX + 1], gname[CKH_RECORD_NAME_MAX + 1];
-    uint64_t wv, gv;
-    const char *ws = w->what, *gs = g->what;
-    size_t before = sd->total;
-    if (w->digest == g->digest)
-        return;
-    while (legacy_next(&ws, name, sizeof name, &wv) && legacy_next(&gs, gname, sizeof gname, &gv)) {
-        if (strcmp(name, gname) != 0)
-            break;
-        if (wv != gv)
-            add_diff(sd, D_BITS, name, NODE_ALL, false, wv, gv);
-        else
-            add_equal(sd, name);
-    }
-    /* No summary to name a component: the record's digest itself (a
-     * record without quantities or summary belongs to its node). */
-    if (sd->total == before)
-        add_diff(sd, D_BITS, "state", w->what[0] ? NODE_ALL : w->node, false, w->digest, g->digest);
-}
-
 /* Quantities of one node's record in both runs, by name. */
 static void compare_quantities(const struct ckh_scenario_run *r, const struct ckh_step_record *w,
                                const struct ckh_step_record *g, struct step_diff *sd)
@@ -155,10 +113,6 @@ static void compare_quantities(const struct ckh_scenario_run *r, const struct ck
     const struct ckh_step_quantity *qg = quantities(&r->got.r, g, &ng);
     if (w->epoch != g->epoch)
         add_diff(sd, D_EPOCH, "", w->node, false, (uint64_t)w->epoch, (uint64_t)g->epoch);
-    if (nw == 0 && ng == 0) {
-        compare_legacy(w, g, sd);
-        return;
-    }
     for (size_t i = 0; i < nw; i++) {
         if (ckh_oracle_ignored(r, qw[i].name))
             continue;
@@ -310,7 +264,7 @@ static void put_diverged(struct out *o, const struct ckh_job_result *ref, const 
         else
             put(o, "%s%s of %s", sep, d->name, node_name(ref, d->node, nb, sizeof nb));
     }
-    if (one_node && first->node != NODE_ALL)
+    if (one_node)
         put(o, " of %s", node_name(ref, first->node, nb, sizeof nb));
     put(o, " diverged first");
 }
@@ -319,7 +273,7 @@ static void put_diverged(struct out *o, const struct ckh_job_result *ref, const 
 static void put_diff(struct out *o, const struct ckh_job_result *ref, int64_t step, const struct diff *d)
 {
     char nb[32];
-    const char *node = d->node == NODE_ALL ? "all nodes" : node_name(ref, d->node, nb, sizeof nb);
+    const char *node = node_name(ref, d->node, nb, sizeof nb);
     switch (d->kind) {
     case D_BITS:
         put(o, "%s %s ", node, d->name);
@@ -353,7 +307,7 @@ static void put_diff(struct out *o, const struct ckh_job_result *ref, int64_t st
 static void put_head_other(struct out *o, const struct ckh_job_result *ref, const struct diff *d)
 {
     char nb[32];
-    const char *node = d->node == NODE_ALL ? "all nodes" : node_name(ref, d->node, nb, sizeof nb);
+    const char *node = node_name(ref, d->node, nb, sizeof nb);
     switch (d->kind) {
     case D_MISSING: put(o, "%s of %s missing from the resumed run", d->name, node); break;
     case D_EXTRA: put(o, "%s of %s recorded by the resumed run only", d->name, node); break;
@@ -363,9 +317,7 @@ static void put_head_other(struct out *o, const struct ckh_job_result *ref, cons
     }
 }
 
-static void describe(const struct ckh_scenario_run *r, const struct step_diff *sd,
-                     const struct ckh_step_record *legacy_w, const struct ckh_step_record *legacy_g,
-                     char *detail, size_t n)
+static void describe(const struct ckh_scenario_run *r, const struct step_diff *sd, char *detail, size_t n)
 {
     const struct ckh_job_result *ref = &r->ref.r;
     struct out o = {detail, n, 0};
@@ -379,11 +331,6 @@ static void describe(const struct ckh_scenario_run *r, const struct step_diff *s
         put_head_other(&o, ref, &sd->d[0]);
     for (size_t i = 0; i < sd->nequal; i++)
         put(&o, "%s%s%s", i ? ", " : " (", sd->equal[i], i + 1 == sd->nequal ? " equal)" : "");
-    if (legacy_w) {
-        put(&o, ": state %016" PRIx64 ", reference %016" PRIx64 "; got %s; reference %s "
-            "(component digests)", legacy_g->digest, legacy_w->digest, legacy_g->what, legacy_w->what);
-        return;
-    }
     for (size_t i = 0; i < sd->n; i++) {
         put(&o, i ? "; " : ": ");
         put_diff(&o, ref, sd->step, &sd->d[i]);
@@ -411,11 +358,7 @@ static bool check_steps(const struct ckh_scenario_run *r, char *detail, size_t n
         struct step_diff sd = {.step = s};
         compare_step(r, want->steps + i, ie - i, got->steps + j, je - j, &sd);
         if (sd.total) {
-            bool legacy = ie - i == 1 && je - j == 1 && want->steps[i].count == 0 &&
-                          got->steps[j].count == 0 && want->steps[i].what[0] &&
-                          got->steps[j].what[0] && want->steps[i].epoch == got->steps[j].epoch;
-            describe(r, &sd, legacy ? &want->steps[i] : NULL, legacy ? &got->steps[j] : NULL,
-                     detail, n);
+            describe(r, &sd, detail, n);
             *divergent = s;
             return false;
         }

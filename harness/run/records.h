@@ -63,7 +63,6 @@ struct ckh_step_record {
     uint64_t digest; /* over every quantity, in recorded order */
     uint32_t first;  /* its quantities: the job result's quantities[first .. first + count) */
     uint32_t count;
-    char what[96];   /* legacy component summary ("" when quantities are kept) */
 };
 
 /* Per-epoch sample-consumption record (multiset digest and count; the

@@ -87,11 +87,6 @@ int ckh__run_build_sim(struct ckh__run_ctx *c, const struct ckh_scenario *sc, ui
 void ckh__run_ctx_free(struct ckh__run_ctx *c);
 /* Runs the job with restarts; fills the run records of out. */
 int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out);
-/* restart.world_size is an input error for a workload that cannot change
- * its world size. */
-int ckh__run_check_world_size(const struct ckh_scenario *sc, const struct ckh_workload_ops *wl,
-                              char *err, size_t errlen);
-
 /* arm.c: arms the faults of run `run` (1-based) and applies the at-rest
  * faults that have no trigger. */
 int ckh__run_arm_faults(struct ckh__run_ctx *c, int run);

@@ -74,8 +74,8 @@ static int make_dir_fn(struct ckh_fault_env *env, struct ckh_simfs *d, const cha
 
 /* restart.world_size is an input error for a workload that cannot
  * change its world size. */
-int ckh__run_check_world_size(const struct ckh_scenario *sc, const struct ckh_workload_ops *wl,
-                            char *err, size_t errlen)
+static int check_world_size(const struct ckh_scenario *sc, const struct ckh_workload_ops *wl, char *err,
+                            size_t errlen)
 {
     if (!sc->restart.world_size || wl->set_world)
         return 0;
@@ -109,7 +109,7 @@ static int check_support(struct ckh__run_ctx *c)
     }
     if (no)
         return ckh__run_fail(c, CKH_EINVAL, "%s: workload '%s' does not support %s", sc->file, wl->name, no);
-    return ckh__run_check_world_size(sc, wl, c->err, sizeof c->err);
+    return check_world_size(sc, wl, c->err, sizeof c->err);
 }
 
 /* Every node's program: hands the node its record table, then runs the

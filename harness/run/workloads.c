@@ -136,7 +136,7 @@ static int load_plugin(const char *name, const char *scenario_file, enum ckh_plu
         return rc;
     for (size_t i = 0; i < nloaded; i++)
         if (loaded[i].kind == kind && strcmp(loaded[i].path, path) == 0) {
-            *table = kind == CKH_PLUGIN_BACKEND ? (const void *)ckh_plugin_ops(loaded[i].p) : ckh_plugin_table(loaded[i].p);
+            *table = ckh_plugin_table(loaded[i].p);
             *digest = loaded[i].digest;
             return 0;
         }
@@ -150,7 +150,7 @@ static int load_plugin(const char *name, const char *scenario_file, enum ckh_plu
     l->kind = kind;
     l->digest = file_digest(path);
     nloaded++;
-    *table = kind == CKH_PLUGIN_BACKEND ? (const void *)ckh_plugin_ops(l->p) : ckh_plugin_table(l->p);
+    *table = ckh_plugin_table(l->p);
     *digest = l->digest;
     return 0;
 }
