@@ -254,12 +254,12 @@ static int resolve_saver(const struct ckh_scenario *sc, struct ckh_resolved *out
                         "%s: job.saver: workload '%s' does not save through a directory saver, so "
                         "'%s' would be ignored; remove job.saver",
                         sc->file, out->workload->name, name);
-    out->saver_named = true;
     if (!ckh_scn_is_plugin_path(name)) {
-        if (strcmp(name, "atomic-dir") != 0)
-            return ckh_errf(msg, msglen, CKH_EINVAL, "%s: job.saver: unknown saver '%s' (known: atomic-dir)",
-                            sc->file, name);
-        return 0; /* the built-in default */
+        if (strcmp(name, ckh_atomic_dir_saver_ops.name) != 0)
+            return ckh_errf(msg, msglen, CKH_EINVAL, "%s: job.saver: unknown saver '%s' (known: %s)", sc->file,
+                            name, ckh_atomic_dir_saver_ops.name);
+        out->saver = &ckh_atomic_dir_saver_ops;
+        return 0;
     }
     const void *t = NULL;
     uint64_t d = 0;

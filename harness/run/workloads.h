@@ -63,9 +63,8 @@ int ckh_workloads_plugin_path(const char *name, const char *scenario_file, char 
 struct ckh_resolved {
     const struct ckh_workload_ops *workload; /* the workload's table */
     const struct ckh_backend_ops *backend;   /* job.backend's table (NULL: none named) */
-    const struct ckh_saver_ops *saver;       /* job.saver's table (NULL: none named, or the
-                                                built-in atomic-dir, the savers' default) */
-    bool saver_named;                        /* job.saver names a saver */
+    const struct ckh_saver_ops *saver;       /* job.saver's table (NULL: none named; the
+                                                workload then picks its default) */
     uint64_t identity;                       /* digest of the plugin libraries' contents
                                                 (0: all built-in): rebuilding a plugin
                                                 changes the reference-cache key */
