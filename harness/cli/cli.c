@@ -255,6 +255,7 @@ static void print_usage(FILE *f)
             "  replay FILE --seed N    print the trace of one scenario's faulted job\n"
             "  validate-backend LIB    put a backend plugin through the fault catalogue and\n"
             "                          every crash state of its save protocol\n"
+            "  explore FILE            check every crash state of a real program's run\n"
             "  fuzz                    random fault schedules over many seeds, failures shrunk\n"
             "  shrink FILE             minimize a failing scenario to its essential faults\n"
             "  help [COMMAND]          this help, or a command's\n"
@@ -289,6 +290,8 @@ int ckh_cli_main(int argc, char **argv)
         return cmd_replay(argc - 1, argv + 1);
     if (strcmp(cmd, "validate-backend") == 0)
         return ckh_validate_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "explore") == 0)
+        return ckh__cli_explore(argc - 1, argv + 1, argv0);
     if (strcmp(cmd, "fuzz") == 0)
         return ckh_fuzz_main(argc - 1, argv + 1);
     if (strcmp(cmd, "shrink") == 0)

@@ -19,6 +19,9 @@ int ckh_cli_main(int argc, char **argv);
  * ckh command as replay lines name it. */
 int ckh__cli_run(int argc, char **argv, const char *argv0);
 
+/* `ckh explore` (harness/cli/cli_explore.c): argv[0] is the verb. */
+int ckh__cli_explore(int argc, char **argv, const char *argv0);
+
 /* `ckh validate-backend` (harness/validate.c): argv[0] is the verb. */
 int ckh_validate_main(int argc, char **argv);
 

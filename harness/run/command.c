@@ -170,8 +170,8 @@ static int add_disks(struct ckh__cmd *c)
 }
 
 /* One execution of sc's job in folder dir (created here). On failure
- * c->err says why; cmd_free frees c either way. */
-static int cmd_init(struct ckh__cmd *c, const struct ckh_scenario *sc, uint64_t seed, unsigned mode,
+ * c->err says why; ckh__cmd_free frees c either way. */
+int ckh__cmd_init(struct ckh__cmd *c, const struct ckh_scenario *sc, uint64_t seed, unsigned mode,
                     const char *dir, const char *cwd)
 {
     const struct ckh_scn_job *job = &sc->job;
@@ -235,7 +235,7 @@ static void trace_free(struct ckh__cmd *c)
 static void unmount_all(struct ckh__cmd *c, size_t trace_from);
 
 /* Frees c after killing what runs and unmounting what is mounted. */
-static void cmd_free(struct ckh__cmd *c)
+void ckh__cmd_free(struct ckh__cmd *c)
 {
     if (!c->sc)
         return; /* never initialised */
@@ -537,7 +537,7 @@ static int record_run(struct ckh__cmd *c, bool hung, struct ckh_run_info *ri, co
 
 /* Runs verify against a clone of node i's disks (so nothing it does
  * changes them); its verdict into *ok and detail. */
-static int verify_view(struct ckh__cmd *c, int i, bool *ok, char *detail, size_t n)
+int ckh__cmd_verify_view(struct ckh__cmd *c, int i, bool *ok, char *detail, size_t n)
 {
     const struct ckh_scn_job *job = &c->sc->job;
     struct ckh__cmd_mount *saved = c->mounts, *vm = calloc(job->ndisks, sizeof *vm);
@@ -593,7 +593,7 @@ static int verify_disks(struct ckh__cmd *c, struct ckh_run_info *ri)
     for (int i = 0; i < (shared ? 1 : c->n) && ri->committed_ok; i++) {
         char detail[sizeof ri->committed_detail];
         bool ok = false;
-        int rc = verify_view(c, i, &ok, detail, sizeof detail);
+        int rc = ckh__cmd_verify_view(c, i, &ok, detail, sizeof detail);
         if (rc)
             return rc;
         ri->committed_ok = ok;
@@ -675,7 +675,7 @@ static uint64_t trace_hash(const struct ckh__cmd *c)
 }
 
 /* The job with restarts (one run for the reference); fills out's runs. */
-static int cmd_execute(struct ckh__cmd *c, struct ckh_scenario_run *out)
+int ckh__cmd_execute(struct ckh__cmd *c, struct ckh_scenario_run *out)
 {
     const bool with_faults = !(c->mode & CKH_RUN_NO_FAULTS);
     const struct ckh_scenario *sc = c->sc;
@@ -709,6 +709,8 @@ static int cmd_execute(struct ckh__cmd *c, struct ckh_scenario_run *out)
 
 /* ---- entry points ---- */
 
+static void hang_first(struct ckh_report_result *out);
+
 /* The programs' working folder: the scenario file's, absolute. */
 static void scenario_folder(const struct ckh_scenario *sc, char *out, size_t n)
 {
@@ -722,16 +724,7 @@ static void scenario_folder(const struct ckh_scenario *sc, char *out, size_t n)
     snprintf(out, n, "%.*s", (int)(n ? n - 1 : 0), realpath(d, real) ? real : d);
 }
 
-/* One command job: the run folder, FUSE, the process-wide settings it
- * needs (signal watch, child subreaper), undone by job_end. */
-struct job_env {
-    char dir[CKH__CMD_DIR_MAX - 8]; /* the run folder ("" when none) */
-    char cwd[CKH__CMD_PATH_MAX];  /* the programs' working folder */
-    int subreaper_was;            /* PR_GET_CHILD_SUBREAPER before */
-    bool started;                 /* job_begin got that far */
-};
-
-static int job_begin(const struct ckh_scenario *sc, struct job_env *je, char *err, size_t errlen)
+int ckh__cmd_job_begin(const struct ckh_scenario *sc, struct ckh__cmd_job *je, char *err, size_t errlen)
 {
     char msg[512] = "";
     memset(je, 0, sizeof *je);
@@ -753,7 +746,7 @@ static int job_begin(const struct ckh_scenario *sc, struct job_env *je, char *er
     return 0;
 }
 
-static void job_end(struct job_env *je)
+void ckh__cmd_job_end(struct ckh__cmd_job *je)
 {
     if (!je->started)
         return;
@@ -767,7 +760,7 @@ static void job_end(struct job_env *je)
 }
 
 /* Copies c's error into err (a located one as it is). */
-static int take_err(const struct ckh__cmd *c, int rc, const char *what, char *err, size_t errlen)
+int ckh__cmd_take_err(const struct ckh__cmd *c, int rc, const char *what, char *err, size_t errlen)
 {
     if (rc == -EINTR)
         return ckh_errf(err, errlen, rc, "interrupted by signal %d", ckh__cmd_interrupted());
@@ -777,7 +770,7 @@ static int take_err(const struct ckh__cmd *c, int rc, const char *what, char *er
 }
 
 /* Why the reference run did not complete: each node that failed. */
-static int reference_incomplete(const struct ckh__cmd *c, char *err, size_t errlen)
+int ckh__cmd_reference_incomplete(const struct ckh__cmd *c, char *err, size_t errlen)
 {
     char why[700] = "";
     size_t used = 0;
@@ -801,8 +794,9 @@ static int reference_incomplete(const struct ckh__cmd *c, char *err, size_t errl
  * the mount, saves that left files in the checkpoint directory. A
  * reference run that hangs (*hung) is the judged run itself: its runs and
  * result go to r, with no reference (ref_ok false). */
-static int reference_run(const struct ckh_scenario *sc, uint64_t seed, const struct job_env *je,
-                         struct ckh_scenario_run *r, int64_t *gap, bool *hung, char *err, size_t errlen)
+static int reference_run(const struct ckh_scenario *sc, uint64_t seed, const struct ckh__cmd_job *je,
+                         const struct ckh__cmd_watch *w, struct ckh_scenario_run *r, int64_t *gap, bool *hung,
+                         char *err, size_t errlen)
 {
     struct ckh__cmd c;
     struct ckh_scenario_run tmp;
@@ -811,13 +805,19 @@ static int reference_run(const struct ckh_scenario *sc, uint64_t seed, const str
     memset(&tmp, 0, sizeof tmp);
     tmp.sc = sc;
     snprintf(dir, sizeof dir, "%s/ref", je->dir);
-    int rc = cmd_init(&c, sc, seed, CKH_RUN_NO_FAULTS, dir, je->cwd);
+    int rc = ckh__cmd_init(&c, sc, seed, CKH_RUN_NO_FAULTS, dir, je->cwd);
     if (rc == 0)
         rc = ckh__cmd_snapshot_take(je->cwd, &snap);
+    if (rc == 0 && w) {
+        c.on_op = w->on_op;
+        c.on_op_ctx = w->ctx;
+    }
     if (rc == 0)
-        rc = cmd_execute(&c, &tmp);
+        rc = ckh__cmd_execute(&c, &tmp);
+    if (rc == 0 && w && w->on_end)
+        w->on_end(w->ctx, &c);
     if (rc) {
-        take_err(&c, rc, "reference run: ", err, errlen);
+        ckh__cmd_take_err(&c, rc, "reference run: ", err, errlen);
         goto out;
     }
     if (!tmp.completed && tmp.hang_seen) {
@@ -835,7 +835,7 @@ static int reference_run(const struct ckh_scenario *sc, uint64_t seed, const str
         goto out;
     }
     if (!tmp.completed) {
-        rc = reference_incomplete(&c, err, errlen);
+        rc = ckh__cmd_reference_incomplete(&c, err, errlen);
         goto out;
     }
     if ((rc = ckh__cmd_snapshot_compare(snap, je->cwd, msg, sizeof msg)) != 0) {
@@ -852,7 +852,7 @@ static int reference_run(const struct ckh_scenario *sc, uint64_t seed, const str
     }
     r->ref_ok = true;
     if ((rc = ckh__run_job_copy(&r->ref, &tmp.got.r)) != 0 || (rc = ckh__cmd_add_file_digests(&c, &r->ref)) != 0) {
-        take_err(&c, rc, "reference run: ", err, errlen);
+        ckh__cmd_take_err(&c, rc, "reference run: ", err, errlen);
         goto out;
     }
     size_t files = 0;
@@ -866,7 +866,7 @@ static int reference_run(const struct ckh_scenario *sc, uint64_t seed, const str
 out:
     ckh__cmd_snapshot_free(snap);
     ckh_scenario_run_free(&tmp);
-    cmd_free(&c);
+    ckh__cmd_free(&c);
     return rc;
 }
 
@@ -889,18 +889,141 @@ static int64_t interval_of(const struct ckh_scenario *sc, const struct ckh_scena
 
 /* The faulted job (mode 0) in folder `name` of the run folder: its runs
  * into r; keep: c stays for the caller (replay), freed by cmd_free. */
-static int faulted_run(const struct ckh_scenario *sc, uint64_t seed, const struct job_env *je, const char *name,
+static int faulted_run(const struct ckh_scenario *sc, uint64_t seed, const struct ckh__cmd_job *je, const char *name,
                        struct ckh_scenario_run *r, struct ckh__cmd *c, char *err, size_t errlen)
 {
     char dir[CKH__CMD_PATH_MAX + 8];
     snprintf(dir, sizeof dir, "%s/%s", je->dir, name);
-    int rc = cmd_init(c, sc, seed, 0, dir, je->cwd);
+    int rc = ckh__cmd_init(c, sc, seed, 0, dir, je->cwd);
     if (rc == 0)
-        rc = cmd_execute(c, r);
+        rc = ckh__cmd_execute(c, r);
     if (rc == 0 && r->got.r.nnodes)
         rc = ckh__cmd_add_file_digests(c, &r->got);
     if (rc)
-        take_err(c, rc, NULL, err, errlen);
+        ckh__cmd_take_err(c, rc, NULL, err, errlen);
+    return rc;
+}
+
+int ckh__cmd_reference(const struct ckh_scenario *sc, uint64_t seed, const struct ckh__cmd_job *je,
+                        const struct ckh__cmd_watch *w, struct ckh_scenario_run *r, char *err, size_t errlen)
+{
+    int64_t gap = 0;
+    bool hung = false;
+    int rc = reference_run(sc, seed, je, w, r, &gap, &hung, err, errlen);
+    if (rc == 0 && hung)
+        rc = ckh_errf(err, errlen, CKH_EINVAL, "the fault-free run of this job hangs (still running after "
+                      "job.timeout, %" PRIu64 " ms)", sc->job.timeout_ns / 1000000u);
+    if (rc == 0)
+        r->interval = interval_of(sc, r, gap);
+    return rc;
+}
+
+int ckh__cmd_replace_disk(struct ckh__cmd *c, struct ckh_simfs *disk)
+{
+    if (c->sc->job.ndisks != 1 || c->nmounts != 1)
+        return ckh__cmd_fail(c, CKH_EINVAL, "a job with %zu disks and %zu mounts has no single disk to replace",
+                             c->sc->job.ndisks, c->nmounts);
+    ckh_simfs_destroy(c->disks[0]);
+    for (int i = 0; i < c->n; i++)
+        c->disks[i] = disk;
+    c->mounts[0].disk = disk;
+    c->env.disks = c->disks;
+    return 0;
+}
+
+/* Run 1 of a restart check: node i's records are the first run1_bytes[i]
+ * bytes of run1_results[i], and the crash ended every node. */
+static int replay_first_run(struct ckh__cmd *c, const char *const *run1_results, const uint64_t *run1_bytes,
+                            struct ckh_run_info *ri, struct ckh_scenario_run *out)
+{
+    int rc;
+    c->run = 1;
+    plan_run(c, 1, NULL);
+    ckh_records_begin_run(c->records, 1);
+    for (int i = 0; i < c->n; i++) {
+        struct ckh__cmd_node *nd = &c->nodes[i];
+        if ((rc = prepare_node(c, i)) != 0)
+            return rc;
+        if (!nd->start)
+            continue;
+        FILE *in = fopen(run1_results[i], "re"), *to = fopen(nd->result, "we");
+        char buf[8192];
+        uint64_t left = run1_bytes[i];
+        while (in && to && left > 0) {
+            size_t got = fread(buf, 1, left < sizeof buf ? (size_t)left : sizeof buf, in);
+            if (got == 0 || fwrite(buf, 1, got, to) != got)
+                break;
+            left -= got;
+        }
+        bool ok = in && to && left == 0;
+        if (in)
+            fclose(in);
+        if ((to && fclose(to) != 0) || !ok)
+            return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot copy the first run's records of %s from %s to %s",
+                                 nd->name, run1_results[i], nd->result);
+        ckh__cmd_progress_refresh(c, i);
+        nd->end = CKH__CMD_KILLED;
+        nd->killed_why = "the explored crash";
+    }
+    if ((rc = ckh__cmd_read_results(c)) != 0)
+        return rc;
+    return record_run(c, false, ri, NULL, out);
+}
+
+int ckh__cmd_restart_check(struct ckh__cmd *c, const struct ckh_scenario_run *ref, const char *const *run1_results,
+                           const uint64_t *run1_bytes, struct ckh_report_result *out)
+{
+    const struct ckh_scenario *sc = c->sc;
+    struct ckh_scenario_run r;
+    memset(&r, 0, sizeof r);
+    r.sc = sc;
+    r.seed = c->seed;
+    r.source_dir = ref->source_dir;
+    r.interval = ref->interval;
+    r.ref_ok = true;
+    int rc = ckh__run_job_copy(&r.ref, &ref->ref.r);
+    if (rc == 0 && ckh__run_alloc_runs(&r, sc, true) != 0)
+        rc = CKH_ENOMEM;
+    if (rc) {
+        ckh__cmd_fail(c, rc, "out of memory");
+        goto out;
+    }
+    c->rec = &r;
+    r.world = c->world_first;
+    r.world_restart = c->world_restart;
+    struct ckh_run_info *ri = ckh__run_next(&r, sc, (size_t)c->n);
+    if (!ri) {
+        rc = ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = replay_first_run(c, run1_results, run1_bytes, ri, &r)) != 0)
+        goto out;
+    if (sc->verify.argc && (rc = verify_disks(c, ri)) != 0)
+        goto out;
+    for (uint32_t run = 2; run <= 1 + sc->restart.max_restarts; run++) {
+        const struct ckh_run_info *prev = &r.runs[run - 2];
+        if (!(ri = ckh__run_next(&r, sc, (size_t)c->n))) {
+            rc = ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
+            goto out;
+        }
+        if ((rc = run_once(c, ri, prev, &r)) != 0)
+            goto out;
+        if (ri->completed) {
+            r.completed = true;
+            break;
+        }
+        if (sc->verify.argc && (rc = verify_disks(c, ri)) != 0)
+            goto out;
+    }
+    if (r.got.r.nnodes && (rc = ckh__cmd_add_file_digests(c, &r.got)) != 0)
+        goto out;
+    out->runs = (uint32_t)r.nruns;
+    out->restarts = r.nruns ? (uint32_t)r.nruns - 1 : 0;
+    ckh__run_judge(&r, out);
+    hang_first(out);
+out:
+    c->rec = NULL;
+    ckh_scenario_run_free(&r);
     return rc;
 }
 
@@ -937,7 +1060,7 @@ int ckh__cmd_harness_run(const struct ckh_scenario *sc, const struct ckh_run_opt
     uint64_t seed = o->seed_set ? o->seed : sc->seed;
     struct ckh_scenario_run r, r2;
     struct ckh__cmd c, c2;
-    struct job_env je;
+    struct ckh__cmd_job je;
     char err[1200] = "";
     int64_t gap = 0;
     memset(&r, 0, sizeof r);
@@ -953,15 +1076,15 @@ int ckh__cmd_harness_run(const struct ckh_scenario *sc, const struct ckh_run_opt
     ckh_report_set(&out->replay, "%s run %s --seed %" PRIu64, o->argv0 ? o->argv0 : "ckh", sc->file, seed);
 
     bool ref_hung = false;
-    int rc = job_begin(sc, &je, err, sizeof err);
+    int rc = ckh__cmd_job_begin(sc, &je, err, sizeof err);
     if (rc == 0)
-        rc = reference_run(sc, seed, &je, &r, &gap, &ref_hung, err, sizeof err);
+        rc = reference_run(sc, seed, &je, NULL, &r, &gap, &ref_hung, err, sizeof err);
     if (rc == 0 && !ref_hung)
         rc = faulted_run(sc, seed, &je, "job", &r, &c, err, sizeof err);
     if (rc == 0 && !ref_hung && o->check_determinism &&
         (rc = faulted_run(sc, seed, &je, "det", &r2, &c2, err, sizeof err)) == 0)
         r.trace_hash2 = r2.trace_hash ? r2.trace_hash : 1;
-    cmd_free(&c2);
+    ckh__cmd_free(&c2);
     ckh_scenario_run_free(&r2);
     if (rc)
         goto out_error;
@@ -971,9 +1094,9 @@ int ckh__cmd_harness_run(const struct ckh_scenario *sc, const struct ckh_run_opt
     ckh__run_judge(&r, out);
     hang_first(out);
     out->wall_ms = ckh__cmd_now_ms() - t0;
-    cmd_free(&c);
+    ckh__cmd_free(&c);
     ckh_scenario_run_free(&r);
-    job_end(&je);
+    ckh__cmd_job_end(&je);
     return 0;
 
 out_error:
@@ -982,9 +1105,9 @@ out_error:
                    strncmp(err, sc->file, strlen(sc->file)) ? (err[0] >= '0' && err[0] <= '9' ? ":" : ": ") : "",
                    err[0] ? err : ckh_strerror(rc));
     out->wall_ms = ckh__cmd_now_ms() - t0;
-    cmd_free(&c);
+    ckh__cmd_free(&c);
     ckh_scenario_run_free(&r);
-    job_end(&je);
+    ckh__cmd_job_end(&je);
     return rc;
 }
 
@@ -1041,14 +1164,14 @@ int ckh__cmd_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_
     uint64_t seed = o && o->seed_set ? o->seed : sc->seed;
     struct ckh_scenario_run r;
     struct ckh__cmd c;
-    struct job_env je;
+    struct ckh__cmd_job je;
     memset(&r, 0, sizeof r);
     memset(&c, 0, sizeof c);
     r.sc = sc;
     int op = -1, node = -1;
     if (op_filter && (op = ckh_op_from_name(op_filter)) < 0)
         return ckh_errf(msg, msglen, CKH_EINVAL, "unknown operation '%s'", op_filter);
-    int rc = job_begin(sc, &je, msg, msglen);
+    int rc = ckh__cmd_job_begin(sc, &je, msg, msglen);
     if (rc == 0)
         rc = faulted_run(sc, seed, &je, "job", &r, &c, msg, msglen);
     if (rc == 0 && node_filter) {
@@ -1084,8 +1207,8 @@ int ckh__cmd_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_
         fprintf(f, "# %zu run%s, %s, operation hash %016" PRIx64 ", seed %" PRIu64 "\n", r.nruns,
                 r.nruns == 1 ? "" : "s", r.completed ? "completed" : "did not complete", r.trace_hash, seed);
     }
-    cmd_free(&c);
+    ckh__cmd_free(&c);
     ckh_scenario_run_free(&r);
-    job_end(&je);
+    ckh__cmd_job_end(&je);
     return rc;
 }

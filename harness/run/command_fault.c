@@ -400,9 +400,13 @@ void ckh__cmd_hook(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_ac
     if (ours)
         snprintf(c->nodes[node].last_op, sizeof c->nodes[node].last_op, "%s %.140s",
                  ckh_op_name(op->kind), path);
-    if (ours && !(c->mode & CKH_RUN_NO_FAULTS)) {
-        /* The program's records up to this operation say where it is. */
-        if (ckh__cmd_progress_refresh(c, node) && ckh__cmd_progress_triggers(c, node))
+    const bool faults = !(c->mode & CKH_RUN_NO_FAULTS);
+    /* The program's records up to this operation say where it is. */
+    bool moved = ours && (faults || c->on_op) && ckh__cmd_progress_refresh(c, node);
+    if (ours && c->on_op)
+        c->on_op(c->on_op_ctx, m, op);
+    if (ours && faults) {
+        if (moved && ckh__cmd_progress_triggers(c, node))
             act->verdict = CKH_CKHFS_KILL;
         struct ckh__cmd_rule *chosen = NULL;
         for (size_t k = 0; k < c->nrules && act->verdict == CKH_CKHFS_GO; k++) {

@@ -23,6 +23,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,7 +36,7 @@
 /* ---- the root ---- */
 
 static const char *const top_keys[] = {"name",   "description", "seed",    "tags",   "job",
-                                       "faults", "restart",     "expect",  "compare", "verify"};
+                                       "faults", "restart",     "expect",  "compare", "verify", "explore"};
 
 static bool name_ok(const char *t)
 {
@@ -61,6 +62,49 @@ static int default_name(struct ckh_scenario *s, const char *file)
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
             *c = '_';
     s->name = name;
+    return 0;
+}
+
+static const char *const explore_keys[] = {"check", "max_states", "time_limit", "from_step", "to_step"};
+static const char *const explore_checks[] = {"auto", "verify", "restart"};
+
+/* `explore:` (crash states of a command job; harness/search/explore_program.h). */
+static int parse_explore(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_explore *e)
+{
+    yaml_node_t *v;
+    int rc = ckh__scn_check_map(p, n, "explore", explore_keys, CKH__NKEYS(explore_keys), NULL, NULL);
+    if (rc)
+        return rc;
+    if (!p->s->job.commands)
+        return ckh__scn_fail(p, n, CKH_EINVAL, "'explore' applies to command jobs only (job.command); a "
+                             "backend's crash states are explored by ckh validate-backend");
+    e->present = true;
+    e->line = (int)n->start_mark.line + 1;
+    e->column = (int)n->start_mark.column + 1;
+    e->from_step = e->to_step = -1;
+    if ((v = ckh__scn_get(p, n, "check")) &&
+        (rc = ckh__scn_get_enum(p, v, "explore.check", explore_checks, CKH__NKEYS(explore_checks), &e->check)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "max_states")) &&
+        (rc = ckh__scn_get_u64(p, v, "explore.max_states", 1, &e->max_states)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "time_limit")) &&
+        (rc = ckh__scn_get_duration(p, v, "explore.time_limit", &e->time_limit_ns)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "from_step")) &&
+        (rc = ckh__scn_get_int(p, v, "explore.from_step", 0, INT64_MAX, &e->from_step)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "to_step")) &&
+        (rc = ckh__scn_get_int(p, v, "explore.to_step", 0, INT64_MAX, &e->to_step)))
+        return rc;
+    if (e->check == 1 && !p->s->verify.argc)
+        return ckh__scn_fail(p, n, CKH_EINVAL, "'explore.check: verify' needs a 'verify:' command");
+    if (e->to_step >= 0 && e->from_step > e->to_step)
+        return ckh__scn_fail(p, n, CKH_EINVAL, "'explore.from_step' (%" PRId64 ") is past 'explore.to_step' "
+                             "(%" PRId64 ")", e->from_step, e->to_step);
+    if (p->s->nfaults)
+        return ckh__scn_fail(p, n, CKH_EINVAL, "'explore' makes its own crashes: a scenario with 'explore' "
+                             "has no 'faults'");
     return 0;
 }
 
@@ -107,6 +151,9 @@ static int parse_root(struct ckh__scn_reader *p, const yaml_node_t *n)
         if ((rc = ckh__scn_get_argv(p, v, "verify", &s->verify)))
             return rc;
     }
+    s->explore.from_step = s->explore.to_step = -1;
+    if ((v = ckh__scn_get(p, n, "explore")) && (rc = parse_explore(p, v, &s->explore)))
+        return rc;
     return 0;
 }
 

@@ -284,6 +284,18 @@ struct ckh_scn_compare {
     size_t nignore;      /* number of names */
 };
 
+/* ---- crash states of a command job (`explore:`, ckh explore) ---- */
+
+struct ckh_scn_explore {
+    bool present;           /* the block is there: ckh run explores instead of running faults */
+    int check;              /* 0 auto, 1 verify, 2 restart (enum ckh_xprog_check) */
+    uint64_t max_states;    /* generated states at most (0: no bound) */
+    uint64_t time_limit_ns; /* no check starts after it (0: none) */
+    int64_t from_step;      /* crash points from this step of the program on (-1: from the start) */
+    int64_t to_step;        /* up to this step (-1: to the end) */
+    int line, column;       /* where the block is */
+};
+
 /* ---- the scenario ---- */
 
 struct ckh__scn_arena;
@@ -306,6 +318,7 @@ struct ckh_scenario {
     /* ---- appended ---- */
     struct ckh_scn_command verify; /* `verify:` (command jobs): run against the checkpoint
                                       directory before each restart; argc 0: none */
+    struct ckh_scn_explore explore; /* `explore:` (command jobs): crash states of the run */
 };
 
 /* Where and why parsing failed. */

@@ -292,5 +292,18 @@ int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc)
         argv_list(f, &sc->verify);
         fputc('\n', f);
     }
+    if (sc->explore.present) {
+        static const char *const checks[] = {"auto", "verify", "restart"};
+        const struct ckh_scn_explore *e = &sc->explore;
+        fprintf(f, "explore:\n  check: %s\n", checks[e->check >= 0 && e->check < 3 ? e->check : 0]);
+        if (e->max_states)
+            fprintf(f, "  max_states: %" PRIu64 "\n", e->max_states);
+        if (e->time_limit_ns)
+            fprintf(f, "  time_limit: %" PRIu64 "ns\n", e->time_limit_ns);
+        if (e->from_step >= 0)
+            fprintf(f, "  from_step: %" PRId64 "\n", e->from_step);
+        if (e->to_step >= 0)
+            fprintf(f, "  to_step: %" PRId64 "\n", e->to_step);
+    }
     return ferror(f) ? -EIO : 0;
 }

@@ -262,9 +262,10 @@ void ckh__explore_state_desc(const struct ckh__xcrash *c, char *buf, size_t bn)
     size_t w = 0;
     if (c->k > 0) {
         ckh__explore_op_desc(&c->t[c->k - 1], od, sizeof(od));
-        w += (size_t)snprintf(buf, bn, "power loss after %zu of %zu ops (last: %s; save %s); ",
+        w += (size_t)snprintf(buf, bn, "power loss after %zu of %zu ops (last: %s; %s); ",
                               c->k, c->total, od,
-                              c->returned ? "had returned 0" : "not returned");
+                              c->context ? c->context
+                                         : c->returned ? "save had returned 0" : "save not returned");
     } else {
         w += (size_t)snprintf(buf, bn, "power loss before the first op; ");
     }

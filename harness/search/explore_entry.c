@@ -66,7 +66,7 @@ static void ctx_fini(struct ckh__xctx *x)
     for (int i = 0; i < CKH_EXPLORE_MAX_RETAINED; i++)
         ckh_ws_destroy(x->rv[i]);
     free(x->c0);
-    free(x->seen);
+    free(x->seen.v);
 }
 
 /* Ends an entry point: releases the context and, on failure, the partial

@@ -116,6 +116,13 @@ struct ckh__xpend {
     uint32_t sectors; /* sectors a write spans */
 };
 
+/* A set of state digests (open addressing; 0 is stored as 1). */
+struct ckh__xseen {
+    uint64_t *v;  /* slots (power of two; owned, malloc) */
+    size_t cap;   /* slots */
+    size_t n;     /* used */
+};
+
 /* One exploration: config, workspaces, result. */
 struct ckh__xctx {
     const struct ckh_explore_config *cfg;  /* the config (borrowed) */
@@ -123,9 +130,7 @@ struct ckh__xctx {
     struct ckh_ws *v[4];                   /* v1, v2, v3, rank1's v2 (index 0..3) */
     uint64_t d[4];                         /* their digests */
     struct ckh_explore_result *res;        /* findings and counters */
-    uint64_t *seen;                        /* open-addressing set of state digests */
-    size_t seen_cap;                       /* slots (power of two) */
-    size_t seen_n;                         /* used slots */
+    struct ckh__xseen seen;                /* durable digests of the states checked */
     char **pre;                            /* files under CKH__X_PREFIX after setup */
     size_t npre;                           /* number of them */
     struct ckh_ws *rv[CKH_EXPLORE_MAX_RETAINED]; /* E8: epoch e = rv[e - 1], e = 1..nret */
@@ -226,6 +231,8 @@ struct ckh__xcrash {
     size_t n;                            /* number of pending ops */
     bool returned;                       /* the save had returned 0 before op k */
     const char *node;                    /* the node whose files these are ("rank0") */
+    const char *context;                 /* where the program was ("rank_0 at step 6"),
+                                            in place of the save's state (NULL: the save's) */
 };
 /* E5: refines kind (of the symptom at epoch) into a diagnosis; writes the
  * responsible step into step (sn bytes). */
@@ -235,6 +242,13 @@ int ckh__explore_diagnose(struct ckh__xctx *x, const struct ckh__xcrash *c, int 
 void ckh__explore_state_desc(const struct ckh__xcrash *c, char *buf, size_t bn);
 
 /* ---- explore_states.c ---- */
+/* Inserts dg into s: true when it was new (also when memory ran out:
+ * the state is then checked again rather than skipped). */
+bool ckh__explore_seen_insert(struct ckh__xseen *s, uint64_t dg);
+/* Fills ch with the v-th choice vector (E3) for the n pending ops p: all
+ * applied, all dropped, each one dropped, each prefix kept, each write
+ * torn to zeros then garbage. False past the last. */
+bool ckh__explore_vector(size_t v, const struct ckh__xpend *p, size_t n, enum ckh_crash_choice *ch);
 /* Copies d's pending ops into *out (n of them; free with pend_free). */
 int ckh__explore_pend_copy(struct ckh_simfs *d, struct ckh__xpend **out, size_t *n);
 void ckh__explore_pend_free(struct ckh__xpend *p, size_t n);

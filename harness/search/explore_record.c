@@ -46,8 +46,11 @@ void ckh__explore_op_desc(const struct ckh__xop *o, char *buf, size_t n)
     const char *name = ckh_op_name((enum ckh_op_kind)o->kind);
     switch (o->kind) {
     case CKH_OP_OPEN:
-        snprintf(buf, n, "open %s%s%s%s", o->path, o->flags & CKH_O_CREAT ? " (create" : " (",
-                 o->flags & CKH_O_TRUNC ? ",trunc" : "", o->flags & CKH_O_EXCL ? ",excl)" : ")");
+        if (!(o->flags & (CKH_O_CREAT | CKH_O_TRUNC | CKH_O_EXCL)))
+            snprintf(buf, n, "open %s", o->path); /* no flags, or not known (a real program's) */
+        else
+            snprintf(buf, n, "open %s%s%s%s", o->path, o->flags & CKH_O_CREAT ? " (create" : " (",
+                     o->flags & CKH_O_TRUNC ? ",trunc" : "", o->flags & CKH_O_EXCL ? ",excl)" : ")");
         break;
     case CKH_OP_WRITE: case CKH_OP_PWRITE:
         snprintf(buf, n, "%s %s [%" PRIu64 ",+%" PRIu64 ")", name, o->path, o->off, o->len);

@@ -12,41 +12,39 @@
 #include "ckh/err.h"
 #include "search/explore_internal.h"
 
-/* Inserts dg; true when it was new. */
-static bool seen_insert(struct ckh__xctx *x, uint64_t dg)
+bool ckh__explore_seen_insert(struct ckh__xseen *s, uint64_t dg)
 {
     if (dg == 0)
         dg = 1;
-    if ((x->seen_n + 1) * 2 > x->seen_cap) {
-        size_t cap = x->seen_cap ? x->seen_cap * 2 : 1024;
-        uint64_t *s = calloc(cap, sizeof(*s));
-        if (!s)
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 1024;
+        uint64_t *v = calloc(cap, sizeof(*v));
+        if (!v)
             return true;
-        for (size_t i = 0; i < x->seen_cap; i++) {
-            if (!x->seen[i])
+        for (size_t i = 0; i < s->cap; i++) {
+            if (!s->v[i])
                 continue;
-            size_t j = x->seen[i] & (cap - 1);
-            while (s[j])
+            size_t j = s->v[i] & (cap - 1);
+            while (v[j])
                 j = (j + 1) & (cap - 1);
-            s[j] = x->seen[i];
+            v[j] = s->v[i];
         }
-        free(x->seen);
-        x->seen = s;
-        x->seen_cap = cap;
+        free(s->v);
+        s->v = v;
+        s->cap = cap;
     }
-    size_t j = dg & (x->seen_cap - 1);
-    while (x->seen[j]) {
-        if (x->seen[j] == dg)
+    size_t j = dg & (s->cap - 1);
+    while (s->v[j]) {
+        if (s->v[j] == dg)
             return false;
-        j = (j + 1) & (x->seen_cap - 1);
+        j = (j + 1) & (s->cap - 1);
     }
-    x->seen[j] = dg;
-    x->seen_n++;
+    s->v[j] = dg;
+    s->n++;
     return true;
 }
 
-/* Fills the v-th choice vector (E3) for n pending ops; false past the end. */
-static bool vector(size_t v, const struct ckh__xpend *p, size_t n, enum ckh_crash_choice *ch)
+bool ckh__explore_vector(size_t v, const struct ckh__xpend *p, size_t n, enum ckh_crash_choice *ch)
 {
     size_t i;
     for (i = 0; i < n; i++)
@@ -159,7 +157,7 @@ static int explore_point(struct ckh__xctx *x, int scen, const struct ckh__xrun *
         ckh__explore_pend_free(p, n);
         return CKH_ENOMEM;
     }
-    for (size_t v = 0; vector(v, p, n, ch) && !ckh__explore_bounded(x); v++) {
+    for (size_t v = 0; ckh__explore_vector(v, p, n, ch) && !ckh__explore_bounded(x); v++) {
         struct ckh_simfs *d;
         if (!ckh__explore_next_state(x))
             continue; /* replaying another state */
@@ -167,7 +165,7 @@ static int explore_point(struct ckh__xctx *x, int scen, const struct ckh__xrun *
         if ((rc = ckh_simfs_clone(sn->disk, &d)) != 0)
             break;
         int crc = ckh_simfs_crash(d, -1, ch, n);
-        if (crc != 0 || (!x->cfg->only_state && !seen_insert(x, ckh_simfs_digest(d, true)))) {
+        if (crc != 0 || (!x->cfg->only_state && !ckh__explore_seen_insert(&x->seen, ckh_simfs_digest(d, true)))) {
             ckh_simfs_destroy(d);
             continue;
         }

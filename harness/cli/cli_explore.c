@@ -1,0 +1,177 @@
+/* `ckh explore FILE`: every crash state of a real program's run
+ * (harness/search/explore_program.h), and the `explore:` scenario's
+ * verdict for `ckh run`.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckh/err.h"
+#include "cli/cli.h"
+#include "cli/cli_load.h"
+#include "cli/opt.h"
+#include "search/explore_program.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ckh explore FILE [options]\n"
+            "\n"
+            "Runs a command job (job.command) once without faults, records every operation its\n"
+            "programs ask of the checkpoint directory, and checks each crash state of that run:\n"
+            "each prefix of the operations, with the pending ones applied, dropped, reordered or\n"
+            "torn as the disk's crash model allows. A state is checked by the scenario's verify\n"
+            "command, or by restarting the job on it and applying the oracles.\n"
+            "\n"
+            "options:\n"
+            "  --check verify|restart  how a state is checked (default: verify when the scenario\n"
+            "                          has one, else restart)\n"
+            "  --jobs N                check N states at a time (default 1)\n"
+            "  --max-states N          generate at most N states\n"
+            "  --time-limit SECONDS    start no check after this\n"
+            "  --state K               check state K alone (the reproduction of a finding)\n"
+            "  --keep DIR              with --state: write that state's files into DIR (absent or empty)\n"
+            "  --seed N                the run's seed (default: the scenario's)\n"
+            "\n"
+            "Exit status: 0 every state passed, 1 some failed, 2 bad input, 3 environment (FUSE).\n"
+            "Reference: docs/PROGRAMS.md, \"Crash states of your program\".\n");
+}
+
+static int exit_of(int rc)
+{
+    if (rc == -EINTR)
+        return CKH_EXIT_SIGNAL + 2;
+    return rc == CKH_EINVAL || rc == CKH_EPARSE || rc == -ENOENT ? CKH_EXIT_BAD_INPUT : CKH_EXIT_INTERNAL;
+}
+
+static void print_result(FILE *f, const char *file, const char *argv0, const struct ckh_xprog_result *r,
+                         uint64_t only)
+{
+    double secs = (double)r->check_ms / 1000.0;
+    fprintf(f, "explore %s: %" PRIu64 " operations recorded, %" PRIu64 " crash points, %" PRIu64
+            " states (%" PRIu64 " distinct), %" PRIu64 " checked by %s in %.1f s",
+            file, r->ops, r->crash_points, r->states, r->distinct, r->checked, ckh_xprog_check_name(r->check), secs);
+    if (r->checked && r->check_ms)
+        fprintf(f, " (%.1f states/s)", (double)r->checked / secs);
+    fputc('\n', f);
+    if (r->bounded)
+        fprintf(f, "bounded: %s\n", r->bound);
+    if (!r->nfails) {
+        fprintf(f, "%s: %s\n", only ? "state passes" : "PASS",
+                only ? "its check passed" : "every crash state checked passes");
+        return;
+    }
+    /* One line per distinct symptom, at its smallest state. */
+    size_t groups = 0, shown = 0;
+    for (size_t i = 0; i < r->nfails; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = !strcmp(r->fails[j].symptom, r->fails[i].symptom);
+        groups += !seen;
+    }
+    fprintf(f, "FAIL: %zu crash state%s failed (%zu distinct symptom%s), smallest first:\n", r->nfails,
+            r->nfails == 1 ? "" : "s", groups, groups == 1 ? "" : "s");
+    for (size_t i = 0; i < r->nfails && shown < 10; i++) {
+        const struct ckh_xprog_failure *x = &r->fails[i];
+        bool seen = false;
+        size_t same = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = !strcmp(r->fails[j].symptom, x->symptom);
+        if (seen)
+            continue;
+        for (size_t j = i + 1; j < r->nfails; j++)
+            same += !strcmp(r->fails[j].symptom, x->symptom);
+        shown++;
+        fprintf(f, "  state %" PRIu64 ": %s\n    %s\n", x->k, x->state, x->symptom);
+        if (same)
+            fprintf(f, "    (and %zu larger state%s with this symptom)\n", same, same == 1 ? "" : "s");
+        fprintf(f, "    reproduce: %s explore %s --state %" PRIu64 " [--keep DIR]\n", argv0, file, x->k);
+    }
+    if (groups > shown)
+        fprintf(f, "  ... %zu more symptoms\n", groups - shown);
+}
+
+int ckh__cli_explore(int argc, char **argv, const char *argv0)
+{
+    static const struct option longopts[] = {
+        {"check", required_argument, NULL, 'c'},      {"jobs", required_argument, NULL, 'j'},
+        {"max-states", required_argument, NULL, 'm'}, {"time-limit", required_argument, NULL, 't'},
+        {"state", required_argument, NULL, 'k'},      {"keep", required_argument, NULL, 'K'},
+        {"seed", required_argument, NULL, 's'},       {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct ckh_xprog_options o;
+    memset(&o, 0, sizeof o);
+    o.argv0 = argv0;
+    optind = 0;
+    char msg[1200];
+    uint64_t v;
+    int c;
+    while ((c = getopt_long(argc, argv, "j:h", longopts, NULL)) != -1) {
+        int rc = 0;
+        switch (c) {
+        case 'c':
+            if (!strcmp(optarg, "verify"))
+                o.check = CKH_XPROG_VERIFY;
+            else if (!strcmp(optarg, "restart"))
+                o.check = CKH_XPROG_RESTART;
+            else
+                rc = ckh_errf(msg, sizeof msg, CKH_EINVAL, "--check expects verify or restart, got '%s'", optarg);
+            break;
+        case 'j': rc = ckh_opt_u64("jobs", optarg, 1, 256, &v, msg, sizeof msg); o.jobs = (unsigned)v; break;
+        case 'm': rc = ckh_opt_u64("max-states", optarg, 1, UINT64_MAX, &o.max_states, msg, sizeof msg); break;
+        case 't':
+            rc = ckh_opt_u64("time-limit", optarg, 1, UINT64_MAX / 1000, &v, msg, sizeof msg);
+            o.time_limit_ms = v * 1000;
+            break;
+        case 'k': rc = ckh_opt_u64("state", optarg, 1, UINT64_MAX, &o.only_state, msg, sizeof msg); break;
+        case 'K': o.keep_dir = optarg; break;
+        case 's':
+            rc = ckh_opt_u64("seed", optarg, 0, UINT64_MAX, &o.seed, msg, sizeof msg);
+            o.seed_set = true;
+            break;
+        case 'h': usage(stdout); return CKH_EXIT_OK;
+        default: usage(stderr); return CKH_EXIT_BAD_INPUT;
+        }
+        if (rc) {
+            fprintf(stderr, "ckh explore: %s\n", msg);
+            return CKH_EXIT_BAD_INPUT;
+        }
+    }
+    if (optind + 1 != argc) {
+        fprintf(stderr, "ckh explore: expected exactly one scenario file\n");
+        usage(stderr);
+        return CKH_EXIT_BAD_INPUT;
+    }
+    const char *path = argv[optind];
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "ckh explore: %s is a folder; explore takes one scenario file\n", path);
+        return CKH_EXIT_BAD_INPUT;
+    }
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    if (ckh_cli_parse_one(path, &sc, &err) != 0) {
+        ckh_scn_error_format(&err, msg, sizeof msg);
+        fprintf(stderr, "ckh explore: %s\n", msg);
+        return err.code == CKH_ENOMEM ? CKH_EXIT_INTERNAL : CKH_EXIT_BAD_INPUT;
+    }
+    struct ckh_xprog_result r;
+    int rc = ckh_explore_program(sc, &o, &r, msg, sizeof msg);
+    if (rc) {
+        fprintf(stderr, "ckh explore: %s\n", msg);
+        ckh_scenario_free(sc);
+        return rc == CKH_ELIMIT ? CKH_EXIT_INTERNAL : exit_of(rc);
+    }
+    print_result(stdout, path, argv0, &r, o.only_state);
+    if (o.keep_dir)
+        printf("state %" PRIu64 "'s files are in %s\n", o.only_state, o.keep_dir);
+    int st = r.nfails ? CKH_EXIT_FAILED : CKH_EXIT_OK;
+    ckh_xprog_result_free(&r);
+    ckh_scenario_free(sc);
+    return st;
+}

@@ -1,0 +1,670 @@
+/* Crash states of a real program (search/explore_program.h says what and
+ * why; docs/PROGRAMS.md says how to use it).
+ *
+ * Data flow:
+ *   1. record: the fault-free reference run of the command job, watched:
+ *      each operation on the mount is appended to the trace, and before an
+ *      operation that follows one that could change the disk, the disk is
+ *      cloned (a crash point), together with how many bytes of each node's
+ *      result file had been read by then (run 1's records at that crash);
+ *   2. generate: each crash point's pending operations are resolved by the
+ *      explorer's choice vectors on a clone; states are numbered K in that
+ *      order, and each distinct durable state (by digest) is kept;
+ *   3. check: each kept state, in order, in `jobs` forked workers that
+ *      take the next state from a shared counter: a fresh execution of the
+ *      job whose one disk is the state, then `verify` or a restart judged
+ *      by the oracles (run/command.h);
+ *   4. report: the failures, smallest K first.
+ * Memory: every crash point holds a clone (bytes shared with the disk), so
+ * the cost is O(crash points x (inodes + extents)), never O(bytes).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ckh/err.h"
+#include "ckh/posix.h"
+#include "run/command.h"
+#include "run/worker.h"
+#include "search/explore_internal.h"
+#include "search/explore_program.h"
+
+/* ---- 1. the recorded run ---- */
+
+/* A crash point: the disk before op k (k ops applied). */
+struct xp_point {
+    uint64_t k;               /* ops applied */
+    struct ckh_simfs *disk;   /* clone (owned) */
+    int node;                 /* node of the next op (-1: the end of the run) */
+    int64_t step;             /* that node's last recorded step (-1: none) */
+    uint64_t *result_bytes;   /* [n]: bytes of each node's result file read by then (owned) */
+};
+
+struct xp_rec {
+    const struct ckh_scenario *sc;
+    int n;                        /* nodes of the job */
+    int64_t from_step, to_step;   /* window (-1: open) */
+    struct ckh__xop *ops;         /* the program's operations on the mount (owned) */
+    size_t nops, capops;
+    struct xp_point *pts;         /* crash points, k ascending (owned) */
+    size_t npts, cappts;
+    bool prev_changes;            /* the last op could change the disk */
+    int err;                      /* first failure (ENOMEM) */
+    char (*results)[CKH__CMD_PATH_MAX]; /* [n]: run 1's result files (owned) */
+    char node_names[64][CKH_NODE_NAME_LEN]; /* names of the first 64 nodes, for texts */
+};
+
+static bool changes_disk(enum ckh_op_kind k)
+{
+    switch (k) {
+    case CKH_OP_READ: case CKH_OP_PREAD: case CKH_OP_LISTDIR: case CKH_OP_STAT: case CKH_OP_READLINK:
+    case CKH_OP_CLOSE:
+        return false;
+    default:
+        return true; /* an open may create or truncate: ckhfs does not say which */
+    }
+}
+
+static bool in_window(const struct xp_rec *x, int64_t step)
+{
+    return (x->from_step < 0 || step >= x->from_step) && (x->to_step < 0 || step <= x->to_step);
+}
+
+/* Bytes of node i's result file consumed by the progress reader. */
+static uint64_t result_consumed(const struct ckh__cmd_node *nd)
+{
+    if (nd->result_fd < 0)
+        return 0;
+    off_t at = lseek(nd->result_fd, 0, SEEK_CUR);
+    return at > (off_t)nd->npartial ? (uint64_t)at - nd->npartial : 0;
+}
+
+static void take_point(struct xp_rec *x, struct ckh__cmd *c, struct ckh_simfs *disk, int node, int64_t step)
+{
+    if (x->err)
+        return;
+    if (x->npts == x->cappts) {
+        size_t cap = x->cappts ? x->cappts * 2 : 64;
+        struct xp_point *v = realloc(x->pts, cap * sizeof *v);
+        if (!v) {
+            x->err = CKH_ENOMEM;
+            return;
+        }
+        x->pts = v;
+        x->cappts = cap;
+    }
+    struct xp_point *p = &x->pts[x->npts];
+    memset(p, 0, sizeof *p);
+    p->k = x->nops;
+    p->node = node;
+    p->step = step;
+    p->result_bytes = calloc((size_t)x->n, sizeof *p->result_bytes);
+    if (!p->result_bytes || ckh_simfs_clone(disk, &p->disk) != 0) {
+        free(p->result_bytes);
+        x->err = CKH_ENOMEM;
+        return;
+    }
+    for (int i = 0; i < x->n; i++) {
+        if (node >= 0 && i != node)
+            ckh__cmd_progress_refresh(c, i); /* lock held: every node's records so far */
+        p->result_bytes[i] = result_consumed(&c->nodes[i]);
+    }
+    x->npts++;
+}
+
+static char *join_prefix(const char *prefix, const char *path)
+{
+    if (!path)
+        return NULL;
+    char buf[CKH_PATH_MAX * 2 + 2];
+    bool root = !prefix || !strcmp(prefix, "/");
+    snprintf(buf, sizeof buf, "%s%s", root ? "" : prefix, path);
+    return strdup(buf);
+}
+
+/* The watch's on_op (server thread, lock held). */
+static void rec_op(void *ctx, struct ckh__cmd_mount *m, const struct ckh_ckhfs_op *op)
+{
+    struct xp_rec *x = ctx;
+    struct ckh__cmd *c = m->c;
+    int64_t step = c->nodes[op->node].prog.step;
+    if (x->prev_changes && in_window(x, step))
+        take_point(x, c, m->disk, op->node, step);
+    if (x->err)
+        return;
+    if (x->nops == x->capops) {
+        size_t cap = x->capops ? x->capops * 2 : 128;
+        struct ckh__xop *v = realloc(x->ops, cap * sizeof *v);
+        if (!v) {
+            x->err = CKH_ENOMEM;
+            return;
+        }
+        x->ops = v;
+        x->capops = cap;
+    }
+    struct ckh__xop *o = &x->ops[x->nops];
+    *o = (struct ckh__xop){.kind = (int)op->kind, .rank = op->node, .off = op->off, .len = op->len};
+    o->path = join_prefix(m->prefix, op->path ? op->path : "");
+    o->path2 = op->path2 ? (op->kind == CKH_OP_SYMLINK ? strdup(op->path2) : join_prefix(m->prefix, op->path2))
+                         : NULL;
+    if (!o->path || (op->path2 && !o->path2)) {
+        free(o->path);
+        free(o->path2);
+        x->err = CKH_ENOMEM;
+        return;
+    }
+    x->nops++;
+    x->prev_changes = changes_disk(op->kind);
+}
+
+/* The watch's on_end: the state after the last operation, and where run
+ * 1's result files are. */
+static void rec_end(void *ctx, struct ckh__cmd *c)
+{
+    struct xp_rec *x = ctx;
+    int64_t step = -1;
+    for (int i = 0; i < c->n; i++)
+        if (c->nodes[i].prog.step > step)
+            step = c->nodes[i].prog.step;
+    if (x->prev_changes && in_window(x, step) && c->nmounts == 1)
+        take_point(x, c, c->mounts[0].disk, -1, step);
+    x->results = calloc((size_t)c->n, sizeof *x->results);
+    if (!x->results) {
+        x->err = CKH_ENOMEM;
+        return;
+    }
+    for (int i = 0; i < c->n; i++) {
+        snprintf(x->results[i], sizeof x->results[i], "%s", c->nodes[i].result);
+        if (i < (int)(sizeof x->node_names / sizeof x->node_names[0]))
+            snprintf(x->node_names[i], sizeof x->node_names[i], "%s", c->nodes[i].name);
+    }
+}
+
+static void rec_free(struct xp_rec *x)
+{
+    for (size_t i = 0; i < x->nops; i++) {
+        free(x->ops[i].path);
+        free(x->ops[i].path2);
+    }
+    free(x->ops);
+    for (size_t i = 0; i < x->npts; i++) {
+        ckh_simfs_destroy(x->pts[i].disk);
+        free(x->pts[i].result_bytes);
+    }
+    free(x->pts);
+    free(x->results);
+    memset(x, 0, sizeof *x);
+}
+
+/* ---- 2. the crash states ---- */
+
+struct xp_state {
+    uint64_t k;               /* its number */
+    size_t point;             /* its crash point (index into pts) */
+    struct ckh_simfs *disk;   /* the crashed disk (owned) */
+    char desc[1024];          /* the crash, in words */
+};
+
+struct xp_states {
+    struct xp_state *v;
+    size_t n, cap;
+    uint64_t generated;
+    bool bounded;
+};
+
+static void states_free(struct xp_states *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        ckh_simfs_destroy(s->v[i].disk);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+static int push_state(struct xp_states *s, uint64_t k, size_t point, struct ckh_simfs *d)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        struct xp_state *v = realloc(s->v, cap * sizeof *v);
+        if (!v)
+            return CKH_ENOMEM;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = (struct xp_state){.k = k, .point = point, .disk = d};
+    return 0;
+}
+
+static void describe(const struct xp_rec *x, const struct xp_point *pt, const struct ckh__xpend *p,
+                     const enum ckh_crash_choice *ch, size_t n, char *buf, size_t bn)
+{
+    char ctx[160];
+    const char *who = pt->node >= 0 && pt->node < (int)(sizeof x->node_names / sizeof x->node_names[0])
+                          ? x->node_names[pt->node] : "the job";
+    if (pt->node < 0)
+        snprintf(ctx, sizeof ctx, "after the job ended");
+    else if (pt->step >= 0)
+        snprintf(ctx, sizeof ctx, "%s after its step %" PRId64, who, pt->step);
+    else
+        snprintf(ctx, sizeof ctx, "%s before its first step", who);
+    struct ckh__xcrash c = {.t = x->ops, .k = (size_t)pt->k, .total = x->nops, .p = p, .ch = ch, .n = n,
+                            .node = who, .context = ctx};
+    ckh__explore_state_desc(&c, buf, bn);
+}
+
+/* Generates the states of every crash point, keeping each distinct one
+ * (or state only alone). */
+static int generate(const struct xp_rec *x, uint64_t max_states, uint64_t only, struct xp_states *out)
+{
+    struct ckh__xseen seen = {0};
+    int rc = 0;
+    for (size_t i = 0; i < x->npts && rc == 0 && !out->bounded; i++) {
+        const struct xp_point *pt = &x->pts[i];
+        struct ckh__xpend *p = NULL;
+        size_t n = 0;
+        if ((rc = ckh__explore_pend_copy(pt->disk, &p, &n)) != 0)
+            break;
+        enum ckh_crash_choice *ch = calloc(n ? n : 1, sizeof *ch);
+        if (!ch)
+            rc = CKH_ENOMEM;
+        for (size_t v = 0; rc == 0 && ckh__explore_vector(v, p, n, ch); v++) {
+            if (max_states && out->generated >= max_states) {
+                out->bounded = true;
+                break;
+            }
+            uint64_t k = ++out->generated;
+            if (only && k != only)
+                continue;
+            struct ckh_simfs *d;
+            if ((rc = ckh_simfs_clone(pt->disk, &d)) != 0)
+                break;
+            if (ckh_simfs_crash(d, -1, ch, n) != 0 ||
+                (!only && !ckh__explore_seen_insert(&seen, ckh_simfs_digest(d, true)))) {
+                ckh_simfs_destroy(d);
+                continue;
+            }
+            if ((rc = push_state(out, k, i, d)) != 0) {
+                ckh_simfs_destroy(d);
+                break;
+            }
+            describe(x, pt, p, ch, n, out->v[out->n - 1].desc, sizeof out->v[out->n - 1].desc);
+            if (only)
+                out->bounded = true; /* found: nothing after it matters */
+        }
+        free(ch);
+        ckh__explore_pend_free(p, n);
+    }
+    free(seen.v);
+    if (only)
+        out->bounded = false;
+    return rc;
+}
+
+/* ---- 3. the checks ---- */
+
+/* What one check found (a plain value: forked workers write it to shared memory). */
+struct xp_slot {
+    int done;             /* 0: not checked (time limit), 1: checked */
+    int rc;               /* 0, or the error that stopped the check */
+    int failed;           /* the state failed its check */
+    char text[900];       /* the symptom, or the error */
+};
+
+struct xp_run {
+    const struct ckh_scenario *sc;
+    const struct ckh_xprog_options *o;
+    uint64_t seed;
+    const struct ckh__cmd_job *je;
+    const struct xp_rec *rec;
+    const struct xp_states *st;
+    const struct ckh_scenario_run *ref; /* the reference (restart check) */
+    enum ckh_xprog_check check;
+    uint64_t deadline_ms;               /* 0: none */
+};
+
+/* Replaces every occurrence of what in text by with (in place, n bytes):
+ * a state's own folder in a message becomes $CKH_CKPT_DIR, so that equal
+ * symptoms read equal. */
+static void replace_all(char *text, size_t n, const char *what, const char *with)
+{
+    size_t wl = strlen(what);
+    char *at;
+    if (!wl)
+        return;
+    while ((at = strstr(text, what)) != NULL) {
+        char rest[1024];
+        snprintf(rest, sizeof rest, "%s", at + wl);
+        snprintf(at, n - (size_t)(at - text), "%s%s", with, rest);
+    }
+}
+
+static void check_one(const struct xp_run *w, unsigned worker, size_t i, struct xp_slot *s)
+{
+    const struct xp_state *st = &w->st->v[i];
+    char dir[CKH__CMD_PATH_MAX + 64];
+    struct ckh__cmd c;
+    struct ckh_simfs *d = NULL;
+    memset(&c, 0, sizeof c);
+    snprintf(dir, sizeof dir, "%s/w%u/s%" PRIu64, w->je->dir, worker, st->k);
+    int rc = ckh__cmd_init(&c, w->sc, w->seed, 0, dir, w->je->cwd);
+    if (rc == 0 && (rc = ckh_simfs_clone(st->disk, &d)) != 0)
+        ckh__cmd_fail(&c, rc, "out of memory");
+    if (rc == 0 && (rc = ckh__cmd_replace_disk(&c, d)) != 0)
+        ckh_simfs_destroy(d);
+    if (rc == 0 && w->check == CKH_XPROG_VERIFY) {
+        bool ok = false;
+        rc = ckh__cmd_verify_view(&c, 0, &ok, s->text, sizeof s->text);
+        s->failed = rc == 0 && !ok;
+        char mnt[CKH__CMD_PATH_MAX + 80];
+        snprintf(mnt, sizeof mnt, "%s/mnt/verify.%s", c.dir, w->sc->job.disks[0].name);
+        replace_all(s->text, sizeof s->text, mnt, "$CKH_CKPT_DIR");
+    } else if (rc == 0) {
+        const char *res[CKH_RUNNER_MAX_NODES];
+        for (int n = 0; n < c.n && n < CKH_RUNNER_MAX_NODES; n++)
+            res[n] = w->rec->results[n];
+        struct ckh_report_result r;
+        ckh_report_result_init(&r);
+        rc = ckh__cmd_restart_check(&c, w->ref, res, w->rec->pts[st->point].result_bytes, &r);
+        s->failed = rc == 0 && r.verdict != CKH_VERDICT_PASS;
+        if (s->failed)
+            snprintf(s->text, sizeof s->text, "%s: %s", r.failed_oracle ? r.failed_oracle : "verdict",
+                     r.message ? r.message : "failed");
+        ckh_report_result_clear(&r);
+    }
+    if (rc) {
+        s->rc = rc;
+        ckh__cmd_take_err(&c, rc, NULL, s->text, sizeof s->text);
+    }
+    s->done = 1;
+    ckh__cmd_free(&c);
+}
+
+/* A worker: takes states from the shared counter until none is left, the
+ * deadline passed, ckh was interrupted or a check failed to run. */
+static void work(const struct xp_run *w, unsigned worker, uint64_t *next, struct xp_slot *slots)
+{
+    for (;;) {
+        size_t i = (size_t)__atomic_fetch_add(next, 1, __ATOMIC_SEQ_CST);
+        if (i >= w->st->n || ckh__cmd_interrupted())
+            return;
+        if (w->deadline_ms && ckh__cmd_now_ms() >= w->deadline_ms)
+            return;
+        check_one(w, worker, i, &slots[i]);
+        if (slots[i].rc)
+            return;
+    }
+}
+
+static int check_all(const struct xp_run *w, unsigned jobs, struct xp_slot **out)
+{
+    size_t n = w->st->n, bytes = sizeof(uint64_t) + (n ? n : 1) * sizeof(struct xp_slot);
+    void *shm = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shm == MAP_FAILED)
+        return CKH_ENOMEM;
+    uint64_t *next = shm;
+    struct xp_slot *slots = (struct xp_slot *)(next + 1);
+    if (jobs <= 1 || n <= 1) {
+        work(w, 0, next, slots);
+    } else {
+        pid_t *pids = calloc(jobs, sizeof *pids);
+        if (!pids) {
+            munmap(shm, bytes);
+            return CKH_ENOMEM;
+        }
+        fflush(NULL);
+        for (unsigned j = 0; j < jobs; j++) {
+            pid_t p = fork();
+            if (p == 0) {
+                work(w, j, next, slots);
+                ckh__worker_exit(0);
+            }
+            pids[j] = p > 0 ? p : 0;
+        }
+        for (unsigned j = 0; j < jobs; j++)
+            while (pids[j] > 0 && waitpid(pids[j], NULL, 0) < 0 && errno == EINTR)
+                ;
+        free(pids);
+    }
+    struct xp_slot *copy = malloc((n ? n : 1) * sizeof *copy);
+    if (copy)
+        memcpy(copy, slots, n * sizeof *copy);
+    munmap(shm, bytes);
+    *out = copy;
+    return copy ? 0 : CKH_ENOMEM;
+}
+
+/* ---- keeping one state's files ---- */
+
+static int copy_tree(struct ckh_fs *from, struct ckh_fs *to, const char *dir)
+{
+    struct ckh_listing l;
+    int rc = ckh_fs_listdir(from, dir, &l);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < l.count && rc == 0; i++) {
+        char p[CKH_PATH_MAX + 1];
+        if ((rc = ckh_path_join(p, sizeof p, dir, l.entries[i].name)) != 0)
+            break;
+        if (l.entries[i].type == CKH_FT_DIR) {
+            if ((rc = ckh_fs_mkdir(to, p)) == 0 || rc == -EEXIST)
+                rc = copy_tree(from, to, p);
+            continue;
+        }
+        if (l.entries[i].type == CKH_FT_SYMLINK) {
+            char target[CKH_PATH_MAX + 1];
+            int64_t len = ckh_fs_readlink(from, p, target, sizeof target - 1);
+            if (len < 0) {
+                rc = (int)len;
+                break;
+            }
+            target[len] = '\0';
+            rc = ckh_fs_symlink(to, target, p);
+            continue;
+        }
+        struct ckh_file *in = NULL, *out = NULL;
+        if ((rc = ckh_fs_open(from, p, CKH_O_RDONLY, &in)) != 0 ||
+            (rc = ckh_fs_open(to, p, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_EXCL, &out)) != 0) {
+            if (in)
+                ckh_file_close(in);
+            break;
+        }
+        char buf[65536];
+        int64_t got;
+        while ((got = ckh_file_read(in, buf, sizeof buf)) > 0 && rc == 0)
+            rc = ckh_file_write_all(out, buf, (size_t)got);
+        if (got < 0 && rc == 0)
+            rc = (int)got;
+        ckh_file_close(in);
+        int crc = ckh_file_close(out);
+        rc = rc ? rc : crc;
+    }
+    ckh_fs_listing_free(&l);
+    return rc;
+}
+
+/* Writes d's files into the real folder dir (absent or empty; created). */
+static int keep_state(struct ckh_simfs *d, const char *dir, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        char probe[CKH__CMD_PATH_MAX + 8];
+        snprintf(probe, sizeof probe, "%s/.", dir);
+        if (!S_ISDIR(sb.st_mode))
+            return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: exists and is not a folder", dir);
+        if (rmdir(dir) != 0) /* only an empty folder goes; its content is never touched */
+            return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: the folder is not empty (ckh writes a "
+                            "state's files only into an absent or empty folder)", dir);
+    }
+    if (mkdir(dir, 0777) != 0)
+        return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: cannot create it: %s", dir, strerror(errno));
+    struct ckh_fs *to = NULL;
+    int rc = ckh_posix_fs_create(dir, &to);
+    if (rc == 0)
+        rc = copy_tree(ckh_simfs_fs(d), to, "/");
+    ckh_posix_fs_destroy(to);
+    if (rc)
+        return ckh_errf(err, errlen, CKH_EINTERNAL, "--keep %s: writing the state's files: %s", dir,
+                        ckh_strerror(rc));
+    return 0;
+}
+
+/* ---- the entry point ---- */
+
+const char *ckh_xprog_check_name(enum ckh_xprog_check c)
+{
+    switch (c) {
+    case CKH_XPROG_AUTO: return "auto";
+    case CKH_XPROG_VERIFY: return "verify";
+    case CKH_XPROG_RESTART: return "restart";
+    }
+    return "?";
+}
+
+void ckh_xprog_result_free(struct ckh_xprog_result *r)
+{
+    if (!r)
+        return;
+    free(r->fails);
+    memset(r, 0, sizeof *r);
+}
+
+/* Bad input the explorer cannot take, before anything runs. */
+static int refuse(const struct ckh_scenario *sc, enum ckh_xprog_check check, char *err, size_t errlen)
+{
+    if (!sc->job.ncommands)
+        return ckh_errf(err, errlen, CKH_EINVAL, "%s: ckh explore takes a command job (job.command: a real "
+                        "program); a backend plugin goes through ckh validate-backend", sc->file);
+    if (sc->nfaults)
+        return ckh_errf(err, errlen, CKH_EINVAL, "%s:%d:%d: ckh explore makes its own crashes; the scenario's "
+                        "faults would change the run it records (remove 'faults:' or run it with ckh run)",
+                        sc->file, sc->faults[0].line, sc->faults[0].column);
+    if (sc->job.ndisks != 1 || (!sc->job.disks[0].shared && sc->job.nodes > 1))
+        return ckh_errf(err, errlen, CKH_EINVAL, "%s: ckh explore crashes one disk: this job has %s (explore "
+                        "a job with one shared disk, or one node)", sc->file,
+                        sc->job.ndisks != 1 ? "several disks" : "a disk per node");
+    if (check == CKH_XPROG_VERIFY && !sc->verify.argc)
+        return ckh_errf(err, errlen, CKH_EINVAL, "%s: the verify check needs a 'verify:' command (or check "
+                        "by restarting the job: --check restart)", sc->file);
+    return 0;
+}
+
+int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_options *o,
+                        struct ckh_xprog_result *out, char *err, size_t errlen)
+{
+    const struct ckh_scn_explore *e = &sc->explore;
+    enum ckh_xprog_check check = o->check ? o->check : (enum ckh_xprog_check)e->check;
+    if (check == CKH_XPROG_AUTO)
+        check = sc->verify.argc ? CKH_XPROG_VERIFY : CKH_XPROG_RESTART;
+    uint64_t max_states = o->max_states ? o->max_states : e->max_states;
+    uint64_t limit_ms = o->time_limit_ms ? o->time_limit_ms : e->time_limit_ns / 1000000u;
+    memset(out, 0, sizeof *out);
+    out->check = check;
+    int rc = refuse(sc, check, err, errlen);
+    if (rc)
+        return rc;
+    if (o->keep_dir && !o->only_state)
+        return ckh_errf(err, errlen, CKH_EINVAL, "--keep needs --state K (the state whose files to keep)");
+
+    struct ckh__cmd_job je;
+    struct xp_rec x;
+    struct xp_states st;
+    struct ckh_scenario_run ref;
+    struct xp_slot *slots = NULL;
+    memset(&x, 0, sizeof x);
+    memset(&st, 0, sizeof st);
+    memset(&ref, 0, sizeof ref);
+    x.sc = sc;
+    x.n = (int)(sc->job.nodes ? sc->job.nodes : 1);
+    x.from_step = e->from_step;
+    x.to_step = e->to_step;
+    ref.sc = sc;
+    ref.source_dir = o->source_dir ? o->source_dir : ".";
+    uint64_t seed = o->seed_set ? o->seed : sc->seed;
+    ref.seed = seed;
+
+    uint64_t t0 = ckh__cmd_now_ms();
+    if ((rc = ckh__cmd_job_begin(sc, &je, err, errlen)) != 0)
+        goto out;
+    struct ckh__cmd_watch watch = {.on_op = rec_op, .on_end = rec_end, .ctx = &x};
+    if ((rc = ckh__cmd_reference(sc, seed, &je, &watch, &ref, err, errlen)) != 0)
+        goto out;
+    if ((rc = x.err) != 0 || !x.results) {
+        rc = ckh_errf(err, errlen, rc ? rc : CKH_ENOMEM, "recording the run: out of memory");
+        goto out;
+    }
+    out->record_ms = ckh__cmd_now_ms() - t0;
+    out->ops = x.nops;
+    out->crash_points = x.npts;
+
+    if ((rc = generate(&x, max_states, o->only_state, &st)) != 0) {
+        ckh_errf(err, errlen, rc, "generating crash states: %s", ckh_strerror(rc));
+        goto out;
+    }
+    out->states = st.generated;
+    out->distinct = st.n;
+    if (st.bounded)
+        snprintf(out->bound, sizeof out->bound, "max_states %" PRIu64 " reached (crash points from op %" PRIu64
+                 " on were not explored)", max_states,
+                 st.n ? x.pts[st.v[st.n - 1].point].k + 1 : 0);
+    out->bounded = st.bounded;
+    if (o->only_state && st.n == 0) {
+        rc = ckh_errf(err, errlen, CKH_EINVAL, "--state %" PRIu64 ": this run has %" PRIu64 " crash states",
+                      o->only_state, st.generated);
+        goto out;
+    }
+    if (o->keep_dir && (rc = keep_state(st.v[0].disk, o->keep_dir, err, errlen)) != 0)
+        goto out;
+
+    uint64_t t1 = ckh__cmd_now_ms();
+    struct xp_run w = {.sc = sc, .o = o, .seed = seed, .je = &je, .rec = &x, .st = &st, .ref = &ref,
+                       .check = check, .deadline_ms = limit_ms ? t0 + limit_ms : 0};
+    if ((rc = check_all(&w, o->jobs ? o->jobs : 1, &slots)) != 0) {
+        ckh_errf(err, errlen, rc, "checking crash states: %s", ckh_strerror(rc));
+        goto out;
+    }
+    out->check_ms = ckh__cmd_now_ms() - t1;
+    if (ckh__cmd_interrupted()) {
+        rc = ckh_errf(err, errlen, -EINTR, "interrupted by signal %d", ckh__cmd_interrupted());
+        goto out;
+    }
+    size_t nfail = 0;
+    for (size_t i = 0; i < st.n; i++) {
+        if (slots[i].rc) { /* a check that could not run: the first one's reason */
+            rc = ckh_errf(err, errlen, slots[i].rc, "state %" PRIu64 ": %s", st.v[i].k, slots[i].text);
+            goto out;
+        }
+        out->checked += slots[i].done != 0;
+        nfail += slots[i].failed != 0;
+    }
+    if (out->checked < st.n && !out->bounded) {
+        out->bounded = true;
+        snprintf(out->bound, sizeof out->bound, "time limit %" PRIu64 " s reached (%" PRIu64 " of %zu distinct "
+                 "states checked)", limit_ms / 1000u, out->checked, st.n);
+    }
+    if (nfail && !(out->fails = calloc(nfail, sizeof *out->fails))) {
+        rc = ckh_errf(err, errlen, CKH_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < st.n; i++) {
+        if (!slots[i].failed)
+            continue;
+        struct ckh_xprog_failure *f = &out->fails[out->nfails++];
+        f->k = st.v[i].k;
+        snprintf(f->state, sizeof f->state, "%s", st.v[i].desc);
+        snprintf(f->symptom, sizeof f->symptom, "%s", slots[i].text);
+    }
+out:
+    free(slots);
+    states_free(&st);
+    rec_free(&x);
+    ckh_scenario_run_free(&ref);
+    ckh__cmd_job_end(&je);
+    if (rc)
+        ckh_xprog_result_free(out);
+    return rc;
+}

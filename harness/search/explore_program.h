@@ -1,0 +1,98 @@
+/* Crash states of a real program: `ckh explore FILE` (and the `explore:`
+ * block of a scenario) for command jobs (docs/PROGRAMS.md, "Crash states
+ * of your program").
+ *
+ * The job runs once, without faults, with its checkpoint directory on a
+ * ckhfs mount; every operation the program asks of the mount is recorded,
+ * and before each operation that follows one that could change the disk
+ * (a crash point) the simfs disk is snapshotted (a clone shares the bytes:
+ * O(inodes + extents) each). Each snapshot's pending operations are then
+ * resolved by the explorer's choice vectors (all applied, all dropped, one
+ * dropped, a prefix kept, one write torn to zeros or garbage: the
+ * vectors of harness/search/explore_states.c), within what the disk's
+ * crash model allows. Each distinct durable state (by digest) is checked
+ * once, in order, by one of two checks:
+ *   - verify: the scenario's `verify` command runs against the state
+ *     (served by ckhfs, read-only in effect) and must exit 0;
+ *   - restart: the job restarts on the state (a second run after the
+ *     recorded one) and the scenario's oracles judge it against the
+ *     recorded run, exactly as after a scripted crash.
+ * States are numbered K = 1, 2, ... in generation order (duplicates
+ * counted), so `--state K` checks one state alone, and findings are listed
+ * smallest K first (fewest operations, then the fewest changes).
+ *
+ * Bounds: max_states (generated states), a time limit (no new check
+ * starts after it), a step window (crash points while the program's
+ * last recorded step is within it). Checks run in `jobs` forked workers.
+ */
+#ifndef CKH_SEARCH_EXPLORE_PROGRAM_H
+#define CKH_SEARCH_EXPLORE_PROGRAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scenario/scenario.h"
+
+/* How each crash state is checked. */
+enum ckh_xprog_check {
+    CKH_XPROG_AUTO = 0,  /* verify when the scenario has one, else restart */
+    CKH_XPROG_VERIFY,    /* run `verify` against the state */
+    CKH_XPROG_RESTART,   /* restart the job on the state and apply the oracles */
+};
+
+struct ckh_xprog_options {
+    bool seed_set;            /* use seed instead of the scenario's */
+    uint64_t seed;            /* the --seed override */
+    unsigned jobs;            /* parallel workers (0: 1) */
+    uint64_t max_states;      /* stop after this many generated states (0: the
+                                 scenario's explore.max_states, else no bound) */
+    uint64_t time_limit_ms;   /* no new check starts after this (0: the scenario's
+                                 explore.time_limit, else none) */
+    uint64_t only_state;      /* K > 0: check state K alone */
+    const char *keep_dir;     /* with only_state: write that state's durable files
+                                 here (must be absent or empty; NULL: no) */
+    enum ckh_xprog_check check; /* AUTO: the scenario's explore.check */
+    const char *argv0;        /* the ckh command, for reproduction lines (NULL: "ckh") */
+    const char *source_dir;   /* repository root (golden files of the oracles) */
+};
+
+/* One crash state that failed its check. */
+struct ckh_xprog_failure {
+    uint64_t k;               /* its number (--state K) */
+    char state[1024];         /* the crash: where, and what became of each pending op */
+    char symptom[900];        /* what the check said */
+};
+
+struct ckh_xprog_result {
+    uint64_t ops;             /* operations of the program on the mount */
+    uint64_t crash_points;    /* snapshots taken (within the window) */
+    uint64_t states;          /* crash states generated (K of the last) */
+    uint64_t distinct;        /* distinct durable states kept for checking */
+    uint64_t checked;         /* states checked */
+    bool bounded;             /* max_states or the time limit stopped it */
+    char bound[160];          /* which, and where ("" when not bounded) */
+    enum ckh_xprog_check check; /* the check used */
+    uint64_t record_ms;       /* the recorded run (wall clock; figures only) */
+    uint64_t check_ms;        /* the checks (wall clock; figures only) */
+    struct ckh_xprog_failure *fails; /* ascending k (owned, malloc) */
+    size_t nfails;            /* their count */
+};
+
+/* Explores sc (a command job; faults are refused: the explorer makes its
+ * own crashes). 0 with *out filled (free with ckh_xprog_result_free), or
+ * CKH_EINVAL (bad input: not a command job, no way to check, more than
+ * one disk, a state past the last, a keep folder that is not empty),
+ * CKH_ELIMIT (FUSE unusable), CKH_EINTERNAL / CKH_ENOMEM, -EINTR when
+ * interrupted; err says what and where. *out holds nothing to free after
+ * an error. */
+int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_options *o,
+                        struct ckh_xprog_result *out, char *err, size_t errlen);
+
+/* Frees what r holds and zeroes it; NULL is a no-op. */
+void ckh_xprog_result_free(struct ckh_xprog_result *r);
+
+/* Stable name of a check ("verify", "restart", "auto"). */
+const char *ckh_xprog_check_name(enum ckh_xprog_check c);
+
+#endif
