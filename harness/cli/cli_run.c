@@ -31,6 +31,7 @@
 #include "run/pool.h"
 #include "run/runner.h"
 #include "run/tmpdir.h"
+#include "search/explore_program.h"
 
 #define SCENARIO_WALL_LIMIT_S 600 /* a worker is stopped after this long */
 
@@ -192,7 +193,8 @@ static int run_job(void *ctx, uint64_t k, int fd)
     if (rc)
         return worker_status_of(rc);
     ckh_report_result_init(&s->res);
-    rc = ckh_harness_run(sc, &c->a->ro, &s->res);
+    rc = sc->explore.present ? ckh_explore_program_verdict(sc, &c->a->ro, &s->res)
+                             : ckh_harness_run(sc, &c->a->ro, &s->res);
     int st = worker_status_of(rc);
     /* Failing near the memory limit, or out of memory under it, is the
      * limit's verdict. */

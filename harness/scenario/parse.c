@@ -65,7 +65,9 @@ static int default_name(struct ckh_scenario *s, const char *file)
     return 0;
 }
 
-static const char *const explore_keys[] = {"check", "max_states", "time_limit", "from_step", "to_step"};
+static const char *const explore_keys[] = {"check", "max_states", "time_limit", "from_step", "to_step",
+                                           "expect"};
+static const char *const explore_expect[] = {"pass", "fail"};
 static const char *const explore_checks[] = {"auto", "verify", "restart"};
 
 /* `explore:` (crash states of a command job; harness/search/explore_program.h). */
@@ -97,6 +99,11 @@ static int parse_explore(struct ckh__scn_reader *p, const yaml_node_t *n, struct
     if ((v = ckh__scn_get(p, n, "to_step")) &&
         (rc = ckh__scn_get_int(p, v, "explore.to_step", 0, INT64_MAX, &e->to_step)))
         return rc;
+    int ex = 0;
+    if ((v = ckh__scn_get(p, n, "expect")) &&
+        (rc = ckh__scn_get_enum(p, v, "explore.expect", explore_expect, CKH__NKEYS(explore_expect), &ex)))
+        return rc;
+    e->expect_fail = ex == 1;
     if (e->check == 1 && !p->s->verify.argc)
         return ckh__scn_fail(p, n, CKH_EINVAL, "'explore.check: verify' needs a 'verify:' command");
     if (e->to_step >= 0 && e->from_step > e->to_step)

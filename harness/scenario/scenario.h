@@ -293,6 +293,7 @@ struct ckh_scn_explore {
     uint64_t time_limit_ns; /* no check starts after it (0: none) */
     int64_t from_step;      /* crash points from this step of the program on (-1: from the start) */
     int64_t to_step;        /* up to this step (-1: to the end) */
+    bool expect_fail;       /* expect: fail (a negative control: some state must fail) */
     int line, column;       /* where the block is */
 };
 

@@ -304,6 +304,8 @@ int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc)
             fprintf(f, "  from_step: %" PRId64 "\n", e->from_step);
         if (e->to_step >= 0)
             fprintf(f, "  to_step: %" PRId64 "\n", e->to_step);
+        if (e->expect_fail)
+            fputs("  expect: fail\n", f);
     }
     return ferror(f) ? -EIO : 0;
 }

@@ -293,8 +293,10 @@ static int generate(const struct xp_rec *x, uint64_t max_states, uint64_t only, 
                 break;
             }
             describe(x, pt, p, ch, n, out->v[out->n - 1].desc, sizeof out->v[out->n - 1].desc);
-            if (only)
+            if (only) {
                 out->bounded = true; /* found: nothing after it matters */
+                break;
+            }
         }
         free(ch);
         ckh__explore_pend_free(p, n);
@@ -360,9 +362,7 @@ static void check_one(const struct xp_run *w, unsigned worker, size_t i, struct 
         bool ok = false;
         rc = ckh__cmd_verify_view(&c, 0, &ok, s->text, sizeof s->text);
         s->failed = rc == 0 && !ok;
-        char mnt[CKH__CMD_PATH_MAX + 80];
-        snprintf(mnt, sizeof mnt, "%s/mnt/verify.%s", c.dir, w->sc->job.disks[0].name);
-        replace_all(s->text, sizeof s->text, mnt, "$CKH_CKPT_DIR");
+
     } else if (rc == 0) {
         const char *res[CKH_RUNNER_MAX_NODES];
         for (int n = 0; n < c.n && n < CKH_RUNNER_MAX_NODES; n++)
@@ -379,6 +379,18 @@ static void check_one(const struct xp_run *w, unsigned worker, size_t i, struct 
     if (rc) {
         s->rc = rc;
         ckh__cmd_take_err(&c, rc, NULL, s->text, sizeof s->text);
+    } else {
+        /* The state's mounts in a message read the same for every state. */
+        const char *disk = w->sc->job.disks[0].name;
+        char mnt[CKH__CMD_PATH_MAX + 80], as[80];
+        if (!strcmp(w->sc->job.checkpoint_dir, "/"))
+            snprintf(as, sizeof as, "$CKH_CKPT_DIR");
+        else
+            snprintf(as, sizeof as, "<disk %.60s>", disk);
+        snprintf(mnt, sizeof mnt, "%s/mnt/verify.%s", c.dir, disk);
+        replace_all(s->text, sizeof s->text, mnt, as);
+        snprintf(mnt, sizeof mnt, "%s/mnt/%s", c.dir, disk);
+        replace_all(s->text, sizeof s->text, mnt, as);
     }
     s->done = 1;
     ckh__cmd_free(&c);
@@ -667,4 +679,53 @@ out:
     if (rc)
         ckh_xprog_result_free(out);
     return rc;
+}
+
+int ckh_explore_program_verdict(const struct ckh_scenario *sc, const struct ckh_run_options *ro,
+                                struct ckh_report_result *out)
+{
+    uint64_t t0 = ckh__cmd_now_ms();
+    const char *argv0 = ro->argv0 ? ro->argv0 : "ckh";
+    struct ckh_xprog_options o = {.seed_set = ro->seed_set, .seed = ro->seed, .jobs = 1, .argv0 = argv0,
+                                  .source_dir = ro->source_dir};
+    struct ckh_xprog_result r;
+    char err[1200];
+    uint64_t seed = ro->seed_set ? ro->seed : sc->seed;
+    ckh_report_set(&out->name, "%s", sc->name);
+    ckh_report_set(&out->file, "%s", sc->file);
+    out->seed = seed;
+    ckh_report_set(&out->replay, "%s explore %s --seed %" PRIu64, argv0, sc->file, seed);
+    int rc = ckh_explore_program(sc, &o, &r, err, sizeof err);
+    out->wall_ms = ckh__cmd_now_ms() - t0;
+    if (rc) {
+        out->verdict = CKH_VERDICT_ERROR;
+        ckh_report_set(&out->message, "%s", err);
+        return rc;
+    }
+    char detail[1400];
+    if (r.nfails)
+        snprintf(detail, sizeof detail, "%zu of %" PRIu64 " crash states fail %s; the smallest, state %" PRIu64
+                 ": %.500s: %.700s", r.nfails, r.checked, ckh_xprog_check_name(r.check), r.fails[0].k,
+                 r.fails[0].state, r.fails[0].symptom);
+    else
+        snprintf(detail, sizeof detail, "%" PRIu64 " distinct crash states of %" PRIu64 " operations pass %s%s%s",
+                 r.checked, r.ops, ckh_xprog_check_name(r.check), r.bounded ? "; bounded: " : "",
+                 r.bounded ? r.bound : "");
+    bool passed = sc->explore.expect_fail ? r.nfails > 0 : r.nfails == 0;
+    ckh_report_add_oracle(out, "explore", passed, detail);
+    out->verdict = passed ? CKH_VERDICT_PASS : CKH_VERDICT_FAIL;
+    if (!passed) {
+        ckh_report_set(&out->failed_oracle, "explore");
+        if (r.nfails)
+            ckh_report_set(&out->message, "%s", detail);
+        else
+            ckh_report_set(&out->message, "expected some crash state to fail %s (explore.expect: fail), but %s",
+                           ckh_xprog_check_name(r.check), detail);
+        if (r.nfails)
+            ckh_report_set(&out->replay, "%s explore %s --seed %" PRIu64 " --state %" PRIu64, argv0, sc->file,
+                           seed, r.fails[0].k);
+    }
+    out->runs = (uint32_t)(r.checked > UINT32_MAX ? UINT32_MAX : r.checked);
+    ckh_xprog_result_free(&r);
+    return 0;
 }

@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "report.h"
+#include "run/runner.h"
 #include "scenario/scenario.h"
 
 /* How each crash state is checked. */
@@ -88,6 +90,16 @@ struct ckh_xprog_result {
  * an error. */
 int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_options *o,
                         struct ckh_xprog_result *out, char *err, size_t errlen);
+
+/* The verdict of a scenario with an `explore:` block, for ckh run: the
+ * exploration with the scenario's settings (one worker), PASS when every
+ * state checked passes (explore.expect: fail turns it round: some state
+ * must fail), else FAIL naming the smallest failing state and how many
+ * failed, with `ckh explore FILE --state K` as its replay; ERROR for bad
+ * input or a failed environment. Returns 0 when a verdict was reached,
+ * else the code (out->verdict ERROR with its message). */
+int ckh_explore_program_verdict(const struct ckh_scenario *sc, const struct ckh_run_options *ro,
+                                struct ckh_report_result *out);
 
 /* Frees what r holds and zeroes it; NULL is a no-op. */
 void ckh_xprog_result_free(struct ckh_xprog_result *r);
