@@ -17,14 +17,21 @@
  *   <fs>_rename_ops_s        rename of each of those files
  *   <fs>_unlink_ops_s        unlink of each
  *   ckhfs_vs_disk_write      ckhfs bandwidth / disk bandwidth (target >= 0.5)
+ *   explore_states_s_jobsN   crash states checked per second by `ckh explore`
+ *                            of scenarios/programs/torch-atomic-explore.yaml
+ *                            (a PyTorch job; its verify is a small Python
+ *                            script), with 1 and 2 workers: the figure a CI
+ *                            run feels (needs the source tree as the working
+ *                            folder and /usr/bin/python3 with torch)
  *
  * Write figures are the median of 3 rounds. The I/O runs in a child process (as a program under ckh would), the
  * ckhfs server in this one. The wall clock is read only to measure.
- * Usage: bench_ckhfs [quick] [MiB] [ckhfs|tmpfs|disk]... ("quick": 64 MiB
- * and 500 files; else 256 MiB and 2000 files; MiB overrides the size;
- * naming filesystems measures only those).
+ * Usage: bench_ckhfs [quick] [MiB] [ckhfs|tmpfs|disk|explore]... ("quick": 64
+ * MiB and 500 files; else 256 MiB and 2000 files; MiB overrides the size;
+ * naming filesystems (or explore) measures only those).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -38,6 +45,7 @@
 
 #include "ckh/err.h"
 #include "ckh/simfs.h"
+#include "search/explore_program.h"
 #include "real/ckhfs.h"
 #include "run/tmpdir.h"
 
@@ -223,9 +231,42 @@ static int bench_folder(const char *base, int mib, int files, struct figures *fg
     return rc;
 }
 
+/* Crash states checked per second by the explorer of a real program. */
+static int bench_explore(const char *file)
+{
+    if (access(file, R_OK) != 0 || system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+        printf("explore: skipped (needs %s and /usr/bin/python3 with torch)\n", file);
+        return 0;
+    }
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    if (ckh_scenario_parse_file(file, NULL, &sc, &err) != 0) {
+        fprintf(stderr, "bench_ckhfs: %s:%d: %s\n", err.file, err.line, err.msg);
+        return 1;
+    }
+    int rc = 0;
+    for (unsigned jobs = 1; jobs <= 2 && rc == 0; jobs++) {
+        struct ckh_xprog_options o = {.jobs = jobs};
+        struct ckh_xprog_result r;
+        char msg[1200];
+        if ((rc = ckh_explore_program(sc, &o, &r, msg, sizeof msg)) != 0) {
+            fprintf(stderr, "bench_ckhfs: explore %s: %s\n", file, msg);
+            break;
+        }
+        double secs = (double)r.check_ms / 1000.0;
+        printf("explore_states_s_jobs%u %.1f states/s (%" PRIu64 " distinct states of %" PRIu64
+               " operations, %" PRIu64 " checked by %s in %.1f s; the recorded run %.1f s; %zu failed)\n",
+               jobs, secs > 0 ? (double)r.checked / secs : 0.0, r.distinct, r.ops, r.checked,
+               ckh_xprog_check_name(r.check), secs, (double)r.record_ms / 1000.0, r.nfails);
+        ckh_xprog_result_free(&r);
+    }
+    ckh_scenario_free(sc);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    bool quick = false, pick = false, want[3] = {false, false, false};
+    bool quick = false, pick = false, want[3] = {false, false, false}, explore = false;
     const char *names[] = {"ckhfs", "tmpfs", "disk"};
     int mib = 0;
     for (int i = 1; i < argc; i++) {
@@ -234,6 +275,8 @@ int main(int argc, char **argv)
             continue;
         }
         bool named = false;
+        if (strcmp(argv[i], "explore") == 0)
+            explore = named = pick = true;
         for (int k = 0; k < 3; k++)
             if (strcmp(argv[i], names[k]) == 0)
                 want[k] = named = pick = true;
@@ -242,6 +285,7 @@ int main(int argc, char **argv)
     }
     for (int k = 0; k < 3 && !pick; k++)
         want[k] = true;
+    explore |= !pick;
     if (mib <= 0)
         mib = quick ? 64 : 256;
     int files = quick ? 500 : 2000;
@@ -267,12 +311,16 @@ int main(int argc, char **argv)
         printf("ckhfs_vs_disk_write %.2f ratio (unaligned: %.2f)\n",
                all[0].write_mib_s / all[2].write_mib_s,
                all[0].unaligned_mib_s / all[2].unaligned_mib_s);
-    printf("\n%d MiB in 1 MiB writes + fsync; %d files\n", mib, files);
-    printf("%-8s %12s %12s %10s %10s %10s\n", "", "write MiB/s", "unaligned", "create/s",
-           "rename/s", "unlink/s");
+    if (want[0] || want[1] || want[2]) {
+        printf("\n%d MiB in 1 MiB writes + fsync; %d files\n", mib, files);
+        printf("%-8s %12s %12s %10s %10s %10s\n", "", "write MiB/s", "unaligned", "create/s",
+               "rename/s", "unlink/s");
+    }
     for (int i = 0; i < 3; i++)
         if (want[i])
             printf("%-8s %12.0f %12.0f %10.0f %10.0f %10.0f\n", names[i], all[i].write_mib_s,
                    all[i].unaligned_mib_s, all[i].create_s, all[i].rename_s, all[i].unlink_s);
+    if (explore && bench_explore("scenarios/programs/torch-atomic-explore.yaml") != 0)
+        return 1;
     return 0;
 }
