@@ -680,6 +680,16 @@ static const struct {
     {"job: {command: [x]}\ncompare: {ignore: [\"file:/abs\"]}\n", 2, 20,
      "'compare.ignore' expects 'file:' and a glob relative to the checkpoint directory (such as 'file:logs/*'), "
      "got 'file:/abs'"},
+    {"job: {workload: seed-pipeline}\nexplore: {check: verify}\n", 2, 10,
+     "'explore' applies to command jobs only (job.command); a backend's crash states are explored by ckh "
+     "validate-backend"},
+    {"job: {command: [x]}\nfaults: [{on: {op: write}, do: kill}]\nexplore: {}\n", 3, 10,
+     "'explore' makes its own crashes: a scenario with 'explore' has no 'faults'"},
+    {"job: {command: [x]}\nexplore: {check: verify}\n", 2, 10, "'explore.check: verify' needs a 'verify:' command"},
+    {"job: {command: [x]}\nexplore: {from_step: 5, to_step: 2}\n", 2, 10,
+     "'explore.from_step' (5) is past 'explore.to_step' (2)"},
+    {"job: {command: [x]}\nexplore: {check: maybe}\n", 2, 18,
+     "'explore.check' got unknown value 'maybe'; expected one of: auto, verify, restart"},
 };
 
 START_TEST(test_grammar_errors)
@@ -747,6 +757,46 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
+/* An explore: block written back parses to the same block. */
+START_TEST(test_explore_round_trip)
+{
+    static const char text[] = "job:\n  command: [python3, a.py]\n"
+                               "verify: [python3, check.py]\n"
+                               "explore: {check: restart, max_states: 300, time_limit: 90s, from_step: 4, "
+                               "to_step: 8, expect: fail}\n";
+    struct ckh_scenario *a = NULL, *b = NULL;
+    struct ckh_scn_error err;
+    ck_assert_int_eq(ckh_scenario_parse_string(text, strlen(text), "x.yaml", NULL, &a, &err), 0);
+    ck_assert(a->explore.present);
+    char *out = NULL, *again = NULL;
+    size_t len = 0, len2 = 0;
+    FILE *f = open_memstream(&out, &len);
+    ck_assert_int_eq(ckh_scenario_write(f, a), 0);
+    fclose(f);
+    ck_assert_msg(ckh_scenario_parse_string(out, len, "w.yaml", NULL, &b, &err) == 0, "%s\n%s", err.msg, out);
+    const struct ckh_scn_explore *e = &b->explore;
+    ck_assert(e->present && e->expect_fail);
+    ck_assert_int_eq(e->check, 2);
+    ck_assert_uint_eq(e->max_states, 300);
+    ck_assert_uint_eq(e->time_limit_ns, 90000000000ull);
+    ck_assert_int_eq(e->from_step, 4);
+    ck_assert_int_eq(e->to_step, 8);
+    f = open_memstream(&again, &len2);
+    ck_assert_int_eq(ckh_scenario_write(f, b), 0);
+    fclose(f);
+    ck_assert_str_eq(out, again);
+    /* Without the block: nothing to explore, no window. */
+    ckh_scenario_free(a);
+    ck_assert_int_eq(ckh_scenario_parse_string("job: {command: [x]}\n", 20, "y.yaml", NULL, &a, &err), 0);
+    ck_assert(!a->explore.present);
+    ck_assert_int_eq(a->explore.from_step, -1);
+    free(out);
+    free(again);
+    ckh_scenario_free(a);
+    ckh_scenario_free(b);
+}
+END_TEST
+
 static Suite *command_suite(void)
 {
     Suite *s = suite_create("command");
@@ -782,6 +832,7 @@ static Suite *command_suite(void)
     TCase *grammar = tcase_create("grammar");
     tcase_add_loop_test(grammar, test_grammar_errors, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(grammar, test_round_trip);
+    tcase_add_test(grammar, test_explore_round_trip);
     suite_add_tcase(s, grammar);
     return s;
 }
