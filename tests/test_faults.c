@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "ckh/err.h"
+#include "ckh/fs.h"
+#include "ckh/simfs.h"
 #include "faults/fault.h"
 #include "scenario/scenario.h"
 #include "search/fuzz.h"
@@ -594,11 +596,113 @@ START_TEST(test_docs_list_every_fault)
 }
 END_TEST
 
+/* ---- at-rest faults on a command job's disk ---- */
+
+static void put_file(struct ckh_simfs *d, const char *path, const char *text)
+{
+    struct ckh_file *f = NULL;
+    ck_assert_int_eq(ckh_fs_open(ckh_simfs_fs(d), path, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_TRUNC, &f), 0);
+    ck_assert_int_eq(ckh_file_write_all(f, text, strlen(text)), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+}
+
+static void read_file(struct ckh_simfs *d, const char *path, char *buf, size_t n)
+{
+    struct ckh_file *f = NULL;
+    ck_assert_int_eq(ckh_fs_open(ckh_simfs_fs(d), path, CKH_O_RDONLY, &f), 0);
+    int64_t got = ckh_file_read(f, buf, n - 1);
+    ck_assert_int_ge(got, 0);
+    buf[got] = '\0';
+    ckh_file_close(f);
+}
+
+static int latest_of(void *inst, char *buf, size_t n)
+{
+    (void)inst;
+    snprintf(buf, n, "/latest");
+    return 0;
+}
+
+/* Applies the only fault of text (a command job) to a disk holding a
+ * program's checkpoints: `latest` a file naming step_8.pt; step_4.pt,
+ * step_8.pt, a temporary .step_12.pt.tmp and a notes.txt beside it. */
+static struct ckh_simfs *apply_to_program_disk(const char *text, uint64_t *fired, char *err, size_t errlen,
+                                               int *rc)
+{
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error e;
+    ck_assert_msg(ckh_scenario_parse_string(text, strlen(text), "p.yaml", NULL, &sc, &e) == 0, "%s", e.msg);
+    struct ckh_simfs_config dc = {.name = "shared", .seed = 1};
+    struct ckh_simfs *d = NULL;
+    ck_assert_int_eq(ckh_simfs_create(&dc, &d), 0);
+    put_file(d, "/latest", "step_8.pt\n");
+    put_file(d, "/step_4.pt", "four");
+    put_file(d, "/step_8.pt", "eight");
+    put_file(d, "/.step_12.pt.tmp", "twelve");
+    put_file(d, "/notes.txt", "n");
+    ckh_simfs_sync_all(d);
+    struct ckh_simfs *disks[1] = {d};
+    struct ckh_fault_env env = {.sc = sc, .nnodes = 1, .disks = disks, .latest_link = latest_of,
+                                .fired = fired, .err = err, .errlen = errlen};
+    *rc = ckh_fault_of(sc->faults[0].act.kind)->apply(&env, &sc->faults[0], -1);
+    ckh_scenario_free(sc);
+    return d;
+}
+
+/* A program's `latest` is often a file holding a name: stale-latest names
+ * the oldest checkpoint of the same shape (not the temporary file, not an
+ * unrelated file), dangling-latest a name of that shape that does not
+ * exist; the newline stays. */
+START_TEST(test_latest_file_pointer)
+{
+    char buf[64], err[256] = "";
+    uint64_t fired = 0;
+    int rc;
+    struct ckh_simfs *d = apply_to_program_disk("job: {command: [x]}\nfaults: [{on: {run: 2}, do: stale-latest}]\n",
+                                                &fired, err, sizeof err, &rc);
+    ck_assert_msg(rc == 0, "%s", err);
+    read_file(d, "/latest", buf, sizeof buf);
+    ck_assert_str_eq(buf, "step_4.pt\n");
+    ck_assert_uint_eq(fired, 1);
+    ckh_simfs_destroy(d);
+    fired = 0;
+    d = apply_to_program_disk("job: {command: [x]}\nfaults: [{on: {run: 2}, do: dangling-latest}]\n", &fired, err,
+                              sizeof err, &rc);
+    ck_assert_msg(rc == 0, "%s", err);
+    read_file(d, "/latest", buf, sizeof buf);
+    ck_assert_str_eq(buf, "step_1000008.pt\n");
+    struct ckh_stat st;
+    ck_assert_int_ne(ckh_fs_stat(ckh_simfs_fs(d), "/step_1000008.pt", &st), 0);
+    ck_assert_uint_eq(fired, 1);
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
+/* remove-dir of a disk's root empties it (the root itself is the mount). */
+START_TEST(test_remove_dir_root_empties)
+{
+    char err[256] = "";
+    uint64_t fired = 0;
+    int rc;
+    struct ckh_simfs *d = apply_to_program_disk(
+        "job: {command: [x]}\nfaults: [{on: {run: 2}, do: remove-dir, path: /}]\n", &fired, err, sizeof err, &rc);
+    ck_assert_msg(rc == 0, "%s", err);
+    struct ckh_listing l;
+    ck_assert_int_eq(ckh_fs_listdir(ckh_simfs_fs(d), "/", &l), 0);
+    ck_assert_uint_eq(l.count, 0);
+    ckh_fs_listing_free(&l);
+    ck_assert_uint_eq(fired, 1);
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("faults");
     TCase *tc = tcase_create("descriptors");
     tcase_add_test(tc, test_registry);
+    tcase_add_test(tc, test_latest_file_pointer);
+    tcase_add_test(tc, test_remove_dir_root_empties);
     tcase_add_test(tc, test_round_trip_every_key);
     tcase_add_test(tc, test_round_trip_kill_fractions);
     tcase_add_test(tc, test_writer_refuses_unknown_values);

@@ -1,8 +1,11 @@
 /* remove-dir: a directory tree is missing at start (no op trigger) or is
  * removed when the trigger matches. */
 #include <errno.h>
+#include <string.h>
 
 #include "ckh/err.h"
+#include "ckh/fs.h"
+#include "ckh/simfs.h"
 #include "faults/fault.h"
 #include "scenario/reader.h"
 
@@ -24,13 +27,38 @@ static int remove_dir_write(FILE *out, const struct ckh_scn_action *a)
     return 0;
 }
 
+/* A disk's root cannot go (it is where the disk is mounted): removing it
+ * removes everything in it, as emptying a checkpoint directory that is a
+ * mount point would. */
+static int empty_root(struct ckh_simfs *d)
+{
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    struct ckh_listing l;
+    int rc = ckh_fs_listdir(fs, "/", &l);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < l.count && rc == 0; i++) {
+        char p[CKH_PATH_MAX + 1];
+        if ((rc = ckh_path_join(p, sizeof p, "/", l.entries[i].name)) != 0)
+            break;
+        rc = l.entries[i].type == CKH_FT_DIR ? ckh_simfs_remove_tree(d, p) : ckh_fs_unlink(fs, p);
+    }
+    ckh_fs_listing_free(&l);
+    ckh_simfs_sync_all(d);
+    return rc;
+}
+
 static int remove_fn(struct ckh_fault_env *env, struct ckh_simfs *d, const char *dpath, const void *arg)
 {
-    (void)arg;
-    int rc = ckh_simfs_remove_tree(d, dpath);
+    const struct ckh_scn_fault *f = arg;
+    int rc = strcmp(dpath, "/") ? ckh_simfs_remove_tree(d, dpath) : empty_root(d);
     if (rc == 0)
         ckh_fault_hit(env);
-    return rc == -ENOENT ? 0 : rc;
+    if (rc == -ENOENT)
+        return 0; /* nothing there to remove */
+    if (rc)
+        return ckh_fault_errf(env, f, rc, "remove-dir %s: %s", f->act.u.remove_dir.path, ckh_strerror(rc));
+    return 0;
 }
 
 static int remove_dir_apply(struct ckh_fault_env *env, const struct ckh_scn_fault *f, int node)

@@ -112,7 +112,8 @@ static int check_commands(struct ckh__cmd *c)
 static int latest_link(void *inst, char *buf, size_t n)
 {
     struct ckh__cmd *c = inst;
-    snprintf(buf, n, "%s/latest", c->sc->job.checkpoint_dir);
+    const char *d = c->sc->job.checkpoint_dir;
+    snprintf(buf, n, "%s/latest", strcmp(d, "/") ? d : "");
     return 0;
 }
 
