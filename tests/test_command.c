@@ -274,6 +274,21 @@ START_TEST(test_hang_reaped)
 }
 END_TEST
 
+/* A daemon that left the node's process group and session (setsid after
+ * a double fork) is still found and reaped: ckh is the job's subreaper. */
+START_TEST(test_escaped_daemon_reaped)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [\"%s\", --escape, --pidfile, \"%s\"]\n  timeout: 1s\n",
+                          CKH_CMD_SAVER, pidfile), &r);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    pids_gone(); /* the program, its child and the daemon */
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 /* ---- bad input: a message naming what and where ---- */
 
 static void expect_error(struct ckh_scenario *sc, int code, const char *want)
@@ -808,6 +823,7 @@ static Suite *command_suite(void)
     tcase_add_test(jobs, test_kill_mid_write_resumes);
     tcase_add_test(jobs, test_nth_pwrite_deterministic);
     tcase_add_test(jobs, test_hang_reaped);
+    tcase_add_test(jobs, test_escaped_daemon_reaped);
     tcase_add_test(jobs, test_sigterm_preemption);
     tcase_add_test(jobs, test_power_loss_atomic);
     tcase_add_test(jobs, test_verify_catches_torn_checkpoint);

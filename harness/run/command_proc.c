@@ -22,6 +22,7 @@
  */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -545,6 +546,56 @@ static void reap_node(struct ckh__cmd *c, int i)
     }
 }
 
+/* The parent of process pid (from /proc/PID/stat), or -1. */
+static pid_t parent_of(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    int ppid;
+    char state;
+    return rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 ? (pid_t)ppid : -1;
+}
+
+/* A process a node left outside its process group (a daemon's setsid and
+ * double fork) becomes ckh's child when its parent dies, ckh being the
+ * job's subreaper (PR_SET_CHILD_SUBREAPER). Once every node's group is
+ * gone, any child still there is such a stray: each is killed and reaped,
+ * until none is left or until `until`. */
+static void reap_strays(uint64_t until)
+{
+    pid_t self = getpid();
+    for (;;) {
+        pid_t found[64];
+        size_t n = 0;
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL && n < sizeof found / sizeof found[0]) {
+            char *end;
+            long pid = strtol(e->d_name, &end, 10);
+            if (*end || pid <= 0 || parent_of((pid_t)pid) != self)
+                continue;
+            kill((pid_t)pid, SIGKILL);
+            found[n++] = (pid_t)pid;
+        }
+        if (d)
+            closedir(d);
+        for (size_t k = 0; k < n; k++)
+            while (waitpid(found[k], NULL, 0) < 0 && errno == EINTR)
+                ;
+        if (n == 0 || ckh__cmd_now_ms() >= until)
+            return;
+    }
+}
+
 void ckh__cmd_kill_all(struct ckh__cmd *c)
 {
     uint64_t until = ckh__cmd_now_ms() + GROUP_KILL_WAIT_MS;
@@ -564,6 +615,7 @@ void ckh__cmd_kill_all(struct ckh__cmd *c)
         pthread_mutex_lock(&c->lock);
     }
     pthread_mutex_unlock(&c->lock);
+    reap_strays(until);
 }
 
 /* ---- waiting for a run ---- */

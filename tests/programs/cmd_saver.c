@@ -5,7 +5,7 @@
  * the n-th pwrite of a run is always the same operation.
  *
  *   cmd_saver [--steps N] [--every K] [--chunks C] [--chunk BYTES]
- *             [--direct] [--term-save] [--hang] [--no-final] [--garbage]
+ *             [--direct] [--term-save] [--hang] [--escape] [--no-final] [--garbage]
  *             [--outside] [--pidfile PATH] [--verify]
  *
  * Checkpoint: $CKH_CKPT_DIR/ckpt.<rank> holding a 32-byte header (magic,
@@ -17,7 +17,9 @@
  * exits 0 (all whole, or none yet) or 1.
  *
  * Test switches: --hang never exits after the first save (and leaves a
- * sleeping child in its process group); --no-final exits 0 without the
+ * sleeping child in its process group); --escape is --hang that also
+ * leaves a daemon outside its process group and session (a double fork
+ * with setsid, the middle process gone); --no-final exits 0 without the
  * final record; --garbage writes a line that is not JSON; --outside writes
  * a file into its working folder; --term-save saves and exits 143 on
  * SIGTERM; --pidfile appends the pids of its processes to PATH.
@@ -30,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ckh/record.h"
@@ -40,7 +43,7 @@
 struct opts {
     int64_t steps, every;
     uint64_t chunks, chunk;
-    int direct, term_save, hang, no_final, garbage, outside, verify;
+    int direct, term_save, hang, escape, no_final, garbage, outside, verify;
     const char *pidfile;
 };
 
@@ -154,6 +157,7 @@ static void parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--direct")) o->direct = 1;
         else if (!strcmp(a, "--term-save")) o->term_save = 1;
         else if (!strcmp(a, "--hang")) o->hang = 1;
+        else if (!strcmp(a, "--escape")) o->hang = o->escape = 1;
         else if (!strcmp(a, "--no-final")) o->no_final = 1;
         else if (!strcmp(a, "--garbage")) o->garbage = 1;
         else if (!strcmp(a, "--outside")) o->outside = 1;
@@ -257,6 +261,22 @@ int main(int argc, char **argv)
                     pause();
             }
             note_pid(&o, child);
+            if (o.escape) {
+                /* A daemon's double fork: a new session (out of the
+                 * node's process group), its parent gone at once. */
+                pid_t mid = fork();
+                if (mid == 0) {
+                    setsid();
+                    pid_t d = fork();
+                    if (d == 0) {
+                        for (;;)
+                            pause();
+                    }
+                    note_pid(&o, d);
+                    _exit(0);
+                }
+                waitpid(mid, NULL, 0);
+            }
             for (;;)
                 pause();
         }
