@@ -22,6 +22,8 @@ if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/ckh-explore.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+export TMPDIR=$work/tmp # ckh's run folders (and mounts) go here, apart from other tests'
+mkdir -p "$TMPDIR" || exit 1
 failures=0
 ok() { echo "ok: $*"; }
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
@@ -140,8 +142,8 @@ grep -v '^verify' safe.yaml >noverify.yaml
 bad "--check verify without verify" 2 "needs a 'verify:' command" noverify.yaml --check verify
 bad "a folder" 2 "is a folder" .
 bad "an unknown check" 2 "--check expects verify or restart" safe.yaml --check maybe
-if grep -q ckh- /proc/mounts; then
-    fail "a ckhfs mount was left behind: $(grep ckh- /proc/mounts)"
+if grep -qF "$work" /proc/mounts; then
+    fail "a ckhfs mount was left behind: $(grep -F "$work" /proc/mounts)"
 else
     ok "nothing left mounted"
 fi
