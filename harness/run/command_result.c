@@ -356,12 +356,14 @@ struct ckh__cmd_snapshot {
 #define SNAP_ENTRIES_MAX 20000
 #define SNAP_DEPTH_MAX 6
 
-/* Bytecode caches that interpreters write beside the program are not checkpoints. */
+/* Bytecode caches that interpreters write beside the program are not
+ * checkpoints; neither are ckh's own run folders ("ckh-PID-XXXXXX",
+ * harness/run/tmpdir.c), there when TMPDIR is inside the working folder. */
 static bool snap_skipped(const char *name)
 {
     size_t len = strlen(name);
     return !strcmp(name, "__pycache__") || (len > 4 && !strcmp(name + len - 4, ".pyc")) ||
-           !strcmp(name, ".git");
+           !strcmp(name, ".git") || (!strncmp(name, "ckh-", 4) && name[4] >= '0' && name[4] <= '9');
 }
 
 static void snap_walk(struct ckh__cmd_snapshot *s, const char *root, const char *rel, int depth)
