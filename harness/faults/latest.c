@@ -4,6 +4,7 @@
  * checkpoint's name (how real programs often keep `latest`). */
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,19 +51,27 @@ static bool name_shape(const char *nm, size_t *plen, long *num, const char **suf
 /* The oldest checkpoint beside the pointer other than its target: the
  * entry of the target's type (folder or file) and shape ("step_8.pt":
  * "step_" digits ".pt"; without digits, any name) with the smallest
- * number; names starting with '.' (temporary files) are skipped. */
+ * number; names starting with '.' (temporary files) are skipped. The
+ * target keeps its form: "/ckpt/ddp_checkpoint_2" becomes
+ * "/ckpt/ddp_checkpoint_1", "step_8.pt" becomes "step_4.pt". */
 static bool oldest_sibling(struct ckh_fs *fs, const char *dpath, char *target, size_t n)
 {
     char dir[CKH_PATH_MAX], tpath[CKH_PATH_MAX * 2];
     struct ckh_listing l;
     struct ckh_stat ts;
     ckh_path_dirname(dpath, dir, sizeof dir);
-    snprintf(tpath, sizeof tpath, "%s/%s", strcmp(dir, "/") ? dir : "", target);
+    const char *tslash = strrchr(target, '/');
+    const char *tbase = tslash ? tslash + 1 : target;
+    size_t tdirlen = (size_t)(tbase - target);
+    if (target[0] == '/')
+        snprintf(tpath, sizeof tpath, "%s", target);
+    else
+        snprintf(tpath, sizeof tpath, "%s/%s", strcmp(dir, "/") ? dir : "", target);
     enum ckh_ftype type = ckh_fs_stat(fs, tpath, &ts) == 0 ? ts.type : CKH_FT_DIR;
     size_t tplen = 0;
     long tnum;
     const char *tsuf = "";
-    bool shaped = name_shape(target, &tplen, &tnum, &tsuf);
+    bool shaped = name_shape(tbase, &tplen, &tnum, &tsuf);
     const char *base = strrchr(dpath, '/');
     base = base ? base + 1 : dpath;
     if (ckh_fs_listdir(fs, dir, &l) != 0)
@@ -74,18 +83,25 @@ static bool oldest_sibling(struct ckh_fs *fs, const char *dpath, char *target, s
         size_t plen;
         long num = 0;
         const char *suf;
-        if (l.entries[i].type != type || strcmp(nm, target) == 0 || strcmp(nm, base) == 0 || nm[0] == '.')
+        if (l.entries[i].type != type || strcmp(nm, tbase) == 0 || strcmp(nm, base) == 0 || nm[0] == '.')
             continue;
-        if (shaped && (!name_shape(nm, &plen, &num, &suf) || plen != tplen || strncmp(nm, target, plen) ||
+        if (shaped && (!name_shape(nm, &plen, &num, &suf) || plen != tplen || strncmp(nm, tbase, plen) ||
                        strcmp(suf, tsuf)))
             continue;
+        if (!shaped) { /* any name: its trailing number, if any, orders it */
+            const char *u = strrchr(nm, '_');
+            num = u ? strtol(u + 1, NULL, 10) : 0;
+        }
         if (!best || num < best_num) {
             best = nm;
             best_num = num;
         }
     }
-    if (best)
-        snprintf(target, n, "%s", best);
+    if (best) {
+        char form[CKH_PATH_MAX];
+        snprintf(form, sizeof form, "%.*s%s", (int)tdirlen, target, best);
+        snprintf(target, n, "%s", form);
+    }
     ckh_fs_listing_free(&l);
     return best != NULL;
 }
@@ -97,10 +113,12 @@ static void missing_name(const char *target, uint64_t seed, char *out, size_t n)
     size_t plen;
     long num;
     const char *suf;
-    if (name_shape(target, &plen, &num, &suf))
-        snprintf(out, n, "%.*s%ld%s", (int)plen, target, num + 1000000, suf);
+    const char *slash = strrchr(target, '/');
+    const char *tbase = slash ? slash + 1 : target;
+    if (name_shape(tbase, &plen, &num, &suf))
+        snprintf(out, n, "%.*s%ld%s", (int)(tbase - target + (ptrdiff_t)plen), target, num + 1000000, suf);
     else
-        snprintf(out, n, "missing_checkpoint_%" PRIu64, seed);
+        snprintf(out, n, "%.*smissing_checkpoint_%" PRIu64, (int)(tbase - target), target, seed);
 }
 
 /* The pointer at dpath: a symbolic link (its target), or a small regular
