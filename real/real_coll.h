@@ -89,4 +89,15 @@ void ckh_real_coll_set_gate(struct ckh_coll *c, ckh_real_gate_fn fn, void *ctx);
 /* Whether some call of c failed (its MPI state is no longer clean). */
 bool ckh_real_coll_failed(const struct ckh_coll *c);
 
+/* The collectives' conformance script (real/coll_check.c), for any
+ * struct ckh_coll, simulated or real: a barrier, a broadcast from rank 1,
+ * an all-reduce of every dtype with every op on inputs whose float sums
+ * depend on the order of the fold, an all-gather, a ring of send/recv,
+ * and with skip_last_barrier a last barrier that the last rank never
+ * joins (the others must fail with CKH_ETIMEOUT). Each call's return code
+ * and result bytes go to *out (*n bytes, malloc'd: the caller frees).
+ * 0 or CKH_ENOMEM. */
+int ckh_real_coll_check(struct ckh_coll *c, bool skip_last_barrier, uint64_t timeout_ns, unsigned char **out,
+                        size_t *n);
+
 #endif
