@@ -15,7 +15,13 @@
 #   - platform/, reference/ and reports/ must not include the sim API
 #     (ckh/sim.h, ckh/simfs.h, ckh/sim_testing.h): code under test never asks whether it runs
 #     in the simulator, and the layers below sim/ cannot depend on it;
-#   - reference/ must not include the real platform either (ckh/posix.h).
+#   - reference/ must not include the real platform either (ckh/posix.h);
+#   - real/ (the real platform, beside sim/) must not include the
+#     simulator's implementation API (ckh/simfs.h, ckh/sim_testing.h); it
+#     may include ckh/sim.h for the fault-rule types only (the link check
+#     ckh_layer_link_real proves no simulator code is called), and only
+#     its rank program (real/rank_main.c, the executable joining the
+#     layers, as harness/cli/main.c does) may include harness/ headers.
 # Angle-bracket includes (<stdio.h>) are system headers and not checked.
 cmake_minimum_required(VERSION 3.20)
 if(NOT CKH_ROOT)
@@ -28,10 +34,11 @@ set(forbid_sim "")
 set(forbid_reference "${sim_api};ckh/posix.h")
 set(forbid_reports "${sim_api}")
 set(forbid_harness "")
+set(forbid_real "ckh/simfs.h;ckh/sim_testing.h")
 
 set(bad "")
 set(nfiles 0)
-foreach(layer platform sim reference reports harness)
+foreach(layer platform sim reference reports harness real)
   file(GLOB_RECURSE files "${CKH_ROOT}/${layer}/*.c" "${CKH_ROOT}/${layer}/*.h")
   foreach(f ${files})
     math(EXPR nfiles "${nfiles} + 1")
@@ -54,6 +61,8 @@ foreach(layer platform sim reference reports harness)
         set(ok TRUE) # a header of the layer's own folder
       elseif(layer STREQUAL "harness" AND inc STREQUAL "report.h")
         set(ok TRUE) # the reports API
+      elseif(layer STREQUAL "real" AND f MATCHES "/rank_main\\.c$" AND EXISTS "${CKH_ROOT}/harness/${inc}")
+        set(ok TRUE) # the rank program joins the layers
       else()
         set(why "not a public header nor one of ${layer}/")
       endif()

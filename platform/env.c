@@ -1,6 +1,7 @@
 /* Wrappers around the clock, rand, collective and node ops tables. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ckh/env.h"
 #include "ckh/err.h"
@@ -39,6 +40,53 @@ const char *ckh_redop_name(enum ckh_redop op)
     case CKH_RED_MIN: return "min";
     }
     return "?";
+}
+
+/* ---- the reduction every platform folds collectives with ---- */
+
+#define REDUCE_LOOP(T, EXPR)                                                   \
+    do {                                                                       \
+        for (size_t i = 0; i < count; i++) {                                   \
+            T a, b;                                                            \
+            memcpy(&a, (unsigned char *)acc + i * sizeof(T), sizeof(T));       \
+            memcpy(&b, (const unsigned char *)in + i * sizeof(T), sizeof(T));  \
+            a = (EXPR);                                                        \
+            memcpy((unsigned char *)acc + i * sizeof(T), &a, sizeof(T));       \
+        }                                                                      \
+    } while (0)
+
+#define REDUCE_OPS(T, SUMEXPR)                                                 \
+    do {                                                                       \
+        if (redop == CKH_RED_SUM)                                              \
+            REDUCE_LOOP(T, SUMEXPR);                                           \
+        else if (redop == CKH_RED_MAX)                                         \
+            REDUCE_LOOP(T, b > a ? b : a);                                     \
+        else                                                                   \
+            REDUCE_LOOP(T, b < a ? b : a);                                     \
+    } while (0)
+
+void ckh_coll_reduce(void *acc, const void *in, size_t count, enum ckh_dtype dtype, enum ckh_redop redop)
+{
+    switch (dtype) {
+    case CKH_DT_U8:
+        REDUCE_OPS(uint8_t, (uint8_t)(a + b));
+        break;
+    case CKH_DT_I32:
+        REDUCE_OPS(int32_t, (int32_t)((uint32_t)a + (uint32_t)b));
+        break;
+    case CKH_DT_I64:
+        REDUCE_OPS(int64_t, (int64_t)((uint64_t)a + (uint64_t)b));
+        break;
+    case CKH_DT_U64:
+        REDUCE_OPS(uint64_t, a + b);
+        break;
+    case CKH_DT_F32:
+        REDUCE_OPS(float, a + b);
+        break;
+    case CKH_DT_F64:
+        REDUCE_OPS(double, a + b);
+        break;
+    }
 }
 
 uint64_t ckh_clock_now_ns(struct ckh_clock *c)

@@ -360,7 +360,7 @@ static const struct ckh_clock_ops posix_clock_ops = {.version = 1, .now_ns = pc_
 static uint64_t pr_stream(struct ckh_rand *r, const char *name)
 {
     struct posix_env *pe = PENV_OF(rand, r);
-    return ckh_seed_derive(ckh_seed_derive(pe->seed, pe->name), name);
+    return ckh_seed_derive(ckh_node_rand_base(pe->seed, pe->name), name); /* as the simulator */
 }
 
 static const struct ckh_rand_ops posix_rand_ops = {.version = 1, .stream_seed = pr_stream};

@@ -95,6 +95,11 @@ uint64_t ckh_seed_derive(uint64_t seed, const char *name)
     return ckh_mix64(seed ^ ckh_hash64(CKH_HASH_INIT, name, name ? strlen(name) : 0));
 }
 
+uint64_t ckh_node_rand_base(uint64_t seed, const char *node_name)
+{
+    return ckh_seed_derive(ckh_seed_derive(seed, "node-rand"), node_name != NULL ? node_name : "");
+}
+
 /* ---- CRC-32C ---- */
 
 static uint32_t crc_table[8][256];

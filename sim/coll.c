@@ -25,7 +25,8 @@
  * cfg.coll_latency_ns. All-reduce folds the ranks' buffers in rank order
  * (0, 1, 2, ...) into a scratch buffer, so float results are bit-identical
  * whatever the interleaving; integer sums wrap. MAX/MIN keep the earlier
- * value on ties and unordered (NaN) comparisons. A rank that times out
+ * value on ties and unordered (NaN) comparisons (ckh_coll_reduce of
+ * include/ckh/env.h, which the real platform's collectives fold with too). A rank that times out
  * withdraws its arrival (its buffers are not touched afterwards), so the
  * collective can no longer complete and the others time out as well. The
  * error: CKH_EMISMATCH when two arrivals at that #seq disagreed, else
@@ -292,54 +293,6 @@ static void *scratch(struct ckh__coll_state *cs, size_t bytes)
     return cs->scratch;
 }
 
-#define REDUCE_LOOP(T, EXPR)                                                   \
-    do {                                                                       \
-        for (size_t i = 0; i < count; i++) {                                   \
-            T a, b;                                                            \
-            memcpy(&a, (unsigned char *)acc + i * sizeof(T), sizeof(T));       \
-            memcpy(&b, (const unsigned char *)in + i * sizeof(T), sizeof(T));  \
-            a = (EXPR);                                                        \
-            memcpy((unsigned char *)acc + i * sizeof(T), &a, sizeof(T));       \
-        }                                                                      \
-    } while (0)
-
-#define REDUCE_OPS(T, SUMEXPR)                                                 \
-    do {                                                                       \
-        if (redop == CKH_RED_SUM)                                              \
-            REDUCE_LOOP(T, SUMEXPR);                                           \
-        else if (redop == CKH_RED_MAX)                                         \
-            REDUCE_LOOP(T, b > a ? b : a);                                     \
-        else                                                                   \
-            REDUCE_LOOP(T, b < a ? b : a);                                     \
-    } while (0)
-
-/* acc[i] = acc[i] OP in[i]; integer sums wrap (computed unsigned). */
-static void reduce(void *acc, const void *in, size_t count, int dtype, int redop)
-{
-    switch (dtype) {
-    case CKH_DT_U8:
-        REDUCE_OPS(uint8_t, (uint8_t)(a + b));
-        break;
-    case CKH_DT_I32:
-        REDUCE_OPS(int32_t, (int32_t)((uint32_t)a + (uint32_t)b));
-        break;
-    case CKH_DT_I64:
-        REDUCE_OPS(int64_t, (int64_t)((uint64_t)a + (uint64_t)b));
-        break;
-    case CKH_DT_U64:
-        REDUCE_OPS(uint64_t, a + b);
-        break;
-    case CKH_DT_F32:
-        REDUCE_OPS(float, a + b);
-        break;
-    case CKH_DT_F64:
-        REDUCE_OPS(double, a + b);
-        break;
-    default:
-        break;
-    }
-}
-
 /* All W arrivals are present and agree: computes every rank's result. */
 static int slot_complete(struct ckh__coll_state *cs, struct ckh__slot *s)
 {
@@ -362,7 +315,8 @@ static int slot_complete(struct ckh__coll_state *cs, struct ckh__slot *s)
             return CKH_ENOMEM;
         memcpy(acc, s->arr[0].rbuf, bytes);
         for (int r = 1; r < w; r++)
-            reduce(acc, s->arr[r].rbuf, a0->count, a0->dtype, a0->redop);
+            ckh_coll_reduce(acc, s->arr[r].rbuf, a0->count, (enum ckh_dtype)a0->dtype,
+                            (enum ckh_redop)a0->redop);
         for (int r = 0; r < w; r++)
             memcpy(s->arr[r].rbuf, acc, bytes);
         break;

@@ -7,9 +7,9 @@
  * (arg = ns) whose latency is ns, so sleeping an hour costs no wall time.
  *
  * Rand: stream_seed(name) = ckh_seed_derive(node_seed, name) with
- * node_seed = ckh_seed_derive(ckh_seed_derive(seed, "node-rand"), node
- * name): stable across incarnations, so a restarted node regenerates the
- * same streams.
+ * node_seed = ckh_node_rand_base(seed, node name) (include/ckh/rng.h,
+ * shared with the real platform): stable across incarnations, so a
+ * restarted node regenerates the same streams.
  *
  * Node: exit(status) ends the program (EXIT line); log(msg) is a LOG op
  * with the message as its path; phase(p, e, s) stores where the program is

@@ -1072,7 +1072,7 @@ int ckh_sim_add_node(struct ckh_sim *sim, const struct ckh_node_config *cfg, int
     n->main_th.heap_pos = SIZE_MAX;
     n->epoch = -1;
     n->step = -1;
-    n->rand_seed = ckh_seed_derive(ckh_seed_derive(sim->cfg.seed, "node-rand"), n->name);
+    n->rand_seed = ckh_node_rand_base(sim->cfg.seed, n->name);
     ckh__env_init(n);
     sim->nodes[sim->nnodes++] = n;
     if (id != NULL)

@@ -87,6 +87,8 @@ static void print_usage_run(FILE *f)
             "  --json FILE          write a JSON report (schema: docs/SCENARIOS.md)\n"
             "  --html FILE          write a self-contained HTML report with per-node timelines\n"
             "  --check-determinism  run each faulted job twice and compare trace hashes\n"
+            "  --platform P         sim (default) or real: workload jobs as real processes\n"
+            "                       over MPI (docs/REAL.md), as `job.platform: real` asks\n"
             "  --quiet              print only failures and the summary\n"
             "  -h, --help           this help\n"
             "\n"
@@ -314,6 +316,7 @@ static int run_options(int argc, char **argv, struct run_args *a)
         {"html", required_argument, NULL, 'H'},  {"mem-limit", required_argument, NULL, 'M'},
         {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
         {"shard", required_argument, NULL, 'S'},
+        {"platform", required_argument, NULL, 'P'}, /* docs/REAL.md */
         {NULL, 0, NULL, 0},
     };
     char msg[256];
@@ -341,6 +344,11 @@ static int run_options(int argc, char **argv, struct run_args *a)
             a->ro.timeline = true;
             break;
         case 'D': a->ro.check_determinism = true; break;
+        case 'P': /* --platform sim|real */
+            a->ro.real_platform = !strcmp(optarg, "real");
+            if (!a->ro.real_platform && strcmp(optarg, "sim") != 0)
+                rc = ckh_errf(msg, sizeof msg, CKH_EINVAL, "--platform: expected sim or real, got '%s'", optarg);
+            break;
         case 'q': a->quiet = true; break;
         case 'h': print_usage_run(stdout); return CKH_EXIT_OK;
         default: print_usage_run(stderr); return CKH_EXIT_BAD_INPUT;

@@ -60,8 +60,8 @@ static void call_at_trigger(void *ctx, const struct ckh_op *op)
     apply_at_rest(cc->rc, cc->index, on_node ? op->node : -1);
 }
 
-/* The rule for fault i with its trigger's selectors. */
-static void rule_for(const struct ckh_scn_fault *f, int node, struct ckh_fault_rule *r)
+/* The rule for fault f with its trigger's selectors (run_ctx.h). */
+void ckh__run_rule_for(const struct ckh_scn_fault *f, int node, struct ckh_fault_rule *r)
 {
     ckh_fault_rule_init(r);
     r->node = node;
@@ -91,7 +91,7 @@ static int arm_one(struct ckh__run_ctx *c, size_t i, int node)
     if (!ckh_fault_arms_rule(f))
         return 0;
     struct ckh_fault_rule r;
-    rule_for(f, node, &r);
+    ckh__run_rule_for(f, node, &r);
     if (ops->apply) { /* at rest, at its trigger */
         c->calls[i] = (struct ckh__run_call){.rc = c, .fault = f, .index = i};
         r.action.kind = CKH_FAULT_CALL;

@@ -90,6 +90,9 @@ int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out);
 /* arm.c: arms the faults of run `run` (1-based) and applies the at-rest
  * faults that have no trigger. */
 int ckh__run_arm_faults(struct ckh__run_ctx *c, int run);
+/* The rule of fault f on node (-1: any) with its trigger's selectors
+ * only (action NONE); also the real platform's (run/platform_real.c). */
+void ckh__run_rule_for(const struct ckh_scn_fault *f, int node, struct ckh_fault_rule *r);
 /* The hook sees every op: it only tracks each node's progress. */
 void ckh__run_track_hook(void *ctx, const struct ckh_op *op, struct ckh_fault_action *act);
 

@@ -39,6 +39,8 @@ struct ckh_run_options {
     void (*on_trace)(void *ctx, const struct ckh_sim *sim, const struct ckh_scenario_run *r);
     void *on_trace_ctx;     /* passed to on_trace */
     bool timeline;          /* fill out->timeline with the runs' per-node events */
+    bool real_platform;     /* --platform real: workload jobs run as real processes
+                               (run/platform_real.h), as `platform: real` asks */
 };
 
 /* Where a node stood when a run ended. */

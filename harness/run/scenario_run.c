@@ -18,6 +18,7 @@
 
 #include "ckh/err.h"
 #include "run/command.h"
+#include "run/platform_real.h"
 #include "run/run_ctx.h"
 #include "search/fuzz.h"
 
@@ -78,6 +79,9 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     /* A command job runs real programs (run/command.h). */
     if (ckh_scn_is_command_job(sc))
         return ckh__cmd_harness_run(sc, o, out);
+    /* The real platform runs the nodes as processes (run/platform_real.h). */
+    if (ckh__real_selected(sc, o->real_platform))
+        return ckh__real_harness_run(sc, o, out);
 
     ckh_report_set(&out->name, "%s", sc->name);
     ckh_report_set(&out->file, "%s", sc->file);

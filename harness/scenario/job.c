@@ -198,7 +198,7 @@ static const char *const job_keys[] = {
     "workload",        "nodes",   "ranks",  "epochs",     "steps",
     "backend",         "saver",   "checkpoint_dir",       "checkpoint_every",
     "options",         "disks",   "collective_timeout",   "gpu_memory",
-    "defects",         "command", "env",    "timeout"};
+    "defects",         "command", "env",    "timeout",    "platform"};
 static const char *const every_keys[] = {"epochs", "steps"};
 
 /* job.disks (default: one shared disk at "/"); the checkpoint directory
@@ -485,5 +485,14 @@ int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct c
         (rc = ckh__scn_get_name_list(p, v, "job.defects", o ? &o->defects : NULL, &job->defects,
                             &job->ndefects)))
         return rc;
+    if ((v = ckh__scn_get(p, n, "platform"))) {
+        int e;
+        if (job->commands)
+            return ckh__scn_fail(p, v, CKH_EINVAL, "'job.platform' applies to workload jobs (a command "
+                                                   "job's programs are real processes already)");
+        if ((rc = ckh__scn_get_enum(p, v, "job.platform", ckh_scn_platforms.names, ckh_scn_platforms.n, &e)))
+            return rc;
+        job->platform = (enum ckh_scn_platform)e;
+    }
     return 0;
 }

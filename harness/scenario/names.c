@@ -17,6 +17,7 @@ TABLE(kill_whens, "before", "after", "mid-write");
 TABLE(corrupt_modes, "bit-flip", "truncate", "zero-range", "delete", "older-version");
 TABLE(keeps, "random", "synced", "cache");
 TABLE(errnos, "EIO", "ENOSPC", "EDQUOT", "EACCES", "ENOENT", "EROFS");
+TABLE(platforms, "sim", "real");
 #define CKH__SCN_OUT_NAME(e, s) s,
 TABLE(outcomes, CKH_SCN_OUTCOME_MAP(CKH__SCN_OUT_NAME));
 #undef CKH__SCN_OUT_NAME

@@ -25,6 +25,7 @@ extern const struct ckh_scn_enum ckh_scn_kill_whens;    /* enum ckh_scn_kill_whe
 extern const struct ckh_scn_enum ckh_scn_corrupt_modes; /* enum ckh_scn_corrupt_mode */
 extern const struct ckh_scn_enum ckh_scn_keeps;         /* enum ckh_scn_keep */
 extern const struct ckh_scn_enum ckh_scn_errnos;        /* index into the injectable errnos */
+extern const struct ckh_scn_enum ckh_scn_platforms;     /* enum ckh_scn_platform */
 
 /* names[v], or NULL when v is outside the table. */
 const char *ckh_scn_enum_name(const struct ckh_scn_enum *e, int v);

@@ -85,6 +85,13 @@ struct ckh_scn_command {
     int column;        /* 1-based column of the argv list */
 };
 
+/* job.platform: where a workload job's nodes run (ckh_scn_platforms
+ * names them). */
+enum ckh_scn_platform {
+    CKH_SCN_PLATFORM_SIM = 0, /* the simulator (default) */
+    CKH_SCN_PLATFORM_REAL,    /* real processes over MPI (harness/run/platform_real.h) */
+};
+
 struct ckh_scn_job {
     const char *workload;           /* validated against the caller's list; required unless
                                        `command` is given (then NULL) */
@@ -112,6 +119,8 @@ struct ckh_scn_job {
     size_t nenv;                      /* number of variables */
     uint64_t timeout_ns;              /* job.timeout: wall-clock limit of one run of a command
                                          job (default 120 s); past it the run hangs */
+    /* ---- appended: the platform (docs/REAL.md) ---- */
+    enum ckh_scn_platform platform;   /* job.platform: sim (default) or real */
 };
 
 /* ---- faults ---- */

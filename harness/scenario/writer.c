@@ -235,6 +235,12 @@ static int write_job(FILE *f, const struct ckh_scn_job *j)
     if (j->gpu_mem_bytes)
         fprintf(f, "  gpu_memory: %" PRIu64 "\n", j->gpu_mem_bytes);
     list_line(f, "  defects: ", j->defects, j->ndefects);
+    if (j->platform != CKH_SCN_PLATFORM_SIM) {
+        const char *platform = ckh_scn_enum_name(&ckh_scn_platforms, (int)j->platform);
+        if (!platform)
+            return CKH_EINVAL;
+        fprintf(f, "  platform: %s\n", platform);
+    }
     return 0;
 }
 

@@ -55,6 +55,15 @@ size_t ckh_dtype_size(enum ckh_dtype dt);
 const char *ckh_dtype_name(enum ckh_dtype dt);
 const char *ckh_redop_name(enum ckh_redop op);
 
+/* acc[i] = acc[i] OP in[i] for i < count: THE reduction of every
+ * all-reduce, shared by the simulator (sim/coll.c) and the real platform
+ * (real/coll_mpi.c), which both fold the ranks' buffers with it in rank
+ * order (acc = rank 0's, then rank 1's folded in, ...), so results are
+ * bit-identical on both. Integer sums wrap (computed unsigned); MAX/MIN
+ * keep acc's value on ties and on unordered (NaN) comparisons. An unknown
+ * dtype leaves acc alone. Buffers may be unaligned. */
+void ckh_coll_reduce(void *acc, const void *in, size_t count, enum ckh_dtype dtype, enum ckh_redop redop);
+
 struct ckh_coll;
 /* Every collective takes a timeout (0: wait forever). NCCL-like semantics:
  * all ranks must call the same collectives in the same order with the same

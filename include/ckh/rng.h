@@ -39,6 +39,12 @@ double ckh_rng_unit(struct ckh_rng *r);
 uint64_t ckh_hash64(uint64_t h, const void *data, size_t len);
 /* Derives a sub-seed for a named component: stable for (seed, name). */
 uint64_t ckh_seed_derive(uint64_t seed, const char *name);
+/* The base of a node's named random streams (struct ckh_rand of
+ * include/ckh/env.h): ckh_seed_derive(ckh_seed_derive(seed, "node-rand"),
+ * node_name). Every platform (the simulator, the real one) derives a
+ * node's streams from it, so a node's stream_seed(name) is
+ * ckh_seed_derive(base, name) for the same (seed, node, name) everywhere. */
+uint64_t ckh_node_rand_base(uint64_t seed, const char *node_name);
 
 /* CRC-32C (Castagnoli) of data, continuing from crc (start with 0). */
 uint32_t ckh_crc32c(uint32_t crc, const void *data, size_t len);

@@ -1,0 +1,271 @@
+/* The fault script of one real node (real_faults.h has the contract). */
+#include "real_faults.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckh/err.h"
+#include "ckh/rng.h"
+
+/* One rule's counters, as kept in the shared state file (fixed layout). */
+struct rule_state {
+    uint64_t matches;   /* ops matched so far (all processes) */
+    uint64_t fired;     /* times it fired */
+    uint8_t spent;      /* fired and not repeating */
+    uint8_t deferred;   /* due while another rule took the op */
+    uint8_t seeded;     /* rng below is seeded */
+    uint8_t pad[5];     /* zero */
+    struct ckh_rng rng; /* probability draws: ckh_seed_derive(seed, "fault/INDEX") */
+};
+
+struct ckh_real_faults {
+    uint64_t seed;                     /* the run's seed */
+    struct ckh_real_rule *rules;       /* copies (strings borrowed) */
+    size_t nrules;                     /* their count */
+    struct rule_state *state;          /* [nrules]: this process's copy of the counters */
+    int state_fd;                      /* the shared counters (-1: local only) */
+    int log_fd;                        /* the firing log (-1: none) */
+    uint64_t t0_ns;                    /* when the process armed its rules */
+    pthread_mutex_t lock;              /* one evaluation at a time within the process */
+};
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* at_time_ns: wall-clock time on real machines */
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+_Noreturn void ckh_real_faults_kill(void)
+{
+    for (;;) {
+        kill(getpid(), SIGKILL);
+        pause();
+    }
+}
+
+static const char *action_name(enum ckh_fault_kind k)
+{
+    static const char *const names[] = {"none", "errno", "kill_before", "kill_after", "kill_mid",
+                                        "crash_before", "power_loss", "delay", "fsync_lost", "call",
+                                        "mismatch", "short_write"};
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+static bool action_supported(enum ckh_fault_kind k)
+{
+    return k == CKH_FAULT_ERRNO || k == CKH_FAULT_KILL_BEFORE || k == CKH_FAULT_KILL_AFTER ||
+           k == CKH_FAULT_KILL_MID || k == CKH_FAULT_DELAY || k == CKH_FAULT_MISMATCH ||
+           k == CKH_FAULT_SHORT_WRITE;
+}
+
+int ckh_real_faults_create(const struct ckh_real_faults_config *cfg, struct ckh_real_faults **out,
+                           char *msg, size_t msglen)
+{
+    if (!cfg || !out || (cfg->nrules && !cfg->rules))
+        return CKH_EINVAL;
+    for (size_t i = 0; i < cfg->nrules; i++)
+        if (!action_supported(cfg->rules[i].rule.action.kind))
+            return ckh_errf(msg, msglen, CKH_EINVAL, "fault %zu: %s cannot be carried out on the real "
+                            "platform (it needs a simulated disk)", cfg->rules[i].fault + 1,
+                            action_name(cfg->rules[i].rule.action.kind));
+    struct ckh_real_faults *f = calloc(1, sizeof *f);
+    if (!f)
+        return CKH_ENOMEM;
+    int rc = CKH_ENOMEM;
+    f->state_fd = -1;
+    f->log_fd = -1;
+    f->seed = cfg->seed;
+    f->nrules = cfg->nrules;
+    f->rules = calloc(cfg->nrules + 1, sizeof *f->rules);
+    f->state = calloc(cfg->nrules + 1, sizeof *f->state);
+    if (!f->rules || !f->state)
+        goto out_free;
+    if (cfg->nrules)
+        memcpy(f->rules, cfg->rules, cfg->nrules * sizeof *f->rules);
+    if (cfg->state_path && cfg->nrules &&
+        (f->state_fd = open(cfg->state_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+        rc = ckh_errf(msg, msglen, -errno, "cannot open %s: %s", cfg->state_path, strerror(errno));
+        goto out_free;
+    }
+    if (cfg->log_path &&
+        (f->log_fd = open(cfg->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0) {
+        rc = ckh_errf(msg, msglen, -errno, "cannot open %s: %s", cfg->log_path, strerror(errno));
+        goto out_free;
+    }
+    pthread_mutex_init(&f->lock, NULL);
+    f->t0_ns = mono_ns();
+    *out = f;
+    return 0;
+out_free:
+    ckh_real_faults_destroy(f);
+    return rc;
+}
+
+void ckh_real_faults_destroy(struct ckh_real_faults *f)
+{
+    if (!f)
+        return;
+    if (f->state_fd >= 0)
+        close(f->state_fd);
+    if (f->log_fd >= 0)
+        close(f->log_fd);
+    free(f->rules);
+    free(f->state);
+    free(f);
+}
+
+static bool action_fits(const struct ckh_fault_rule *r, enum ckh_op_kind k)
+{
+    switch (r->action.kind) {
+    case CKH_FAULT_MISMATCH:
+        return k == CKH_OP_BARRIER || k == CKH_OP_BROADCAST || k == CKH_OP_ALLREDUCE ||
+               k == CKH_OP_ALLGATHER;
+    case CKH_FAULT_SHORT_WRITE:
+        return k == CKH_OP_WRITE || k == CKH_OP_PWRITE;
+    default:
+        return true;
+    }
+}
+
+/* The selectors only (no counters): sim/sched.c's rule_matches. */
+static bool rule_matches(const struct ckh_real_faults *f, const struct ckh_fault_rule *r,
+                         const struct ckh_op *op)
+{
+    if (r->node >= 0 && r->node != op->node)
+        return false;
+    if (r->kind >= 0 && r->kind != (int)op->kind)
+        return false;
+    if (r->path_glob && (!op->path || fnmatch(r->path_glob, op->path, 0) != 0))
+        return false;
+    if (r->phase && (!op->phase || strcmp(r->phase, op->phase) != 0))
+        return false;
+    if (r->epoch >= 0 && r->epoch != op->epoch)
+        return false;
+    if (r->step >= 0 && r->step != op->step)
+        return false;
+    return !r->at_time_ns || mono_ns() - f->t0_ns >= r->at_time_ns;
+}
+
+/* Counts a match and says whether the rule fires on it (sim/sched.c's
+ * rule_fires, on the shared counters). */
+static bool rule_fires(const struct ckh_fault_rule *r, struct rule_state *s, bool taken)
+{
+    s->matches++;
+    bool due;
+    if (r->probability > 0) {
+        due = ckh_rng_unit(&s->rng) < r->probability;
+    } else {
+        uint64_t nth = r->nth ? r->nth : 1;
+        due = s->deferred || s->matches == nth || (r->repeat && s->matches > nth);
+    }
+    if (!due)
+        return false;
+    if (taken) {
+        if (r->probability == 0 && !r->repeat)
+            s->deferred = 1;
+        return false;
+    }
+    s->deferred = 0;
+    if (!r->repeat)
+        s->spent = 1;
+    return true;
+}
+
+/* The shared counters: locked and read in, or written back and unlocked. */
+static void state_lock(struct ckh_real_faults *f, bool lock)
+{
+    if (f->state_fd < 0)
+        return;
+    size_t bytes = f->nrules * sizeof *f->state;
+    struct flock fl = {.l_type = lock ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET};
+    if (lock) {
+        while (fcntl(f->state_fd, F_SETLKW, &fl) != 0 && errno == EINTR)
+            ;
+        memset(f->state, 0, bytes);
+        if (pread(f->state_fd, f->state, bytes, 0) < 0)
+            memset(f->state, 0, bytes);
+        return;
+    }
+    if (pwrite(f->state_fd, f->state, bytes, 0) != (ssize_t)bytes)
+        fprintf(stderr, "ckh real: cannot update the fault counters: %s\n", strerror(errno));
+    fcntl(f->state_fd, F_SETLK, &fl);
+}
+
+static void log_firing(struct ckh_real_faults *f, size_t i, const struct ckh_op *op,
+                       const struct ckh_fault_action *act)
+{
+    if (f->log_fd < 0)
+        return;
+    char line[512];
+    int n = snprintf(line, sizeof line, "fired %zu %zu %s %s %s\n", i, f->rules[i].fault,
+                     ckh_op_name(op->kind), action_name(act->kind), op->path ? op->path : "-");
+    if (n > (int)sizeof line - 1)
+        n = (int)sizeof line - 1;
+    if (write(f->log_fd, line, (size_t)n) != n)
+        fprintf(stderr, "ckh real: cannot log a fault firing: %s\n", strerror(errno));
+}
+
+void ckh_real_faults_enter(struct ckh_real_faults *f, const struct ckh_op *op,
+                           struct ckh_fault_action *act)
+{
+    memset(act, 0, sizeof *act);
+    if (!f || !f->nrules)
+        return;
+    bool any = false;
+    for (size_t i = 0; i < f->nrules && !any; i++)
+        any = action_fits(&f->rules[i].rule, op->kind) && rule_matches(f, &f->rules[i].rule, op);
+    if (!any)
+        return;
+    pthread_mutex_lock(&f->lock);
+    state_lock(f, true);
+    size_t source = SIZE_MAX;
+    for (size_t i = 0; i < f->nrules; i++) {
+        const struct ckh_fault_rule *r = &f->rules[i].rule;
+        struct rule_state *s = &f->state[i];
+        if (s->spent || !action_fits(r, op->kind) || !rule_matches(f, r, op))
+            continue;
+        if (!s->seeded) {
+            char name[48];
+            snprintf(name, sizeof name, "fault/%zu", i);
+            ckh_rng_seed(&s->rng, ckh_seed_derive(f->seed, name));
+            s->seeded = 1;
+        }
+        if (!rule_fires(r, s, act->kind != CKH_FAULT_NONE))
+            continue;
+        *act = r->action;
+        s->fired++;
+        source = i;
+        if ((act->kind == CKH_FAULT_KILL_MID || act->kind == CKH_FAULT_SHORT_WRITE) &&
+            act->keep_bytes == 0 && r->keep_fraction > 0)
+            act->keep_bytes = (uint64_t)((double)op->len * r->keep_fraction);
+        if (act->kind == CKH_FAULT_SHORT_WRITE && act->keep_bytes == 0 && r->keep_fraction > 0 &&
+            op->len > 0)
+            act->keep_bytes = 1;
+    }
+    state_lock(f, false);
+    if ((act->kind == CKH_FAULT_KILL_MID || act->kind == CKH_FAULT_SHORT_WRITE) &&
+        act->keep_bytes > op->len)
+        act->keep_bytes = op->len;
+    if (source != SIZE_MAX)
+        log_firing(f, source, op, act);
+    pthread_mutex_unlock(&f->lock);
+    if (act->kind == CKH_FAULT_KILL_BEFORE ||
+        (act->kind == CKH_FAULT_KILL_MID && op->kind != CKH_OP_WRITE && op->kind != CKH_OP_PWRITE))
+        ckh_real_faults_kill();
+    if (act->kind == CKH_FAULT_DELAY) {
+        struct timespec ts = {.tv_sec = (time_t)(act->delay_ns / 1000000000ull),
+                              .tv_nsec = (long)(act->delay_ns % 1000000000ull)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+        memset(act, 0, sizeof *act);
+    }
+}

@@ -1,0 +1,335 @@
+/* The rank program: ONE node of a scenario's job as a real process
+ * (ckh-rank-openmpi, ckh-rank-mpich: this file built against each MPI
+ * found). The launcher (harness/run/platform_real.c) starts it under
+ * mpirun for the ranked nodes, or as a plain process for a node without
+ * a rank:
+ *
+ *   ckh-rank-MPI --scenario FILE --seed N --run R --resume E --dir RUNDIR
+ *                (--ranks I0,I1,... | --node I) [--reference]
+ *
+ * --ranks: MPI rank r runs node I_r (the node of collective rank r);
+ * --node: node I, without MPI. The process parses FILE, resolves and
+ * creates the workload instance exactly as the simulated runner does
+ * (run/workloads.h), calls before_run(R, E), arms the fault rules of run
+ * R (none with --reference, which also switches the defects off), builds
+ * the real environment (real_env.h) with the collectives (real_coll.h),
+ * runs the node's program, and leaves in RUNDIR its records, phases,
+ * fault firings and, last, its status (platform_real.h names the files).
+ *
+ * Exit status: 0 when the node's program completed the job, 1 when it
+ * returned an error (its code is in the status file), 2 bad arguments or
+ * scenario, 3 the environment (MPI failing to start, the run folder).
+ *
+ * This is the one file of real/ that uses harness/: the program that
+ * joins the layers, as harness/cli/main.c joins ckh's.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "ckh/err.h"
+#include "real_coll.h"
+#include "real_env.h"
+#include "real_faults.h"
+#include "run/platform_real.h"
+#include "run/workloads.h"
+#include "search/fuzz.h"
+
+#define MSG 1024
+
+struct args {
+    const char *scenario; /* --scenario */
+    uint64_t seed;        /* --seed */
+    int run;              /* --run (1-based) */
+    int64_t resume;       /* --resume (-1: latest) */
+    const char *dir;      /* --dir */
+    const char *ranks;    /* --ranks (NULL: --node) */
+    int node;             /* --node */
+    bool reference;       /* --reference */
+};
+
+/* What the process holds, for exit paths (the node may call exit()). */
+struct rank {
+    struct args a;                 /* the command line */
+    struct ckh_scenario *sc;       /* parsed scenario */
+    struct ckh_resolved res;       /* its workload */
+    struct ckh_wl_option *opts;    /* the job's options */
+    struct ckh_workload_job job;   /* as the workload sees it */
+    void *inst;                    /* the instance */
+    int n;                         /* nodes */
+    char (*names)[CKH_NODE_NAME_LEN]; /* their names */
+    int node;                      /* this process's node */
+    bool mpi;                      /* MPI was started */
+    struct ckh_coll *coll;         /* collectives (NULL: none) */
+    struct ckh_real_faults *faults; /* fault script */
+    struct ckh_env *env;           /* the node's environment */
+    bool ended;                    /* the status is written */
+};
+
+static int usage(const char *why)
+{
+    fprintf(stderr, "ckh-rank: %s\nusage: ckh-rank-MPI --scenario FILE --seed N --run R --resume E "
+                    "--dir RUNDIR (--ranks I0,I1,... | --node I) [--reference]\n", why);
+    return 2;
+}
+
+static bool num(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || !end || *end || end == s || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+    int64_t v;
+    *a = (struct args){.run = 1, .resume = -1, .node = -1};
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(k, "--reference")) {
+            a->reference = true;
+            continue;
+        }
+        if (!val)
+            return usage("an option lacks its value");
+        i++;
+        if (!strcmp(k, "--scenario"))
+            a->scenario = val;
+        else if (!strcmp(k, "--dir"))
+            a->dir = val;
+        else if (!strcmp(k, "--ranks"))
+            a->ranks = val;
+        else if (!strcmp(k, "--seed") && num(val, 0, INT64_MAX, &v))
+            a->seed = (uint64_t)v;
+        else if (!strcmp(k, "--run") && num(val, 1, 1000000, &v))
+            a->run = (int)v;
+        else if (!strcmp(k, "--resume") && num(val, -1, INT64_MAX, &v))
+            a->resume = v;
+        else if (!strcmp(k, "--node") && num(val, 0, 1023, &v))
+            a->node = (int)v;
+        else
+            return usage("unknown option or bad value");
+    }
+    if (!a->scenario || !a->dir || (!a->ranks) == (a->node < 0))
+        return usage("--scenario, --dir and one of --ranks or --node are required");
+    return 0;
+}
+
+/* The workload instance, as the simulated runner builds it. */
+static int build_job(struct rank *k, char *msg)
+{
+    struct ckh_scn_options so;
+    struct ckh_scn_error e;
+    int rc;
+    ckh_fuzz_scn_options(&so);
+    if ((rc = ckh_scenario_parse_file(k->a.scenario, &so, &k->sc, &e)) != 0) {
+        ckh_scn_error_format(&e, msg, MSG);
+        return rc;
+    }
+    if ((rc = ckh_workloads_resolve(k->sc, &k->res, msg, MSG)) != 0)
+        return rc;
+    k->opts = calloc(k->sc->job.noptions + 1, sizeof *k->opts);
+    if (!k->opts)
+        return CKH_ENOMEM;
+    ckh_workloads_job(k->sc, &k->res, k->a.seed, k->a.reference ? CKH_RUN_REFERENCE : 0, &k->job, k->opts);
+    if ((rc = k->res.workload->create(&k->job, &k->inst, msg, MSG)) != 0)
+        return rc;
+    k->n = k->res.workload->node_count(k->inst);
+    if (k->n < 1 || k->n > 1024 || !(k->names = calloc((size_t)k->n, sizeof *k->names)))
+        return ckh_errf(msg, MSG, CKH_EINVAL, "the workload has %d nodes", k->n);
+    for (int i = 0; i < k->n; i++) {
+        int rank;
+        if ((rc = k->res.workload->node(k->inst, i, k->names[i], sizeof k->names[i], &rank)) != 0)
+            return ckh_errf(msg, MSG, rc, "node %d: %s", i, ckh_strerror(rc));
+    }
+    if (k->res.workload->before_run)
+        k->res.workload->before_run(k->inst, k->a.run, k->a.resume);
+    return 0;
+}
+
+/* Which node this process runs; with --ranks, MPI starts here. */
+static int pick_node(struct rank *k, int *argc, char ***argv, char *msg)
+{
+    if (!k->a.ranks) {
+        k->node = k->a.node;
+    } else {
+        int rank = 0, world = 0, rc;
+        if ((rc = ckh_real_mpi_init(argc, argv, &rank, &world, msg, MSG)) != 0)
+            return rc;
+        k->mpi = true;
+        const char *p = k->a.ranks;
+        int r = 0;
+        k->node = -1;
+        for (; *p && r <= rank; r++) {
+            char *end = NULL;
+            long v = strtol(p, &end, 10);
+            if (r == rank)
+                k->node = end != p ? (int)v : -1;
+            p = *end == ',' ? end + 1 : end;
+        }
+        int listed = 1;
+        for (const char *q = k->a.ranks; *q; q++)
+            listed += *q == ',';
+        if (listed != world)
+            return ckh_errf(msg, MSG, CKH_EINVAL, "--ranks lists %d nodes but mpirun started %d ranks",
+                            listed, world);
+        if ((rc = ckh_real_coll_create(&k->coll)) != 0)
+            return ckh_errf(msg, MSG, rc, "%s: cannot create the communicator", ckh_real_mpi_name());
+    }
+    if (k->node < 0 || k->node >= k->n)
+        return ckh_errf(msg, MSG, CKH_EINVAL, "node %d is not a node of the job (0..%d)", k->node, k->n - 1);
+    int rank = -1;
+    k->res.workload->node(k->inst, k->node, k->names[k->node], sizeof k->names[k->node], &rank);
+    if (k->coll && rank != ckh_coll_rank(k->coll))
+        return ckh_errf(msg, MSG, CKH_EINVAL, "node %s has collective rank %d, MPI gave it %d",
+                        k->names[k->node], rank, ckh_coll_rank(k->coll));
+    return 0;
+}
+
+static int arm(struct rank *k, char *msg)
+{
+    struct ckh_fault_rule *rules = NULL;
+    size_t *fault_of = NULL, nrules = 0;
+    int rc = 0;
+    if (!k->a.reference &&
+        (rc = ckh__real_rules(k->sc, k->a.run, (const char(*)[CKH_NODE_NAME_LEN])k->names, k->n, &rules,
+                              &fault_of, &nrules, msg, MSG)) != 0)
+        return rc;
+    struct ckh_real_rule *rr = calloc(nrules + 1, sizeof *rr);
+    char state[1024], log[1024];
+    char run_name[32];
+    snprintf(run_name, sizeof run_name, "state.%d", k->a.run);
+    if (!rr) {
+        rc = CKH_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < nrules; i++)
+        rr[i] = (struct ckh_real_rule){.rule = rules[i], .fault = fault_of[i]};
+    snprintf(state, sizeof state, "%s/faults/%s", k->a.dir, run_name);
+    ckh__real_path(log, sizeof log, k->a.dir, "faults", k->names[k->node], k->a.run);
+    struct ckh_real_faults_config fc = {.seed = k->a.seed, .rules = rr, .nrules = nrules,
+                                        .state_path = state, .log_path = log};
+    rc = ckh_real_faults_create(&fc, &k->faults, msg, MSG);
+out:
+    free(rr);
+    free(rules);
+    free(fault_of);
+    return rc;
+}
+
+/* The status file: the node program's return code (written last). */
+static void write_status(struct rank *k, int status)
+{
+    char path[1024];
+    if (k->ended || ckh__real_path(path, sizeof path, k->a.dir, "status", k->names[k->node], k->a.run) != 0)
+        return;
+    k->ended = true;
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "%d\n", status) < 0 || fclose(f) != 0)
+        fprintf(stderr, "ckh-rank: cannot write %s: %s\n", path, strerror(errno));
+}
+
+/* A stop on bad input or the environment, for the launcher to report:
+ * status/error.<run>.<pid> holds "code message". */
+static void write_error(const struct rank *k, int code, const char *msg)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/status/error.%d.%ld", k->a.dir, k->a.run, (long)getpid());
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "%d %s", code, msg);
+        fclose(f);
+    }
+}
+
+static void release(struct rank *k)
+{
+    ckh_real_env_destroy(k->env);
+    k->env = NULL;
+    ckh_real_faults_destroy(k->faults);
+    k->faults = NULL;
+    struct ckh_coll *c = k->coll;
+    bool failed = ckh_real_coll_failed(c);
+    if (k->mpi && !failed)
+        ckh_real_coll_destroy(c);
+    k->coll = NULL;
+    if (k->mpi)
+        ckh_real_mpi_finalize(failed ? c : NULL);
+    k->mpi = false;
+    if (k->inst)
+        k->res.workload->destroy(k->inst);
+    k->inst = NULL;
+    free(k->names);
+    free(k->opts);
+    ckh_scenario_free(k->sc);
+}
+
+/* The node called exit(status) (node ops): what main would do after it. */
+static void on_node_exit(void *ctx, int status)
+{
+    struct rank *k = ctx;
+    write_status(k, status);
+    release(k);
+}
+
+static int run_node(struct rank *k, char *msg)
+{
+    char root[1024], rec[1024], track[1024];
+    int rc;
+    const char *name = k->names[k->node];
+    if ((rc = ckh__real_disk_dir(root, sizeof root, k->a.dir, k->sc, name)) != 0 ||
+        (rc = ckh__real_path(rec, sizeof rec, k->a.dir, "results", name, k->a.run)) != 0 ||
+        (rc = ckh__real_path(track, sizeof track, k->a.dir, "track", name, k->a.run)) != 0)
+        return ckh_errf(msg, MSG, rc, "the run folder's paths are too long");
+    struct ckh_real_env_config ec = {.root_dir = root, .seed = k->a.seed, .node_name = name,
+                                     .node_index = k->node, .coll = k->coll, .faults = k->faults,
+                                     .record_path = rec, .track_path = track, .on_exit = on_node_exit,
+                                     .on_exit_ctx = k};
+    if ((rc = ckh_real_env_create(&ec, &k->env, msg, MSG)) != 0)
+        return rc;
+    if (k->coll)
+        ckh_real_coll_set_gate(k->coll, ckh_real_env_gate, k->env);
+    int status = k->res.workload->node_main(k->env, k->inst, k->node);
+    write_status(k, status);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    static struct rank k; /* static: the node's exit() reaches it through on_exit */
+    char msg[MSG] = "";
+    int rc;
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* the launcher gone: so is the node */
+    if ((rc = parse_args(argc, argv, &k.a)) != 0)
+        return rc;
+    int code = 2;
+    if ((rc = build_job(&k, msg)) != 0)
+        goto out;
+    code = 3;
+    if ((rc = pick_node(&k, &argc, &argv, msg)) != 0)
+        goto out;
+    code = 2;
+    if ((rc = arm(&k, msg)) != 0)
+        goto out;
+    code = 3;
+    if ((rc = run_node(&k, msg)) != 0 && !k.ended)
+        goto out;
+    code = rc == 0 ? 0 : 1;
+    msg[0] = '\0';
+out:
+    if (msg[0]) {
+        fprintf(stderr, "ckh-rank (%s, node %d): %s\n", ckh_real_mpi_name(), k.node, msg);
+        write_error(&k, rc ? rc : CKH_EINTERNAL, msg);
+    }
+    release(&k);
+    return code;
+}
