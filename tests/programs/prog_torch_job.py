@@ -35,6 +35,7 @@ _TOOLS = os.path.join(HERE, os.pardir, os.pardir, "tools")
 if os.path.exists(os.path.join(_TOOLS, "ckh_result.py")):
     sys.path.insert(0, os.path.abspath(_TOOLS))  # the source tree's copy first
 import ckh_result as ckh  # noqa: E402
+from verify_ckpt import newest  # noqa: E402  (how each protocol finds its newest checkpoint)
 
 import torch  # noqa: E402
 
@@ -88,18 +89,6 @@ def save_direct(state, dirpath, step):
     torch.save(state, os.path.join(dirpath, "step_%d.pt" % step))
 
 
-def newest_direct(dirpath):
-    """The checkpoint with the highest step number, or None."""
-    best = None
-    if not os.path.isdir(dirpath):
-        return None
-    for name in os.listdir(dirpath):
-        m = re.fullmatch(r"step_(\d+)\.pt", name)
-        if m and (best is None or int(m.group(1)) > best[0]):
-            best = (int(m.group(1)), name)
-    return os.path.join(dirpath, best[1]) if best else None
-
-
 def save_atomic(state, dirpath, step):
     """The safe way: the checkpoint through a temporary file, fsync, rename
     and an fsync of the folder, then `latest` naming it the same way; the
@@ -113,16 +102,14 @@ def save_atomic(state, dirpath, step):
             os.unlink(os.path.join(dirpath, old))
 
 
+def newest_direct(dirpath):
+    """The checkpoint with the highest step number, or None."""
+    return newest("direct", dirpath)
+
+
 def newest_atomic(dirpath):
     """The checkpoint `latest` names, or None when there is no `latest`."""
-    try:
-        with open(os.path.join(dirpath, "latest")) as f:
-            name = f.read().strip()
-    except FileNotFoundError:
-        return None
-    if not re.fullmatch(r"step_\d+\.pt", name):
-        raise RuntimeError("%s holds %r, expected step_<n>.pt" % (os.path.join(dirpath, "latest"), name))
-    return os.path.join(dirpath, name)
+    return newest("atomic", dirpath)
 
 
 PROTOCOLS = {"direct": (save_direct, newest_direct), "atomic": (save_atomic, newest_atomic)}

@@ -22,6 +22,10 @@ import zipfile
 
 
 def newest(protocol, dirpath):
+    """The checkpoint a job saving with protocol would load from dirpath, or
+    None (prog_torch_job.py finds it with this function too)."""
+    if not os.path.isdir(dirpath):
+        return None
     if protocol == "atomic":
         try:
             with open(os.path.join(dirpath, "latest")) as f:
