@@ -25,6 +25,7 @@
 #include "ckh/err.h"
 #include "cli/cli.h"
 #include "cli/cli_load.h"
+#include "cli/cli_result.h"
 #include "cli/opt.h"
 #include "cli/wire.h"
 #include "report.h"
@@ -93,80 +94,6 @@ static void print_usage_run(FILE *f)
             "  128+N interrupted by signal N\n");
 }
 
-/* ---- result transport between a worker and ckh ---- */
-
-static int result_write(FILE *f, const struct ckh_report_result *r)
-{
-    int32_t verdict = (int32_t)r->verdict;
-    fwrite(&verdict, sizeof verdict, 1, f);
-    ckh_wire_put_str(f, r->name);
-    ckh_wire_put_str(f, r->file);
-    ckh_wire_put_str(f, r->failed_oracle);
-    ckh_wire_put_str(f, r->message);
-    ckh_wire_put_str(f, r->replay);
-    uint64_t nums[7] = {(uint64_t)r->first_divergent_step, r->seed, r->virtual_ns, r->wall_ms,
-                        r->runs, r->restarts, r->noracles};
-    fwrite(nums, sizeof nums, 1, f);
-    for (size_t i = 0; i < r->noracles; i++) {
-        ckh_wire_put_str(f, r->oracles[i].name);
-        uint8_t passed = r->oracles[i].passed;
-        fwrite(&passed, 1, 1, f);
-        ckh_wire_put_str(f, r->oracles[i].detail);
-    }
-    uint8_t has_timeline = r->timeline != NULL;
-    fwrite(&has_timeline, 1, 1, f);
-    if (has_timeline && ckh_report_timeline_write(f, r->timeline) != 0)
-        return -EIO;
-    return ferror(f) ? -EIO : 0;
-}
-
-static int result_read_oracles(FILE *f, struct ckh_report_result *r, uint64_t n)
-{
-    for (uint64_t i = 0; i < n; i++) {
-        char *name = NULL, *detail = NULL;
-        uint8_t passed = 0;
-        int rc = ckh_wire_get_str(f, &name);
-        if (rc == 0 && fread(&passed, 1, 1, f) != 1)
-            rc = CKH_ETRUNCATED;
-        rc = rc ? rc : ckh_wire_get_str(f, &detail);
-        if (rc == 0)
-            rc = ckh_report_add_oracle(r, name ? name : "?", passed != 0, detail);
-        free(name);
-        free(detail);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-static int result_read(FILE *f, struct ckh_report_result *r)
-{
-    int32_t verdict;
-    uint64_t nums[7];
-    if (fread(&verdict, sizeof verdict, 1, f) != 1)
-        return CKH_ETRUNCATED;
-    r->verdict = (enum ckh_verdict)verdict;
-    int rc;
-    if ((rc = ckh_wire_get_str(f, &r->name)) || (rc = ckh_wire_get_str(f, &r->file)) ||
-        (rc = ckh_wire_get_str(f, &r->failed_oracle)) || (rc = ckh_wire_get_str(f, &r->message)) ||
-        (rc = ckh_wire_get_str(f, &r->replay)))
-        return rc;
-    if (fread(nums, sizeof nums, 1, f) != 1)
-        return CKH_ETRUNCATED;
-    r->first_divergent_step = (int64_t)nums[0];
-    r->seed = nums[1];
-    r->virtual_ns = nums[2];
-    r->wall_ms = nums[3];
-    r->runs = (uint32_t)nums[4];
-    r->restarts = (uint32_t)nums[5];
-    if ((rc = result_read_oracles(f, r, nums[6])) != 0)
-        return rc;
-    uint8_t has_timeline = 0;
-    if (fread(&has_timeline, 1, 1, f) != 1)
-        return CKH_ETRUNCATED;
-    return has_timeline ? ckh_report_timeline_read(f, &r->timeline) : 0;
-}
-
 /* ---- one scenario in a worker ---- */
 
 /* Bad input: the scenario, or a plugin library it names (missing, not a
@@ -199,7 +126,7 @@ static int run_job(void *ctx, uint64_t k, int fd)
     if (s->res.verdict == CKH_VERDICT_ERROR && ckh_pool_child_out_of_memory(s->res.message))
         st = CKH_POOL_EXIT_MEM;
     struct ckh_wire w;
-    if (ckh_wire_open(&w) != 0 || result_write(w.f, &s->res) != 0 || ckh_wire_send(&w, fd) != 0)
+    if (ckh_wire_open(&w) != 0 || ckh_cli_result_write(w.f, &s->res) != 0 || ckh_wire_send(&w, fd) != 0)
         st = CKH_EXIT_INTERNAL;
     ckh_report_result_clear(&s->res);
     ckh_scenario_free(sc);
@@ -256,7 +183,7 @@ static void run_done(void *ctx, uint64_t k, const struct ckh_pool_result *r)
     FILE *f = r->status == CKH_POOL_OK || r->status == CKH_POOL_EXITED
                   ? ckh_wire_reader(r->data, r->len)
                   : NULL;
-    if (f && result_read(f, &s->res) == 0) {
+    if (f && ckh_cli_result_read(f, &s->res) == 0) {
         s->status = s->res.verdict == CKH_VERDICT_FAIL ? CKH_EXIT_FAILED : r->code;
         /* A verdict of error is never a success (e.g. nothing was judged). */
         if (s->res.verdict == CKH_VERDICT_ERROR && s->status == CKH_EXIT_OK)
