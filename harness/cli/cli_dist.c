@@ -114,6 +114,7 @@ struct found {
     uint32_t world;      /* ranks */
     char what[160];      /* its name and variables, for messages */
     char id[CKH_DIST_RUN_ID_LEN]; /* the launcher's job ("" if none) */
+    enum ckh_dist_mode from;      /* MPI, SRUN or ARRAY */
 };
 
 /* Reads variable name as a number 0..max into *v. Returns 0 or CKH_EINVAL. */
@@ -182,6 +183,7 @@ static int read_mpi(const char *(*get)(const char *), struct found *f, char *msg
     } else {
         *f = pmi; /* Hydra names no job: the run id comes from the options */
     }
+    f->from = CKH_DIST_MPI;
     return 0;
 }
 
@@ -194,6 +196,7 @@ static int read_srun(const char *(*get)(const char *), struct found *f, char *ms
     int rc = read_pair(get, "Slurm srun", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", f, msg, n);
     if (rc == 0)
         set_id(f, "slurm-", get("SLURM_JOB_ID"), get("SLURM_STEP_ID"));
+    f->from = CKH_DIST_SRUN;
     return rc;
 }
 
@@ -220,6 +223,7 @@ static int read_array(const char *(*get)(const char *), struct found *f, char *m
     snprintf(f->what, sizeof f->what, "Slurm array (SLURM_ARRAY_TASK_ID=%u, task %u of %u)", id,
              f->rank, count);
     set_id(f, "slurm-array-", get("SLURM_ARRAY_JOB_ID"), NULL);
+    f->from = CKH_DIST_ARRAY;
     return 0;
 }
 
@@ -236,16 +240,20 @@ static int pick_source(const struct ckh_dist_opts *o, const char *(*get)(const c
     if (rc)
         return rc;
     switch (o->mode) {
-    case CKH_DIST_AUTO: *f = mpi.present ? mpi : srun; return 0;
+    case CKH_DIST_AUTO: *f = mpi.present ? mpi : srun; break;
     case CKH_DIST_MPI:
         *f = mpi;
-        return mpi.present ? 0 : ckh_errf(msg, n, CKH_EINVAL, "--distributed mpi: neither "
-                                          "OMPI_COMM_WORLD_RANK nor PMI_RANK is set (not started "
-                                          "by mpirun?)");
+        if (!mpi.present)
+            return ckh_errf(msg, n, CKH_EINVAL, "--distributed mpi: neither "
+                            "OMPI_COMM_WORLD_RANK nor PMI_RANK is set (not started by "
+                            "mpirun?)");
+        break;
     case CKH_DIST_SRUN:
         *f = srun;
-        return srun.present ? 0 : ckh_errf(msg, n, CKH_EINVAL, "--distributed srun: "
-                                           "SLURM_STEP_NUM_TASKS is not set (not a task of srun?)");
+        if (!srun.present)
+            return ckh_errf(msg, n, CKH_EINVAL, "--distributed srun: SLURM_STEP_NUM_TASKS is "
+                            "not set (not a task of srun?)");
+        break;
     case CKH_DIST_ARRAY:
         if ((rc = read_array(get, f, msg, n)) != 0)
             return rc;
@@ -254,7 +262,7 @@ static int pick_source(const struct ckh_dist_opts *o, const char *(*get)(const c
                             "%s: both would split the work; run one ckh per array task, or "
                             "choose --distributed mpi or srun", f->what,
                             mpi.present ? mpi.what : srun.what);
-        return 0;
+        break;
     case CKH_DIST_OFF: break;
     }
     return 0;
@@ -265,6 +273,7 @@ int ckh_dist_detect(const struct ckh_dist_opts *o, const char *(*get)(const char
 {
     memset(d, 0, sizeof *d);
     d->world = 1;
+    d->from = CKH_DIST_OFF;
     snprintf(d->source, sizeof d->source, "a single machine");
     if (o->have_rank != o->have_world)
         return ckh_errf(msg, n, CKH_EINVAL, "--rank and --world go together");
@@ -287,6 +296,7 @@ int ckh_dist_detect(const struct ckh_dist_opts *o, const char *(*get)(const char
         return 0;
     }
     if (f.present) {
+        d->from = f.from;
         d->rank = f.rank;
         d->world = f.world;
         snprintf(d->source, sizeof d->source, "%s", f.what);
@@ -675,7 +685,47 @@ void ckh_dist_cleanup(const struct ckh_dist_merge *m)
     }
     if (path_of(path, sizeof path, m->dir, "run-id") == 0)
         unlink(path);
+    if (path_of(path, sizeof path, m->dir, "merge-done") == 0)
+        unlink(path);
     rmdir(m->dir); /* stays when it holds anything else */
+}
+
+void ckh_dist_give_up(const struct ckh_dist_merge *m, int status)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%d\n", status);
+    put_once(m, "merge-done", text); /* best effort: the others time out otherwise */
+}
+
+int ckh_dist_await_merge(const struct ckh_dist_merge *m, uint64_t timeout_ms, int *status)
+{
+    char part[1200], done[1200], name[32], text[32];
+    snprintf(name, sizeof name, "part.%u", m->rank);
+    path_of(part, sizeof part, m->dir, name);
+    path_of(done, sizeof done, m->dir, "merge-done");
+    uint64_t deadline = mono_ms() + (timeout_ms ? timeout_ms : CKH_DIST_MERGE_TIMEOUT_MS_DEFAULT);
+    unsigned poll_ms = POLL_MS_MIN;
+    for (;;) {
+        struct stat st;
+        if (read_text(done, text, sizeof text) == 0) {
+            *status = atoi(text);
+            return CKH_ESTATE;
+        }
+        if (stat(part, &st) != 0 && errno == ENOENT)
+            return 0;
+        if (ckh_pool_interrupted())
+            return -EINTR;
+        if (mono_ms() >= deadline)
+            return CKH_ETIMEOUT;
+        struct timespec ts = {0, (long)poll_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        poll_ms = poll_ms * 2 > POLL_MS_MAX ? POLL_MS_MAX : poll_ms * 2;
+    }
+}
+
+bool ckh_dist_waits(const struct ckh_dist *d)
+{
+    return d->world > 1 && (d->from == CKH_DIST_MPI || d->from == CKH_DIST_SRUN);
 }
 
 int ckh_dist_exit_status(int rc)

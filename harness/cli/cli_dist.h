@@ -31,6 +31,7 @@
  *       run-id        the run id (created once, by link(): never replaced);
  *       joined.R      "host pid" of the process that took rank R;
  *       part.R        rank R's partial results (R >= 1), see below;
+ *       merge-done    rank 0's exit status when it stopped without a merge;
  *       .tmp.*        files being written (renamed or linked into place).
  *     A process joins by claiming run-id (an existing one must hold the
  *     same run id: another run's partials are refused, exit 2) and then
@@ -51,6 +52,14 @@
  *     30m) after its own share is done; past it, it names every rank that
  *     did not deliver (and whether it joined, from which host and pid) and
  *     exits 3.
+ *   - Exit statuses: rank 0 exits with the merged status (that of a
+ *     single-machine run). Under mpi and srun a rank above 0 waits, after
+ *     delivering, until rank 0 has merged (part.R removed) or given up
+ *     (merge-done), at most --merge-timeout, and then exits 0 under mpi
+ *     (mpirun's status is then rank 0's: Open MPI ends the job at the first
+ *     non-zero exit, MPICH ORs the statuses) or its own status under srun
+ *     (whose status is the highest, the merged one). A rank of an array,
+ *     or named by --rank, exits with its own status at once.
  *
  * Map: options · detection · the merge folder · partials.
  */
@@ -135,6 +144,8 @@ struct ckh_dist {
     char source[160];                  /* how it was found, for messages: "Open MPI
                                           (OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=3)" */
     char launcher_id[CKH_DIST_RUN_ID_LEN]; /* the launcher's job ("" when it names none) */
+    enum ckh_dist_mode from;           /* the source: MPI, SRUN, ARRAY, or OFF for
+                                          --rank and a single machine */
 };
 
 /* Reads the environment through get (getenv, or a test's table; it
@@ -199,6 +210,24 @@ void ckh_dist_parts_free(struct ckh_dist_part *parts, uint32_t world);
  * the specification and the folder itself (left alone when it holds
  * anything else). */
 void ckh_dist_cleanup(const struct ckh_dist_merge *m);
+
+/* Rank 0, when it stops without a merge (the folder stays): writes
+ * merge-done with its exit status, so that the other ranks stop waiting. */
+void ckh_dist_give_up(const struct ckh_dist_merge *m, int status);
+
+/* Rank R >= 1, after delivering: waits up to timeout_ms (0: the default)
+ * until rank 0 has merged (part.R is gone: returns 0) or given up
+ * (merge-done: returns CKH_ESTATE with rank 0's status in *status).
+ * Returns CKH_ETIMEOUT past the limit, -EINTR on a caught signal. */
+int ckh_dist_await_merge(const struct ckh_dist_merge *m, uint64_t timeout_ms, int *status);
+
+/* Whether a rank above 0 waits for rank 0's merge before it exits, and
+ * exits 0 when its results were merged: under mpirun (Open MPI ends the
+ * whole job at the first process that exits non-zero; MPICH's mpiexec
+ * ORs the statuses) and srun (whose --kill-on-bad-exit would end rank 0
+ * too). A rank of an array, or named by --rank, exits at once with its
+ * own status. */
+bool ckh_dist_waits(const struct ckh_dist *d);
 
 /* The exit status of a ckh_dist_* error code: 2 for CKH_EINVAL and
  * CKH_EEXISTS, 128 + the signal for -EINTR, else 3. */
