@@ -728,6 +728,22 @@ bool ckh_dist_waits(const struct ckh_dist *d)
     return d->world > 1 && (d->from == CKH_DIST_MPI || d->from == CKH_DIST_SRUN);
 }
 
+int ckh_dist_rank_exit(const struct ckh_dist_merge *m, const struct ckh_dist *d,
+                       uint64_t timeout_ms, const char *verb, int status)
+{
+    if (!ckh_dist_waits(d))
+        return status;
+    int st0 = 0, rc = ckh_dist_await_merge(m, timeout_ms, &st0);
+    if (rc == 0)
+        return d->from == CKH_DIST_MPI ? CKH_EXIT_OK : status;
+    if (rc == -EINTR)
+        return CKH_EXIT_SIGNAL + ckh_pool_interrupted();
+    if (rc == CKH_ETIMEOUT)
+        fprintf(stderr, "ckh %s: rank %u of %u: rank 0 did not merge the results within the "
+                "--merge-timeout\n", verb, d->rank, d->world);
+    return status;
+}
+
 int ckh_dist_exit_status(int rc)
 {
     if (rc == CKH_EINVAL || rc == CKH_EEXISTS)

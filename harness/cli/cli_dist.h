@@ -229,6 +229,12 @@ int ckh_dist_await_merge(const struct ckh_dist_merge *m, uint64_t timeout_ms, in
  * own status. */
 bool ckh_dist_waits(const struct ckh_dist *d);
 
+/* Rank R >= 1 after delivering, status being its own exit status: waits
+ * for the merge where ckh_dist_waits says so and returns the status the
+ * rank exits with (the rules of the specification). */
+int ckh_dist_rank_exit(const struct ckh_dist_merge *m, const struct ckh_dist *d,
+                       uint64_t timeout_ms, const char *verb, int status);
+
 /* The exit status of a ckh_dist_* error code: 2 for CKH_EINVAL and
  * CKH_EEXISTS, 128 + the signal for -EINTR, else 3. */
 int ckh_dist_exit_status(int rc);

@@ -436,24 +436,6 @@ static int dist_payload(const struct run_ctx *c, int load_status, char **buf, si
     return rc;
 }
 
-/* Rank > 0, delivered: waits for rank 0's merge where the launcher needs
- * it (cli_dist.h); returns the rank's exit status. */
-static int dist_await(const struct ckh_dist_merge *m, const struct ckh_dist *d,
-                      uint64_t timeout_ms, const char *verb, int st)
-{
-    if (!ckh_dist_waits(d))
-        return st;
-    int st0 = 0, rc = ckh_dist_await_merge(m, timeout_ms, &st0);
-    if (rc == 0)
-        return d->from == CKH_DIST_MPI ? CKH_EXIT_OK : st;
-    if (rc == -EINTR)
-        return CKH_EXIT_SIGNAL + ckh_pool_interrupted();
-    if (rc == CKH_ETIMEOUT)
-        fprintf(stderr, "ckh %s: rank %u of %u: rank 0 did not merge the results within the "
-                "--merge-timeout\n", verb, d->rank, d->world);
-    return st;
-}
-
 /* Rank > 0: delivers the status and the results (or why there are none:
  * error) and prints one line. Returns the rank's exit status. */
 static int dist_deliver(const struct run_ctx *c, int st, const char *error)
@@ -487,7 +469,7 @@ static int dist_deliver(const struct run_ctx *c, int st, const char *error)
         fprintf(stderr, "ckh run: rank %u of %u (%s): %zu scenarios: %zu passed, %zu failed, %zu "
                 "errors; results delivered to %s\n", a->d.rank, a->d.world, a->d.source,
                 c->nslots, passed, failed, errors, a->m.dir);
-    return dist_await(&a->m, &a->d, a->dist.merge_timeout_ms, "run", st);
+    return ckh_dist_rank_exit(&a->m, &a->d, a->dist.merge_timeout_ms, "run", st);
 }
 
 /* Every result of the run in list order, as rank 0 puts them together. */
