@@ -210,9 +210,11 @@ static int read_array(const char *(*get)(const char *), struct found *f, char *m
     rc = rc ? rc : env_u32(get, "SLURM_ARRAY_TASK_MIN", 0, UINT32_MAX, &min, msg, n);
     if (rc == 0 && get("SLURM_ARRAY_TASK_STEP"))
         rc = env_u32(get, "SLURM_ARRAY_TASK_STEP", 1, UINT32_MAX, &step, msg, n);
-    if (rc)
-        return ckh_errf(msg, n, rc, "--distributed slurm-array: %.400s (not in a job array?)",
-                        msg);
+    if (rc) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", n ? msg : "");
+        return ckh_errf(msg, n, rc, "--distributed slurm-array: %s (not in a job array?)", why);
+    }
     if (id < min || (id - min) % step != 0 || (id - min) / step >= count)
         return ckh_errf(msg, n, CKH_EINVAL, "--distributed slurm-array: task %u is not one of the "
                         "%u tasks %u, %u+%u, ... (an array given as a list): name the rank with "
