@@ -1,10 +1,21 @@
 /* `ckh run`: every scenario in a worker of the pool (harness/run/pool.h).
  *
- * Flow: options · report paths checked · scenarios parsed in workers
- * (cli_load.c) · scenarios run in workers (at most --jobs at a time, each
- * under a wall-time limit and the memory limit; a worker parses its file
- * again and sends its result back over the pool's pipe) · summary and
- * reports.
+ * Flow: options · report paths checked · the rank (cli_dist.h) ·
+ * scenarios parsed in workers (cli_load.c) · scenarios run in workers (at
+ * most --jobs at a time, each under a wall-time limit and the memory
+ * limit; a worker parses its file again and sends its result back over the
+ * pool's pipe) · summary and reports.
+ *
+ * On many machines (rank R of a world of W > 1, docs/MULTIHOST.md): each
+ * rank loads and runs every W-th scenario of the list the single-machine
+ * run would run (after --filter and --shard: the composite shard
+ * (R*N + I)/(N*W) of shard I/N), prints nothing per scenario, and delivers
+ * its results (payload: u64 load status, u64 count, per scenario u64 its
+ * position in the whole list, u64 its exit status and its result,
+ * cli_result.h) to the merge folder. Ranks above 0 print one line and exit
+ * with their own status; rank 0 collects every partial, puts the results
+ * back in list order, prints them as a single-machine run does and writes
+ * the reports once.
  *
  * ckh's temporary folder (harness/run/tmpdir.h) holds the reference-run
  * cache the workers share; the main flow removes it on every exit path,
@@ -24,7 +35,9 @@
 
 #include "ckh/err.h"
 #include "cli/cli.h"
+#include "cli/cli_dist.h"
 #include "cli/cli_load.h"
+#include "cli/cli_result.h"
 #include "cli/opt.h"
 #include "cli/wire.h"
 #include "report.h"
@@ -45,6 +58,9 @@ struct run_args {
     const char *json;          /* --json FILE */
     const char *html;          /* --html FILE */
     bool quiet;                /* --quiet: summary only */
+    struct ckh_dist_opts dist; /* --distributed, --rank, --merge-dir, ... */
+    struct ckh_dist d;         /* this process's rank (world 1: one machine) */
+    struct ckh_dist_merge m;   /* the merge folder (world > 1) */
 };
 
 /* One scenario of the run. */
@@ -65,6 +81,7 @@ struct run_ctx {
     struct ckh_pool_limits limits;   /* per worker */
     struct ckh_report_progress prog; /* progress line */
     bool tty, color;                 /* terminal output */
+    bool deferred;                   /* print nothing per scenario (a rank of many) */
     uint64_t t0;                     /* start, for the progress line */
 };
 
@@ -90,84 +107,11 @@ static void print_usage_run(FILE *f)
             "  --platform P         sim (default) or real: workload jobs as real processes\n"
             "                       over MPI (docs/REAL.md), as `job.platform: real` asks\n"
             "  --quiet              print only failures and the summary\n"
+            CKH_DIST_USAGE
             "  -h, --help           this help\n"
             "\n"
             "exit status: 0 all passed, 1 a check failed, 2 bad input, 3 internal error,\n"
             "  128+N interrupted by signal N\n");
-}
-
-/* ---- result transport between a worker and ckh ---- */
-
-static int result_write(FILE *f, const struct ckh_report_result *r)
-{
-    int32_t verdict = (int32_t)r->verdict;
-    fwrite(&verdict, sizeof verdict, 1, f);
-    ckh_wire_put_str(f, r->name);
-    ckh_wire_put_str(f, r->file);
-    ckh_wire_put_str(f, r->failed_oracle);
-    ckh_wire_put_str(f, r->message);
-    ckh_wire_put_str(f, r->replay);
-    uint64_t nums[7] = {(uint64_t)r->first_divergent_step, r->seed, r->virtual_ns, r->wall_ms,
-                        r->runs, r->restarts, r->noracles};
-    fwrite(nums, sizeof nums, 1, f);
-    for (size_t i = 0; i < r->noracles; i++) {
-        ckh_wire_put_str(f, r->oracles[i].name);
-        uint8_t passed = r->oracles[i].passed;
-        fwrite(&passed, 1, 1, f);
-        ckh_wire_put_str(f, r->oracles[i].detail);
-    }
-    uint8_t has_timeline = r->timeline != NULL;
-    fwrite(&has_timeline, 1, 1, f);
-    if (has_timeline && ckh_report_timeline_write(f, r->timeline) != 0)
-        return -EIO;
-    return ferror(f) ? -EIO : 0;
-}
-
-static int result_read_oracles(FILE *f, struct ckh_report_result *r, uint64_t n)
-{
-    for (uint64_t i = 0; i < n; i++) {
-        char *name = NULL, *detail = NULL;
-        uint8_t passed = 0;
-        int rc = ckh_wire_get_str(f, &name);
-        if (rc == 0 && fread(&passed, 1, 1, f) != 1)
-            rc = CKH_ETRUNCATED;
-        rc = rc ? rc : ckh_wire_get_str(f, &detail);
-        if (rc == 0)
-            rc = ckh_report_add_oracle(r, name ? name : "?", passed != 0, detail);
-        free(name);
-        free(detail);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-static int result_read(FILE *f, struct ckh_report_result *r)
-{
-    int32_t verdict;
-    uint64_t nums[7];
-    if (fread(&verdict, sizeof verdict, 1, f) != 1)
-        return CKH_ETRUNCATED;
-    r->verdict = (enum ckh_verdict)verdict;
-    int rc;
-    if ((rc = ckh_wire_get_str(f, &r->name)) || (rc = ckh_wire_get_str(f, &r->file)) ||
-        (rc = ckh_wire_get_str(f, &r->failed_oracle)) || (rc = ckh_wire_get_str(f, &r->message)) ||
-        (rc = ckh_wire_get_str(f, &r->replay)))
-        return rc;
-    if (fread(nums, sizeof nums, 1, f) != 1)
-        return CKH_ETRUNCATED;
-    r->first_divergent_step = (int64_t)nums[0];
-    r->seed = nums[1];
-    r->virtual_ns = nums[2];
-    r->wall_ms = nums[3];
-    r->runs = (uint32_t)nums[4];
-    r->restarts = (uint32_t)nums[5];
-    if ((rc = result_read_oracles(f, r, nums[6])) != 0)
-        return rc;
-    uint8_t has_timeline = 0;
-    if (fread(&has_timeline, 1, 1, f) != 1)
-        return CKH_ETRUNCATED;
-    return has_timeline ? ckh_report_timeline_read(f, &r->timeline) : 0;
 }
 
 /* ---- one scenario in a worker ---- */
@@ -203,7 +147,7 @@ static int run_job(void *ctx, uint64_t k, int fd)
     if (s->res.verdict == CKH_VERDICT_ERROR && ckh_pool_child_out_of_memory(s->res.message))
         st = CKH_POOL_EXIT_MEM;
     struct ckh_wire w;
-    if (ckh_wire_open(&w) != 0 || result_write(w.f, &s->res) != 0 || ckh_wire_send(&w, fd) != 0)
+    if (ckh_wire_open(&w) != 0 || ckh_cli_result_write(w.f, &s->res) != 0 || ckh_wire_send(&w, fd) != 0)
         st = CKH_EXIT_INTERNAL;
     ckh_report_result_clear(&s->res);
     ckh_scenario_free(sc);
@@ -247,6 +191,8 @@ static void show_result(struct run_ctx *c, const struct slot *s)
     if (s->res.verdict == CKH_VERDICT_ERROR)
         c->prog.errors++;
     ckh_report_progress_clear(stderr, c->tty);
+    if (c->deferred)
+        return;
     if (!c->a->quiet || s->res.verdict != CKH_VERDICT_PASS)
         ckh_report_term_result(stdout, &s->res, c->color);
     fflush(stdout);
@@ -260,7 +206,7 @@ static void run_done(void *ctx, uint64_t k, const struct ckh_pool_result *r)
     FILE *f = r->status == CKH_POOL_OK || r->status == CKH_POOL_EXITED
                   ? ckh_wire_reader(r->data, r->len)
                   : NULL;
-    if (f && result_read(f, &s->res) == 0) {
+    if (f && ckh_cli_result_read(f, &s->res) == 0) {
         s->status = s->res.verdict == CKH_VERDICT_FAIL ? CKH_EXIT_FAILED : r->code;
         /* A verdict of error is never a success (e.g. nothing was judged). */
         if (s->res.verdict == CKH_VERDICT_ERROR && s->status == CKH_EXIT_OK)
@@ -317,6 +263,7 @@ static int run_options(int argc, char **argv, struct run_args *a)
         {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
         {"shard", required_argument, NULL, 'S'},
         {"platform", required_argument, NULL, 'P'}, /* docs/REAL.md */
+        CKH_DIST_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
     char msg[256];
@@ -325,7 +272,9 @@ static int run_options(int argc, char **argv, struct run_args *a)
     int c;
     while ((c = getopt_long(argc, argv, "s:j:f:qh", longopts, NULL)) != -1) {
         int rc = 0;
-        switch (c) {
+        if (ckh_dist_is_option(c))
+            rc = ckh_dist_option(&a->dist, c, optarg, msg, sizeof msg);
+        else switch (c) {
         case 's':
             rc = ckh_opt_u64("seed", optarg, 0, UINT64_MAX, &a->ro.seed, msg, sizeof msg);
             a->ro.seed_set = true;
@@ -397,6 +346,22 @@ static int max_status(int a, int b)
     return a > b ? a : b;
 }
 
+/* Summary and reports of total results in list order; returns exit_code
+ * raised by a report that could not be written. */
+static int report_results(const struct run_args *a, const struct ckh_report_result *rs,
+                          size_t total, int exit_code, bool color)
+{
+    if (total > 0) /* with nothing loaded, the error above says it all */
+        ckh_report_term_summary(stdout, rs, total, color);
+    if (a->junit)
+        exit_code = max_status(exit_code, write_report(a->junit, "JUnit", rs, total, ckh_report_junit));
+    if (a->json)
+        exit_code = max_status(exit_code, write_report(a->json, "JSON", rs, total, ckh_report_json));
+    if (a->html)
+        exit_code = max_status(exit_code, write_report(a->html, "HTML", rs, total, ckh_report_html));
+    return exit_code;
+}
+
 /* Summary and reports; returns the exit status the results give. */
 static int run_report(const struct run_ctx *c, int exit_code)
 {
@@ -408,15 +373,7 @@ static int run_report(const struct run_ctx *c, int exit_code)
         rs[i] = c->slots[i].res;
         exit_code = max_status(exit_code, c->slots[i].status);
     }
-    if (total > 0) /* with nothing loaded, the error above says it all */
-        ckh_report_term_summary(stdout, rs, total, c->color);
-    const struct run_args *a = c->a;
-    if (a->junit)
-        exit_code = max_status(exit_code, write_report(a->junit, "JUnit", rs, total, ckh_report_junit));
-    if (a->json)
-        exit_code = max_status(exit_code, write_report(a->json, "JSON", rs, total, ckh_report_json));
-    if (a->html)
-        exit_code = max_status(exit_code, write_report(a->html, "HTML", rs, total, ckh_report_html));
+    exit_code = report_results(c->a, rs, total, exit_code, c->color);
     free(rs);
     return exit_code;
 }
@@ -429,8 +386,11 @@ static int run_scenarios(struct run_ctx *c, const char *tmp)
     for (size_t i = 0; i < c->nslots; i++)
         if (!c->slots[i].e->error)
             c->runnable[c->nrunnable++] = i;
-    c->tty = isatty(STDERR_FILENO) != 0;
-    c->color = isatty(STDOUT_FILENO) != 0 && !getenv("NO_COLOR");
+    /* A rank of many writes to its launcher (Open MPI gives it a pseudo
+     * terminal): no progress line, no colour, whatever the terminal. */
+    c->deferred = a->d.world > 1;
+    c->tty = !c->deferred && isatty(STDERR_FILENO) != 0;
+    c->color = !c->deferred && isatty(STDOUT_FILENO) != 0 && !getenv("NO_COLOR");
     c->prog.total = c->nslots;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts); /* the progress line only */
@@ -446,25 +406,300 @@ static int run_scenarios(struct run_ctx *c, const char *tmp)
     return rc;
 }
 
+/* With nothing to run: the message and status of a single-machine run. */
+static int nothing_found(const struct run_args *a)
+{
+    if (a->shards > 1) {
+        fprintf(stderr, "ckh run: shard %u/%u holds no scenario\n", a->shard, a->shards);
+        return CKH_EXIT_OK;
+    }
+    fprintf(stderr, "ckh run: no scenario found%s%s\n", a->filter ? " matching " : "",
+            a->filter ? a->filter : "");
+    return CKH_EXIT_BAD_INPUT;
+}
+
+/* ---- on many machines: a rank's partial, and rank 0's merge ---- */
+
+/* Encodes the rank's results (the payload of the header comment). */
+static int dist_payload(const struct run_ctx *c, int load_status, char **buf, size_t *len)
+{
+    const struct ckh_dist *d = &c->a->d;
+    FILE *f = open_memstream(buf, len);
+    if (!f)
+        return CKH_ENOMEM;
+    ckh_wire_put_u64(f, (uint64_t)load_status);
+    ckh_wire_put_u64(f, c->nslots);
+    int rc = 0;
+    for (size_t j = 0; j < c->nslots && rc == 0; j++) {
+        ckh_wire_put_u64(f, (uint64_t)j * d->world + d->rank);
+        ckh_wire_put_u64(f, (uint64_t)c->slots[j].status);
+        rc = ckh_cli_result_write(f, &c->slots[j].res);
+    }
+    if (ferror(f) && rc == 0)
+        rc = CKH_ENOMEM;
+    if (fclose(f) != 0 && rc == 0)
+        rc = CKH_ENOMEM;
+    if (rc) {
+        free(*buf);
+        *buf = NULL;
+    }
+    return rc;
+}
+
+/* Rank > 0: delivers the status and the results (or why there are none:
+ * error) and prints one line. Returns the rank's exit status. */
+static int dist_deliver(const struct run_ctx *c, int st, const char *error)
+{
+    const struct run_args *a = c->a;
+    char *buf = NULL, msg[1400];
+    size_t len = 0;
+    if (!error && dist_payload(c, st, &buf, &len) != 0) {
+        st = CKH_EXIT_INTERNAL;
+        error = "out of memory encoding its results";
+    }
+    for (size_t j = 0; !error && j < c->nslots; j++)
+        st = max_status(st, c->slots[j].status);
+    int rc = ckh_dist_deliver(&a->m, st, error, buf, len, msg, sizeof msg);
+    free(buf);
+    if (rc) {
+        fprintf(stderr, "ckh run: rank %u of %u: %s\n", a->d.rank, a->d.world, msg);
+        return max_status(st, ckh_dist_exit_status(rc));
+    }
+    size_t passed = 0, failed = 0, errors = 0;
+    for (size_t j = 0; !error && j < c->nslots; j++) {
+        enum ckh_verdict v = c->slots[j].res.verdict;
+        passed += v == CKH_VERDICT_PASS;
+        failed += v == CKH_VERDICT_FAIL;
+        errors += v == CKH_VERDICT_ERROR;
+    }
+    if (error)
+        fprintf(stderr, "ckh run: rank %u of %u (%s): %s; told rank 0 through %s\n", a->d.rank,
+                a->d.world, a->d.source, error, a->m.dir);
+    else
+        fprintf(stderr, "ckh run: rank %u of %u (%s): %zu scenarios: %zu passed, %zu failed, %zu "
+                "errors; results delivered to %s\n", a->d.rank, a->d.world, a->d.source,
+                c->nslots, passed, failed, errors, a->m.dir);
+    return ckh_dist_rank_exit(&a->m, &a->d, a->dist.merge_timeout_ms, "run", st);
+}
+
+/* Every result of the run in list order, as rank 0 puts them together. */
+struct merged {
+    struct ckh_report_result *rs; /* per position */
+    int *status;                   /* CKH_EXIT_* of each */
+    bool *filled;                  /* whether a rank delivered that position */
+    size_t n;                      /* positions */
+    uint32_t world;                /* ranks: position p is rank p % world's */
+};
+
+static void merged_free(struct merged *mg)
+{
+    for (size_t i = 0; mg->rs && i < mg->n; i++)
+        ckh_report_result_clear(&mg->rs[i]);
+    free(mg->rs);
+    free(mg->status);
+    free(mg->filled);
+}
+
+/* The load status and the count at the head of a rank's payload. */
+static int part_head(const struct ckh_dist_part *p, uint64_t *load_status, uint64_t *count)
+{
+    if (p->len < 2 * sizeof(uint64_t))
+        return CKH_ETRUNCATED;
+    memcpy(load_status, p->payload, sizeof *load_status);
+    memcpy(count, (const char *)p->payload + sizeof *load_status, sizeof *count);
+    return 0;
+}
+
+/* Decodes rank r's results into their positions. */
+static int part_place(const struct ckh_dist_part *p, struct merged *mg, char *msg, size_t n)
+{
+    FILE *f = ckh_wire_reader(p->payload, p->len);
+    uint64_t skip, count = 0;
+    int rc = f ? 0 : CKH_ETRUNCATED;
+    rc = rc ? rc : ckh_wire_get_u64(f, &skip);
+    rc = rc ? rc : ckh_wire_get_u64(f, &count);
+    for (uint64_t k = 0; rc == 0 && k < count; k++) {
+        uint64_t pos = 0, st = 0;
+        rc = ckh_wire_get_u64(f, &pos);
+        rc = rc ? rc : ckh_wire_get_u64(f, &st);
+        if (rc == 0 && (pos >= mg->n || mg->filled[pos] || pos % mg->world != p->rank))
+            rc = CKH_ECORRUPT;
+        if (rc)
+            break;
+        mg->filled[pos] = true;
+        mg->status[pos] = (int)st;
+        rc = ckh_cli_result_read(f, &mg->rs[pos]);
+    }
+    if (f)
+        fclose(f);
+    if (rc)
+        return ckh_errf(msg, n, rc, "rank %u's results (from host %s) cannot be read: %s", p->rank,
+                        p->host, ckh_strerror(rc));
+    return 0;
+}
+
+/* Sizes *mg from the ranks' counts, which must be the round-robin split
+ * of their sum (hosts that saw other scenario files do not fit it). */
+static int merged_alloc(struct merged *mg, const struct run_ctx *c,
+                        const struct ckh_dist_part *parts, int *exit_code, char *msg, size_t n)
+{
+    uint32_t w = c->a->d.world;
+    uint64_t total = c->nslots, ls = 0, count = 0;
+    for (uint32_t r = 1; r < w; r++) {
+        if (part_head(&parts[r], &ls, &count) != 0)
+            return ckh_errf(msg, n, CKH_ETRUNCATED, "rank %u's results (from host %s) are "
+                            "truncated", r, parts[r].host);
+        *exit_code = max_status(*exit_code, (int)ls);
+        total += count;
+    }
+    for (uint32_t r = 0; r < w; r++) {
+        uint64_t share = total > r ? (total - r + w - 1) / w : 0;
+        count = c->nslots;
+        if (r > 0)
+            part_head(&parts[r], &ls, &count);
+        if (count != share)
+            return ckh_errf(msg, n, CKH_EFOREIGN, "rank %u ran %" PRIu64 " scenarios, but its "
+                            "share of the %" PRIu64 " the ranks found together is %" PRIu64 ": "
+                            "every host must see the same scenario files (one shared folder)",
+                            r, count, total, share);
+    }
+    mg->n = (size_t)total;
+    mg->world = w;
+    mg->rs = calloc(mg->n ? mg->n : 1, sizeof *mg->rs);
+    mg->status = calloc(mg->n ? mg->n : 1, sizeof *mg->status);
+    mg->filled = calloc(mg->n ? mg->n : 1, sizeof *mg->filled);
+    if (!mg->rs || !mg->status || !mg->filled)
+        return ckh_errf(msg, n, CKH_ENOMEM, "out of memory merging the results");
+    for (size_t i = 0; i < mg->n; i++)
+        ckh_report_result_init(&mg->rs[i]);
+    return 0;
+}
+
+/* Puts rank 0's own results (moved out of its slots) and every other
+ * rank's in their positions. */
+static int merge_parts(struct run_ctx *c, const struct ckh_dist_part *parts, struct merged *mg,
+                       int *exit_code, char *msg, size_t n)
+{
+    int rc = merged_alloc(mg, c, parts, exit_code, msg, n);
+    for (size_t j = 0; rc == 0 && j < c->nslots; j++) {
+        size_t pos = j * mg->world;
+        mg->rs[pos] = c->slots[j].res;
+        ckh_report_result_init(&c->slots[j].res);
+        mg->status[pos] = c->slots[j].status;
+        mg->filled[pos] = true;
+    }
+    for (uint32_t r = 1; rc == 0 && r < mg->world; r++)
+        rc = part_place(&parts[r], mg, msg, n);
+    return rc;
+}
+
+/* Prints the merged results as a single-machine run does, then the
+ * summary and the reports. */
+static int merged_report(const struct run_ctx *c, const struct merged *mg, int exit_code)
+{
+    const struct run_args *a = c->a;
+    for (size_t i = 0; i < mg->n; i++) {
+        exit_code = max_status(exit_code, mg->status[i]);
+        if (!a->quiet || mg->rs[i].verdict != CKH_VERDICT_PASS)
+            ckh_report_term_result(stdout, &mg->rs[i], c->color);
+    }
+    fflush(stdout);
+    if (mg->n == 0 && exit_code == CKH_EXIT_OK)
+        return nothing_found(a);
+    return report_results(a, mg->rs, mg->n, exit_code, c->color);
+}
+
+/* Says which ranks have no results; returns whether any. */
+static bool ranks_without_results(const struct ckh_dist_part *parts, uint32_t w, int *exit_code)
+{
+    bool any = false;
+    for (uint32_t r = 1; r < w; r++) {
+        if (!parts[r].error)
+            continue;
+        fprintf(stderr, "ckh run: rank %u (host %s, pid %" PRIu64 ") has no results: %s\n", r,
+                parts[r].host, parts[r].pid, parts[r].error);
+        *exit_code = max_status(*exit_code, parts[r].status);
+        any = true;
+    }
+    return any;
+}
+
+/* Rank 0: waits for the other ranks, merges and reports. Returns the
+ * exit status of the whole run. */
+static int dist_merge(struct run_ctx *c, int exit_code)
+{
+    const struct run_args *a = c->a;
+    struct ckh_dist_part *parts = NULL;
+    char msg[4096];
+    int rc = ckh_dist_collect(&a->m, a->dist.merge_timeout_ms, &parts, msg, sizeof msg);
+    if (rc == -EINTR)
+        fprintf(stderr, "ckh run: interrupted by signal %d (%s) waiting for the other ranks; "
+                "their results stay in %s\n", ckh_pool_interrupted(),
+                strsignal(ckh_pool_interrupted()), a->m.dir);
+    else if (rc)
+        fprintf(stderr, "ckh run: %s\n", msg);
+    if (rc) {
+        exit_code = max_status(exit_code, ckh_dist_exit_status(rc));
+        ckh_dist_give_up(&a->m, exit_code);
+        return exit_code;
+    }
+    struct merged mg = {0};
+    if (ranks_without_results(parts, a->d.world, &exit_code)) {
+        ckh_dist_cleanup(&a->m); /* what there was to say is said */
+    } else if ((rc = merge_parts(c, parts, &mg, &exit_code, msg, sizeof msg)) != 0) {
+        fprintf(stderr, "ckh run: %s; the partial results stay in %s\n", msg, a->m.dir);
+        exit_code = max_status(exit_code, CKH_EXIT_INTERNAL);
+        ckh_dist_give_up(&a->m, exit_code);
+    } else {
+        exit_code = merged_report(c, &mg, exit_code);
+        ckh_dist_cleanup(&a->m);
+    }
+    merged_free(&mg);
+    ckh_dist_parts_free(parts, a->d.world);
+    return exit_code;
+}
+
+/* A rank above 0 that cannot run its share tells rank 0 why. */
+static void dist_fail(const struct run_ctx *c, int rc, size_t nloaded)
+{
+    char why[300];
+    int sig = ckh_pool_interrupted();
+    if (rc == -EINTR && sig)
+        snprintf(why, sizeof why, "interrupted by signal %d (%s); %zu of %zu scenarios finished",
+                 sig, strsignal(sig), c->prog.done, nloaded);
+    else
+        snprintf(why, sizeof why, "%s", ckh_strerror(rc));
+    dist_deliver(c, rc == -EINTR && sig ? CKH_EXIT_SIGNAL + sig : CKH_EXIT_INTERNAL, why);
+}
+
+/* ---- the command ---- */
+
+/* The composite shard this rank loads: the I-th of every N, then every
+ * W-th of those from rank R, is (R*N + I)/(N*W). */
+static void dist_shard(const struct run_args *a, struct ckh_cli_load *l)
+{
+    if (a->d.world <= 1)
+        return;
+    uint32_t i = a->shards ? a->shard : 1, n = a->shards ? a->shards : 1;
+    l->shard = a->d.rank * n + i;
+    l->shards = n * a->d.world;
+}
+
 /* Loads, runs and reports; the caller owns the temporary folder. */
 static int run_all(struct run_args *a, char **paths, size_t npaths, const char *tmp)
 {
     int exit_code = CKH_EXIT_OK;
     struct ckh_cli_load l = {.verb = "run", .filter = a->filter, .jobs = a->jobs,
                              .mem_bytes = a->mem_bytes, .shard = a->shard, .shards = a->shards};
+    dist_shard(a, &l);
+    bool many = a->d.world > 1;
     struct run_ctx c = {.a = a};
     struct ckh_cli_scn *scns = NULL;
     size_t n = 0;
     int rc = ckh_cli_load_scenarios(&l, paths, npaths, &scns, &n, &exit_code);
-    if (rc == 0 && n == 0 && exit_code == CKH_EXIT_OK && a->shards > 1) {
-        fprintf(stderr, "ckh run: shard %u/%u holds no scenario\n", a->shard, a->shards);
+    if (rc == 0 && n == 0 && exit_code == CKH_EXIT_OK && !many) {
         ckh_cli_scns_free(scns, n);
-        return CKH_EXIT_OK;
-    }
-    if (rc == 0 && n == 0 && exit_code == CKH_EXIT_OK) {
-        fprintf(stderr, "ckh run: no scenario found%s%s\n", a->filter ? " matching " : "",
-                a->filter ? a->filter : "");
-        exit_code = CKH_EXIT_BAD_INPUT;
+        return nothing_found(a);
     }
     c.nslots = n;
     if (rc == 0 && (!(c.slots = calloc(n ? n : 1, sizeof *c.slots)) ||
@@ -474,8 +709,15 @@ static int run_all(struct run_args *a, char **paths, size_t npaths, const char *
         c.slots[i].e = &scns[i];
     if (rc == 0)
         rc = run_scenarios(&c, tmp);
-    if (rc == 0)
+    if (rc == 0 && !many)
         exit_code = run_report(&c, exit_code);
+    else if (rc == 0)
+        exit_code = a->d.rank ? dist_deliver(&c, exit_code, NULL) : dist_merge(&c, exit_code);
+    else if (many && a->d.rank)
+        dist_fail(&c, rc, n);
+    else if (many)
+        ckh_dist_give_up(&a->m, rc == -EINTR ? CKH_EXIT_SIGNAL + ckh_pool_interrupted()
+                                              : CKH_EXIT_INTERNAL);
     for (size_t i = 0; c.slots && i < n; i++)
         ckh_report_result_clear(&c.slots[i].res);
     free(c.slots);
@@ -498,6 +740,78 @@ static int run_all(struct run_args *a, char **paths, size_t npaths, const char *
     return exit_code;
 }
 
+static const char *env_get(const char *name)
+{
+    return getenv(name);
+}
+
+/* The options that decide the results: every rank must run with the same. */
+static uint64_t run_fingerprint(const struct run_args *a, char **paths, size_t npaths)
+{
+    uint64_t h = ckh_dist_fold_str(0, "run");
+    h = ckh_dist_fold_u64(h, a->ro.seed_set ? a->ro.seed : UINT64_MAX);
+    h = ckh_dist_fold_u64(h, a->ro.seed_set);
+    h = ckh_dist_fold_str(h, a->filter);
+    h = ckh_dist_fold_u64(h, ((uint64_t)a->shard << 32) | a->shards);
+    h = ckh_dist_fold_u64(h, a->ro.check_determinism);
+    h = ckh_dist_fold_u64(h, a->ro.timeline);
+    h = ckh_dist_fold_str(h, a->ro.argv0);
+    h = ckh_dist_fold_u64(h, npaths);
+    for (size_t i = 0; i < npaths; i++)
+        h = ckh_dist_fold_str(h, paths[i]);
+    return h;
+}
+
+/* The folder of a report file ("." when it names none). */
+static void folder_of(const char *path, char *out, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(out, n, ".");
+    else if (slash == path)
+        snprintf(out, n, "/");
+    else
+        snprintf(out, n, "%.*s", (int)(slash - path), path);
+}
+
+/* The rank, and with W > 1 the merge folder joined. Returns -1 to go on,
+ * else the exit status. */
+static int dist_setup(struct run_args *a, char **paths, size_t npaths)
+{
+    char msg[1400], base[1024];
+    if (ckh_dist_detect(&a->dist, env_get, &a->d, msg, sizeof msg) != 0) {
+        fprintf(stderr, "ckh run: %s\n", msg);
+        return CKH_EXIT_BAD_INPUT;
+    }
+    if (a->d.world <= 1)
+        return -1;
+    if ((uint64_t)(a->shards ? a->shards : 1) * a->d.world > UINT32_MAX) {
+        fprintf(stderr, "ckh run: --shard %u/%u on %u ranks: too many parts\n", a->shard,
+                a->shards, a->d.world);
+        return CKH_EXIT_BAD_INPUT;
+    }
+    const char *report = a->junit ? a->junit : a->json ? a->json : a->html;
+    if (a->dist.merge_dir)
+        snprintf(base, sizeof base, "%s", a->dist.merge_dir);
+    else if (report)
+        folder_of(report, base, sizeof base);
+    else {
+        fprintf(stderr, "ckh run: rank %u of %u (%s): the ranks merge their results through a "
+                "folder every host sees: give --merge-dir DIR, or a report (--junit, --json, "
+                "--html) in such a folder (docs/MULTIHOST.md)\n", a->d.rank, a->d.world,
+                a->d.source);
+        return CKH_EXIT_BAD_INPUT;
+    }
+    int rc = ckh_dist_join(&a->m, base, &a->dist, &a->d, "run", run_fingerprint(a, paths, npaths),
+                           msg, sizeof msg);
+    if (rc) {
+        fprintf(stderr, "ckh run: rank %u of %u (%s): %s\n", a->d.rank, a->d.world, a->d.source,
+                msg);
+        return ckh_dist_exit_status(rc);
+    }
+    return -1;
+}
+
 int ckh__cli_run(int argc, char **argv, const char *argv0)
 {
     struct run_args a;
@@ -507,6 +821,8 @@ int ckh__cli_run(int argc, char **argv, const char *argv0)
     a.ro.argv0 = argv0;
     int st = run_options(argc, argv, &a);
     if (st >= 0)
+        return st;
+    if ((st = dist_setup(&a, argv + optind, (size_t)(argc - optind))) >= 0)
         return st;
     const char *src = getenv("CKH_SOURCE_DIR");
     a.ro.source_dir = src && src[0] ? src : ".";
@@ -520,6 +836,11 @@ int ckh__cli_run(int argc, char **argv, const char *argv0)
     if (rc != 0) {
         fprintf(stderr, "ckh run: cannot create a temporary folder under %s: %s\n",
                 ckh_tmp_base(), strerror(-rc));
+        if (a.d.world > 1 && a.d.rank > 0)
+            dist_deliver(&(struct run_ctx){.a = &a}, CKH_EXIT_INTERNAL,
+                         "cannot create a temporary folder");
+        else if (a.d.world > 1)
+            ckh_dist_give_up(&a.m, CKH_EXIT_INTERNAL);
         ckh_pool_signals_reset();
         return CKH_EXIT_INTERNAL;
     }

@@ -1,0 +1,82 @@
+/* One scenario's result as bytes (see cli_result.h). */
+#include "cli/cli_result.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "ckh/err.h"
+#include "cli/wire.h"
+
+int ckh_cli_result_write(FILE *f, const struct ckh_report_result *r)
+{
+    int32_t verdict = (int32_t)r->verdict;
+    fwrite(&verdict, sizeof verdict, 1, f);
+    ckh_wire_put_str(f, r->name);
+    ckh_wire_put_str(f, r->file);
+    ckh_wire_put_str(f, r->failed_oracle);
+    ckh_wire_put_str(f, r->message);
+    ckh_wire_put_str(f, r->replay);
+    uint64_t nums[7] = {(uint64_t)r->first_divergent_step, r->seed, r->virtual_ns, r->wall_ms,
+                        r->runs, r->restarts, r->noracles};
+    fwrite(nums, sizeof nums, 1, f);
+    for (size_t i = 0; i < r->noracles; i++) {
+        ckh_wire_put_str(f, r->oracles[i].name);
+        uint8_t passed = r->oracles[i].passed;
+        fwrite(&passed, 1, 1, f);
+        ckh_wire_put_str(f, r->oracles[i].detail);
+    }
+    uint8_t has_timeline = r->timeline != NULL;
+    fwrite(&has_timeline, 1, 1, f);
+    if (has_timeline && ckh_report_timeline_write(f, r->timeline) != 0)
+        return -EIO;
+    return ferror(f) ? -EIO : 0;
+}
+
+static int result_read_oracles(FILE *f, struct ckh_report_result *r, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        char *name = NULL, *detail = NULL;
+        uint8_t passed = 0;
+        int rc = ckh_wire_get_str(f, &name);
+        if (rc == 0 && fread(&passed, 1, 1, f) != 1)
+            rc = CKH_ETRUNCATED;
+        rc = rc ? rc : ckh_wire_get_str(f, &detail);
+        if (rc == 0)
+            rc = ckh_report_add_oracle(r, name ? name : "?", passed != 0, detail);
+        free(name);
+        free(detail);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int ckh_cli_result_read(FILE *f, struct ckh_report_result *r)
+{
+    int32_t verdict;
+    uint64_t nums[7];
+    if (fread(&verdict, sizeof verdict, 1, f) != 1)
+        return CKH_ETRUNCATED;
+    if (verdict < CKH_VERDICT_PASS || verdict > CKH_VERDICT_ERROR)
+        return CKH_ECORRUPT;
+    r->verdict = (enum ckh_verdict)verdict;
+    int rc;
+    if ((rc = ckh_wire_get_str(f, &r->name)) || (rc = ckh_wire_get_str(f, &r->file)) ||
+        (rc = ckh_wire_get_str(f, &r->failed_oracle)) || (rc = ckh_wire_get_str(f, &r->message)) ||
+        (rc = ckh_wire_get_str(f, &r->replay)))
+        return rc;
+    if (fread(nums, sizeof nums, 1, f) != 1)
+        return CKH_ETRUNCATED;
+    r->first_divergent_step = (int64_t)nums[0];
+    r->seed = nums[1];
+    r->virtual_ns = nums[2];
+    r->wall_ms = nums[3];
+    r->runs = (uint32_t)nums[4];
+    r->restarts = (uint32_t)nums[5];
+    if ((rc = result_read_oracles(f, r, nums[6])) != 0)
+        return rc;
+    uint8_t has_timeline = 0;
+    if (fread(&has_timeline, 1, 1, f) != 1)
+        return CKH_ETRUNCATED;
+    return has_timeline ? ckh_report_timeline_read(f, &r->timeline) : 0;
+}
