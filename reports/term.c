@@ -2,7 +2,7 @@
  * line.
  *
  * Format (stable; scripts may grep it):
- *   PASS  NAME  (R runs, VIRTUAL virtual, W ms)
+ *   PASS  NAME  (R runs, VIRTUAL virtual, W ms)   (no VIRTUAL for real programs)
  *   FAIL  NAME: ORACLE: FIRST LINE OF MESSAGE
  *         MORE LINES OF THE MESSAGE
  *         first divergent step: N            (when known)
@@ -49,8 +49,11 @@ void ckh_report_term_result(FILE *f, const struct ckh_report_result *r, bool col
         ckh__report_fmt_ns(r->virtual_ns, vt, sizeof(vt));
         fprintf(f, "%sPASS%s  ", color ? GREEN : "", color ? RESET : "");
         text(f, r->name, ind);
-        fprintf(f, "  (%u run%s, %s virtual, %llu ms)\n", r->runs, r->runs == 1 ? "" : "s", vt,
-                (unsigned long long)r->wall_ms);
+        if (r->virtual_ns) /* a real program's runs have no virtual time */
+            fprintf(f, "  (%u run%s, %s virtual, %llu ms)\n", r->runs, r->runs == 1 ? "" : "s", vt,
+                    (unsigned long long)r->wall_ms);
+        else
+            fprintf(f, "  (%u run%s, %llu ms)\n", r->runs, r->runs == 1 ? "" : "s", (unsigned long long)r->wall_ms);
         return;
     }
     bool failure = r->verdict == CKH_VERDICT_FAIL;

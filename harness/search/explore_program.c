@@ -725,7 +725,9 @@ int ckh_explore_program_verdict(const struct ckh_scenario *sc, const struct ckh_
             ckh_report_set(&out->replay, "%s explore %s --seed %" PRIu64 " --state %" PRIu64, argv0, sc->file,
                            seed, r.fails[0].k);
     }
-    out->runs = (uint32_t)(r.checked > UINT32_MAX ? UINT32_MAX : r.checked);
+    /* Runs of the job: the recorded one, and one restart per state checked by restarting. */
+    uint64_t runs = 1 + (r.check == CKH_XPROG_RESTART ? r.checked : 0);
+    out->runs = (uint32_t)(runs > UINT32_MAX ? UINT32_MAX : runs);
     ckh_xprog_result_free(&r);
     return 0;
 }
