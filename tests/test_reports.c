@@ -578,6 +578,26 @@ START_TEST(test_term)
 }
 END_TEST
 
+/* A real program's run has no virtual time: its PASS line leaves it out. */
+START_TEST(test_term_real_program)
+{
+    struct ckh_report_result r;
+    ckh_report_result_init(&r);
+    ckh_report_set(&r.name, "torch-atomic");
+    r.verdict = CKH_VERDICT_PASS;
+    r.runs = 2;
+    r.wall_ms = 5755;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ckh_report_term_result(f, &r, false);
+    fclose(f);
+    ck_assert_str_eq(buf, "PASS  torch-atomic  (2 runs, 5755 ms)\n");
+    free(buf);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 START_TEST(test_progress)
 {
     char line[256];
@@ -629,6 +649,7 @@ static Suite *reports_suite(void)
     tcase_add_test(tc, test_json_string);
     tcase_add_test(tc, test_checkers_reject);
     tcase_add_test(tc, test_term);
+    tcase_add_test(tc, test_term_real_program);
     tcase_add_test(tc, test_progress);
     suite_add_tcase(s, tc);
     return s;
