@@ -5,7 +5,7 @@
  * a rank:
  *
  *   ckh-rank-MPI --scenario FILE --seed N --run R --resume E --dir RUNDIR
- *                (--ranks I0,I1,... | --node I) [--reference]
+ *                (--ranks I0,I1,... | --node I) [--reference] [--ckhfs]
  *
  * --ranks: MPI rank r runs node I_r (the node of collective rank r);
  * --node: node I, without MPI. The process parses FILE, resolves and
@@ -15,6 +15,13 @@
  * the real environment (real_env.h) with the collectives (real_coll.h),
  * runs the node's program, and leaves in RUNDIR its records, phases,
  * fault firings and, last, its status (platform_real.h names the files).
+ *
+ * --ckhfs: the node's "/" is the launcher's ckhfs mount of its simulated
+ * disk (RUNDIR/mnt/...), not a real folder; the process first leaves
+ * RUNDIR/pids/PID (its node index) so that the launcher knows whose
+ * operations reach the mount, and its fault script may carry out
+ * crashes, power loss, fsync-fail and at-rest faults with the launcher
+ * (real_faults.h).
  *
  * Exit status: 0 when the node's program completed the job, 1 when it
  * returned an error (its code is in the status file), 2 bad arguments or
@@ -51,6 +58,7 @@ struct args {
     const char *ranks;    /* --ranks (NULL: --node) */
     int node;             /* --node */
     bool reference;       /* --reference */
+    bool ckhfs;           /* --ckhfs */
 };
 
 /* What the process holds, for exit paths (the node may call exit()). */
@@ -74,7 +82,7 @@ struct rank {
 static int usage(const char *why)
 {
     fprintf(stderr, "ckh-rank: %s\nusage: ckh-rank-MPI --scenario FILE --seed N --run R --resume E "
-                    "--dir RUNDIR (--ranks I0,I1,... | --node I) [--reference]\n", why);
+                    "--dir RUNDIR (--ranks I0,I1,... | --node I) [--reference] [--ckhfs]\n", why);
     return 2;
 }
 
@@ -95,8 +103,8 @@ static int parse_args(int argc, char **argv, struct args *a)
     *a = (struct args){.run = 1, .resume = -1, .node = -1};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(k, "--reference")) {
-            a->reference = true;
+        if (!strcmp(k, "--reference") || !strcmp(k, "--ckhfs")) {
+            *(k[2] == 'r' ? &a->reference : &a->ckhfs) = true;
             continue;
         }
         if (!val)
@@ -205,7 +213,7 @@ static int arm(struct rank *k, char *msg)
                               &fault_of, &nrules, msg, MSG)) != 0)
         return rc;
     struct ckh_real_rule *rr = calloc(nrules + 1, sizeof *rr);
-    char state[1024], log[1024];
+    char state[1024], log[1024], notes[1024];
     char run_name[32];
     snprintf(run_name, sizeof run_name, "state.%d", k->a.run);
     if (!rr) {
@@ -216,8 +224,10 @@ static int arm(struct rank *k, char *msg)
         rr[i] = (struct ckh_real_rule){.rule = rules[i], .fault = fault_of[i]};
     snprintf(state, sizeof state, "%s/faults/%s", k->a.dir, run_name);
     ckh__real_path(log, sizeof log, k->a.dir, "faults", k->names[k->node], k->a.run);
+    snprintf(notes, sizeof notes, "%s/faults", k->a.dir);
     struct ckh_real_faults_config fc = {.seed = k->a.seed, .rules = rr, .nrules = nrules,
-                                        .state_path = state, .log_path = log};
+                                        .state_path = state, .log_path = log,
+                                        .notes_dir = k->a.ckhfs ? notes : NULL, .run = k->a.run};
     rc = ckh_real_faults_create(&fc, &k->faults, msg, MSG);
 out:
     free(rr);
@@ -281,12 +291,27 @@ static void on_node_exit(void *ctx, int status)
     release(k);
 }
 
+/* --ckhfs: RUNDIR/pids/PID says which node this process is, before it
+ * asks the mount anything. */
+static int register_pid(const struct rank *k, char *msg)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/pids/%ld", k->a.dir, (long)getpid());
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "%d\n", k->node) < 0 || fclose(f) != 0)
+        return ckh_errf(msg, MSG, CKH_EINTERNAL, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
 static int run_node(struct rank *k, char *msg)
 {
     char root[1024], rec[1024], track[1024];
     int rc;
     const char *name = k->names[k->node];
-    if ((rc = ckh__real_disk_dir(root, sizeof root, k->a.dir, k->sc, name)) != 0 ||
+    if (k->a.ckhfs && (rc = register_pid(k, msg)) != 0)
+        return rc;
+    if ((rc = (k->a.ckhfs ? ckh__real_mount_dir : ckh__real_disk_dir)(root, sizeof root, k->a.dir, k->sc,
+                                                                      name)) != 0 ||
         (rc = ckh__real_path(rec, sizeof rec, k->a.dir, "results", name, k->a.run)) != 0 ||
         (rc = ckh__real_path(track, sizeof track, k->a.dir, "track", name, k->a.run)) != 0)
         return ckh_errf(msg, MSG, rc, "the run folder's paths are too long");

@@ -11,7 +11,12 @@
  *     ddp-train (2 and 4 ranks) run as real processes end with the
  *     simulator's records (totals, epochs, blobs, digests, every step);
  *   - faults: a rank killed mid-epoch and a parameter server killed mid
- *     save, on the real platform, pass with the simulator's reference.
+ *     save, on the real platform, pass with the simulator's reference;
+ *   - faults on simulated disks served over ckhfs (crash with keep:
+ *     random and synced, power loss with keep: cache and synced,
+ *     fsync-fail, an at-rest fault between runs and one at a trigger):
+ *     the faulted job's runs, firings, verify results and final records
+ *     (digests, blobs, every step) equal the simulator's, and it passes.
  *
  * Skips (exit 77, a message on stderr) only when no MPI was built and
  * installed; both are on this project's machines and on CI. */
@@ -25,6 +30,7 @@
 
 #include "ckh/err.h"
 #include "ckh/sim.h"
+#include "real/ckhfs.h"
 #include "real_coll.h"
 #include "run/platform_real.h"
 #include "run/run_ctx.h"
@@ -255,16 +261,141 @@ START_TEST(test_faulted_passes)
 }
 END_TEST
 
+/* ---- faults on simulated disks (ckhfs), against the simulator ---- */
+
+/* Faulted jobs whose every outcome the simulator fixes, so the real run
+ * must end exactly where the simulated one does: keep: synced and cache
+ * resolve every pending operation one way; the keep: random ones here
+ * leave the same pending set on real and simulated disks (checked when
+ * written: docs/REAL.md says where they can differ). */
+static const char *const on_disk[] = {
+    /* a machine crash before rename, keep: random, a shared disk */
+    "job: {workload: seed-pipeline, nodes: 2, disks: [{name: shared, mount: /, sector: 512}]}\n"
+    "faults:\n  - on: {node: trainer_0, op: rename, phase: save, epoch: 2}\n    do: crash\n"
+    "expect: {values: {total: 145}}\n",
+    /* a crash at fsync of the atomic-dir saver, keep: synced, 2 ranks */
+    "job: {workload: ddp-train, nodes: 2, epochs: 3, checkpoint_every: {steps: 4}, collective_timeout: 5s,\n"
+    "      saver: {kind: atomic-dir, keep_last: 1}}\n"
+    "faults:\n  - on: {node: rank_0, op: fsync, phase: save, step: 8}\n    do: crash\n    keep: synced\n",
+    /* power loss keeping the cache, then one keeping synced data, 2 ranks */
+    "job: {workload: ddp-train, nodes: 2, epochs: 3, checkpoint_every: {steps: 4}, collective_timeout: 5s}\n"
+    "faults:\n  - on: {node: rank_0, op: write, phase: save, step: 8}\n    do: power-loss\n    keep: cache\n"
+    "  - on: {node: rank_1, op: allreduce, step: 11, run: 2}\n    do: power-loss\n    keep: synced\n",
+    /* fsync-fail in a save: the save fails, the job goes on */
+    "job: {workload: seed-pipeline, nodes: 1}\n"
+    "faults:\n  - on: {op: fsync, phase: save, epoch: 1}\n    do: fsync-fail\n"
+    "expect: {outcome: save-fails, values: {epochs: 4, total: 145, saves_failed: 1}}\n",
+    /* a bit flipped at rest between runs is detected */
+    "job: {workload: seed-pipeline, nodes: 1}\n"
+    "faults:\n  - on: {op: stat, phase: save, epoch: 3}\n    do: kill\n"
+    "  - on: {run: 2}\n    do: corrupt\n    mode: bit-flip\n    path: /ckpt/trainer_0.2\n    offset: 40\n    bit: 2\n"
+    "restart: {max_restarts: 1}\nexpect: {outcome: corruption-detected}\n",
+    /* the checkpoint directory removed at a phase (an at-rest fault with a trigger) */
+    "job: {workload: seed-pipeline, nodes: 1}\n"
+    "faults:\n  - on: {phase: epoch, epoch: 2}\n    do: remove-dir\n    path: /ckpt\n"
+    "expect: {outcome: save-fails, values: {epochs: 4, total: 145}}\n",
+};
+
+static void sim_faulted(const struct ckh_scenario *sc, struct ckh_scenario_run *r)
+{
+    struct ckh__run_ctx c;
+    memset(r, 0, sizeof *r);
+    r->sc = sc;
+    int rc = ckh__run_build_sim(&c, sc, sc->seed, 0, false);
+    if (rc == 0)
+        rc = ckh__run_execute(&c, r);
+    ck_assert_msg(rc == 0, "%s", c.err);
+    ckh__run_ctx_free(&c);
+}
+
+/* The faulted job's course and end, real against simulated. */
+static void same_course(const struct ckh_scenario_run *a, const struct ckh_scenario_run *b, const char *what)
+{
+    ck_assert_msg(a->nruns == b->nruns && a->completed == b->completed, "%s: runs %zu/%zu completed %d/%d", what,
+                  a->nruns, b->nruns, a->completed, b->completed);
+    for (size_t i = 0; i < a->sc->nfaults; i++)
+        ck_assert_msg(a->fault_fired[i] == b->fault_fired[i], "%s: fault %zu fired %llu times, %llu in the "
+                      "simulator", what, i + 1, (unsigned long long)a->fault_fired[i],
+                      (unsigned long long)b->fault_fired[i]);
+    for (size_t r = 0; r < a->nruns; r++)
+        ck_assert_msg(a->runs[r].committed_ok == b->runs[r].committed_ok, "%s: run %zu: verify %d/%d (%s / %s)",
+                      what, r + 1, a->runs[r].committed_ok, b->runs[r].committed_ok, a->runs[r].committed_detail,
+                      b->runs[r].committed_detail);
+    /* A crashed rank's survivors: the simulator lets them fail their save
+     * (a collective with a dead peer), mpirun kills them first (docs/REAL.md,
+     * "Dead peer vs timeout"); failed saves are compared for jobs without
+     * collectives only. */
+    bool group = a->world > 0;
+    ck_assert_msg(a->corruption_seen == b->corruption_seen && (group || a->saves_failed == b->saves_failed),
+                  "%s: corruption %d/%d saves failed %llu/%llu", what, a->corruption_seen, b->corruption_seen,
+                  (unsigned long long)a->saves_failed, (unsigned long long)b->saves_failed);
+    const struct ckh_job_result *x = &a->got.r, *y = &b->got.r;
+    ck_assert_msg(x->nnodes == y->nnodes, "%s: nodes", what);
+    for (size_t i = 0; i < x->nnodes; i++) {
+        const struct ckh_node_result *p = &x->nodes[i], *q = &y->nodes[i];
+        ck_assert_msg(p->finished == q->finished && p->rc == q->rc && p->epochs == q->epochs &&
+                      p->total == q->total && p->resumed_from == q->resumed_from && p->steps == q->steps &&
+                      (group || p->saves_failed == q->saves_failed),
+                      "%s: %s: finished %d/%d rc %d/%d epochs %lld/%lld total %lld/%lld resumed %lld/%lld", what,
+                      p->node, p->finished, q->finished, p->rc, q->rc, (long long)p->epochs, (long long)q->epochs,
+                      (long long)p->total, (long long)q->total, (long long)p->resumed_from,
+                      (long long)q->resumed_from);
+        ck_assert_msg(!strcmp(p->blobs, q->blobs), "%s: %s: blobs %s / %s", what, p->node, p->blobs, q->blobs);
+        ck_assert_msg(p->digest == q->digest, "%s: %s: digest differs", what, p->node);
+    }
+    ck_assert_msg(x->nsteps == y->nsteps, "%s: steps %zu vs %zu", what, x->nsteps, y->nsteps);
+    for (size_t i = 0; i < x->nsteps; i++)
+        ck_assert_msg(x->steps[i].step == y->steps[i].step && x->steps[i].digest == y->steps[i].digest,
+                      "%s: step record %zu differs", what, i);
+}
+
+START_TEST(test_on_disk_equals_sim)
+{
+    if (!have[0])
+        return;
+    char msg[256];
+    if (ckh_ckhfs_available(msg, sizeof msg) != 0) {
+        fprintf(stderr, "test_real_coll: ckhfs cases skipped: %s\n", msg);
+        return;
+    }
+    setenv("CKH_MPI", "openmpi", 1);
+    struct ckh_scenario *sc = parse(on_disk[_i]);
+    ck_assert(ckh__real_uses_ckhfs(sc));
+    struct ckh_scenario_run sim, real;
+    char err[1200] = "";
+    sim_faulted(sc, &sim);
+    memset(&real, 0, sizeof real);
+    real.sc = sc;
+    int rc = ckh__real_execute(sc, sc->seed, 0, &real, err, sizeof err);
+    ck_assert_msg(rc == 0, "%s", err);
+    char what[64];
+    snprintf(what, sizeof what, "on-disk case %d", _i);
+    same_course(&real, &sim, what);
+    ckh_scenario_run_free(&real);
+    ckh_scenario_run_free(&sim);
+    /* And the verdict: the simulator's reference, the real faulted job. */
+    struct ckh_run_options o = {.real_platform = true};
+    struct ckh_report_result out;
+    ckh_report_result_init(&out);
+    ck_assert_int_eq(ckh_harness_run(sc, &o, &out), 0);
+    ck_assert_msg(out.verdict == CKH_VERDICT_PASS, "%s: %s", what, out.message ? out.message : "");
+    ckh_report_result_clear(&out);
+    ckh_scenario_free(sc);
+    unsetenv("CKH_MPI");
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
-    struct ckh_scenario *sc = parse("job: {workload: seed-pipeline, nodes: 1, platform: real}\n"
+    struct ckh_scenario *sc = parse("job: {workload: seed-pipeline, nodes: 1, platform: real,\n"
+                                    "      checkpoint_dir: /data/ckpt, disks: [{name: d, mount: /data}]}\n"
                                     "faults:\n  - on: {op: pwrite}\n    do: crash\n");
     struct ckh_run_options o = {0};
     struct ckh_report_result out;
     ckh_report_result_init(&out);
     ck_assert_int_eq(ckh_harness_run(sc, &o, &out), CKH_EINVAL);
     ck_assert(out.verdict == CKH_VERDICT_ERROR);
-    ck_assert_msg(strstr(out.message, "3:5: do: crash:") && strstr(out.message, "refused on the real platform"),
+    ck_assert_msg(strstr(out.message, "job.disks:") && strstr(out.message, "its mount must be \"/\""),
                   "%s", out.message);
     ckh_report_result_clear(&out);
     ckh_scenario_free(sc);
@@ -289,6 +420,7 @@ int main(void)
     tcase_add_loop_test(tc, test_coll_bit_identical, 0, 4);
     tcase_add_loop_test(tc, test_workload_equals_sim, 0, 8);
     tcase_add_loop_test(tc, test_faulted_passes, 0, 3);
+    tcase_add_loop_test(tc, test_on_disk_equals_sim, 0, (int)(sizeof on_disk / sizeof on_disk[0]));
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

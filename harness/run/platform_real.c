@@ -9,7 +9,10 @@
  * with it (one mpirun for the group, as a real launcher restarts the
  * whole job); a node whose process left no status file was killed. After
  * a kill, the workload's `verify` looks at the node's disk folder through
- * the POSIX fs, as it looks at a simfs view in the simulator.
+ * the POSIX fs, as it looks at a simfs view in the simulator. With a
+ * ckhfs disk (platform_real_disk.c) each run is framed by mounting the
+ * disks (after the run's at-rest faults) and unmounting them (then the
+ * crash model), and `verify` looks at the simfs disk itself.
  */
 #include "run/platform_real.h"
 
@@ -30,6 +33,7 @@
 #include "ckh/err.h"
 #include "ckh/posix.h"
 #include "faults/fault.h"
+#include "run/platform_real_internal.h"
 #include "run/run_ctx.h"
 #include "run/tmpdir.h"
 
@@ -56,29 +60,14 @@ int ckh__real_check(const struct ckh_scenario *sc, char *err, size_t errlen)
                         sc->restart.world_size_line, sc->restart.world_size_column);
     for (size_t i = 0; i < sc->nfaults; i++) {
         const struct ckh_scn_fault *f = &sc->faults[i];
-        const char *why = NULL;
-        switch (f->act.kind) {
-        case CKH_SCN_ACT_CRASH:
-        case CKH_SCN_ACT_POWER_LOSS:
-            why = "a machine crash or power loss needs a simulated disk (ckhfs); refused on the real "
-                  "platform";
-            break;
-        case CKH_SCN_ACT_FSYNC_FAIL:
-            why = "a real fsync cannot drop the page cache; refused on the real platform";
-            break;
-        case CKH_SCN_ACT_SIGTERM:
-            why = "sigterm applies to command jobs";
-            break;
-        default:
-            if (ckh_scn_action_is_at_rest(f->act.kind))
-                why = "faults that change data at rest work on simulated disks; refused on the real "
-                      "platform";
-            break;
-        }
-        if (why)
-            return ckh_errf(err, errlen, CKH_EINVAL, "%d:%d: do: %s: %s", f->line, f->column,
-                            ckh_scn_action_name(f->act.kind), why);
+        if (f->act.kind == CKH_SCN_ACT_SIGTERM)
+            return ckh_errf(err, errlen, CKH_EINVAL, "%d:%d: do: sigterm: sigterm applies to command jobs",
+                            f->line, f->column);
     }
+    if (ckh__real_uses_ckhfs(sc) && strcmp(sc->job.disks[0].mount, "/") != 0)
+        return ckh_errf(err, errlen, CKH_EINVAL, "job.disks: the real platform serves the job's disk as the "
+                        "nodes' \"/\"; with crash, power-loss, fsync-fail or at-rest faults its mount must be "
+                        "\"/\" (it is \"%s\")", sc->job.disks[0].mount);
     return 0;
 }
 
@@ -96,7 +85,7 @@ int ckh__real_rules(const struct ckh_scenario *sc, int run, const char (*names)[
     for (size_t i = 0; i < sc->nfaults; i++) {
         const struct ckh_scn_fault *f = &sc->faults[i];
         const struct ckh_fault_ops *ops = ckh_fault_of(f->act.kind);
-        if ((f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != run) || !ckh_fault_arms_rule(f) || !ops->arm)
+        if ((f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != run) || !ckh_fault_arms_rule(f))
             continue;
         int node = -1;
         if (f->on.node_name) {
@@ -112,7 +101,10 @@ int ckh__real_rules(const struct ckh_scenario *sc, int run, const char (*names)[
                             f->line, f->column);
         struct ckh_fault_rule *r = &(*rules)[*nrules];
         ckh__run_rule_for(f, node, r);
-        ops->arm(f, r);
+        if (ops->apply) /* at rest, at its trigger: a CALL rule, as arm.c numbers it */
+            r->action.kind = CKH_FAULT_CALL;
+        else
+            ops->arm(f, r);
         (*fault_of)[(*nrules)++] = i;
     }
     return 0;
@@ -215,22 +207,10 @@ int ckh__real_find_mpi(const char *mpi, char *exe, size_t exen, char *launcher, 
 
 /* ---- the job ---- */
 
-struct real_job {
-    struct ckh__run_ctx c;       /* workload, instance, names, records, track (no simulator) */
-    uint64_t seed;               /* the seed in use */
-    char dir[PATH_MAX / 2];      /* the run folder (owned: removed at the end) */
-    char scn[PATH_MAX];          /* the scenario file the ranks read */
-    char exe[PATH_MAX];          /* the rank program */
-    char launcher[PATH_MAX];     /* mpirun of its MPI */
-    int *ranks;                  /* [n]: each node's collective rank (-1: none) */
-    bool *start;                 /* [n]: the node runs in the current run */
-    bool fired;                  /* a fault fired in the current run (the store's probe) */
-    int run;                     /* the current run (1-based) */
-};
-
 static bool probe_fired(void *ctx)
 {
-    return ((struct real_job *)ctx)->fired;
+    struct real_job *j = ctx;
+    return j->fired || j->at_rest_applied;
 }
 
 static int mkdirs(const char *path)
@@ -297,7 +277,8 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     c->track = calloc((size_t)c->n, sizeof *c->track);
     j->ranks = calloc((size_t)c->n, sizeof *j->ranks);
     j->start = calloc((size_t)c->n, sizeof *j->start);
-    if (!c->names || !c->track || !j->ranks || !j->start)
+    j->groups = calloc((size_t)c->n, sizeof *j->groups);
+    if (!c->names || !c->track || !j->ranks || !j->start || !j->groups)
         return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
     for (int i = 0; i < c->n; i++) {
         if ((rc = c->wl->node(c->inst, i, c->names[i], sizeof c->names[i], &j->ranks[i])) != 0)
@@ -313,14 +294,17 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     ckh_records_set_fault_probe(c->records, probe_fired, j);
     if ((rc = ckh_tmp_make(j->dir, sizeof j->dir)) != 0)
         return ckh__run_fail(c, CKH_EINTERNAL, "cannot make a run folder: %s", strerror(-rc));
-    static const char *const subs[] = {"results", "track", "status", "faults", "logs", "disks"};
+    static const char *const subs[] = {"results", "track", "status", "faults", "logs", "disks", "pids"};
     char sub[PATH_MAX];
     for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++) {
         snprintf(sub, sizeof sub, "%s/%s", j->dir, subs[k]);
         if ((rc = mkdirs(sub)) != 0)
             return ckh__run_fail(c, CKH_EINTERNAL, "cannot create %s: %s", sub, strerror(-rc));
     }
-    for (int i = 0; i < c->n; i++) {
+    j->ckhfs = ckh__real_uses_ckhfs(sc);
+    if (j->ckhfs && (rc = ckh__real_disks_init(j)) != 0)
+        return rc;
+    for (int i = 0; i < c->n && !j->ckhfs; i++) {
         char disk[PATH_MAX];
         int w = ckh__real_disk_dir(disk, sizeof disk, j->dir, sc, c->names[i]);
         int len = w == 0 ? (int)strlen(disk) : 0;
@@ -334,10 +318,12 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
 
 static void job_free(struct real_job *j)
 {
+    ckh__real_disks_free(j); /* unmounted before the folder goes */
     if (j->dir[0] && !getenv("CKH_REAL_KEEP"))
         ckh_tmp_remove(j->dir);
     free(j->ranks);
     free(j->start);
+    free(j->groups);
     ckh__run_ctx_free(&j->c);
     memset(j, 0, sizeof *j);
 }
@@ -390,6 +376,8 @@ static int rank_args(struct real_job *j, char **argv, char (*bufs)[32])
     argv[a++] = j->dir;
     if (j->c.mode & CKH_RUN_NO_FAULTS)
         argv[a++] = "--reference";
+    if (j->ckhfs)
+        argv[a++] = "--ckhfs";
     return a;
 }
 
@@ -443,7 +431,7 @@ static pid_t launch_plain(struct real_job *j, int node)
 /* Waits for every process until the run's wall-clock limit; kills what
  * remains then (*hung). Every process group is killed and reaped on
  * every path. */
-static void wait_all(struct proc *p, size_t np, uint64_t limit_ns, bool *hung)
+static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t limit_ns, bool *hung)
 {
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0); /* the run's wall-clock limit */
@@ -453,7 +441,15 @@ static void wait_all(struct proc *p, size_t np, uint64_t limit_ns, bool *hung)
             p[i].reaped = true;
             left--;
         }
+    bool power_killed = false;
     while (left > 0) {
+        if (!power_killed && j->ckhfs && ckh__real_power_lost(j)) {
+            /* A power loss stops every machine, not only the one that saw it. */
+            power_killed = true;
+            for (size_t i = 0; i < np; i++)
+                if (!p[i].reaped)
+                    kill(-p[i].pid, SIGKILL);
+        }
         for (size_t i = 0; i < np; i++) {
             int st;
             if (!p[i].reaped && waitpid(p[i].pid, &st, WNOHANG) == p[i].pid) {
@@ -482,6 +478,20 @@ static void wait_all(struct proc *p, size_t np, uint64_t limit_ns, bool *hung)
     }
 }
 
+/* The process group of node `node` (-1: every node, -2: every ranked
+ * node of the run) is g from now on (0: none); the mounts' kill_node
+ * reads it. */
+static void set_groups(struct real_job *j, int node, pid_t g)
+{
+    if (j->lock_ready)
+        pthread_mutex_lock(&j->lock);
+    for (int i = 0; i < j->c.n; i++)
+        if (i == node || node == -1 || (node == -2 && j->ranks[i] >= 0 && j->start[i]))
+            j->groups[i] = g;
+    if (j->lock_ready)
+        pthread_mutex_unlock(&j->lock);
+}
+
 /* Starts every node of the run and waits for them. */
 static int launch_run(struct real_job *j, bool *hung)
 {
@@ -494,22 +504,28 @@ static int launch_run(struct real_job *j, bool *hung)
     }
     size_t np = 0;
     int rc = 0;
+    set_groups(j, -1, 0);
     pid_t g = launch_group(j, list, 8u * (size_t)j->c.n + 8);
     if (g < 0)
         rc = ckh__run_fail(&j->c, CKH_EINTERNAL, "cannot start %s: %s", j->launcher, strerror(errno));
-    else if (g > 0)
+    else if (g > 0) {
         p[np++].pid = g;
+        set_groups(j, -2, g);
+    }
     for (int i = 0; i < j->c.n && rc == 0; i++) {
         if (j->ranks[i] >= 0 || !j->start[i])
             continue;
         pid_t pid = launch_plain(j, i);
         if (pid < 0)
             rc = ckh__run_fail(&j->c, CKH_EINTERNAL, "cannot start %s: %s", j->exe, strerror(errno));
-        else
+        else {
             p[np++].pid = pid;
+            set_groups(j, i, pid);
+        }
     }
     /* job.timeout belongs to command jobs; a workload job gets their default. */
-    wait_all(p, np, CKH_SCN_COMMAND_TIMEOUT_NS, hung);
+    wait_all(j, p, np, CKH_SCN_COMMAND_TIMEOUT_NS, hung);
+    set_groups(j, -1, 0);
     free(p);
     free(list);
     return rc;
@@ -625,8 +641,12 @@ static void read_firings(struct real_job *j, struct ckh_scenario_run *out)
             if (next)
                 *next++ = '\0';
             size_t rule, fault;
-            if (sscanf(line, "fired %zu %zu", &rule, &fault) != 2 || fault >= j->c.sc->nfaults)
+            char op[32], action[32];
+            if (sscanf(line, "fired %zu %zu %31s %31s", &rule, &fault, op, action) != 4 ||
+                fault >= j->c.sc->nfaults)
                 continue;
+            if (!strcmp(action, "call"))
+                continue; /* an at-rest fault counts when its change lands (the launcher applies it) */
             j->fired = true;
             if (out->fault_fired)
                 out->fault_fired[fault]++;
@@ -775,6 +795,7 @@ static int execute(struct real_job *j, struct ckh_scenario_run *out)
         return ckh__run_fail(&j->c, CKH_ENOMEM, "out of memory");
     out->world = j->c.world_first;
     out->world_restart = j->c.world_restart;
+    j->rec = with_faults ? out : NULL;
     for (uint32_t run = 1; run <= max_runs; run++) {
         struct ckh_run_info *ri = ckh__run_next(out, sc, (size_t)j->c.n);
         if (!ri)
@@ -784,7 +805,12 @@ static int execute(struct real_job *j, struct ckh_scenario_run *out)
         if (with_faults)
             mark_armed(sc, (int)run, out);
         bool hung = false;
-        if ((rc = launch_run(j, &hung)) != 0 || (rc = rank_errors(j)) != 0)
+        if (j->ckhfs && (rc = ckh__real_disks_before_run(j)) != 0)
+            return rc;
+        rc = launch_run(j, &hung);
+        /* Every process is gone: the disks come down, crashes apply. */
+        int drc = j->ckhfs ? ckh__real_disks_after_run(j) : 0;
+        if (rc != 0 || (rc = drc) != 0 || (rc = rank_errors(j)) != 0)
             return rc;
         ri->outcome = hung ? CKH_SIM_TIME_LIMIT : CKH_SIM_DONE;
         out->hang_seen |= hung;
@@ -799,7 +825,7 @@ static int execute(struct real_job *j, struct ckh_scenario_run *out)
             break;
         }
         if (ri->crashed && j->c.wl->verify)
-            check_committed(j, ri);
+            (j->ckhfs ? ckh__real_disks_verify : check_committed)(j, ri);
         plan_restart(j, ri);
     }
     return 0;
