@@ -291,6 +291,18 @@ static void on_node_exit(void *ctx, int status)
     release(k);
 }
 
+/* RUNDIR/status/joined.<node>.<run>: the process started, MPI is up and
+ * the communicator made (the launcher's start deadline waits for it). */
+static int announce_joined(const struct rank *k, char *msg)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/status/joined.%s.%d", k->a.dir, k->names[k->node], k->a.run);
+    FILE *f = fopen(path, "w");
+    if (!f || fclose(f) != 0)
+        return ckh_errf(msg, MSG, CKH_EINTERNAL, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
 /* --ckhfs: RUNDIR/pids/PID says which node this process is, before it
  * asks the mount anything. */
 static int register_pid(const struct rank *k, char *msg)
@@ -341,6 +353,8 @@ int main(int argc, char **argv)
         goto out;
     code = 3;
     if ((rc = pick_node(&k, &argc, &argv, msg)) != 0)
+        goto out;
+    if ((rc = announce_joined(&k, msg)) != 0)
         goto out;
     code = 2;
     if ((rc = arm(&k, msg)) != 0)

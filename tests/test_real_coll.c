@@ -16,15 +16,22 @@
  *     random and synced, power loss with keep: cache and synced,
  *     fsync-fail, an at-rest fault between runs and one at a trigger):
  *     the faulted job's runs, firings, verify results and final records
- *     (digests, blobs, every step) equal the simulator's, and it passes.
+ *     (digests, blobs, every step) equal the simulator's, and it passes;
+ *   - the environment: no rank program (MPI not installed), a launcher
+ *     that is not there, one that fails at once, a rank that never joins
+ *     (the start deadline names it): each CKH_EINTERNAL (exit status 3)
+ *     with its message, no run folder and no process left.
  *
  * Skips (exit 77, a message on stderr) only when no MPI was built and
  * installed; both are on this project's machines and on CI. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -385,6 +392,106 @@ START_TEST(test_on_disk_equals_sim)
 }
 END_TEST
 
+/* ---- faults of the environment ---- */
+
+static char env_dir[256]; /* the case's scripts; TMPDIR is env_dir/tmp */
+
+static void write_script(const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", env_dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    fclose(f);
+    ck_assert_int_eq(chmod(path, 0755), 0);
+}
+
+/* Runs the 2-rank ddp-train job under the environment set up by the
+ * case; it must end in CKH_EINTERNAL (exit status 3) with want in the
+ * message, and leave nothing: no run folder under TMPDIR, no process
+ * the case's scripts recorded in env_dir/pids. */
+static void env_fails(const char *want, const char *want2)
+{
+    struct ckh_scenario *sc = parse(jobs[2]);
+    struct ckh_scenario_run real;
+    char err[1200] = "", tmp[300];
+    memset(&real, 0, sizeof real);
+    real.sc = sc;
+    snprintf(tmp, sizeof tmp, "%s/tmp", env_dir);
+    mkdir(tmp, 0700);
+    setenv("TMPDIR", tmp, 1);
+    int rc = ckh__real_execute(sc, sc->seed, CKH_RUN_REFERENCE, &real, err, sizeof err);
+    unsetenv("TMPDIR");
+    ck_assert_msg(rc == CKH_EINTERNAL, "rc %d: %s", rc, err);
+    ck_assert_msg(strstr(err, want) && (!want2 || strstr(err, want2)), "%s", err);
+    DIR *d = opendir(tmp);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL)
+        ck_assert_msg(de->d_name[0] == '.', "%s left in TMPDIR", de->d_name);
+    if (d)
+        closedir(d);
+    char pids[300];
+    snprintf(pids, sizeof pids, "%s/pids", env_dir);
+    FILE *f = fopen(pids, "r");
+    long pid;
+    while (f && fscanf(f, "%ld", &pid) == 1)
+        ck_assert_msg(kill((pid_t)pid, 0) != 0, "process %ld of the failed start is still there", pid);
+    if (f)
+        fclose(f);
+    ckh_scenario_run_free(&real);
+    ckh_scenario_free(sc);
+}
+
+START_TEST(test_environment)
+{
+    if (!have[0])
+        return;
+    snprintf(env_dir, sizeof env_dir, "/tmp/ckh-test-real-env-%ld-XXXXXX", (long)getpid());
+    ck_assert(mkdtemp(env_dir) != NULL);
+    setenv("CKH_MPI", "openmpi", 1);
+    char exe[1024], launcher[1024], err[512], text[3000];
+    ck_assert_int_eq(ckh__real_find_mpi("openmpi", exe, sizeof exe, launcher, sizeof launcher, err, sizeof err), 0);
+    switch (_i) {
+    case 0: /* no rank program beside ckh: MPI not installed */
+        setenv("CKH_RANK_DIR", env_dir, 1);
+        env_fails("MPI not installed", NULL);
+        unsetenv("CKH_RANK_DIR");
+        break;
+    case 1: /* a launcher that is not there */
+        setenv("CKH_MPIRUN", "/nonexistent/mpirun", 1);
+        env_fails("CKH_MPIRUN=/nonexistent/mpirun: not an executable file", NULL);
+        break;
+    case 2: /* a launcher that fails at once */
+        snprintf(text, sizeof text, "#!/bin/sh\necho 'no slots for you' >&2\nexit 7\n");
+        write_script("fail.sh", text);
+        snprintf(text, sizeof text, "%s/fail.sh", env_dir);
+        setenv("CKH_MPIRUN", text, 1);
+        env_fails("failed to start the ranks (exit status 7)", "no slots for you");
+        break;
+    case 3: /* MPI rank 1 never joins: the start deadline names it, and
+             * everything of the run is killed and reaped */
+        snprintf(text, sizeof text, "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then\n"
+                 "  echo $$ >> %s/pids\n  exec sleep 600\nfi\nexec %s \"$@\"\n", env_dir, exe);
+        write_script("stall.sh", text);
+        snprintf(text, sizeof text, "#!/bin/sh\necho $$ >> %s/pids\nn=$#\nfor a in \"$@\"; do\n"
+                 "  case \"$a\" in */ckh-rank-openmpi) a=%s/stall.sh ;; esac\n  set -- \"$@\" \"$a\"\ndone\n"
+                 "shift $n\nexec %s \"$@\"\n", env_dir, env_dir, launcher);
+        write_script("launcher.sh", text);
+        snprintf(text, sizeof text, "%s/launcher.sh", env_dir);
+        setenv("CKH_MPIRUN", text, 1);
+        setenv("CKH_REAL_START_TIMEOUT", "3", 1);
+        env_fails("never joined within 3 s", "rank_1 (MPI rank 1)");
+        unsetenv("CKH_REAL_START_TIMEOUT");
+        break;
+    }
+    unsetenv("CKH_MPIRUN");
+    unsetenv("CKH_MPI");
+    snprintf(text, sizeof text, "rm -rf %s", env_dir);
+    ck_assert_int_eq(system(text), 0);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
     struct ckh_scenario *sc = parse("job: {workload: seed-pipeline, nodes: 1, platform: real,\n"
@@ -421,6 +528,7 @@ int main(void)
     tcase_add_loop_test(tc, test_workload_equals_sim, 0, 8);
     tcase_add_loop_test(tc, test_faulted_passes, 0, 3);
     tcase_add_loop_test(tc, test_on_disk_equals_sim, 0, (int)(sizeof on_disk / sizeof on_disk[0]));
+    tcase_add_loop_test(tc, test_environment, 0, 4);
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

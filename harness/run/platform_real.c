@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -189,6 +190,16 @@ int ckh__real_find_mpi(const char *mpi, char *exe, size_t exen, char *launcher, 
         bool have_exe = executable(exe);
         bool have_launcher = on_path(want, launcher, launchern) ||
                              (!strcmp(mpis[i], "mpich") && on_path("mpiexec.hydra", launcher, launchern));
+        const char *forced = getenv("CKH_MPIRUN");
+        if (have_exe && forced && *forced) {
+            /* The launcher named by the environment (a wrapper, another
+             * install): used as given, refused when it cannot run. */
+            if (!executable(forced))
+                return ckh_errf(err, errlen, CKH_EINTERNAL, "CKH_MPIRUN=%s: not an executable file (it names "
+                                "the MPI launcher for the real platform's %s ranks)", forced, mpis[i]);
+            snprintf(launcher, launchern, "%s", forced);
+            return 0;
+        }
         if (have_exe && have_launcher)
             return 0;
         used += (size_t)snprintf(tried + used, sizeof tried - used > 0 ? sizeof tried - used : 0,
@@ -263,6 +274,9 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
         return rc;
     if ((rc = ckh_workloads_resolve(sc, &c->res, c->err, sizeof c->err)) != 0)
         return rc;
+    /* What a launcher leaves behind is reparented to ckh (reap_orphans). */
+    if (prctl(PR_GET_CHILD_SUBREAPER, &j->subreaper_was) == 0 && prctl(PR_SET_CHILD_SUBREAPER, 1) == 0)
+        j->subreaper_set = true;
     c->wl = c->res.workload;
     if (!(c->opts = calloc(sc->job.noptions + 1, sizeof *c->opts)))
         return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
@@ -294,13 +308,14 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     ckh_records_set_fault_probe(c->records, probe_fired, j);
     if ((rc = ckh_tmp_make(j->dir, sizeof j->dir)) != 0)
         return ckh__run_fail(c, CKH_EINTERNAL, "cannot make a run folder: %s", strerror(-rc));
-    static const char *const subs[] = {"results", "track", "status", "faults", "logs", "disks", "pids"};
+    static const char *const subs[] = {"results", "track", "status", "faults", "logs", "disks", "pids", "mpi"};
     char sub[PATH_MAX];
     for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++) {
         snprintf(sub, sizeof sub, "%s/%s", j->dir, subs[k]);
         if ((rc = mkdirs(sub)) != 0)
             return ckh__run_fail(c, CKH_EINTERNAL, "cannot create %s: %s", sub, strerror(-rc));
     }
+    snprintf(j->mpi_tmp, sizeof j->mpi_tmp, "%s/mpi", j->dir);
     j->ckhfs = ckh__real_uses_ckhfs(sc);
     if (j->ckhfs && (rc = ckh__real_disks_init(j)) != 0)
         return rc;
@@ -321,6 +336,8 @@ static void job_free(struct real_job *j)
     ckh__real_disks_free(j); /* unmounted before the folder goes */
     if (j->dir[0] && !getenv("CKH_REAL_KEEP"))
         ckh_tmp_remove(j->dir);
+    if (j->subreaper_set)
+        prctl(PR_SET_CHILD_SUBREAPER, j->subreaper_was);
     free(j->ranks);
     free(j->start);
     free(j->groups);
@@ -333,7 +350,73 @@ static void job_free(struct real_job *j)
 struct proc {
     pid_t pid;    /* the process group leader (mpirun, or the plain rank) */
     bool reaped;  /* waited for */
+    int status;   /* its wait status, once reaped (-1: ckh killed it) */
 };
+
+/* How long the nodes of a run have to join (rank program started, MPI
+ * initialised, communicator made): $CKH_REAL_START_TIMEOUT seconds, 60
+ * by default. */
+static uint64_t start_timeout_ns(void)
+{
+    const char *v = getenv("CKH_REAL_START_TIMEOUT");
+    char *end = NULL;
+    double s = v && *v ? strtod(v, &end) : 0;
+    if (!v || !*v || !end || *end || s <= 0 || s > 86400)
+        s = 60;
+    return (uint64_t)(s * 1e9);
+}
+
+/* Whether node i joined run j->run (status/joined.<node>.<run>). */
+static bool joined(const struct real_job *j, int i)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/status/joined.%s.%d", j->dir, j->c.names[i], j->run);
+    return access(path, F_OK) == 0;
+}
+
+/* The nodes of the run that have not joined, "rank_1 (MPI rank 1), ..."
+ * into buf; how many. */
+static int missing_nodes(const struct real_job *j, char *buf, size_t n)
+{
+    int missing = 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < j->c.n; i++) {
+        if (!j->start[i] || joined(j, i))
+            continue;
+        missing++;
+        int w = j->ranks[i] >= 0 ? snprintf(buf + used, n - used, "%s%s (MPI rank %d)", used ? ", " : "",
+                                            j->c.names[i], j->ranks[i])
+                                 : snprintf(buf + used, n - used, "%s%s", used ? ", " : "", j->c.names[i]);
+        if (w > 0 && (size_t)w < n - used)
+            used += (size_t)w;
+    }
+    return missing;
+}
+
+/* The last lines of what the run's launchers printed, one line. */
+static void launch_log_tail(const struct real_job *j, char *buf, size_t n)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/logs/launch.%d", j->dir, j->run);
+    buf[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    char tail[600];
+    size_t got = 0;
+    if (fseek(f, -(long)(sizeof tail - 1), SEEK_END) != 0)
+        rewind(f);
+    got = fread(tail, 1, sizeof tail - 1, f);
+    fclose(f);
+    tail[got] = '\0';
+    while (got > 0 && (tail[got - 1] == '\n' || tail[got - 1] == ' '))
+        tail[--got] = '\0';
+    for (char *c = tail; *c; c++)
+        if (*c == '\n' || *c == '\r' || *c == '\t')
+            *c = ' ';
+    snprintf(buf, n, "%s", tail);
+}
 
 /* Forks argv in a process group of its own, output to the run's log. */
 static pid_t spawn(const struct real_job *j, char *const argv[])
@@ -398,7 +481,7 @@ static pid_t launch_group(struct real_job *j, char *ranks_list, size_t n)
         return 0;
     snprintf(bufs[3], sizeof bufs[3], "%d", world);
     argv[a++] = j->launcher;
-    if (strstr(j->launcher, "openmpi")) {
+    if (strstr(j->exe, "ckh-rank-openmpi")) {
         /* Root (CI containers) and more ranks than cores (a 2-core runner):
          * Open MPI refuses both unless told; docs/REAL.md. */
         if (geteuid() == 0)
@@ -406,6 +489,11 @@ static pid_t launch_group(struct real_job *j, char *ranks_list, size_t n)
         argv[a++] = "--oversubscribe";
         argv[a++] = "--bind-to";
         argv[a++] = "none";
+        /* Its session folder inside the run folder: a killed mpirun
+         * leaves it behind, and the run folder goes at the end. */
+        argv[a++] = "--mca";
+        argv[a++] = "orte_tmpdir_base";
+        argv[a++] = j->mpi_tmp;
     }
     argv[a++] = "-np";
     argv[a++] = bufs[3];
@@ -431,9 +519,12 @@ static pid_t launch_plain(struct real_job *j, int node)
 /* Waits for every process until the run's wall-clock limit; kills what
  * remains then (*hung). Every process group is killed and reaped on
  * every path. */
-static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t limit_ns, bool *hung)
+static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t limit_ns, bool *hung,
+                     bool *late)
 {
     struct timespec t0, now;
+    const uint64_t start_ns = start_timeout_ns();
+    bool start_checked = false;
     clock_gettime(CLOCK_MONOTONIC, &t0); /* the run's wall-clock limit */
     size_t left = np;
     for (size_t i = 0; i < np; i++)
@@ -454,6 +545,7 @@ static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t lim
             int st;
             if (!p[i].reaped && waitpid(p[i].pid, &st, WNOHANG) == p[i].pid) {
                 p[i].reaped = true;
+                p[i].status = st;
                 left--;
                 kill(-p[i].pid, SIGKILL); /* whatever of its group is left */
             }
@@ -461,13 +553,24 @@ static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t lim
         clock_gettime(CLOCK_MONOTONIC, &now);
         uint64_t el = (uint64_t)(now.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)now.tv_nsec -
                       (uint64_t)t0.tv_nsec;
+        char none[8];
+        if (left > 0 && !start_checked && el > start_ns) {
+            /* The start deadline: a node that has not joined by now never
+             * will (mpirun waits for it forever). */
+            start_checked = true;
+            if (missing_nodes(j, none, sizeof none) > 0) {
+                *late = true;
+                el = limit_ns + 1;
+            }
+        }
         if (left > 0 && el > limit_ns) {
-            *hung = true;
+            *hung = !*late;
             for (size_t i = 0; i < np; i++)
                 if (!p[i].reaped) {
                     kill(-p[i].pid, SIGKILL);
                     waitpid(p[i].pid, NULL, 0);
                     p[i].reaped = true;
+                    p[i].status = -1;
                 }
             left = 0;
         }
@@ -475,6 +578,47 @@ static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t lim
             struct timespec ts = {.tv_nsec = 2000000};
             nanosleep(&ts, NULL);
         }
+    }
+}
+
+/* After a run's launchers are reaped: whatever they left (a rank in a
+ * process group of its own, as Open MPI makes them, that outlived its
+ * mpirun) was reparented to ckh, the child subreaper during a real job:
+ * killed and reaped here, so nothing of the run is left. */
+static void reap_orphans(void)
+{
+    const pid_t me = getpid();
+    for (int round = 0; round < 500; round++) {
+        bool any = false;
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        while (d && (de = readdir(d)) != NULL) {
+            char *end = NULL;
+            long pid = strtol(de->d_name, &end, 10);
+            if (pid <= 0 || *end)
+                continue;
+            char path[64], buf[512];
+            snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+            FILE *f = fopen(path, "r");
+            size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+            if (f)
+                fclose(f);
+            buf[got] = '\0';
+            char *rp = strrchr(buf, ')'); /* "pid (comm) state ppid ..." */
+            char state;
+            long ppid;
+            if (!rp || sscanf(rp + 1, " %c %ld", &state, &ppid) != 2 || ppid != (long)me)
+                continue;
+            any = true;
+            kill((pid_t)pid, SIGKILL);
+            waitpid((pid_t)pid, NULL, WNOHANG);
+        }
+        if (d)
+            closedir(d);
+        if (!any)
+            return;
+        struct timespec ts = {.tv_nsec = 1000000};
+        nanosleep(&ts, NULL);
     }
 }
 
@@ -524,8 +668,31 @@ static int launch_run(struct real_job *j, bool *hung)
         }
     }
     /* job.timeout belongs to command jobs; a workload job gets their default. */
-    wait_all(j, p, np, CKH_SCN_COMMAND_TIMEOUT_NS, hung);
+    bool late = false;
+    wait_all(j, p, np, CKH_SCN_COMMAND_TIMEOUT_NS, hung, &late);
+    reap_orphans();
     set_groups(j, -1, 0);
+    char missing[512], tail[600];
+    if (rc == 0 && late) {
+        missing_nodes(j, missing, sizeof missing);
+        launch_log_tail(j, tail, sizeof tail);
+        rc = ckh__run_fail(&j->c, CKH_EINTERNAL, "run %d: never joined within %.0f s "
+                           "(CKH_REAL_START_TIMEOUT): %s; everything of the run killed [%s: %s]", j->run,
+                           (double)start_timeout_ns() / 1e9, missing, j->launcher, tail[0] ? tail : "printed nothing");
+    } else if (rc == 0 && g > 0 && p[0].status != 0) {
+        /* mpirun ended in an error and no rank got as far as joining: it
+         * failed to start the job (a broken MPI, no slots, its own ports). */
+        bool any = false;
+        for (int i = 0; i < j->c.n && !any; i++)
+            any = j->ranks[i] >= 0 && j->start[i] && joined(j, i);
+        if (!any) {
+            launch_log_tail(j, tail, sizeof tail);
+            int st = p[0].status;
+            rc = ckh__run_fail(&j->c, CKH_EINTERNAL, "run %d: %s failed to start the ranks (%s %d): %s", j->run,
+                               j->launcher, WIFSIGNALED(st) ? "signal" : "exit status",
+                               WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), tail[0] ? tail : "it printed nothing");
+        }
+    }
     free(p);
     free(list);
     return rc;
@@ -808,10 +975,17 @@ static int execute(struct real_job *j, struct ckh_scenario_run *out)
         if (j->ckhfs && (rc = ckh__real_disks_before_run(j)) != 0)
             return rc;
         rc = launch_run(j, &hung);
-        /* Every process is gone: the disks come down, crashes apply. */
+        /* Every process is gone: the disks come down, crashes apply. The
+         * message that tells most wins: a rank's own (bad input, its
+         * environment), then the launch's, then the disks'. */
+        char launch_err[sizeof j->c.err];
+        memcpy(launch_err, j->c.err, sizeof launch_err);
         int drc = j->ckhfs ? ckh__real_disks_after_run(j) : 0;
-        if (rc != 0 || (rc = drc) != 0 || (rc = rank_errors(j)) != 0)
-            return rc;
+        if (rc != 0)
+            memcpy(j->c.err, launch_err, sizeof launch_err);
+        int erc = rank_errors(j);
+        if (erc != 0 || (erc = rc) != 0 || (erc = drc) != 0)
+            return erc;
         ri->outcome = hung ? CKH_SIM_TIME_LIMIT : CKH_SIM_DONE;
         out->hang_seen |= hung;
         if ((rc = read_run(j, ri, out)) != 0)

@@ -72,7 +72,8 @@ int ckh__real_check(const struct ckh_scenario *sc, char *err, size_t errlen);
 bool ckh__real_uses_ckhfs(const struct ckh_scenario *sc);
 
 /* The fault rules of run `run` (1-based), in the simulator's order (rule
- * INDEX is its position, as ckh_sim_add_fault numbers them), over the
+ * INDEX is its position, as ckh_sim_add_fault numbers them; an at-rest
+ * fault with a trigger is a CALL rule, as in arm.c), over the
  * job's n node names: *rules and *fault_of (the scenario fault of each
  * rule) are malloc'd arrays of *nrules entries (the caller frees both;
  * path globs and phases are borrowed from sc). CKH_EINVAL for a fault
@@ -92,8 +93,10 @@ int ckh__real_mount_dir(char *buf, size_t n, const char *dir, const struct ckh_s
 
 /* The rank program of MPI implementation mpi (NULL: the first of
  * CKH_REAL_MPIS that is built, or $CKH_MPI) and its launcher, into exe
- * and launcher. CKH_EINTERNAL ("MPI not installed ...": the environment,
- * exit status 3) when none is; CKH_EINVAL for an unknown $CKH_MPI. */
+ * and launcher ($CKH_MPIRUN when set: a wrapper or another install).
+ * CKH_EINTERNAL ("MPI not installed ...", or a $CKH_MPIRUN that is not
+ * an executable file: the environment, exit status 3) when none is;
+ * CKH_EINVAL for an unknown $CKH_MPI. */
 int ckh__real_find_mpi(const char *mpi, char *exe, size_t exen, char *launcher, size_t launchern,
                        char *err, size_t errlen);
 
@@ -102,8 +105,13 @@ int ckh__real_find_mpi(const char *mpi, char *exe, size_t exen, char *launcher, 
  * faults or defects), into out's runs and out->got (the record of the
  * simulated runner, minus the trace). out is zeroed by the caller, with
  * out->sc = sc; freed with ckh_scenario_run_free. 0, or a negative code
- * with err set (CKH_EINTERNAL: MPI missing or failing to start, exit
- * status 3). */
+ * with err set. CKH_EINTERNAL (exit status 3) for the environment, each
+ * with its message: MPI missing, $CKH_MPIRUN not executable, FUSE
+ * missing when the job needs a ckhfs disk, mpirun ending in an error
+ * before any rank joined, a node that has not joined by
+ * $CKH_REAL_START_TIMEOUT seconds (60; named in the message). On every
+ * path each process group is killed and reaped, the disks unmounted and
+ * the run folder removed. */
 int ckh__real_execute(const struct ckh_scenario *sc, uint64_t seed, unsigned mode, struct ckh_scenario_run *out,
                       char *err, size_t errlen);
 

@@ -46,12 +46,15 @@ struct real_job {
     char scn[PATH_MAX];          /* the scenario file the ranks read */
     char exe[PATH_MAX];          /* the rank program */
     char launcher[PATH_MAX];     /* mpirun of its MPI */
+    char mpi_tmp[PATH_MAX];      /* Open MPI's session folder base (inside dir) */
     int *ranks;                  /* [n]: each node's collective rank (-1: none) */
     bool *start;                 /* [n]: the node runs in the current run */
     bool fired;                  /* a fault fired in the current run (the store's probe) */
     int run;                     /* the current run (1-based) */
     pid_t *groups;               /* [n]: the process group node i runs in this run (0: none) */
     struct ckh_scenario_run *rec; /* firing counts of the faulted job (NULL: none) */
+    int subreaper_was;           /* PR_GET_CHILD_SUBREAPER before the job */
+    bool subreaper_set;          /* ckh is the child subreaper during the job (restored at the end) */
     /* ---- ckhfs disks (platform_real_disk.c) ---- */
     bool ckhfs;                  /* the disks are simfs disks served over ckhfs */
     struct real_mount *mounts;   /* every distinct disk (owned) */
