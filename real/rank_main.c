@@ -43,6 +43,7 @@
 #include "real_coll.h"
 #include "real_env.h"
 #include "real_faults.h"
+#include "real_nccl.h"
 #include "run/platform_real.h"
 #include "run/workloads.h"
 #include "search/fuzz.h"
@@ -74,6 +75,7 @@ struct rank {
     int node;                      /* this process's node */
     bool mpi;                      /* MPI was started */
     struct ckh_coll *coll;         /* collectives (NULL: none) */
+    struct ckh_coll *nccl;         /* NCCL collectives over coll (NULL: none) */
     struct ckh_real_faults *faults; /* fault script */
     struct ckh_env *env;           /* the node's environment */
     bool ended;                    /* the status is written */
@@ -164,6 +166,18 @@ static int build_job(struct rank *k, char *msg)
     return 0;
 }
 
+#define NCCL_SETUP_TIMEOUT_NS (60ull * 1000000000ull)
+
+/* Whether the job asks for NCCL (ddp-train's options.devices). */
+static bool wants_nccl(const struct ckh_scenario *sc)
+{
+    for (size_t i = 0; i < sc->job.noptions; i++)
+        if (!strcmp(sc->job.options[i].key, "devices") && sc->job.options[i].text &&
+            !strcmp(sc->job.options[i].text, "nccl"))
+            return true;
+    return false;
+}
+
 /* Which node this process runs; with --ranks, MPI starts here. */
 static int pick_node(struct rank *k, int *argc, char ***argv, char *msg)
 {
@@ -192,6 +206,11 @@ static int pick_node(struct rank *k, int *argc, char ***argv, char *msg)
                             listed, world);
         if ((rc = ckh_real_coll_create(&k->coll)) != 0)
             return ckh_errf(msg, MSG, rc, "%s: cannot create the communicator", ckh_real_mpi_name());
+        /* options: {devices: nccl}: all-reduces through NCCL on this
+         * machine's GPUs; no NCCL or no device is the environment. */
+        char why[MSG];
+        if (wants_nccl(k->sc) && (rc = ckh_real_nccl_create(k->coll, NCCL_SETUP_TIMEOUT_NS, &k->nccl, why, MSG)) != 0)
+            return ckh_errf(msg, MSG, CKH_EINTERNAL, "options.devices: nccl: %.900s", why);
     }
     if (k->node < 0 || k->node >= k->n)
         return ckh_errf(msg, MSG, CKH_EINVAL, "node %d is not a node of the job (0..%d)", k->node, k->n - 1);
@@ -267,8 +286,11 @@ static void release(struct rank *k)
     k->env = NULL;
     ckh_real_faults_destroy(k->faults);
     k->faults = NULL;
+    bool nccl_failed = ckh_real_nccl_failed(k->nccl);
+    ckh_real_nccl_destroy(k->nccl);
+    k->nccl = NULL;
     struct ckh_coll *c = k->coll;
-    bool failed = ckh_real_coll_failed(c);
+    bool failed = ckh_real_coll_failed(c) || nccl_failed;
     if (k->mpi && !failed)
         ckh_real_coll_destroy(c);
     k->coll = NULL;
@@ -328,13 +350,16 @@ static int run_node(struct rank *k, char *msg)
         (rc = ckh__real_path(track, sizeof track, k->a.dir, "track", name, k->a.run)) != 0)
         return ckh_errf(msg, MSG, rc, "the run folder's paths are too long");
     struct ckh_real_env_config ec = {.root_dir = root, .seed = k->a.seed, .node_name = name,
-                                     .node_index = k->node, .coll = k->coll, .faults = k->faults,
+                                     .node_index = k->node, .coll = k->nccl ? k->nccl : k->coll,
+                                     .faults = k->faults,
                                      .record_path = rec, .track_path = track, .on_exit = on_node_exit,
                                      .on_exit_ctx = k};
     if ((rc = ckh_real_env_create(&ec, &k->env, msg, MSG)) != 0)
         return rc;
     if (k->coll)
         ckh_real_coll_set_gate(k->coll, ckh_real_env_gate, k->env);
+    if (k->nccl)
+        ckh_real_nccl_set_gate(k->nccl, ckh_real_env_gate, k->env);
     int status = k->res.workload->node_main(k->env, k->inst, k->node);
     write_status(k, status);
     return status;

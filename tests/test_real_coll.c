@@ -20,7 +20,10 @@
  *   - the environment: no rank program (MPI not installed), a launcher
  *     that is not there, one that fails at once, a rank that never joins
  *     (the start deadline names it): each CKH_EINTERNAL (exit status 3)
- *     with its message, no run folder and no process left.
+ *     with its message, no run folder and no process left;
+ *   - NCCL (options.devices: nccl): without NCCL or a CUDA device, exit
+ *     status 3 naming what is missing; with a device, the records of the
+ *     simulator.
  *
  * Skips (exit 77, a message on stderr) only when no MPI was built and
  * installed; both are on this project's machines and on CI. */
@@ -39,6 +42,7 @@
 #include "ckh/sim.h"
 #include "real/ckhfs.h"
 #include "real_coll.h"
+#include "real_nccl.h"
 #include "run/platform_real.h"
 #include "run/run_ctx.h"
 #include "search/fuzz.h"
@@ -492,6 +496,57 @@ START_TEST(test_environment)
 }
 END_TEST
 
+/* ---- NCCL ---- */
+
+/* ddp-train with options.devices: nccl. Without NCCL, the CUDA runtime or
+ * a device (this project's CI), it must end in CKH_EINTERNAL (exit status
+ * 3) naming what is missing; on a GPU machine, with as many ranks as it
+ * has devices (at most 2), in the simulator's records. Case 0 hides NCCL
+ * behind CKH_NCCL_LIB. */
+START_TEST(test_nccl)
+{
+    if (!have[0])
+        return;
+    setenv("CKH_MPI", "openmpi", 1);
+    if (_i == 0)
+        setenv("CKH_NCCL_LIB", "/nonexistent/libnccl.so.2", 1);
+    int ndev = 0;
+    char why[512] = "";
+    int probe = _i == 0 ? CKH_EINTERNAL : ckh_real_nccl_probe(&ndev, why, sizeof why);
+    char text[256];
+    snprintf(text, sizeof text, "job: {workload: ddp-train, nodes: %d, epochs: 2, checkpoint_every: {steps: 5},\n"
+             "      options: {devices: nccl}}\n", ndev >= 2 ? 2 : 1);
+    struct ckh_scenario *sc = parse(text);
+    struct ckh_scenario_run sim, real;
+    char err[1200] = "";
+    memset(&real, 0, sizeof real);
+    real.sc = sc;
+    int rc = ckh__real_execute(sc, sc->seed, CKH_RUN_REFERENCE, &real, err, sizeof err);
+    if (probe != 0) {
+        ck_assert_msg(rc == CKH_EINTERNAL, "rc %d: %s", rc, err);
+        ck_assert_msg(strstr(err, "options.devices: nccl: ") &&
+                      (strstr(err, "libnccl.so.2 not found") || strstr(err, "the CUDA runtime not found") ||
+                       strstr(err, "no CUDA device")),
+                      "%s", err);
+        if (_i == 0)
+            ck_assert_msg(strstr(err, "libnccl.so.2 not found (CKH_NCCL_LIB: /nonexistent/libnccl.so.2"), "%s", err);
+        else
+            fprintf(stderr, "test_real_coll: NCCL not run here: %s\n", why);
+    } else {
+        ck_assert_msg(rc == 0, "%s", err);
+        sim_reference(sc, &sim);
+        same_result(&real.got.r, &sim.got.r, "ddp-train over NCCL");
+        ckh_scenario_run_free(&sim);
+        fprintf(stderr, "test_real_coll: NCCL ran on %d of %d devices, records equal the simulator's\n",
+                ndev >= 2 ? 2 : 1, ndev);
+    }
+    ckh_scenario_run_free(&real);
+    ckh_scenario_free(sc);
+    unsetenv("CKH_NCCL_LIB");
+    unsetenv("CKH_MPI");
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
     struct ckh_scenario *sc = parse("job: {workload: seed-pipeline, nodes: 1, platform: real,\n"
@@ -529,6 +584,7 @@ int main(void)
     tcase_add_loop_test(tc, test_faulted_passes, 0, 3);
     tcase_add_loop_test(tc, test_on_disk_equals_sim, 0, (int)(sizeof on_disk / sizeof on_disk[0]));
     tcase_add_loop_test(tc, test_environment, 0, 4);
+    tcase_add_loop_test(tc, test_nccl, 0, 2);
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
