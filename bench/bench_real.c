@@ -7,7 +7,12 @@
  *     time it charges (the runner's 20 us latency);
  *   - scenarios per second of the representative subset (seed pipeline,
  *     param-server, ddp-train with 2 and 4 ranks, a killed rank) on the
- *     real platform and in the simulator.
+ *     real platform and in the simulator, and on the real platform with
+ *     its disks forced onto ckhfs (CKH_REAL_FS=ckhfs: what serving every
+ *     disk over FUSE would cost);
+ *   - scenarios per second of faulted scenarios that need ckhfs (crash,
+ *     power loss, fsync-fail, at-rest) on the real platform and in the
+ *     simulator.
  * Usage: bench_real [SOURCE_DIR] (default: $CKH_SOURCE_DIR or "."). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,17 +94,22 @@ static const char *const subset[] = {
     "scenarios/ddp/kill-rank1-mid-epoch.yaml",  "scenarios/minidb/kill-mid-write.yaml",
 };
 
-/* Scenarios per second of the subset; *passed how many passed. */
-static double subset_rate(const char *src, bool real, int *passed)
+static const char *const on_disk[] = {
+    "scenarios/minidb/crash-before-rename.yaml", "scenarios/minidb/fsync-fail.yaml",
+    "scenarios/minidb/corrupt-bit-flip.yaml",    "scenarios/ddp/power-loss-keep-cache.yaml",
+    "scenarios/saver/crash-at-fsync.yaml",
+};
+
+/* Scenarios per second of the n scenarios of set; *passed how many passed. */
+static double subset_rate(const char *src, const char *const *set, size_t n, bool real, int *passed)
 {
     struct ckh_scn_options so;
     ckh_fuzz_scn_options(&so);
-    size_t n = sizeof subset / sizeof subset[0];
     double t = 0;
     *passed = 0;
     for (size_t i = 0; i < n; i++) {
         char path[2048];
-        snprintf(path, sizeof path, "%s/%s", src, subset[i]);
+        snprintf(path, sizeof path, "%s/%s", src, set[i]);
         struct ckh_scenario *sc = NULL;
         struct ckh_scn_error e;
         if (ckh_scenario_parse_file(path, &so, &sc, &e) != 0)
@@ -143,11 +153,22 @@ int main(int argc, char **argv)
             printf("allreduce_%s_%dranks_%zuB_sim_host %.0f ns\n", what, world, b, sim);
             printf("allreduce_%s_%dranks_%zuB_sim_virtual %.0f ns\n", what, world, b, virt);
         }
-    int pass_sim = 0, pass_real = 0;
-    double sim_rate = subset_rate(src, false, &pass_sim);
-    double real_rate = have ? subset_rate(src, true, &pass_real) : 0;
-    printf("subset_scenarios %zu scenarios\n", sizeof subset / sizeof subset[0]);
+    const size_t ns = sizeof subset / sizeof subset[0], nd = sizeof on_disk / sizeof on_disk[0];
+    int pass_sim = 0, pass_real = 0, pass_fuse = 0;
+    double sim_rate = subset_rate(src, subset, ns, false, &pass_sim);
+    double real_rate = have ? subset_rate(src, subset, ns, true, &pass_real) : 0;
+    setenv("CKH_REAL_FS", "ckhfs", 1);
+    double fuse_rate = have ? subset_rate(src, subset, ns, true, &pass_fuse) : 0;
+    unsetenv("CKH_REAL_FS");
+    printf("subset_scenarios %zu scenarios\n", ns);
     printf("subset_sim %.2f scenarios/s (%d passed)\n", sim_rate, pass_sim);
     printf("subset_real_openmpi %.2f scenarios/s (%d passed)\n", real_rate, pass_real);
+    printf("subset_real_openmpi_ckhfs %.2f scenarios/s (%d passed)\n", fuse_rate, pass_fuse);
+    pass_sim = pass_real = 0;
+    sim_rate = subset_rate(src, on_disk, nd, false, &pass_sim);
+    real_rate = have ? subset_rate(src, on_disk, nd, true, &pass_real) : 0;
+    printf("on_disk_scenarios %zu scenarios\n", nd);
+    printf("on_disk_sim %.2f scenarios/s (%d passed)\n", sim_rate, pass_sim);
+    printf("on_disk_real_openmpi %.2f scenarios/s (%d passed)\n", real_rate, pass_real);
     return 0;
 }

@@ -70,6 +70,13 @@ static void gate(struct real_env *re, struct ckh_op *op, struct ckh_fault_action
     op->step = re->step;
     pthread_mutex_unlock(&re->lock);
     ckh_real_faults_enter(re->cfg.faults, op, act);
+    if (act->kind == CKH_FAULT_CALL) {
+        /* An at-rest fault at this op: the launcher applies it to the
+         * simulated disk when the mount sees this stat (real_faults.h). */
+        struct ckh_stat st;
+        (void)ckh_fs_stat(re->fs.inner, "/", &st);
+        memset(act, 0, sizeof *act);
+    }
 }
 
 void ckh_real_env_gate(void *ctx, struct ckh_op *op, struct ckh_fault_action *act)

@@ -33,6 +33,8 @@ struct ckh_real_faults {
     struct rule_state *state;          /* [nrules]: this process's copy of the counters */
     int state_fd;                      /* the shared counters (-1: local only) */
     int log_fd;                        /* the firing log (-1: none) */
+    char *notes_dir;                   /* notes to the launcher (owned; NULL: none) */
+    int run;                           /* the run, for the power note */
     uint64_t t0_ns;                    /* when the process armed its rules */
     pthread_mutex_t lock;              /* one evaluation at a time within the process */
 };
@@ -60,8 +62,11 @@ static const char *action_name(enum ckh_fault_kind k)
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
-static bool action_supported(enum ckh_fault_kind k)
+static bool action_supported(enum ckh_fault_kind k, bool simulated_disk)
 {
+    if (k == CKH_FAULT_CRASH_BEFORE || k == CKH_FAULT_POWER_LOSS || k == CKH_FAULT_FSYNC_LOST ||
+        k == CKH_FAULT_CALL)
+        return simulated_disk;
     return k == CKH_FAULT_ERRNO || k == CKH_FAULT_KILL_BEFORE || k == CKH_FAULT_KILL_AFTER ||
            k == CKH_FAULT_KILL_MID || k == CKH_FAULT_DELAY || k == CKH_FAULT_MISMATCH ||
            k == CKH_FAULT_SHORT_WRITE;
@@ -73,7 +78,7 @@ int ckh_real_faults_create(const struct ckh_real_faults_config *cfg, struct ckh_
     if (!cfg || !out || (cfg->nrules && !cfg->rules))
         return CKH_EINVAL;
     for (size_t i = 0; i < cfg->nrules; i++)
-        if (!action_supported(cfg->rules[i].rule.action.kind))
+        if (!action_supported(cfg->rules[i].rule.action.kind, cfg->notes_dir != NULL))
             return ckh_errf(msg, msglen, CKH_EINVAL, "fault %zu: %s cannot be carried out on the real "
                             "platform (it needs a simulated disk)", cfg->rules[i].fault + 1,
                             action_name(cfg->rules[i].rule.action.kind));
@@ -84,7 +89,10 @@ int ckh_real_faults_create(const struct ckh_real_faults_config *cfg, struct ckh_
     f->state_fd = -1;
     f->log_fd = -1;
     f->seed = cfg->seed;
+    f->run = cfg->run;
     f->nrules = cfg->nrules;
+    if (cfg->notes_dir && !(f->notes_dir = strdup(cfg->notes_dir)))
+        goto out_free;
     f->rules = calloc(cfg->nrules + 1, sizeof *f->rules);
     f->state = calloc(cfg->nrules + 1, sizeof *f->state);
     if (!f->rules || !f->state)
@@ -120,6 +128,7 @@ void ckh_real_faults_destroy(struct ckh_real_faults *f)
         close(f->log_fd);
     free(f->rules);
     free(f->state);
+    free(f->notes_dir);
     free(f);
 }
 
@@ -214,6 +223,52 @@ static void log_firing(struct ckh_real_faults *f, size_t i, const struct ckh_op 
         fprintf(stderr, "ckh real: cannot log a fault firing: %s\n", strerror(errno));
 }
 
+/* Leaves a note for the launcher (see real_faults.h): name in the notes
+ * folder, text its content ("" for the power note). The note is whole
+ * before the operation it announces reaches the mount. */
+static void leave_note(const struct ckh_real_faults *f, const char *name, const char *text)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", f->notes_dir ? f->notes_dir : ".", name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    size_t len = strlen(text);
+    if (fd < 0 || write(fd, text, len) != (ssize_t)len)
+        fprintf(stderr, "ckh real: cannot leave the note %s: %s\n", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+}
+
+/* The actions carried out with the launcher (see real_faults.h). */
+static void with_launcher(struct ckh_real_faults *f, const struct ckh_op *op, size_t source,
+                          struct ckh_fault_action *act)
+{
+    char name[64], text[CKH_PATH_MAX + 32];
+    switch (act->kind) {
+    case CKH_FAULT_CRASH_BEFORE:
+        ckh_real_faults_kill();
+    case CKH_FAULT_POWER_LOSS:
+        snprintf(name, sizeof name, "power.%d", f->run);
+        leave_note(f, name, "");
+        ckh_real_faults_kill();
+    case CKH_FAULT_FSYNC_LOST:
+        if (op->kind != CKH_OP_FSYNC && op->kind != CKH_OP_FDATASYNC) {
+            memset(act, 0, sizeof *act); /* as in the simulator: fired, nothing done */
+            return;
+        }
+        snprintf(name, sizeof name, "note.%ld", (long)getpid());
+        snprintf(text, sizeof text, "fsync_lost %s", op->path ? op->path : "");
+        leave_note(f, name, text);
+        return;
+    case CKH_FAULT_CALL:
+        snprintf(name, sizeof name, "note.%ld", (long)getpid());
+        snprintf(text, sizeof text, "call %zu", f->rules[source].fault);
+        leave_note(f, name, text);
+        return;
+    default:
+        return;
+    }
+}
+
 void ckh_real_faults_enter(struct ckh_real_faults *f, const struct ckh_op *op,
                            struct ckh_fault_action *act)
 {
@@ -257,6 +312,8 @@ void ckh_real_faults_enter(struct ckh_real_faults *f, const struct ckh_op *op,
         act->keep_bytes = op->len;
     if (source != SIZE_MAX)
         log_firing(f, source, op, act);
+    if (source != SIZE_MAX)
+        with_launcher(f, op, source, act);
     pthread_mutex_unlock(&f->lock);
     if (act->kind == CKH_FAULT_KILL_BEFORE ||
         (act->kind == CKH_FAULT_KILL_MID && op->kind != CKH_OP_WRITE && op->kind != CKH_OP_PWRITE))

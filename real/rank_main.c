@@ -5,7 +5,7 @@
  * a rank:
  *
  *   ckh-rank-MPI --scenario FILE --seed N --run R --resume E --dir RUNDIR
- *                (--ranks I0,I1,... | --node I) [--reference]
+ *                (--ranks I0,I1,... | --node I) [--reference] [--ckhfs]
  *
  * --ranks: MPI rank r runs node I_r (the node of collective rank r);
  * --node: node I, without MPI. The process parses FILE, resolves and
@@ -15,6 +15,13 @@
  * the real environment (real_env.h) with the collectives (real_coll.h),
  * runs the node's program, and leaves in RUNDIR its records, phases,
  * fault firings and, last, its status (platform_real.h names the files).
+ *
+ * --ckhfs: the node's "/" is the launcher's ckhfs mount of its simulated
+ * disk (RUNDIR/mnt/...), not a real folder; the process first leaves
+ * RUNDIR/pids/PID (its node index) so that the launcher knows whose
+ * operations reach the mount, and its fault script may carry out
+ * crashes, power loss, fsync-fail and at-rest faults with the launcher
+ * (real_faults.h).
  *
  * Exit status: 0 when the node's program completed the job, 1 when it
  * returned an error (its code is in the status file), 2 bad arguments or
@@ -36,6 +43,7 @@
 #include "real_coll.h"
 #include "real_env.h"
 #include "real_faults.h"
+#include "real_nccl.h"
 #include "run/platform_real.h"
 #include "run/workloads.h"
 #include "search/fuzz.h"
@@ -51,6 +59,7 @@ struct args {
     const char *ranks;    /* --ranks (NULL: --node) */
     int node;             /* --node */
     bool reference;       /* --reference */
+    bool ckhfs;           /* --ckhfs */
 };
 
 /* What the process holds, for exit paths (the node may call exit()). */
@@ -66,6 +75,7 @@ struct rank {
     int node;                      /* this process's node */
     bool mpi;                      /* MPI was started */
     struct ckh_coll *coll;         /* collectives (NULL: none) */
+    struct ckh_coll *nccl;         /* NCCL collectives over coll (NULL: none) */
     struct ckh_real_faults *faults; /* fault script */
     struct ckh_env *env;           /* the node's environment */
     bool ended;                    /* the status is written */
@@ -74,7 +84,7 @@ struct rank {
 static int usage(const char *why)
 {
     fprintf(stderr, "ckh-rank: %s\nusage: ckh-rank-MPI --scenario FILE --seed N --run R --resume E "
-                    "--dir RUNDIR (--ranks I0,I1,... | --node I) [--reference]\n", why);
+                    "--dir RUNDIR (--ranks I0,I1,... | --node I) [--reference] [--ckhfs]\n", why);
     return 2;
 }
 
@@ -95,8 +105,8 @@ static int parse_args(int argc, char **argv, struct args *a)
     *a = (struct args){.run = 1, .resume = -1, .node = -1};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(k, "--reference")) {
-            a->reference = true;
+        if (!strcmp(k, "--reference") || !strcmp(k, "--ckhfs")) {
+            *(k[2] == 'r' ? &a->reference : &a->ckhfs) = true;
             continue;
         }
         if (!val)
@@ -156,6 +166,18 @@ static int build_job(struct rank *k, char *msg)
     return 0;
 }
 
+#define NCCL_SETUP_TIMEOUT_NS (60ull * 1000000000ull)
+
+/* Whether the job asks for NCCL (ddp-train's options.devices). */
+static bool wants_nccl(const struct ckh_scenario *sc)
+{
+    for (size_t i = 0; i < sc->job.noptions; i++)
+        if (!strcmp(sc->job.options[i].key, "devices") && sc->job.options[i].text &&
+            !strcmp(sc->job.options[i].text, "nccl"))
+            return true;
+    return false;
+}
+
 /* Which node this process runs; with --ranks, MPI starts here. */
 static int pick_node(struct rank *k, int *argc, char ***argv, char *msg)
 {
@@ -184,6 +206,11 @@ static int pick_node(struct rank *k, int *argc, char ***argv, char *msg)
                             listed, world);
         if ((rc = ckh_real_coll_create(&k->coll)) != 0)
             return ckh_errf(msg, MSG, rc, "%s: cannot create the communicator", ckh_real_mpi_name());
+        /* options: {devices: nccl}: all-reduces through NCCL on this
+         * machine's GPUs; no NCCL or no device is the environment. */
+        char why[MSG];
+        if (wants_nccl(k->sc) && (rc = ckh_real_nccl_create(k->coll, NCCL_SETUP_TIMEOUT_NS, &k->nccl, why, MSG)) != 0)
+            return ckh_errf(msg, MSG, CKH_EINTERNAL, "options.devices: nccl: %.900s", why);
     }
     if (k->node < 0 || k->node >= k->n)
         return ckh_errf(msg, MSG, CKH_EINVAL, "node %d is not a node of the job (0..%d)", k->node, k->n - 1);
@@ -205,7 +232,7 @@ static int arm(struct rank *k, char *msg)
                               &fault_of, &nrules, msg, MSG)) != 0)
         return rc;
     struct ckh_real_rule *rr = calloc(nrules + 1, sizeof *rr);
-    char state[1024], log[1024];
+    char state[1024], log[1024], notes[1024];
     char run_name[32];
     snprintf(run_name, sizeof run_name, "state.%d", k->a.run);
     if (!rr) {
@@ -216,8 +243,10 @@ static int arm(struct rank *k, char *msg)
         rr[i] = (struct ckh_real_rule){.rule = rules[i], .fault = fault_of[i]};
     snprintf(state, sizeof state, "%s/faults/%s", k->a.dir, run_name);
     ckh__real_path(log, sizeof log, k->a.dir, "faults", k->names[k->node], k->a.run);
+    snprintf(notes, sizeof notes, "%s/faults", k->a.dir);
     struct ckh_real_faults_config fc = {.seed = k->a.seed, .rules = rr, .nrules = nrules,
-                                        .state_path = state, .log_path = log};
+                                        .state_path = state, .log_path = log,
+                                        .notes_dir = k->a.ckhfs ? notes : NULL, .run = k->a.run};
     rc = ckh_real_faults_create(&fc, &k->faults, msg, MSG);
 out:
     free(rr);
@@ -257,8 +286,11 @@ static void release(struct rank *k)
     k->env = NULL;
     ckh_real_faults_destroy(k->faults);
     k->faults = NULL;
+    bool nccl_failed = ckh_real_nccl_failed(k->nccl);
+    ckh_real_nccl_destroy(k->nccl);
+    k->nccl = NULL;
     struct ckh_coll *c = k->coll;
-    bool failed = ckh_real_coll_failed(c);
+    bool failed = ckh_real_coll_failed(c) || nccl_failed;
     if (k->mpi && !failed)
         ckh_real_coll_destroy(c);
     k->coll = NULL;
@@ -281,23 +313,53 @@ static void on_node_exit(void *ctx, int status)
     release(k);
 }
 
+/* RUNDIR/status/joined.<node>.<run>: the process started, MPI is up and
+ * the communicator made (the launcher's start deadline waits for it). */
+static int announce_joined(const struct rank *k, char *msg)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/status/joined.%s.%d", k->a.dir, k->names[k->node], k->a.run);
+    FILE *f = fopen(path, "w");
+    if (!f || fclose(f) != 0)
+        return ckh_errf(msg, MSG, CKH_EINTERNAL, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
+/* --ckhfs: RUNDIR/pids/PID says which node this process is, before it
+ * asks the mount anything. */
+static int register_pid(const struct rank *k, char *msg)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/pids/%ld", k->a.dir, (long)getpid());
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "%d\n", k->node) < 0 || fclose(f) != 0)
+        return ckh_errf(msg, MSG, CKH_EINTERNAL, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
 static int run_node(struct rank *k, char *msg)
 {
     char root[1024], rec[1024], track[1024];
     int rc;
     const char *name = k->names[k->node];
-    if ((rc = ckh__real_disk_dir(root, sizeof root, k->a.dir, k->sc, name)) != 0 ||
+    if (k->a.ckhfs && (rc = register_pid(k, msg)) != 0)
+        return rc;
+    if ((rc = (k->a.ckhfs ? ckh__real_mount_dir : ckh__real_disk_dir)(root, sizeof root, k->a.dir, k->sc,
+                                                                      name)) != 0 ||
         (rc = ckh__real_path(rec, sizeof rec, k->a.dir, "results", name, k->a.run)) != 0 ||
         (rc = ckh__real_path(track, sizeof track, k->a.dir, "track", name, k->a.run)) != 0)
         return ckh_errf(msg, MSG, rc, "the run folder's paths are too long");
     struct ckh_real_env_config ec = {.root_dir = root, .seed = k->a.seed, .node_name = name,
-                                     .node_index = k->node, .coll = k->coll, .faults = k->faults,
+                                     .node_index = k->node, .coll = k->nccl ? k->nccl : k->coll,
+                                     .faults = k->faults,
                                      .record_path = rec, .track_path = track, .on_exit = on_node_exit,
                                      .on_exit_ctx = k};
     if ((rc = ckh_real_env_create(&ec, &k->env, msg, MSG)) != 0)
         return rc;
     if (k->coll)
         ckh_real_coll_set_gate(k->coll, ckh_real_env_gate, k->env);
+    if (k->nccl)
+        ckh_real_nccl_set_gate(k->nccl, ckh_real_env_gate, k->env);
     int status = k->res.workload->node_main(k->env, k->inst, k->node);
     write_status(k, status);
     return status;
@@ -316,6 +378,8 @@ int main(int argc, char **argv)
         goto out;
     code = 3;
     if ((rc = pick_node(&k, &argc, &argv, msg)) != 0)
+        goto out;
+    if ((rc = announce_joined(&k, msg)) != 0)
         goto out;
     code = 2;
     if ((rc = arm(&k, msg)) != 0)

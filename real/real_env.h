@@ -1,7 +1,9 @@
 /* The real platform's environment: struct ckh_env (include/ckh/env.h)
  * for ONE node run as a real process (ckh's "Net2" side beside sim/).
  *
- *   fs      POSIX files under the node's disk folder (platform/posix.c),
+ *   fs      POSIX files under the node's disk folder (platform/posix.c;
+ *           a ckhfs mount of a simulated disk when the scenario has
+ *           crash, power-loss, fsync-fail or at-rest faults),
  *           behind a shim that meets every operation with the node's fault
  *           script (real_faults.h) exactly where the simulator's simfs
  *           view would: open, read, pread, write, pwrite (a described

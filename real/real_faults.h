@@ -24,9 +24,23 @@
  *   - actions are real: KILL_BEFORE is SIGKILL to this process before the
  *     op, DELAY sleeps in wall time; the caller carries out ERRNO,
  *     KILL_AFTER, KILL_MID, SHORT_WRITE and MISMATCH (ckh_real_faults_kill
- *     for the kills). Crashes, power loss, FSYNC_LOST and CALL (at-rest
- *     changes) need a simulated disk: the launcher refuses them before a
- *     run (docs/REAL.md), and a rule carrying one is never armed here.
+ *     for the kills);
+ *   - crashes, power loss, FSYNC_LOST and CALL (at-rest changes) need a
+ *     simulated disk: only when the node's "/" is a ckhfs mount served by
+ *     the launcher (cfg.notes_dir set) are they armed, and then carried
+ *     out with the launcher: CRASH_BEFORE kills this process (the launcher
+ *     applies the crash model to the disk once the run's processes are
+ *     gone, from the firing log); POWER_LOSS first creates the run's
+ *     power note (NOTES/power.RUN: the launcher's ckhfs hook kills every
+ *     node at its next operation and the launcher kills the rest), then
+ *     kills this process; FSYNC_LOST on an fsync leaves the note
+ *     NOTES/note.PID "fsync_lost PATH" and comes back to the caller, whose
+ *     fsync then reaches the launcher, which drops that file's unsynced
+ *     data on the disk and fails the fsync with EIO (simfs's semantics);
+ *     CALL leaves "call FAULT" and comes back as CALL: the caller then
+ *     asks the mount one operation (a stat of "/"), at which the launcher
+ *     applies that at-rest fault to the disk. A note is consumed by the
+ *     launcher at the operation it belongs to.
  *
  * Every firing is appended, before it is carried out, as one line
  * "fired RULE FAULT OP ACTION PATH" to the firing log, so the launcher
@@ -57,11 +71,15 @@ struct ckh_real_faults_config {
     const char *state_path;            /* the run's shared counters (created if missing;
                                           NULL: this process counts alone) */
     const char *log_path;              /* the firing log (appended; NULL: none) */
+    const char *notes_dir;             /* the notes to the launcher (see the top); NULL:
+                                          the disk is a real folder, and crash, power
+                                          loss, fsync_lost and call are refused */
+    int run;                           /* the run (1-based), for the power note's name */
 };
 
 /* A fault script for one process. CKH_EINVAL for a rule with an action
- * the real platform cannot carry out (crash, power loss, fsync_lost,
- * call; msg names it), -errno when a file cannot be opened, CKH_ENOMEM.
+ * the real platform cannot carry out without a ckhfs mount (crash, power
+ * loss, fsync_lost, call, when cfg->notes_dir is NULL; msg names it), -errno when a file cannot be opened, CKH_ENOMEM.
  * *out is freed with ckh_real_faults_destroy; a set with no rules is
  * valid (every op passes). */
 int ckh_real_faults_create(const struct ckh_real_faults_config *cfg, struct ckh_real_faults **out,
@@ -69,10 +87,12 @@ int ckh_real_faults_create(const struct ckh_real_faults_config *cfg, struct ckh_
 void ckh_real_faults_destroy(struct ckh_real_faults *f);
 
 /* Evaluates op (op->node: the node index; phase, epoch and step filled
- * in) and fills *act (NONE when nothing fires). KILL_BEFORE does not
- * return; DELAY sleeps here and comes back as NONE; KILL_MID and
- * SHORT_WRITE come back with keep_bytes resolved against op->len. NULL f:
- * NONE. Thread-safe. */
+ * in) and fills *act (NONE when nothing fires). KILL_BEFORE,
+ * CRASH_BEFORE and POWER_LOSS do not return; DELAY sleeps here and comes
+ * back as NONE; KILL_MID and SHORT_WRITE come back with keep_bytes
+ * resolved against op->len; FSYNC_LOST (on fsync and fdatasync only) and
+ * CALL come back with their note left (see the top). NULL f: NONE.
+ * Thread-safe. */
 void ckh_real_faults_enter(struct ckh_real_faults *f, const struct ckh_op *op,
                            struct ckh_fault_action *act);
 

@@ -10,7 +10,10 @@
  * emulated GPU; job.defects -> defect switches (off in the reference run).
  * options: samples, in_dim, hidden, out_dim, batch, accum, warmup_steps
  * (integers), lr, min_lr, momentum, weight_decay, dropout (numbers),
- * drop_last, map_location, reshard (bools), keys (strict | normalize).
+ * drop_last, map_location, reshard (bools), keys (strict | normalize),
+ * devices (emulated | nccl: the real platform's gradient all-reduce
+ * through NCCL on real GPUs, docs/REAL.md; the same emulated devices in
+ * the simulator).
  *
  * World size on restart (restart.world_size W', faulted runs only): the
  * instance holds max(W, W') nodes "rank_<i>" (node i is always rank i when
@@ -126,6 +129,11 @@ static int apply_options(const struct ckh_workload_job *job, struct ckh_ddp_conf
                 cfg->no_map_location = !map;
         } else if (strcmp(kv->key, "reshard") == 0) {
             rc = opt_bool(kv, &cfg->reshard, msg, n);
+        } else if (strcmp(kv->key, "devices") == 0) {
+            if (strcmp(kv->text, "emulated") == 0 || strcmp(kv->text, "nccl") == 0)
+                cfg->nccl = strcmp(kv->text, "nccl") == 0;
+            else
+                rc = ckh_wl_option_error(msg, n, kv, "expected emulated or nccl");
         } else if (strcmp(kv->key, "keys") == 0) {
             if (strcmp(kv->text, "strict") == 0)
                 cfg->keymode = CKH_DDP_KEYS_STRICT;
@@ -137,7 +145,7 @@ static int apply_options(const struct ckh_workload_job *job, struct ckh_ddp_conf
             rc = ckh_wl_option_error(msg, n, kv,
                           "unknown option (known: samples, in_dim, hidden, out_dim, batch, accum, "
                           "warmup_steps, lr, min_lr, momentum, weight_decay, dropout, drop_last, "
-                          "map_location, reshard, keys)");
+                          "map_location, reshard, keys, devices)");
         }
         if (rc)
             return rc;

@@ -11,21 +11,38 @@
  *     ddp-train (2 and 4 ranks) run as real processes end with the
  *     simulator's records (totals, epochs, blobs, digests, every step);
  *   - faults: a rank killed mid-epoch and a parameter server killed mid
- *     save, on the real platform, pass with the simulator's reference.
+ *     save, on the real platform, pass with the simulator's reference;
+ *   - faults on simulated disks served over ckhfs (crash with keep:
+ *     random and synced, power loss with keep: cache and synced,
+ *     fsync-fail, an at-rest fault between runs and one at a trigger):
+ *     the faulted job's runs, firings, verify results and final records
+ *     (digests, blobs, every step) equal the simulator's, and it passes;
+ *   - the environment: no rank program (MPI not installed), a launcher
+ *     that is not there, one that fails at once, a rank that never joins
+ *     (the start deadline names it): each CKH_EINTERNAL (exit status 3)
+ *     with its message, no run folder and no process left;
+ *   - NCCL (options.devices: nccl): without NCCL or a CUDA device, exit
+ *     status 3 naming what is missing; with a device, the records of the
+ *     simulator.
  *
  * Skips (exit 77, a message on stderr) only when no MPI was built and
  * installed; both are on this project's machines and on CI. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "ckh/err.h"
 #include "ckh/sim.h"
+#include "real/ckhfs.h"
 #include "real_coll.h"
+#include "real_nccl.h"
 #include "run/platform_real.h"
 #include "run/run_ctx.h"
 #include "search/fuzz.h"
@@ -255,16 +272,292 @@ START_TEST(test_faulted_passes)
 }
 END_TEST
 
+/* ---- faults on simulated disks (ckhfs), against the simulator ---- */
+
+/* Faulted jobs whose every outcome the simulator fixes, so the real run
+ * must end exactly where the simulated one does: keep: synced and cache
+ * resolve every pending operation one way; the keep: random ones here
+ * leave the same pending set on real and simulated disks (checked when
+ * written: docs/REAL.md says where they can differ). */
+static const char *const on_disk[] = {
+    /* a machine crash before rename, keep: random, a shared disk */
+    "job: {workload: seed-pipeline, nodes: 2, disks: [{name: shared, mount: /, sector: 512}]}\n"
+    "faults:\n  - on: {node: trainer_0, op: rename, phase: save, epoch: 2}\n    do: crash\n"
+    "expect: {values: {total: 145}}\n",
+    /* a crash at fsync of the atomic-dir saver, keep: synced, 2 ranks */
+    "job: {workload: ddp-train, nodes: 2, epochs: 3, checkpoint_every: {steps: 4}, collective_timeout: 5s,\n"
+    "      saver: {kind: atomic-dir, keep_last: 1}}\n"
+    "faults:\n  - on: {node: rank_0, op: fsync, phase: save, step: 8}\n    do: crash\n    keep: synced\n",
+    /* power loss keeping the cache, then one keeping synced data, 2 ranks */
+    "job: {workload: ddp-train, nodes: 2, epochs: 3, checkpoint_every: {steps: 4}, collective_timeout: 5s}\n"
+    "faults:\n  - on: {node: rank_0, op: write, phase: save, step: 8}\n    do: power-loss\n    keep: cache\n"
+    "  - on: {node: rank_1, op: allreduce, step: 11, run: 2}\n    do: power-loss\n    keep: synced\n",
+    /* fsync-fail in a save: the save fails, the job goes on */
+    "job: {workload: seed-pipeline, nodes: 1}\n"
+    "faults:\n  - on: {op: fsync, phase: save, epoch: 1}\n    do: fsync-fail\n"
+    "expect: {outcome: save-fails, values: {epochs: 4, total: 145, saves_failed: 1}}\n",
+    /* a bit flipped at rest between runs is detected */
+    "job: {workload: seed-pipeline, nodes: 1}\n"
+    "faults:\n  - on: {op: stat, phase: save, epoch: 3}\n    do: kill\n"
+    "  - on: {run: 2}\n    do: corrupt\n    mode: bit-flip\n    path: /ckpt/trainer_0.2\n    offset: 40\n    bit: 2\n"
+    "restart: {max_restarts: 1}\nexpect: {outcome: corruption-detected}\n",
+    /* the checkpoint directory removed at a phase (an at-rest fault with a trigger) */
+    "job: {workload: seed-pipeline, nodes: 1}\n"
+    "faults:\n  - on: {phase: epoch, epoch: 2}\n    do: remove-dir\n    path: /ckpt\n"
+    "expect: {outcome: save-fails, values: {epochs: 4, total: 145}}\n",
+};
+
+static void sim_faulted(const struct ckh_scenario *sc, struct ckh_scenario_run *r)
+{
+    struct ckh__run_ctx c;
+    memset(r, 0, sizeof *r);
+    r->sc = sc;
+    int rc = ckh__run_build_sim(&c, sc, sc->seed, 0, false);
+    if (rc == 0)
+        rc = ckh__run_execute(&c, r);
+    ck_assert_msg(rc == 0, "%s", c.err);
+    ckh__run_ctx_free(&c);
+}
+
+/* The faulted job's course and end, real against simulated. */
+static void same_course(const struct ckh_scenario_run *a, const struct ckh_scenario_run *b, const char *what)
+{
+    ck_assert_msg(a->nruns == b->nruns && a->completed == b->completed, "%s: runs %zu/%zu completed %d/%d", what,
+                  a->nruns, b->nruns, a->completed, b->completed);
+    for (size_t i = 0; i < a->sc->nfaults; i++)
+        ck_assert_msg(a->fault_fired[i] == b->fault_fired[i], "%s: fault %zu fired %llu times, %llu in the "
+                      "simulator", what, i + 1, (unsigned long long)a->fault_fired[i],
+                      (unsigned long long)b->fault_fired[i]);
+    for (size_t r = 0; r < a->nruns; r++)
+        ck_assert_msg(a->runs[r].committed_ok == b->runs[r].committed_ok, "%s: run %zu: verify %d/%d (%s / %s)",
+                      what, r + 1, a->runs[r].committed_ok, b->runs[r].committed_ok, a->runs[r].committed_detail,
+                      b->runs[r].committed_detail);
+    /* A crashed rank's survivors: the simulator lets them fail their save
+     * (a collective with a dead peer), mpirun kills them first (docs/REAL.md,
+     * "Dead peer vs timeout"); failed saves are compared for jobs without
+     * collectives only. */
+    bool group = a->world > 0;
+    ck_assert_msg(a->corruption_seen == b->corruption_seen && (group || a->saves_failed == b->saves_failed),
+                  "%s: corruption %d/%d saves failed %llu/%llu", what, a->corruption_seen, b->corruption_seen,
+                  (unsigned long long)a->saves_failed, (unsigned long long)b->saves_failed);
+    const struct ckh_job_result *x = &a->got.r, *y = &b->got.r;
+    ck_assert_msg(x->nnodes == y->nnodes, "%s: nodes", what);
+    for (size_t i = 0; i < x->nnodes; i++) {
+        const struct ckh_node_result *p = &x->nodes[i], *q = &y->nodes[i];
+        ck_assert_msg(p->finished == q->finished && p->rc == q->rc && p->epochs == q->epochs &&
+                      p->total == q->total && p->resumed_from == q->resumed_from && p->steps == q->steps &&
+                      (group || p->saves_failed == q->saves_failed),
+                      "%s: %s: finished %d/%d rc %d/%d epochs %lld/%lld total %lld/%lld resumed %lld/%lld", what,
+                      p->node, p->finished, q->finished, p->rc, q->rc, (long long)p->epochs, (long long)q->epochs,
+                      (long long)p->total, (long long)q->total, (long long)p->resumed_from,
+                      (long long)q->resumed_from);
+        ck_assert_msg(!strcmp(p->blobs, q->blobs), "%s: %s: blobs %s / %s", what, p->node, p->blobs, q->blobs);
+        ck_assert_msg(p->digest == q->digest, "%s: %s: digest differs", what, p->node);
+    }
+    ck_assert_msg(x->nsteps == y->nsteps, "%s: steps %zu vs %zu", what, x->nsteps, y->nsteps);
+    for (size_t i = 0; i < x->nsteps; i++)
+        ck_assert_msg(x->steps[i].step == y->steps[i].step && x->steps[i].digest == y->steps[i].digest,
+                      "%s: step record %zu differs", what, i);
+}
+
+START_TEST(test_on_disk_equals_sim)
+{
+    if (!have[0])
+        return;
+    char msg[256];
+    if (ckh_ckhfs_available(msg, sizeof msg) != 0) {
+        fprintf(stderr, "test_real_coll: ckhfs cases skipped: %s\n", msg);
+        return;
+    }
+    setenv("CKH_MPI", "openmpi", 1);
+    struct ckh_scenario *sc = parse(on_disk[_i]);
+    ck_assert(ckh__real_uses_ckhfs(sc));
+    struct ckh_scenario_run sim, real;
+    char err[1200] = "";
+    sim_faulted(sc, &sim);
+    memset(&real, 0, sizeof real);
+    real.sc = sc;
+    int rc = ckh__real_execute(sc, sc->seed, 0, &real, err, sizeof err);
+    ck_assert_msg(rc == 0, "%s", err);
+    char what[64];
+    snprintf(what, sizeof what, "on-disk case %d", _i);
+    same_course(&real, &sim, what);
+    ckh_scenario_run_free(&real);
+    ckh_scenario_run_free(&sim);
+    /* And the verdict: the simulator's reference, the real faulted job. */
+    struct ckh_run_options o = {.real_platform = true};
+    struct ckh_report_result out;
+    ckh_report_result_init(&out);
+    ck_assert_int_eq(ckh_harness_run(sc, &o, &out), 0);
+    ck_assert_msg(out.verdict == CKH_VERDICT_PASS, "%s: %s", what, out.message ? out.message : "");
+    ckh_report_result_clear(&out);
+    ckh_scenario_free(sc);
+    unsetenv("CKH_MPI");
+}
+END_TEST
+
+/* ---- faults of the environment ---- */
+
+static char env_dir[256]; /* the case's scripts; TMPDIR is env_dir/tmp */
+
+static void write_script(const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", env_dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    fclose(f);
+    ck_assert_int_eq(chmod(path, 0755), 0);
+}
+
+/* Runs the 2-rank ddp-train job under the environment set up by the
+ * case; it must end in CKH_EINTERNAL (exit status 3) with want in the
+ * message, and leave nothing: no run folder under TMPDIR, no process
+ * the case's scripts recorded in env_dir/pids. */
+static void env_fails(const char *want, const char *want2)
+{
+    struct ckh_scenario *sc = parse(jobs[2]);
+    struct ckh_scenario_run real;
+    char err[1200] = "", tmp[300];
+    memset(&real, 0, sizeof real);
+    real.sc = sc;
+    snprintf(tmp, sizeof tmp, "%s/tmp", env_dir);
+    mkdir(tmp, 0700);
+    setenv("TMPDIR", tmp, 1);
+    int rc = ckh__real_execute(sc, sc->seed, CKH_RUN_REFERENCE, &real, err, sizeof err);
+    unsetenv("TMPDIR");
+    ck_assert_msg(rc == CKH_EINTERNAL, "rc %d: %s", rc, err);
+    ck_assert_msg(strstr(err, want) && (!want2 || strstr(err, want2)), "%s", err);
+    DIR *d = opendir(tmp);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL)
+        ck_assert_msg(de->d_name[0] == '.', "%s left in TMPDIR", de->d_name);
+    if (d)
+        closedir(d);
+    char pids[300];
+    snprintf(pids, sizeof pids, "%s/pids", env_dir);
+    FILE *f = fopen(pids, "r");
+    long pid;
+    while (f && fscanf(f, "%ld", &pid) == 1)
+        ck_assert_msg(kill((pid_t)pid, 0) != 0, "process %ld of the failed start is still there", pid);
+    if (f)
+        fclose(f);
+    ckh_scenario_run_free(&real);
+    ckh_scenario_free(sc);
+}
+
+START_TEST(test_environment)
+{
+    if (!have[0])
+        return;
+    snprintf(env_dir, sizeof env_dir, "/tmp/ckh-test-real-env-%ld-XXXXXX", (long)getpid());
+    ck_assert(mkdtemp(env_dir) != NULL);
+    setenv("CKH_MPI", "openmpi", 1);
+    char exe[1024], launcher[1024], err[512], text[3000];
+    ck_assert_int_eq(ckh__real_find_mpi("openmpi", exe, sizeof exe, launcher, sizeof launcher, err, sizeof err), 0);
+    switch (_i) {
+    case 0: /* no rank program beside ckh: MPI not installed */
+        setenv("CKH_RANK_DIR", env_dir, 1);
+        env_fails("MPI not installed", NULL);
+        unsetenv("CKH_RANK_DIR");
+        break;
+    case 1: /* a launcher that is not there */
+        setenv("CKH_MPIRUN", "/nonexistent/mpirun", 1);
+        env_fails("CKH_MPIRUN=/nonexistent/mpirun: not an executable file", NULL);
+        break;
+    case 2: /* a launcher that fails at once */
+        snprintf(text, sizeof text, "#!/bin/sh\necho 'no slots for you' >&2\nexit 7\n");
+        write_script("fail.sh", text);
+        snprintf(text, sizeof text, "%s/fail.sh", env_dir);
+        setenv("CKH_MPIRUN", text, 1);
+        env_fails("failed to start the ranks (exit status 7)", "no slots for you");
+        break;
+    case 3: /* MPI rank 1 never joins: the start deadline names it, and
+             * everything of the run is killed and reaped */
+        snprintf(text, sizeof text, "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then\n"
+                 "  echo $$ >> %s/pids\n  exec sleep 600\nfi\nexec %s \"$@\"\n", env_dir, exe);
+        write_script("stall.sh", text);
+        snprintf(text, sizeof text, "#!/bin/sh\necho $$ >> %s/pids\nn=$#\nfor a in \"$@\"; do\n"
+                 "  case \"$a\" in */ckh-rank-openmpi) a=%s/stall.sh ;; esac\n  set -- \"$@\" \"$a\"\ndone\n"
+                 "shift $n\nexec %s \"$@\"\n", env_dir, env_dir, launcher);
+        write_script("launcher.sh", text);
+        snprintf(text, sizeof text, "%s/launcher.sh", env_dir);
+        setenv("CKH_MPIRUN", text, 1);
+        setenv("CKH_REAL_START_TIMEOUT", "3", 1);
+        env_fails("never joined within 3 s", "rank_1 (MPI rank 1)");
+        unsetenv("CKH_REAL_START_TIMEOUT");
+        break;
+    }
+    unsetenv("CKH_MPIRUN");
+    unsetenv("CKH_MPI");
+    snprintf(text, sizeof text, "rm -rf %s", env_dir);
+    ck_assert_int_eq(system(text), 0);
+}
+END_TEST
+
+/* ---- NCCL ---- */
+
+/* ddp-train with options.devices: nccl. Without NCCL, the CUDA runtime or
+ * a device (this project's CI), it must end in CKH_EINTERNAL (exit status
+ * 3) naming what is missing; on a GPU machine, with as many ranks as it
+ * has devices (at most 2), in the simulator's records. Case 0 hides NCCL
+ * behind CKH_NCCL_LIB. */
+START_TEST(test_nccl)
+{
+    if (!have[0])
+        return;
+    setenv("CKH_MPI", "openmpi", 1);
+    if (_i == 0)
+        setenv("CKH_NCCL_LIB", "/nonexistent/libnccl.so.2", 1);
+    int ndev = 0;
+    char why[512] = "";
+    int probe = _i == 0 ? CKH_EINTERNAL : ckh_real_nccl_probe(&ndev, why, sizeof why);
+    char text[256];
+    snprintf(text, sizeof text, "job: {workload: ddp-train, nodes: %d, epochs: 2, checkpoint_every: {steps: 5},\n"
+             "      options: {devices: nccl}}\n", ndev >= 2 ? 2 : 1);
+    struct ckh_scenario *sc = parse(text);
+    struct ckh_scenario_run sim, real;
+    char err[1200] = "";
+    memset(&real, 0, sizeof real);
+    real.sc = sc;
+    int rc = ckh__real_execute(sc, sc->seed, CKH_RUN_REFERENCE, &real, err, sizeof err);
+    if (probe != 0) {
+        ck_assert_msg(rc == CKH_EINTERNAL, "rc %d: %s", rc, err);
+        ck_assert_msg(strstr(err, "options.devices: nccl: ") &&
+                      (strstr(err, "libnccl.so.2 not found") || strstr(err, "the CUDA runtime not found") ||
+                       strstr(err, "no CUDA device")),
+                      "%s", err);
+        if (_i == 0)
+            ck_assert_msg(strstr(err, "libnccl.so.2 not found (CKH_NCCL_LIB: /nonexistent/libnccl.so.2"), "%s", err);
+        else
+            fprintf(stderr, "test_real_coll: NCCL not run here: %s\n", why);
+    } else {
+        ck_assert_msg(rc == 0, "%s", err);
+        sim_reference(sc, &sim);
+        same_result(&real.got.r, &sim.got.r, "ddp-train over NCCL");
+        ckh_scenario_run_free(&sim);
+        fprintf(stderr, "test_real_coll: NCCL ran on %d of %d devices, records equal the simulator's\n",
+                ndev >= 2 ? 2 : 1, ndev);
+    }
+    ckh_scenario_run_free(&real);
+    ckh_scenario_free(sc);
+    unsetenv("CKH_NCCL_LIB");
+    unsetenv("CKH_MPI");
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
-    struct ckh_scenario *sc = parse("job: {workload: seed-pipeline, nodes: 1, platform: real}\n"
+    struct ckh_scenario *sc = parse("job: {workload: seed-pipeline, nodes: 1, platform: real,\n"
+                                    "      checkpoint_dir: /data/ckpt, disks: [{name: d, mount: /data}]}\n"
                                     "faults:\n  - on: {op: pwrite}\n    do: crash\n");
     struct ckh_run_options o = {0};
     struct ckh_report_result out;
     ckh_report_result_init(&out);
     ck_assert_int_eq(ckh_harness_run(sc, &o, &out), CKH_EINVAL);
     ck_assert(out.verdict == CKH_VERDICT_ERROR);
-    ck_assert_msg(strstr(out.message, "3:5: do: crash:") && strstr(out.message, "refused on the real platform"),
+    ck_assert_msg(strstr(out.message, "job.disks:") && strstr(out.message, "its mount must be \"/\""),
                   "%s", out.message);
     ckh_report_result_clear(&out);
     ckh_scenario_free(sc);
@@ -289,6 +582,9 @@ int main(void)
     tcase_add_loop_test(tc, test_coll_bit_identical, 0, 4);
     tcase_add_loop_test(tc, test_workload_equals_sim, 0, 8);
     tcase_add_loop_test(tc, test_faulted_passes, 0, 3);
+    tcase_add_loop_test(tc, test_on_disk_equals_sim, 0, (int)(sizeof on_disk / sizeof on_disk[0]));
+    tcase_add_loop_test(tc, test_environment, 0, 4);
+    tcase_add_loop_test(tc, test_nccl, 0, 2);
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -117,7 +117,7 @@ static int latest_link(void *inst, char *buf, size_t n)
     return 0;
 }
 
-static int make_dir_fn(struct ckh_fault_env *env, struct ckh_simfs *d, const char *dpath, const void *arg)
+int ckh__cmd_make_dir_fn(struct ckh_fault_env *env, struct ckh_simfs *d, const char *dpath, const void *arg)
 {
     (void)arg;
     int rc = ckh_fs_mkdirs(ckh_simfs_fs(d), dpath);
@@ -165,7 +165,7 @@ static int add_disks(struct ckh__cmd *c)
     c->env = (struct ckh_fault_env){.sc = c->sc, .nnodes = c->n, .disks = c->disks,
                                     .latest_link = latest_link, .inst = c, .err = c->err,
                                     .errlen = sizeof c->err};
-    if ((rc = ckh_fault_for_each_disk(&c->env, -1, job->checkpoint_dir, make_dir_fn, NULL)) != 0)
+    if ((rc = ckh_fault_for_each_disk(&c->env, -1, job->checkpoint_dir, ckh__cmd_make_dir_fn, NULL)) != 0)
         return ckh__cmd_fail(c, rc, "%s", c->err);
     return 0;
 }

@@ -274,6 +274,9 @@ int ckh__cmd_refuse_sim_only(const struct ckh_scenario *sc, char *err, size_t er
 int ckh__cmd_fail(struct ckh__cmd *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Monotonic milliseconds (time limits and wall-clock triggers only). */
 uint64_t ckh__cmd_now_ms(void);
+/* ckh_fault_for_each_disk callback: creates dpath on disk d and makes it
+ * durable (the job's directories before it starts; env->err on failure). */
+int ckh__cmd_make_dir_fn(struct ckh_fault_env *env, struct ckh_simfs *d, const char *dpath, const void *arg);
 
 /* ---- command_proc.c ---- */
 
@@ -325,6 +328,9 @@ void ckh__cmd_kill_node(void *ctx, int node);
 bool ckh__cmd_progress_triggers(struct ckh__cmd *c, int i);
 /* Applies the pending crash of the run to the disks (disks unmounted). */
 int ckh__cmd_apply_crash(struct ckh__cmd *c);
+/* The unsynced operations node issued on disk d (-1: everyone's) meet
+ * the crash model as keep (CKH_CRASH_KEEP_*) says. 0 or simfs's code. */
+int ckh__cmd_crash_disk(struct ckh_simfs *d, int node, int keep);
 /* Whether a fault fired in the current run (the record store's probe). */
 bool ckh__cmd_fault_fired(void *ctx);
 /* Appends a trace line (lock held). */

@@ -485,8 +485,8 @@ bool ckh__cmd_progress_triggers(struct ckh__cmd *c, int i)
 /* The unsynced state node issued on disk d (-1: anyone's) meets the
  * crash model; keep says what survives. ckhfs serves each node through its
  * own simfs view, so pending operations carry their node, as in the
- * simulator. */
-static int crash_disk(struct ckh_simfs *d, int node, int keep)
+ * simulator. (Also the real platform's: run/platform_real_disk.c.) */
+int ckh__cmd_crash_disk(struct ckh_simfs *d, int node, int keep)
 {
     if (keep == CKH_CRASH_KEEP_SYNCED)
         return ckh_simfs_crash_uniform(d, node, CKH_CRASH_DROP);
@@ -503,12 +503,12 @@ int ckh__cmd_apply_crash(struct ckh__cmd *c)
         return 0;
     for (size_t d = 0; d < job->ndisks && rc == 0; d++) {
         if (job->disks[d].shared && c->crash.all) { /* a power loss: everyone's, once */
-            rc = crash_disk(c->disks[d * (size_t)c->n], -1, c->crash.keep);
+            rc = ckh__cmd_crash_disk(c->disks[d * (size_t)c->n], -1, c->crash.keep);
             continue;
         }
         for (int i = 0; i < c->n && rc == 0; i++)
             if (c->crash.nodes[i])
-                rc = crash_disk(c->disks[d * (size_t)c->n + (size_t)i], i, c->crash.keep);
+                rc = ckh__cmd_crash_disk(c->disks[d * (size_t)c->n + (size_t)i], i, c->crash.keep);
     }
     if (rc)
         ckh__cmd_fail(c, rc, "crash of the job's disks: %s", ckh_strerror(rc));

@@ -9,7 +9,10 @@
  * with it (one mpirun for the group, as a real launcher restarts the
  * whole job); a node whose process left no status file was killed. After
  * a kill, the workload's `verify` looks at the node's disk folder through
- * the POSIX fs, as it looks at a simfs view in the simulator.
+ * the POSIX fs, as it looks at a simfs view in the simulator. With a
+ * ckhfs disk (platform_real_disk.c) each run is framed by mounting the
+ * disks (after the run's at-rest faults) and unmounting them (then the
+ * crash model), and `verify` looks at the simfs disk itself.
  */
 #include "run/platform_real.h"
 
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -30,6 +34,7 @@
 #include "ckh/err.h"
 #include "ckh/posix.h"
 #include "faults/fault.h"
+#include "run/platform_real_internal.h"
 #include "run/run_ctx.h"
 #include "run/tmpdir.h"
 
@@ -56,29 +61,14 @@ int ckh__real_check(const struct ckh_scenario *sc, char *err, size_t errlen)
                         sc->restart.world_size_line, sc->restart.world_size_column);
     for (size_t i = 0; i < sc->nfaults; i++) {
         const struct ckh_scn_fault *f = &sc->faults[i];
-        const char *why = NULL;
-        switch (f->act.kind) {
-        case CKH_SCN_ACT_CRASH:
-        case CKH_SCN_ACT_POWER_LOSS:
-            why = "a machine crash or power loss needs a simulated disk (ckhfs); refused on the real "
-                  "platform";
-            break;
-        case CKH_SCN_ACT_FSYNC_FAIL:
-            why = "a real fsync cannot drop the page cache; refused on the real platform";
-            break;
-        case CKH_SCN_ACT_SIGTERM:
-            why = "sigterm applies to command jobs";
-            break;
-        default:
-            if (ckh_scn_action_is_at_rest(f->act.kind))
-                why = "faults that change data at rest work on simulated disks; refused on the real "
-                      "platform";
-            break;
-        }
-        if (why)
-            return ckh_errf(err, errlen, CKH_EINVAL, "%d:%d: do: %s: %s", f->line, f->column,
-                            ckh_scn_action_name(f->act.kind), why);
+        if (f->act.kind == CKH_SCN_ACT_SIGTERM)
+            return ckh_errf(err, errlen, CKH_EINVAL, "%d:%d: do: sigterm: sigterm applies to command jobs",
+                            f->line, f->column);
     }
+    if (ckh__real_uses_ckhfs(sc) && strcmp(sc->job.disks[0].mount, "/") != 0)
+        return ckh_errf(err, errlen, CKH_EINVAL, "job.disks: the real platform serves the job's disk as the "
+                        "nodes' \"/\"; with crash, power-loss, fsync-fail or at-rest faults its mount must be "
+                        "\"/\" (it is \"%s\")", sc->job.disks[0].mount);
     return 0;
 }
 
@@ -96,7 +86,7 @@ int ckh__real_rules(const struct ckh_scenario *sc, int run, const char (*names)[
     for (size_t i = 0; i < sc->nfaults; i++) {
         const struct ckh_scn_fault *f = &sc->faults[i];
         const struct ckh_fault_ops *ops = ckh_fault_of(f->act.kind);
-        if ((f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != run) || !ckh_fault_arms_rule(f) || !ops->arm)
+        if ((f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != run) || !ckh_fault_arms_rule(f))
             continue;
         int node = -1;
         if (f->on.node_name) {
@@ -112,7 +102,10 @@ int ckh__real_rules(const struct ckh_scenario *sc, int run, const char (*names)[
                             f->line, f->column);
         struct ckh_fault_rule *r = &(*rules)[*nrules];
         ckh__run_rule_for(f, node, r);
-        ops->arm(f, r);
+        if (ops->apply) /* at rest, at its trigger: a CALL rule, as arm.c numbers it */
+            r->action.kind = CKH_FAULT_CALL;
+        else
+            ops->arm(f, r);
         (*fault_of)[(*nrules)++] = i;
     }
     return 0;
@@ -197,6 +190,16 @@ int ckh__real_find_mpi(const char *mpi, char *exe, size_t exen, char *launcher, 
         bool have_exe = executable(exe);
         bool have_launcher = on_path(want, launcher, launchern) ||
                              (!strcmp(mpis[i], "mpich") && on_path("mpiexec.hydra", launcher, launchern));
+        const char *forced = getenv("CKH_MPIRUN");
+        if (have_exe && forced && *forced) {
+            /* The launcher named by the environment (a wrapper, another
+             * install): used as given, refused when it cannot run. */
+            if (!executable(forced))
+                return ckh_errf(err, errlen, CKH_EINTERNAL, "CKH_MPIRUN=%s: not an executable file (it names "
+                                "the MPI launcher for the real platform's %s ranks)", forced, mpis[i]);
+            snprintf(launcher, launchern, "%s", forced);
+            return 0;
+        }
         if (have_exe && have_launcher)
             return 0;
         used += (size_t)snprintf(tried + used, sizeof tried - used > 0 ? sizeof tried - used : 0,
@@ -215,22 +218,10 @@ int ckh__real_find_mpi(const char *mpi, char *exe, size_t exen, char *launcher, 
 
 /* ---- the job ---- */
 
-struct real_job {
-    struct ckh__run_ctx c;       /* workload, instance, names, records, track (no simulator) */
-    uint64_t seed;               /* the seed in use */
-    char dir[PATH_MAX / 2];      /* the run folder (owned: removed at the end) */
-    char scn[PATH_MAX];          /* the scenario file the ranks read */
-    char exe[PATH_MAX];          /* the rank program */
-    char launcher[PATH_MAX];     /* mpirun of its MPI */
-    int *ranks;                  /* [n]: each node's collective rank (-1: none) */
-    bool *start;                 /* [n]: the node runs in the current run */
-    bool fired;                  /* a fault fired in the current run (the store's probe) */
-    int run;                     /* the current run (1-based) */
-};
-
 static bool probe_fired(void *ctx)
 {
-    return ((struct real_job *)ctx)->fired;
+    struct real_job *j = ctx;
+    return j->fired || j->at_rest_applied;
 }
 
 static int mkdirs(const char *path)
@@ -283,6 +274,9 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
         return rc;
     if ((rc = ckh_workloads_resolve(sc, &c->res, c->err, sizeof c->err)) != 0)
         return rc;
+    /* What a launcher leaves behind is reparented to ckh (reap_orphans). */
+    if (prctl(PR_GET_CHILD_SUBREAPER, &j->subreaper_was) == 0 && prctl(PR_SET_CHILD_SUBREAPER, 1) == 0)
+        j->subreaper_set = true;
     c->wl = c->res.workload;
     if (!(c->opts = calloc(sc->job.noptions + 1, sizeof *c->opts)))
         return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
@@ -297,7 +291,8 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     c->track = calloc((size_t)c->n, sizeof *c->track);
     j->ranks = calloc((size_t)c->n, sizeof *j->ranks);
     j->start = calloc((size_t)c->n, sizeof *j->start);
-    if (!c->names || !c->track || !j->ranks || !j->start)
+    j->groups = calloc((size_t)c->n, sizeof *j->groups);
+    if (!c->names || !c->track || !j->ranks || !j->start || !j->groups)
         return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
     for (int i = 0; i < c->n; i++) {
         if ((rc = c->wl->node(c->inst, i, c->names[i], sizeof c->names[i], &j->ranks[i])) != 0)
@@ -313,14 +308,18 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     ckh_records_set_fault_probe(c->records, probe_fired, j);
     if ((rc = ckh_tmp_make(j->dir, sizeof j->dir)) != 0)
         return ckh__run_fail(c, CKH_EINTERNAL, "cannot make a run folder: %s", strerror(-rc));
-    static const char *const subs[] = {"results", "track", "status", "faults", "logs", "disks"};
+    static const char *const subs[] = {"results", "track", "status", "faults", "logs", "disks", "pids", "mpi"};
     char sub[PATH_MAX];
     for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++) {
         snprintf(sub, sizeof sub, "%s/%s", j->dir, subs[k]);
         if ((rc = mkdirs(sub)) != 0)
             return ckh__run_fail(c, CKH_EINTERNAL, "cannot create %s: %s", sub, strerror(-rc));
     }
-    for (int i = 0; i < c->n; i++) {
+    snprintf(j->mpi_tmp, sizeof j->mpi_tmp, "%s/mpi", j->dir);
+    j->ckhfs = ckh__real_uses_ckhfs(sc);
+    if (j->ckhfs && (rc = ckh__real_disks_init(j)) != 0)
+        return rc;
+    for (int i = 0; i < c->n && !j->ckhfs; i++) {
         char disk[PATH_MAX];
         int w = ckh__real_disk_dir(disk, sizeof disk, j->dir, sc, c->names[i]);
         int len = w == 0 ? (int)strlen(disk) : 0;
@@ -334,10 +333,14 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
 
 static void job_free(struct real_job *j)
 {
+    ckh__real_disks_free(j); /* unmounted before the folder goes */
     if (j->dir[0] && !getenv("CKH_REAL_KEEP"))
         ckh_tmp_remove(j->dir);
+    if (j->subreaper_set)
+        prctl(PR_SET_CHILD_SUBREAPER, j->subreaper_was);
     free(j->ranks);
     free(j->start);
+    free(j->groups);
     ckh__run_ctx_free(&j->c);
     memset(j, 0, sizeof *j);
 }
@@ -347,7 +350,73 @@ static void job_free(struct real_job *j)
 struct proc {
     pid_t pid;    /* the process group leader (mpirun, or the plain rank) */
     bool reaped;  /* waited for */
+    int status;   /* its wait status, once reaped (-1: ckh killed it) */
 };
+
+/* How long the nodes of a run have to join (rank program started, MPI
+ * initialised, communicator made): $CKH_REAL_START_TIMEOUT seconds, 60
+ * by default. */
+static uint64_t start_timeout_ns(void)
+{
+    const char *v = getenv("CKH_REAL_START_TIMEOUT");
+    char *end = NULL;
+    double s = v && *v ? strtod(v, &end) : 0;
+    if (!v || !*v || !end || *end || s <= 0 || s > 86400)
+        s = 60;
+    return (uint64_t)(s * 1e9);
+}
+
+/* Whether node i joined run j->run (status/joined.<node>.<run>). */
+static bool joined(const struct real_job *j, int i)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/status/joined.%s.%d", j->dir, j->c.names[i], j->run);
+    return access(path, F_OK) == 0;
+}
+
+/* The nodes of the run that have not joined, "rank_1 (MPI rank 1), ..."
+ * into buf; how many. */
+static int missing_nodes(const struct real_job *j, char *buf, size_t n)
+{
+    int missing = 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < j->c.n; i++) {
+        if (!j->start[i] || joined(j, i))
+            continue;
+        missing++;
+        int w = j->ranks[i] >= 0 ? snprintf(buf + used, n - used, "%s%s (MPI rank %d)", used ? ", " : "",
+                                            j->c.names[i], j->ranks[i])
+                                 : snprintf(buf + used, n - used, "%s%s", used ? ", " : "", j->c.names[i]);
+        if (w > 0 && (size_t)w < n - used)
+            used += (size_t)w;
+    }
+    return missing;
+}
+
+/* The last lines of what the run's launchers printed, one line. */
+static void launch_log_tail(const struct real_job *j, char *buf, size_t n)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/logs/launch.%d", j->dir, j->run);
+    buf[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    char tail[600];
+    size_t got = 0;
+    if (fseek(f, -(long)(sizeof tail - 1), SEEK_END) != 0)
+        rewind(f);
+    got = fread(tail, 1, sizeof tail - 1, f);
+    fclose(f);
+    tail[got] = '\0';
+    while (got > 0 && (tail[got - 1] == '\n' || tail[got - 1] == ' '))
+        tail[--got] = '\0';
+    for (char *c = tail; *c; c++)
+        if (*c == '\n' || *c == '\r' || *c == '\t')
+            *c = ' ';
+    snprintf(buf, n, "%s", tail);
+}
 
 /* Forks argv in a process group of its own, output to the run's log. */
 static pid_t spawn(const struct real_job *j, char *const argv[])
@@ -390,6 +459,8 @@ static int rank_args(struct real_job *j, char **argv, char (*bufs)[32])
     argv[a++] = j->dir;
     if (j->c.mode & CKH_RUN_NO_FAULTS)
         argv[a++] = "--reference";
+    if (j->ckhfs)
+        argv[a++] = "--ckhfs";
     return a;
 }
 
@@ -410,7 +481,7 @@ static pid_t launch_group(struct real_job *j, char *ranks_list, size_t n)
         return 0;
     snprintf(bufs[3], sizeof bufs[3], "%d", world);
     argv[a++] = j->launcher;
-    if (strstr(j->launcher, "openmpi")) {
+    if (strstr(j->exe, "ckh-rank-openmpi")) {
         /* Root (CI containers) and more ranks than cores (a 2-core runner):
          * Open MPI refuses both unless told; docs/REAL.md. */
         if (geteuid() == 0)
@@ -418,6 +489,11 @@ static pid_t launch_group(struct real_job *j, char *ranks_list, size_t n)
         argv[a++] = "--oversubscribe";
         argv[a++] = "--bind-to";
         argv[a++] = "none";
+        /* Its session folder inside the run folder: a killed mpirun
+         * leaves it behind, and the run folder goes at the end. */
+        argv[a++] = "--mca";
+        argv[a++] = "orte_tmpdir_base";
+        argv[a++] = j->mpi_tmp;
     }
     argv[a++] = "-np";
     argv[a++] = bufs[3];
@@ -443,9 +519,12 @@ static pid_t launch_plain(struct real_job *j, int node)
 /* Waits for every process until the run's wall-clock limit; kills what
  * remains then (*hung). Every process group is killed and reaped on
  * every path. */
-static void wait_all(struct proc *p, size_t np, uint64_t limit_ns, bool *hung)
+static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t limit_ns, bool *hung,
+                     bool *late)
 {
     struct timespec t0, now;
+    const uint64_t start_ns = start_timeout_ns();
+    bool start_checked = false;
     clock_gettime(CLOCK_MONOTONIC, &t0); /* the run's wall-clock limit */
     size_t left = np;
     for (size_t i = 0; i < np; i++)
@@ -453,11 +532,20 @@ static void wait_all(struct proc *p, size_t np, uint64_t limit_ns, bool *hung)
             p[i].reaped = true;
             left--;
         }
+    bool power_killed = false;
     while (left > 0) {
+        if (!power_killed && j->ckhfs && ckh__real_power_lost(j)) {
+            /* A power loss stops every machine, not only the one that saw it. */
+            power_killed = true;
+            for (size_t i = 0; i < np; i++)
+                if (!p[i].reaped)
+                    kill(-p[i].pid, SIGKILL);
+        }
         for (size_t i = 0; i < np; i++) {
             int st;
             if (!p[i].reaped && waitpid(p[i].pid, &st, WNOHANG) == p[i].pid) {
                 p[i].reaped = true;
+                p[i].status = st;
                 left--;
                 kill(-p[i].pid, SIGKILL); /* whatever of its group is left */
             }
@@ -465,13 +553,24 @@ static void wait_all(struct proc *p, size_t np, uint64_t limit_ns, bool *hung)
         clock_gettime(CLOCK_MONOTONIC, &now);
         uint64_t el = (uint64_t)(now.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)now.tv_nsec -
                       (uint64_t)t0.tv_nsec;
+        char none[8];
+        if (left > 0 && !start_checked && el > start_ns) {
+            /* The start deadline: a node that has not joined by now never
+             * will (mpirun waits for it forever). */
+            start_checked = true;
+            if (missing_nodes(j, none, sizeof none) > 0) {
+                *late = true;
+                el = limit_ns + 1;
+            }
+        }
         if (left > 0 && el > limit_ns) {
-            *hung = true;
+            *hung = !*late;
             for (size_t i = 0; i < np; i++)
                 if (!p[i].reaped) {
                     kill(-p[i].pid, SIGKILL);
                     waitpid(p[i].pid, NULL, 0);
                     p[i].reaped = true;
+                    p[i].status = -1;
                 }
             left = 0;
         }
@@ -480,6 +579,61 @@ static void wait_all(struct proc *p, size_t np, uint64_t limit_ns, bool *hung)
             nanosleep(&ts, NULL);
         }
     }
+}
+
+/* After a run's launchers are reaped: whatever they left (a rank in a
+ * process group of its own, as Open MPI makes them, that outlived its
+ * mpirun) was reparented to ckh, the child subreaper during a real job:
+ * killed and reaped here, so nothing of the run is left. */
+static void reap_orphans(void)
+{
+    const pid_t me = getpid();
+    for (int round = 0; round < 500; round++) {
+        bool any = false;
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        while (d && (de = readdir(d)) != NULL) {
+            char *end = NULL;
+            long pid = strtol(de->d_name, &end, 10);
+            if (pid <= 0 || *end)
+                continue;
+            char path[64], buf[512];
+            snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+            FILE *f = fopen(path, "r");
+            size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+            if (f)
+                fclose(f);
+            buf[got] = '\0';
+            char *rp = strrchr(buf, ')'); /* "pid (comm) state ppid ..." */
+            char state;
+            long ppid;
+            if (!rp || sscanf(rp + 1, " %c %ld", &state, &ppid) != 2 || ppid != (long)me)
+                continue;
+            any = true;
+            kill((pid_t)pid, SIGKILL);
+            waitpid((pid_t)pid, NULL, WNOHANG);
+        }
+        if (d)
+            closedir(d);
+        if (!any)
+            return;
+        struct timespec ts = {.tv_nsec = 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The process group of node `node` (-1: every node, -2: every ranked
+ * node of the run) is g from now on (0: none); the mounts' kill_node
+ * reads it. */
+static void set_groups(struct real_job *j, int node, pid_t g)
+{
+    if (j->lock_ready)
+        pthread_mutex_lock(&j->lock);
+    for (int i = 0; i < j->c.n; i++)
+        if (i == node || node == -1 || (node == -2 && j->ranks[i] >= 0 && j->start[i]))
+            j->groups[i] = g;
+    if (j->lock_ready)
+        pthread_mutex_unlock(&j->lock);
 }
 
 /* Starts every node of the run and waits for them. */
@@ -494,22 +648,51 @@ static int launch_run(struct real_job *j, bool *hung)
     }
     size_t np = 0;
     int rc = 0;
+    set_groups(j, -1, 0);
     pid_t g = launch_group(j, list, 8u * (size_t)j->c.n + 8);
     if (g < 0)
         rc = ckh__run_fail(&j->c, CKH_EINTERNAL, "cannot start %s: %s", j->launcher, strerror(errno));
-    else if (g > 0)
+    else if (g > 0) {
         p[np++].pid = g;
+        set_groups(j, -2, g);
+    }
     for (int i = 0; i < j->c.n && rc == 0; i++) {
         if (j->ranks[i] >= 0 || !j->start[i])
             continue;
         pid_t pid = launch_plain(j, i);
         if (pid < 0)
             rc = ckh__run_fail(&j->c, CKH_EINTERNAL, "cannot start %s: %s", j->exe, strerror(errno));
-        else
+        else {
             p[np++].pid = pid;
+            set_groups(j, i, pid);
+        }
     }
     /* job.timeout belongs to command jobs; a workload job gets their default. */
-    wait_all(p, np, CKH_SCN_COMMAND_TIMEOUT_NS, hung);
+    bool late = false;
+    wait_all(j, p, np, CKH_SCN_COMMAND_TIMEOUT_NS, hung, &late);
+    reap_orphans();
+    set_groups(j, -1, 0);
+    char missing[512], tail[600];
+    if (rc == 0 && late) {
+        missing_nodes(j, missing, sizeof missing);
+        launch_log_tail(j, tail, sizeof tail);
+        rc = ckh__run_fail(&j->c, CKH_EINTERNAL, "run %d: never joined within %.0f s "
+                           "(CKH_REAL_START_TIMEOUT): %s; everything of the run killed [%s: %s]", j->run,
+                           (double)start_timeout_ns() / 1e9, missing, j->launcher, tail[0] ? tail : "printed nothing");
+    } else if (rc == 0 && g > 0 && p[0].status != 0) {
+        /* mpirun ended in an error and no rank got as far as joining: it
+         * failed to start the job (a broken MPI, no slots, its own ports). */
+        bool any = false;
+        for (int i = 0; i < j->c.n && !any; i++)
+            any = j->ranks[i] >= 0 && j->start[i] && joined(j, i);
+        if (!any) {
+            launch_log_tail(j, tail, sizeof tail);
+            int st = p[0].status;
+            rc = ckh__run_fail(&j->c, CKH_EINTERNAL, "run %d: %s failed to start the ranks (%s %d): %s", j->run,
+                               j->launcher, WIFSIGNALED(st) ? "signal" : "exit status",
+                               WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), tail[0] ? tail : "it printed nothing");
+        }
+    }
     free(p);
     free(list);
     return rc;
@@ -625,8 +808,12 @@ static void read_firings(struct real_job *j, struct ckh_scenario_run *out)
             if (next)
                 *next++ = '\0';
             size_t rule, fault;
-            if (sscanf(line, "fired %zu %zu", &rule, &fault) != 2 || fault >= j->c.sc->nfaults)
+            char op[32], action[32];
+            if (sscanf(line, "fired %zu %zu %31s %31s", &rule, &fault, op, action) != 4 ||
+                fault >= j->c.sc->nfaults)
                 continue;
+            if (!strcmp(action, "call"))
+                continue; /* an at-rest fault counts when its change lands (the launcher applies it) */
             j->fired = true;
             if (out->fault_fired)
                 out->fault_fired[fault]++;
@@ -775,6 +962,7 @@ static int execute(struct real_job *j, struct ckh_scenario_run *out)
         return ckh__run_fail(&j->c, CKH_ENOMEM, "out of memory");
     out->world = j->c.world_first;
     out->world_restart = j->c.world_restart;
+    j->rec = with_faults ? out : NULL;
     for (uint32_t run = 1; run <= max_runs; run++) {
         struct ckh_run_info *ri = ckh__run_next(out, sc, (size_t)j->c.n);
         if (!ri)
@@ -784,8 +972,20 @@ static int execute(struct real_job *j, struct ckh_scenario_run *out)
         if (with_faults)
             mark_armed(sc, (int)run, out);
         bool hung = false;
-        if ((rc = launch_run(j, &hung)) != 0 || (rc = rank_errors(j)) != 0)
+        if (j->ckhfs && (rc = ckh__real_disks_before_run(j)) != 0)
             return rc;
+        rc = launch_run(j, &hung);
+        /* Every process is gone: the disks come down, crashes apply. The
+         * message that tells most wins: a rank's own (bad input, its
+         * environment), then the launch's, then the disks'. */
+        char launch_err[sizeof j->c.err];
+        memcpy(launch_err, j->c.err, sizeof launch_err);
+        int drc = j->ckhfs ? ckh__real_disks_after_run(j) : 0;
+        if (rc != 0)
+            memcpy(j->c.err, launch_err, sizeof launch_err);
+        int erc = rank_errors(j);
+        if (erc != 0 || (erc = rc) != 0 || (erc = drc) != 0)
+            return erc;
         ri->outcome = hung ? CKH_SIM_TIME_LIMIT : CKH_SIM_DONE;
         out->hang_seen |= hung;
         if ((rc = read_run(j, ri, out)) != 0)
@@ -799,7 +999,7 @@ static int execute(struct real_job *j, struct ckh_scenario_run *out)
             break;
         }
         if (ri->crashed && j->c.wl->verify)
-            check_committed(j, ri);
+            (j->ckhfs ? ckh__real_disks_verify : check_committed)(j, ri);
         plan_restart(j, ri);
     }
     return 0;

@@ -26,6 +26,19 @@
  *   faults/<node>.<run>    "fired RULE FAULT OP ACTION PATH" per firing
  *   faults/state.<run>     the run's shared rule counters
  *   logs/launch.<run>      what mpirun and the processes printed
+ *
+ * With a ckhfs disk (ckh__real_uses_ckhfs: the scenario has crash,
+ * power-loss, fsync-fail or at-rest faults, or CKH_REAL_FS=ckhfs), each
+ * disk of the job is a simfs disk in the launcher, served during each run
+ * over a ckhfs mount (harness/real/ckhfs.h) that is the nodes' "/"; the
+ * crash model, at-rest faults and `verify` act on the simfs disk between
+ * runs, as in the simulator (run/platform_real_disk.c). Then also:
+ *   mnt/<disk>[.<node>]    the mount points
+ *   pids/<pid>             the node index of a rank process (for the mount)
+ *   faults/power.<run>     a power loss happened (the rank that fired it)
+ *   faults/note.<pid>      a fault the launcher carries out at that
+ *                          process's next operation on the mount
+ *                          (real/real_faults.h)
  */
 #ifndef CKH_RUN_PLATFORM_REAL_H
 #define CKH_RUN_PLATFORM_REAL_H
@@ -48,14 +61,19 @@
 bool ckh__real_selected(const struct ckh_scenario *sc, bool forced);
 
 /* What the real platform cannot run, refused before anything starts:
- * faults that need a simulated disk (crash, power-loss, fsync-fail, the
- * at-rest faults) or only apply to command jobs (sigterm), a world-size
- * change on restart, more than one disk, a command job. 0, or CKH_EINVAL
- * with "line:col: ..." (or the file's name) in err. */
+ * faults that only apply to command jobs (sigterm), a world-size change
+ * on restart, more than one disk, a command job. 0, or CKH_EINVAL with
+ * "line:col: ..." (or the file's name) in err. */
 int ckh__real_check(const struct ckh_scenario *sc, char *err, size_t errlen);
 
+/* Whether sc's job runs on simfs disks served over ckhfs: it has a
+ * crash, power-loss, fsync-fail or at-rest fault, or $CKH_REAL_FS is
+ * "ckhfs" (forced, for measuring; "posix" never). */
+bool ckh__real_uses_ckhfs(const struct ckh_scenario *sc);
+
 /* The fault rules of run `run` (1-based), in the simulator's order (rule
- * INDEX is its position, as ckh_sim_add_fault numbers them), over the
+ * INDEX is its position, as ckh_sim_add_fault numbers them; an at-rest
+ * fault with a trigger is a CALL rule, as in arm.c), over the
  * job's n node names: *rules and *fault_of (the scenario fault of each
  * rule) are malloc'd arrays of *nrules entries (the caller frees both;
  * path globs and phases are borrowed from sc). CKH_EINVAL for a fault
@@ -70,11 +88,15 @@ int ckh__real_rules(const struct ckh_scenario *sc, int run, const char (*names)[
 int ckh__real_path(char *buf, size_t n, const char *dir, const char *kind, const char *node, int run);
 /* The folder that is node's "/" (the job's one disk). */
 int ckh__real_disk_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, const char *node);
+/* The same disk's ckhfs mount point: dir/mnt/<disk>[.<node>]. */
+int ckh__real_mount_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, const char *node);
 
 /* The rank program of MPI implementation mpi (NULL: the first of
  * CKH_REAL_MPIS that is built, or $CKH_MPI) and its launcher, into exe
- * and launcher. CKH_EINTERNAL ("MPI not installed ...": the environment,
- * exit status 3) when none is; CKH_EINVAL for an unknown $CKH_MPI. */
+ * and launcher ($CKH_MPIRUN when set: a wrapper or another install).
+ * CKH_EINTERNAL ("MPI not installed ...", or a $CKH_MPIRUN that is not
+ * an executable file: the environment, exit status 3) when none is;
+ * CKH_EINVAL for an unknown $CKH_MPI. */
 int ckh__real_find_mpi(const char *mpi, char *exe, size_t exen, char *launcher, size_t launchern,
                        char *err, size_t errlen);
 
@@ -83,8 +105,13 @@ int ckh__real_find_mpi(const char *mpi, char *exe, size_t exen, char *launcher, 
  * faults or defects), into out's runs and out->got (the record of the
  * simulated runner, minus the trace). out is zeroed by the caller, with
  * out->sc = sc; freed with ckh_scenario_run_free. 0, or a negative code
- * with err set (CKH_EINTERNAL: MPI missing or failing to start, exit
- * status 3). */
+ * with err set. CKH_EINTERNAL (exit status 3) for the environment, each
+ * with its message: MPI missing, $CKH_MPIRUN not executable, FUSE
+ * missing when the job needs a ckhfs disk, mpirun ending in an error
+ * before any rank joined, a node that has not joined by
+ * $CKH_REAL_START_TIMEOUT seconds (60; named in the message). On every
+ * path each process group is killed and reaped, the disks unmounted and
+ * the run folder removed. */
 int ckh__real_execute(const struct ckh_scenario *sc, uint64_t seed, unsigned mode, struct ckh_scenario_run *out,
                       char *err, size_t errlen);
 
