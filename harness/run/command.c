@@ -60,20 +60,6 @@ int ckh__cmd_fail(struct ckh__cmd *c, int code, const char *fmt, ...)
 
 /* ---- set-up ---- */
 
-static int mkdir_p(const char *path)
-{
-    char buf[CKH__CMD_PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-                return -errno;
-            *p = '/';
-        }
-    return mkdir(buf, 0700) != 0 && errno != EEXIST ? -errno : 0;
-}
-
 /* The program node `name` runs: its own entry, else the default. */
 static const struct ckh_scn_command *command_for(const struct ckh_scenario *sc, const char *name)
 {
@@ -158,7 +144,7 @@ static int add_disks(struct ckh__cmd *c)
             *m = (struct ckh__cmd_mount){.c = c, .disk = c->disks[at], .disk_index = d,
                                          .node = sd->shared ? -1 : i, .prefix = sd->mount};
             snprintf(m->dir, sizeof m->dir, "%s/mnt/%s", c->dir, name);
-            if ((rc = mkdir_p(m->dir)) != 0)
+            if ((rc = ckh_tmp_mkdirs(m->dir)) != 0)
                 return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot create %s: %s", m->dir, strerror(-rc));
         }
     }
@@ -194,7 +180,7 @@ int ckh__cmd_init(struct ckh__cmd *c, const struct ckh_scenario *sc, uint64_t se
     static const char *const subs[] = {"mnt", "results", "logs"};
     for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++) {
         snprintf(sub, sizeof sub, "%s/%s", dir, subs[k]);
-        if ((rc = mkdir_p(sub)) != 0)
+        if ((rc = ckh_tmp_mkdirs(sub)) != 0)
             return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot create %s: %s", sub, strerror(-rc));
     }
     c->nodes = calloc((size_t)c->n, sizeof *c->nodes);
@@ -550,7 +536,7 @@ int ckh__cmd_verify_view(struct ckh__cmd *c, int i, bool *ok, char *detail, size
         *m = (struct ckh__cmd_mount){.c = c, .orig = c->disks[d * (size_t)c->n + (size_t)i], .disk_index = d,
                                      .node = i, .verify = true, .prefix = job->disks[d].mount};
         snprintf(m->dir, sizeof m->dir, "%s/mnt/verify.%s", c->dir, job->disks[d].name);
-        if ((rc = ckh_simfs_clone(m->orig, &m->disk)) != 0 || (rc = mkdir_p(m->dir)) != 0)
+        if ((rc = ckh_simfs_clone(m->orig, &m->disk)) != 0 || (rc = ckh_tmp_mkdirs(m->dir)) != 0)
             rc = ckh__cmd_fail(c, rc, "verify: cannot prepare %s: %s", m->dir, ckh_strerror(rc));
         else
             nv++;

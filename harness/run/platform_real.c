@@ -224,20 +224,6 @@ static bool probe_fired(void *ctx)
     return j->fired || j->at_rest_applied;
 }
 
-static int mkdirs(const char *path)
-{
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-                return -errno;
-            *p = '/';
-        }
-    return mkdir(buf, 0700) != 0 && errno != EEXIST ? -errno : 0;
-}
-
 /* The scenario file the ranks parse: the scenario's own when it is on
  * disk (plugins resolve beside it), else written into the run folder. */
 static int scenario_file(struct real_job *j)
@@ -278,15 +264,8 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     if (prctl(PR_GET_CHILD_SUBREAPER, &j->subreaper_was) == 0 && prctl(PR_SET_CHILD_SUBREAPER, 1) == 0)
         j->subreaper_set = true;
     c->wl = c->res.workload;
-    if (!(c->opts = calloc(sc->job.noptions + 1, sizeof *c->opts)))
-        return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
-    ckh_workloads_job(sc, &c->res, seed, mode, &c->job, c->opts);
-    if ((rc = c->wl->create(&c->job, &c->inst, c->err, sizeof c->err)) != 0)
+    if ((rc = ckh__run_create_workload(c, sc, seed, mode)) != 0)
         return rc;
-    c->step_based = (c->wl->flags & CKH_WL_STEP_BASED) != 0;
-    c->n = c->wl->node_count(c->inst);
-    if (c->n < 1 || c->n > CKH_RUNNER_MAX_NODES)
-        return ckh__run_fail(c, CKH_EINVAL, "workload '%s' has %d nodes", c->wl->name, c->n);
     c->names = calloc((size_t)c->n, sizeof *c->names);
     c->track = calloc((size_t)c->n, sizeof *c->track);
     j->ranks = calloc((size_t)c->n, sizeof *j->ranks);
@@ -312,7 +291,7 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     char sub[PATH_MAX];
     for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++) {
         snprintf(sub, sizeof sub, "%s/%s", j->dir, subs[k]);
-        if ((rc = mkdirs(sub)) != 0)
+        if ((rc = ckh_tmp_mkdirs(sub)) != 0)
             return ckh__run_fail(c, CKH_EINTERNAL, "cannot create %s: %s", sub, strerror(-rc));
     }
     snprintf(j->mpi_tmp, sizeof j->mpi_tmp, "%s/mpi", j->dir);
@@ -325,7 +304,7 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
         int len = w == 0 ? (int)strlen(disk) : 0;
         if (w == 0 && snprintf(disk + len, sizeof disk - (size_t)len, "%s", sc->job.checkpoint_dir) < 0)
             w = -EINVAL;
-        if (w != 0 || (rc = mkdirs(disk)) != 0)
+        if (w != 0 || (rc = ckh_tmp_mkdirs(disk)) != 0)
             return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the checkpoint folder %s", disk);
     }
     return scenario_file(j);

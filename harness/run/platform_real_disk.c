@@ -41,6 +41,7 @@
 #include "ckh/rng.h"
 #include "ckh/simfs.h"
 #include "faults/fault.h"
+#include "run/tmpdir.h"
 #include "run/command.h"
 #include "run/platform_real_internal.h"
 
@@ -67,20 +68,6 @@ int ckh__real_mount_dir(char *buf, size_t n, const char *dir, const struct ckh_s
 }
 
 /* ---- disks ---- */
-
-static int mkdir_p(const char *path)
-{
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-                return -errno;
-            *p = '/';
-        }
-    return mkdir(buf, 0700) != 0 && errno != EEXIST ? -errno : 0;
-}
 
 int ckh__real_disks_init(struct real_job *j)
 {
@@ -116,7 +103,7 @@ int ckh__real_disks_init(struct real_job *j)
         struct real_mount *m = &j->mounts[j->nmounts++];
         *m = (struct real_mount){.j = j, .disk = c->disks[i], .node = sd->shared ? -1 : i};
         if (ckh__real_mount_dir(m->dir, sizeof m->dir, j->dir, c->sc, c->names[i]) != 0 ||
-            (rc = mkdir_p(m->dir)) != 0)
+            (rc = ckh_tmp_mkdirs(m->dir)) != 0)
             return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the mount point %s", m->dir);
     }
     c->env = (struct ckh_fault_env){.sc = c->sc, .nnodes = c->n, .disks = c->disks,

@@ -79,6 +79,10 @@ struct ckh__run_ctx {
 int ckh__run_fail(struct ckh__run_ctx *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The workload instance of c (c->res resolved, c->wl set): its options,
+ * the job handed to create, step_based and the node count (1 ..
+ * CKH_RUNNER_MAX_NODES). 0, or the workload's code / CKH_EINVAL with c->err. */
+int ckh__run_create_workload(struct ckh__run_ctx *c, const struct ckh_scenario *sc, uint64_t seed, unsigned mode);
 /* runner.c: builds the simulator for sc (mode: CKH_RUN_* flags; keep_trace
  * keeps the trace). On failure c->err says why; c is freed with
  * ckh__run_ctx_free either way. */

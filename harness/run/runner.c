@@ -194,6 +194,23 @@ static int add_nodes(struct ckh__run_ctx *c, const int *ranks)
     return 0;
 }
 
+int ckh__run_create_workload(struct ckh__run_ctx *c, const struct ckh_scenario *sc, uint64_t seed, unsigned mode)
+{
+    c->opts = calloc(sc->job.noptions ? sc->job.noptions : 1, sizeof *c->opts);
+    if (!c->opts)
+        return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
+    ckh_workloads_job(sc, &c->res, seed, mode, &c->job, c->opts);
+    int rc = c->wl->create(&c->job, &c->inst, c->err, sizeof c->err);
+    if (rc)
+        return rc;
+    c->step_based = (c->wl->flags & CKH_WL_STEP_BASED) != 0;
+    c->n = c->wl->node_count(c->inst);
+    if (c->n < 1 || c->n > CKH_RUNNER_MAX_NODES)
+        return ckh__run_fail(c, CKH_EINVAL, "workload '%s' has %d nodes (1..%d)", c->wl->name, c->n,
+                             CKH_RUNNER_MAX_NODES);
+    return 0;
+}
+
 /* The simulator for sc: the adapter's nodes, the disks, the checkpoint
  * directory created and synced before the job (see run_ctx.h). */
 int ckh__run_build_sim(struct ckh__run_ctx *c, const struct ckh_scenario *sc, uint64_t seed, unsigned mode,
@@ -208,17 +225,8 @@ int ckh__run_build_sim(struct ckh__run_ctx *c, const struct ckh_scenario *sc, ui
     c->wl = c->res.workload;
     if ((rc = check_support(c)) != 0)
         return rc;
-    c->opts = calloc(sc->job.noptions ? sc->job.noptions : 1, sizeof *c->opts);
-    if (!c->opts)
-        return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
-    ckh_workloads_job(sc, &c->res, seed, mode, &c->job, c->opts);
-    if ((rc = c->wl->create(&c->job, &c->inst, c->err, sizeof c->err)) != 0)
+    if ((rc = ckh__run_create_workload(c, sc, seed, mode)) != 0)
         return rc;
-    c->step_based = (c->wl->flags & CKH_WL_STEP_BASED) != 0;
-    c->n = c->wl->node_count(c->inst);
-    if (c->n < 1 || c->n > CKH_RUNNER_MAX_NODES)
-        return ckh__run_fail(c, CKH_EINVAL, "workload '%s' has %d nodes (1..%d)", c->wl->name, c->n,
-                    CKH_RUNNER_MAX_NODES);
     unsigned rflags = ((c->wl->flags & CKH_WL_COLLECTIVE) ? CKH_RECORDS_COLLECTIVE : 0) |
                       (c->step_based ? CKH_RECORDS_STEP_BASED : 0);
     if ((rc = ckh_records_create((size_t)c->n, rflags, &c->records)) != 0)

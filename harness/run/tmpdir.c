@@ -161,3 +161,18 @@ int ckh_tmp_sweep(const char *base)
     closedir(d);
     return removed;
 }
+
+int ckh_tmp_mkdirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return -ENAMETOOLONG;
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+                return -errno;
+            *p = '/';
+        }
+    return mkdir(buf, 0700) != 0 && errno != EEXIST ? -errno : 0;
+}

@@ -30,6 +30,9 @@ int ckh_tmp_make(char *out, size_t n);
 /* Removes dir and everything under it (no symbolic link is followed).
  * Returns 0 or -errno of the first failure. */
 int ckh_tmp_remove(const char *dir);
+/* Creates path and the folders above it that are missing (mode 0700; a
+ * folder already there is fine), as `mkdir -p` does. 0 or -errno. */
+int ckh_tmp_mkdirs(const char *path);
 
 /* Removes the stale folders (see above) under base (NULL: ckh_tmp_base()).
  * Returns how many were removed. */
