@@ -8,8 +8,11 @@
  * restarts, and when a ranked node failed every ranked node restarts
  * with it (one mpirun for the group, as a real launcher restarts the
  * whole job); a node whose process left no status file was killed. After
- * a kill, the workload's `verify` looks at the node's disk folder through
- * the POSIX fs, as it looks at a simfs view in the simulator. With a
+ * a kill, the workload's `verify` looks at the node's disk folders, each
+ * at its mount path (run/platform_real_fs.h), as it looks at a simfs view
+ * in the simulator. restart.world_size: the nodes outside the first world
+ * are parked, and before run 2 the workload switches to the new world
+ * (resize), as the runner does. With a
  * ckhfs disk (platform_real_disk.c) each run is framed by mounting the
  * disks (after the run's at-rest faults) and unmounting them (then the
  * crash model), and `verify` looks at the simfs disk itself.
@@ -329,8 +332,10 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     if (!(mode & CKH_RUN_NO_FAULTS) && sc->restart.world_size) {
         c->world_restart = (int)sc->restart.world_size;
         for (int i = 0; i < c->n && c->world_restart != c->world_first; i++)
-            if (j->ranks[i] < 0)
-                j->parked[i] = true, j->start[i] = false;
+            if (j->ranks[i] < 0) {
+                j->parked[i] = true;
+                j->start[i] = false;
+            }
     }
     unsigned rflags = ((c->wl->flags & CKH_WL_COLLECTIVE) ? CKH_RECORDS_COLLECTIVE : 0) |
                       (c->step_based ? CKH_RECORDS_STEP_BASED : 0);
