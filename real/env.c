@@ -31,7 +31,7 @@ struct ckh_task {
 
 struct shim_fs {
     struct ckh_fs base;   /* must be first */
-    struct ckh_fs *inner; /* the POSIX fs (owned) */
+    struct ckh_fs *inner; /* the node's fs: the POSIX fs (owned) or cfg.fs (borrowed) */
     struct real_env *re;  /* the node */
 };
 
@@ -424,7 +424,7 @@ static const struct ckh_node_ops node_ops = {
 int ckh_real_env_create(const struct ckh_real_env_config *cfg, struct ckh_env **out, char *msg,
                         size_t msglen)
 {
-    if (!cfg || !cfg->root_dir || !cfg->node_name || !out)
+    if (!cfg || (!cfg->root_dir && !cfg->fs) || !cfg->node_name || !out)
         return CKH_EINVAL;
     struct real_env *re = calloc(1, sizeof *re);
     if (!re)
@@ -441,7 +441,9 @@ int ckh_real_env_create(const struct ckh_real_env_config *cfg, struct ckh_env **
     }
     re->cfg.node_name = re->name;
     re->rand_base = ckh_node_rand_base(cfg->seed, re->name);
-    if ((rc = ckh_posix_fs_create(cfg->root_dir, &re->fs.inner)) != 0) {
+    if (cfg->fs)
+        re->fs.inner = cfg->fs;
+    else if ((rc = ckh_posix_fs_create(cfg->root_dir, &re->fs.inner)) != 0) {
         ckh_errf(msg, msglen, rc, "the node's folder %s: %s", cfg->root_dir, ckh_strerror(rc));
         goto out_free;
     }
@@ -482,7 +484,8 @@ void ckh_real_env_destroy(struct ckh_env *env)
         ckh_record_jsonl_close(re->env.record);
     if (re->track_fd >= 0)
         close(re->track_fd);
-    ckh_posix_fs_destroy(re->fs.inner);
+    if (!re->cfg.fs)
+        ckh_posix_fs_destroy(re->fs.inner);
     pthread_mutex_destroy(&re->lock);
     free(re->name);
     free(re);

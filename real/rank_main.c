@@ -10,14 +10,16 @@
  * --ranks: MPI rank r runs node I_r (the node of collective rank r);
  * --node: node I, without MPI. The process parses FILE, resolves and
  * creates the workload instance exactly as the simulated runner does
- * (run/workloads.h), calls before_run(R, E), arms the fault rules of run
+ * (run/workloads.h), switches it to restart.world_size from run 2 on
+ * (set_world, as the runner's resize), calls before_run(R, E), arms the fault rules of run
  * R (none with --reference, which also switches the defects off), builds
  * the real environment (real_env.h) with the collectives (real_coll.h),
  * runs the node's program, and leaves in RUNDIR its records, phases,
  * fault firings and, last, its status (platform_real.h names the files).
  *
- * --ckhfs: the node's "/" is the launcher's ckhfs mount of its simulated
- * disk (RUNDIR/mnt/...), not a real folder; the process first leaves
+ * The node's files are its disks at their mount paths: real folders
+ * (RUNDIR/disks/...), or with --ckhfs the launcher's ckhfs mounts of its
+ * simulated disks (RUNDIR/mnt/...). With --ckhfs the process first leaves
  * RUNDIR/pids/PID (its node index) so that the launcher knows whose
  * operations reach the mount, and its fault script may carry out
  * crashes, power loss, fsync-fail and at-rest faults with the launcher
@@ -45,6 +47,7 @@
 #include "real_faults.h"
 #include "real_nccl.h"
 #include "run/platform_real.h"
+#include "run/platform_real_fs.h"
 #include "run/workloads.h"
 #include "search/fuzz.h"
 
@@ -78,6 +81,7 @@ struct rank {
     struct ckh_coll *nccl;         /* NCCL collectives over coll (NULL: none) */
     struct ckh_real_faults *faults; /* fault script */
     struct ckh_env *env;           /* the node's environment */
+    struct ckh_fs *fs;             /* its files: every disk at its mount path */
     bool ended;                    /* the status is written */
 };
 
@@ -161,6 +165,18 @@ static int build_job(struct rank *k, char *msg)
         if ((rc = k->res.workload->node(k->inst, i, k->names[i], sizeof k->names[i], &rank)) != 0)
             return ckh_errf(msg, MSG, rc, "node %d: %s", i, ckh_strerror(rc));
     }
+    /* A resizing job (restart.world_size) runs its restarts in the new
+     * world, as the simulated runner switches it before run 2. */
+    int world = 0;
+    for (int i = 0; i < k->n; i++) {
+        int rank = -1;
+        k->res.workload->node(k->inst, i, k->names[i], sizeof k->names[i], &rank);
+        world += rank >= 0;
+    }
+    if (k->a.run >= 2 && !k->a.reference && k->sc->restart.world_size && k->res.workload->set_world &&
+        (int)k->sc->restart.world_size != world &&
+        (rc = k->res.workload->set_world(k->inst, (int)k->sc->restart.world_size, msg, MSG)) != 0)
+        return rc;
     if (k->res.workload->before_run)
         k->res.workload->before_run(k->inst, k->a.run, k->a.resume);
     return 0;
@@ -284,6 +300,8 @@ static void release(struct rank *k)
 {
     ckh_real_env_destroy(k->env);
     k->env = NULL;
+    ckh__real_fs_destroy(k->fs);
+    k->fs = NULL;
     ckh_real_faults_destroy(k->faults);
     k->faults = NULL;
     bool nccl_failed = ckh_real_nccl_failed(k->nccl);
@@ -339,17 +357,18 @@ static int register_pid(const struct rank *k, char *msg)
 
 static int run_node(struct rank *k, char *msg)
 {
-    char root[1024], rec[1024], track[1024];
+    char rec[1024], track[1024];
     int rc;
     const char *name = k->names[k->node];
     if (k->a.ckhfs && (rc = register_pid(k, msg)) != 0)
         return rc;
-    if ((rc = (k->a.ckhfs ? ckh__real_mount_dir : ckh__real_disk_dir)(root, sizeof root, k->a.dir, k->sc,
-                                                                      name)) != 0 ||
-        (rc = ckh__real_path(rec, sizeof rec, k->a.dir, "results", name, k->a.run)) != 0 ||
+    if ((rc = ckh__real_path(rec, sizeof rec, k->a.dir, "results", name, k->a.run)) != 0 ||
         (rc = ckh__real_path(track, sizeof track, k->a.dir, "track", name, k->a.run)) != 0)
         return ckh_errf(msg, MSG, rc, "the run folder's paths are too long");
-    struct ckh_real_env_config ec = {.root_dir = root, .seed = k->a.seed, .node_name = name,
+    /* Every disk of the job at its mount path: its folder, or its ckhfs mount. */
+    if ((rc = ckh__real_node_fs(k->a.dir, k->sc, name, k->a.ckhfs, &k->fs)) != 0)
+        return ckh_errf(msg, MSG, rc, "the node's disks under %s: %s", k->a.dir, ckh_strerror(rc));
+    struct ckh_real_env_config ec = {.fs = k->fs, .seed = k->a.seed, .node_name = name,
                                      .node_index = k->node, .coll = k->nccl ? k->nccl : k->coll,
                                      .faults = k->faults,
                                      .record_path = rec, .track_path = track, .on_exit = on_node_exit,

@@ -37,7 +37,9 @@
 #include "real_faults.h"
 
 struct ckh_real_env_config {
-    const char *root_dir;           /* the real folder the node's "/" is (must exist) */
+    const char *root_dir;           /* the real folder the node's "/" is (must exist; unused with fs) */
+    struct ckh_fs *fs;              /* the node's files (borrowed; NULL: the POSIX fs at root_dir),
+                                       e.g. several disk folders at their mount paths */
     uint64_t seed;                  /* the run's seed */
     const char *node_name;          /* "rank_0" (copied) */
     int node_index;                 /* the node's index in the job (fault rules' node) */
@@ -51,7 +53,7 @@ struct ckh_real_env_config {
     void *on_exit_ctx;              /* passed to on_exit */
 };
 
-/* The environment of one real node. CKH_EINVAL for a missing root or
+/* The environment of one real node. CKH_EINVAL for a missing root (and fs) or
  * name, -errno when a file cannot be opened (msg says which), CKH_ENOMEM.
  * *out is freed with ckh_real_env_destroy (which closes the record file);
  * borrowed pointers must outlive it. */

@@ -8,8 +8,11 @@
  * restarts, and when a ranked node failed every ranked node restarts
  * with it (one mpirun for the group, as a real launcher restarts the
  * whole job); a node whose process left no status file was killed. After
- * a kill, the workload's `verify` looks at the node's disk folder through
- * the POSIX fs, as it looks at a simfs view in the simulator. With a
+ * a kill, the workload's `verify` looks at the node's disk folders, each
+ * at its mount path (run/platform_real_fs.h), as it looks at a simfs view
+ * in the simulator. restart.world_size: the nodes outside the first world
+ * are parked, and before run 2 the workload switches to the new world
+ * (resize), as the runner does. With a
  * ckhfs disk (platform_real_disk.c) each run is framed by mounting the
  * disks (after the run's at-rest faults) and unmounting them (then the
  * crash model), and `verify` looks at the simfs disk itself.
@@ -32,8 +35,8 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
-#include "ckh/posix.h"
 #include "faults/fault.h"
+#include "run/platform_real_fs.h"
 #include "run/platform_real_internal.h"
 #include "run/run_ctx.h"
 #include "run/tmpdir.h"
@@ -52,23 +55,12 @@ int ckh__real_check(const struct ckh_scenario *sc, char *err, size_t errlen)
     if (ckh_scn_is_command_job(sc))
         return ckh_errf(err, errlen, CKH_EINVAL, "the real platform runs workload jobs; a command job's "
                         "programs are real processes already");
-    if (sc->job.ndisks != 1)
-        return ckh_errf(err, errlen, CKH_EINVAL, "job.disks: the real platform gives each node one disk "
-                        "folder; this job has %zu disks", sc->job.ndisks);
-    if (sc->restart.world_size)
-        return ckh_errf(err, errlen, CKH_EINVAL, "%d:%d: restart.world_size: not supported on the real "
-                        "platform yet (mpirun restarts the job at its own size)",
-                        sc->restart.world_size_line, sc->restart.world_size_column);
     for (size_t i = 0; i < sc->nfaults; i++) {
         const struct ckh_scn_fault *f = &sc->faults[i];
         if (f->act.kind == CKH_SCN_ACT_SIGTERM)
             return ckh_errf(err, errlen, CKH_EINVAL, "%d:%d: do: sigterm: sigterm applies to command jobs",
                             f->line, f->column);
     }
-    if (ckh__real_uses_ckhfs(sc) && strcmp(sc->job.disks[0].mount, "/") != 0)
-        return ckh_errf(err, errlen, CKH_EINVAL, "job.disks: the real platform serves the job's disk as the "
-                        "nodes' \"/\"; with crash, power-loss, fsync-fail or at-rest faults its mount must be "
-                        "\"/\" (it is \"%s\")", sc->job.disks[0].mount);
     return 0;
 }
 
@@ -119,12 +111,62 @@ int ckh__real_path(char *buf, size_t n, const char *dir, const char *kind, const
     return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
-int ckh__real_disk_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, const char *node)
+int ckh__real_disk_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, size_t disk,
+                       const char *node)
 {
-    const struct ckh_scn_disk *d = &sc->job.disks[0];
+    const struct ckh_scn_disk *d = &sc->job.disks[disk];
     int len = d->shared ? snprintf(buf, n, "%s/disks/%s", dir, d->name)
                         : snprintf(buf, n, "%s/disks/%s.%s", dir, d->name, node);
     return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+int ckh__real_node_fs(const char *dir, const struct ckh_scenario *sc, const char *node, bool ckhfs,
+                      struct ckh_fs **out)
+{
+    size_t nd = sc->job.ndisks;
+    struct ckh__real_mount *m = calloc(nd ? nd : 1, sizeof *m);
+    char (*dirs)[PATH_MAX] = calloc(nd ? nd : 1, sizeof *dirs);
+    int rc = m && dirs ? 0 : CKH_ENOMEM;
+    for (size_t d = 0; d < nd && rc == 0; d++) {
+        rc = (ckhfs ? ckh__real_mount_dir : ckh__real_disk_dir)(dirs[d], sizeof dirs[d], dir, sc, d, node);
+        m[d] = (struct ckh__real_mount){.prefix = sc->job.disks[d].mount, .dir = dirs[d]};
+    }
+    if (rc == 0)
+        rc = ckh__real_fs_create(m, nd, out);
+    free(m);
+    free(dirs);
+    return rc;
+}
+
+/* Whether every disk of the job is shared (then one look sees them all). */
+static bool all_shared(const struct ckh_scenario *sc)
+{
+    bool shared = true;
+    for (size_t d = 0; d < sc->job.ndisks; d++)
+        shared = shared && sc->job.disks[d].shared;
+    return shared;
+}
+
+/* mkdir -p of path through fs (the checkpoint directory on the disk that
+ * holds it). */
+static int fs_mkdirs(struct ckh_fs *fs, const char *path)
+{
+    char p[CKH_PATH_MAX + 1];
+    int w = snprintf(p, sizeof p, "%s", path);
+    if (w < 0 || (size_t)w >= sizeof p)
+        return -ENAMETOOLONG;
+    for (char *c = p + 1;; c++) {
+        if (*c != '/' && *c != '\0')
+            continue;
+        char was = *c;
+        *c = '\0';
+        int rc = ckh_fs_mkdir(fs, p);
+        if (rc != 0 && rc != -EEXIST)
+            return rc;
+        *c = was;
+        if (!was)
+            return 0;
+    }
 }
 
 /* ---- finding MPI ---- */
@@ -271,7 +313,8 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     j->ranks = calloc((size_t)c->n, sizeof *j->ranks);
     j->start = calloc((size_t)c->n, sizeof *j->start);
     j->groups = calloc((size_t)c->n, sizeof *j->groups);
-    if (!c->names || !c->track || !j->ranks || !j->start || !j->groups)
+    j->parked = calloc((size_t)c->n, sizeof *j->parked);
+    if (!c->names || !c->track || !j->ranks || !j->start || !j->groups || !j->parked)
         return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
     for (int i = 0; i < c->n; i++) {
         if ((rc = c->wl->node(c->inst, i, c->names[i], sizeof c->names[i], &j->ranks[i])) != 0)
@@ -280,6 +323,20 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
         c->world_first += j->ranks[i] >= 0;
     }
     c->world_restart = c->world_first;
+    /* A resizing job (restart.world_size): the nodes outside the first
+     * world wait, parked, as in the simulated runner. */
+    if (sc->restart.world_size && !c->wl->set_world)
+        return ckh__run_fail(c, CKH_EINVAL, "%d:%d: restart.world_size: workload '%s' cannot restart with "
+                             "another world size (its nodes are fixed); remove restart.world_size",
+                             sc->restart.world_size_line, sc->restart.world_size_column, c->wl->name);
+    if (!(mode & CKH_RUN_NO_FAULTS) && sc->restart.world_size) {
+        c->world_restart = (int)sc->restart.world_size;
+        for (int i = 0; i < c->n && c->world_restart != c->world_first; i++)
+            if (j->ranks[i] < 0) {
+                j->parked[i] = true;
+                j->start[i] = false;
+            }
+    }
     unsigned rflags = ((c->wl->flags & CKH_WL_COLLECTIVE) ? CKH_RECORDS_COLLECTIVE : 0) |
                       (c->step_based ? CKH_RECORDS_STEP_BASED : 0);
     if ((rc = ckh_records_create((size_t)c->n, rflags, &c->records)) != 0)
@@ -299,13 +356,20 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     if (j->ckhfs && (rc = ckh__real_disks_init(j)) != 0)
         return rc;
     for (int i = 0; i < c->n && !j->ckhfs; i++) {
+        /* Every disk folder of the node, then the checkpoint directory
+         * on the disk that holds it. */
         char disk[PATH_MAX];
-        int w = ckh__real_disk_dir(disk, sizeof disk, j->dir, sc, c->names[i]);
-        int len = w == 0 ? (int)strlen(disk) : 0;
-        if (w == 0 && snprintf(disk + len, sizeof disk - (size_t)len, "%s", sc->job.checkpoint_dir) < 0)
-            w = -EINVAL;
-        if (w != 0 || (rc = ckh_tmp_mkdirs(disk)) != 0)
-            return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the checkpoint folder %s", disk);
+        struct ckh_fs *fs = NULL;
+        for (size_t d = 0; d < sc->job.ndisks; d++)
+            if (ckh__real_disk_dir(disk, sizeof disk, j->dir, sc, d, c->names[i]) != 0 ||
+                ckh_tmp_mkdirs(disk) != 0)
+                return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the disk folder %s", disk);
+        if ((rc = ckh__real_node_fs(j->dir, sc, c->names[i], false, &fs)) == 0)
+            rc = fs_mkdirs(fs, sc->job.checkpoint_dir);
+        ckh__real_fs_destroy(fs);
+        if (rc != 0)
+            return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the checkpoint folder %s of %s: %s",
+                                 sc->job.checkpoint_dir, c->names[i], ckh_strerror(rc));
     }
     return scenario_file(j);
 }
@@ -320,6 +384,7 @@ static void job_free(struct real_job *j)
     free(j->ranks);
     free(j->start);
     free(j->groups);
+    free(j->parked);
     ckh__run_ctx_free(&j->c);
     memset(j, 0, sizeof *j);
 }
@@ -838,6 +903,13 @@ static int read_run(struct real_job *j, struct ckh_run_info *ri, struct ckh_scen
     for (int i = 0; i < c->n; i++) {
         names[i] = c->names[i];
         struct ckh_node_end *ne = &ri->nodes[i];
+        if (j->parked[i]) { /* outside this run's world, as the simulator parks it */
+            ne->state = CKH_NODE_PARKED;
+            ne->exit_status = 0;
+            ne->progress = -1;
+            rcs[i] = 0;
+            continue;
+        }
         if (!j->start[i]) { /* done in an earlier run: it stays ended, as in the simulator */
             const struct ckh_node_end *prev = &out->runs[ri->run - 2].nodes[i];
             ne->state = prev->state;
@@ -884,18 +956,21 @@ static int read_run(struct real_job *j, struct ckh_run_info *ri, struct ckh_scen
  * node would see it (one look for a shared disk). */
 static void check_committed(struct real_job *j, struct ckh_run_info *ri)
 {
-    bool shared = j->c.sc->job.disks[0].shared;
+    bool shared = all_shared(j->c.sc);
     ri->committed_ok = true;
     for (int i = 0; i < (shared ? 1 : j->c.n) && ri->committed_ok; i++) {
-        char root[PATH_MAX], detail[sizeof ri->committed_detail] = "";
+        char detail[sizeof ri->committed_detail] = "";
         struct ckh_fs *fs = NULL;
-        if (ckh__real_disk_dir(root, sizeof root, j->dir, j->c.sc, j->c.names[i]) != 0 ||
-            ckh_posix_fs_create(root, &fs) != 0)
+        if (ckh__real_node_fs(j->dir, j->c.sc, j->c.names[i], false, &fs) != 0)
             continue;
         int v = j->c.wl->verify(j->c.inst, fs, shared ? -1 : i, detail, sizeof detail);
-        ckh_posix_fs_destroy(fs);
+        ckh__real_fs_destroy(fs);
         ri->committed_ok = v == 0;
-        snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s", detail);
+        if (shared)
+            snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s", detail);
+        else if (!ri->committed_ok || i == 0)
+            snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s's disks: %.400s", j->c.names[i],
+                     detail);
     }
 }
 
@@ -906,14 +981,40 @@ static void plan_restart(struct real_job *j, const struct ckh_run_info *ri)
     bool group_failed = false;
     for (int i = 0; i < j->c.n; i++) {
         const struct ckh_node_end *ne = &ri->nodes[i];
-        if (j->ranks[i] >= 0 && !(ne->state == CKH_NODE_EXITED && ne->exit_status == 0))
+        if (!j->parked[i] && j->ranks[i] >= 0 && !(ne->state == CKH_NODE_EXITED && ne->exit_status == 0))
             group_failed = true;
     }
     for (int i = 0; i < j->c.n; i++) {
         const struct ckh_node_end *ne = &ri->nodes[i];
         bool done = ne->state == CKH_NODE_EXITED && ne->exit_status == 0;
-        j->start[i] = !done || (group_failed && j->ranks[i] >= 0);
+        j->start[i] = !j->parked[i] && (!done || (group_failed && j->ranks[i] >= 0));
     }
+}
+
+/* Between run 1 and run 2 of a resizing job, as the simulated runner's
+ * resize: the workload switches to the new world (its set_world), every
+ * node takes its new rank, the ranked nodes all restart (one mpirun of
+ * the new size) and the others are parked. The rank programs of run 2
+ * call set_world themselves (real/rank_main.c). */
+static int resize(struct real_job *j)
+{
+    struct ckh__run_ctx *c = &j->c;
+    char msg[256] = "";
+    int rc, world = 0;
+    if ((rc = c->wl->set_world(c->inst, c->world_restart, msg, sizeof msg)) != 0)
+        return ckh__run_fail(c, rc, "%s", msg[0] ? msg : "restart.world_size: the workload refused it");
+    for (int i = 0; i < c->n; i++) {
+        char name[CKH_NODE_NAME_LEN];
+        if ((rc = c->wl->node(c->inst, i, name, sizeof name, &j->ranks[i])) != 0)
+            return ckh__run_fail(c, rc, "workload '%s': node %d: %s", c->wl->name, i, ckh_strerror(rc));
+        j->parked[i] = j->ranks[i] < 0;
+        j->start[i] = !j->parked[i];
+        world += !j->parked[i];
+    }
+    if (world != c->world_restart)
+        return ckh__run_fail(c, CKH_EINVAL, "restart.world_size: workload '%s' gave %d ranks for world size %d",
+                             c->wl->name, world, c->world_restart);
+    return 0;
 }
 
 /* Marks the faults aimed at run `run` as armed (as arm.c does); a fault
@@ -971,7 +1072,8 @@ static int execute(struct real_job *j, struct ckh_scenario_run *out)
             return rc;
         bool all_ok = !hung;
         for (int i = 0; i < j->c.n; i++)
-            all_ok = all_ok && ri->nodes[i].state == CKH_NODE_EXITED && ri->nodes[i].exit_status == 0;
+            all_ok = all_ok && (j->parked[i] ||
+                                (ri->nodes[i].state == CKH_NODE_EXITED && ri->nodes[i].exit_status == 0));
         ri->completed = all_ok;
         if (all_ok) {
             out->completed = true;
@@ -979,6 +1081,12 @@ static int execute(struct real_job *j, struct ckh_scenario_run *out)
         }
         if (ri->crashed && j->c.wl->verify)
             (j->ckhfs ? ckh__real_disks_verify : check_committed)(j, ri);
+        if (run == 1 && j->c.world_restart != j->c.world_first) {
+            if ((rc = resize(j)) != 0)
+                return rc;
+            out->resized = true;
+            continue;
+        }
         plan_restart(j, ri);
     }
     return 0;

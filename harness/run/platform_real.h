@@ -20,6 +20,7 @@
  * The run folder (ckh's temporary folder, run/tmpdir.h), shared with the
  * rank program by these names:
  *   disks/<disk>           a shared disk; disks/<disk>.<node> a node-local one
+ *                          (each at its `mount` path in the node's view)
  *   results/<node>.<run>.jsonl   the node's records (JSON lines)
  *   track/<node>.<run>     "phase epoch step" per phase the node announced
  *   status/<node>.<run>    the node program's return code, written at its end
@@ -30,7 +31,7 @@
  * With a ckhfs disk (ckh__real_uses_ckhfs: the scenario has crash,
  * power-loss, fsync-fail or at-rest faults, or CKH_REAL_FS=ckhfs), each
  * disk of the job is a simfs disk in the launcher, served during each run
- * over a ckhfs mount (harness/real/ckhfs.h) that is the nodes' "/"; the
+ * over a ckhfs mount (harness/real/ckhfs.h) seen at the disk's mount path; the
  * crash model, at-rest faults and `verify` act on the simfs disk between
  * runs, as in the simulator (run/platform_real_disk.c). Then also:
  *   mnt/<disk>[.<node>]    the mount points
@@ -61,8 +62,7 @@
 bool ckh__real_selected(const struct ckh_scenario *sc, bool forced);
 
 /* What the real platform cannot run, refused before anything starts:
- * faults that only apply to command jobs (sigterm), a world-size change
- * on restart, more than one disk, a command job. 0, or CKH_EINVAL with
+ * faults that only apply to command jobs (sigterm), a command job. 0, or CKH_EINVAL with
  * "line:col: ..." (or the file's name) in err. */
 int ckh__real_check(const struct ckh_scenario *sc, char *err, size_t errlen);
 
@@ -86,10 +86,19 @@ int ckh__real_rules(const struct ckh_scenario *sc, int run, const char (*names)[
  * "status" or "faults" (node's file of run `run`). -ENAMETOOLONG when it
  * does not fit. */
 int ckh__real_path(char *buf, size_t n, const char *dir, const char *kind, const char *node, int run);
-/* The folder that is node's "/" (the job's one disk). */
-int ckh__real_disk_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, const char *node);
+/* The folder of node's disk number `disk` of sc's job.disks:
+ * dir/disks/<disk>[.<node>] (".<node>": a node-local disk). */
+int ckh__real_disk_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, size_t disk,
+                       const char *node);
 /* The same disk's ckhfs mount point: dir/mnt/<disk>[.<node>]. */
-int ckh__real_mount_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, const char *node);
+int ckh__real_mount_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, size_t disk,
+                        const char *node);
+/* Node's files: every disk of the job at its mount path (disk folders,
+ * or their ckhfs mounts with ckhfs), run/platform_real_fs.h. *out is
+ * freed with ckh__real_fs_destroy. -ENAMETOOLONG, or as
+ * ckh__real_fs_create. */
+int ckh__real_node_fs(const char *dir, const struct ckh_scenario *sc, const char *node, bool ckhfs,
+                      struct ckh_fs **out);
 
 /* The rank program of MPI implementation mpi (NULL: the first of
  * CKH_REAL_MPIS that is built, or $CKH_MPI) and its launcher, into exe

@@ -2,7 +2,9 @@
  * the job's disks are simfs disks in the launcher, each served during a
  * run over a ckhfs mount that is the rank processes' "/", so crash, power
  * loss, fsync-fail and the at-rest faults meet the simulator's own crash
- * model and descriptors while the nodes are real processes.
+ * model and descriptors while the nodes are real processes. Each disk
+ * (each node's, for a node-local one) has its own mount; a node sees them
+ * at their mount paths (run/platform_real_fs.h).
  *
  * Who does what (the rank's half is real/real_faults.h):
  *   - every rule is matched in the rank processes, as without ckhfs (the
@@ -59,9 +61,10 @@ bool ckh__real_uses_ckhfs(const struct ckh_scenario *sc)
     return false;
 }
 
-int ckh__real_mount_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, const char *node)
+int ckh__real_mount_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, size_t disk,
+                        const char *node)
 {
-    const struct ckh_scn_disk *d = &sc->job.disks[0];
+    const struct ckh_scn_disk *d = &sc->job.disks[disk];
     int len = d->shared ? snprintf(buf, n, "%s/mnt/%s", dir, d->name)
                         : snprintf(buf, n, "%s/mnt/%s.%s", dir, d->name, node);
     return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
@@ -72,7 +75,7 @@ int ckh__real_mount_dir(char *buf, size_t n, const char *dir, const struct ckh_s
 int ckh__real_disks_init(struct real_job *j)
 {
     struct ckh__run_ctx *c = &j->c;
-    const struct ckh_scn_disk *sd = &c->sc->job.disks[0];
+    const size_t nd = c->sc->job.ndisks, n = (size_t)c->n;
     char msg[512];
     int rc;
     if ((rc = ckh_ckhfs_available(msg, sizeof msg)) != 0)
@@ -80,31 +83,37 @@ int ckh__real_disks_init(struct real_job *j)
                              "ckhfs (it has crash, power-loss, fsync-fail or at-rest faults): %s", msg);
     pthread_mutex_init(&j->lock, NULL);
     j->lock_ready = true;
-    c->disks = calloc((size_t)c->n, sizeof *c->disks);
-    j->mounts = calloc((size_t)c->n, sizeof *j->mounts);
+    /* Disk d of node i is c->disks[d * n + i], as the simulated runner
+     * lays them out (and the fault env reads them). */
+    c->disks = calloc(nd * n, sizeof *c->disks);
+    j->mounts = calloc(nd * n, sizeof *j->mounts);
     if (!c->disks || !j->mounts)
         return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
-    for (int i = 0; i < c->n; i++) {
-        if (sd->shared && i > 0) {
-            c->disks[i] = c->disks[0];
-            continue;
+    for (size_t d = 0; d < nd; d++) {
+        const struct ckh_scn_disk *sd = &c->sc->job.disks[d];
+        for (size_t i = 0; i < n; i++) {
+            if (sd->shared && i > 0) {
+                c->disks[d * n + i] = c->disks[d * n];
+                continue;
+            }
+            /* Named and seeded as the simulated runner's (ckh_sim_add_disk),
+             * so keep: random draws from the same stream. */
+            char name[160], seed_name[200];
+            snprintf(name, sizeof name, sd->shared ? "%s" : "%s.%s", sd->name, c->names[i]);
+            snprintf(seed_name, sizeof seed_name, "disk/%s", name);
+            struct ckh_simfs_config dc = {.name = name, .model = sd->model, .sector_bytes = sd->sector_bytes,
+                                          .capacity_bytes = sd->capacity_bytes,
+                                          .latency_ns = sd->latency_ns, .ns_per_kib = sd->ns_per_kib,
+                                          .seed = ckh_seed_derive(j->seed, seed_name)};
+            if ((rc = ckh_simfs_create(&dc, &c->disks[d * n + i])) != 0)
+                return ckh__run_fail(c, rc, "disk %s: %s", name, ckh_strerror(rc));
+            struct real_mount *m = &j->mounts[j->nmounts++];
+            *m = (struct real_mount){.j = j, .prefix = sd->mount, .disk = c->disks[d * n + i],
+                                     .node = sd->shared ? -1 : (int)i};
+            if (ckh__real_mount_dir(m->dir, sizeof m->dir, j->dir, c->sc, d, c->names[i]) != 0 ||
+                (rc = ckh_tmp_mkdirs(m->dir)) != 0)
+                return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the mount point %s", m->dir);
         }
-        /* Named and seeded as the simulated runner's (ckh_sim_add_disk),
-         * so keep: random draws from the same stream. */
-        char name[160], seed_name[200];
-        snprintf(name, sizeof name, sd->shared ? "%s" : "%s.%s", sd->name, c->names[i]);
-        snprintf(seed_name, sizeof seed_name, "disk/%s", name);
-        struct ckh_simfs_config dc = {.name = name, .model = sd->model, .sector_bytes = sd->sector_bytes,
-                                      .capacity_bytes = sd->capacity_bytes,
-                                      .latency_ns = sd->latency_ns, .ns_per_kib = sd->ns_per_kib,
-                                      .seed = ckh_seed_derive(j->seed, seed_name)};
-        if ((rc = ckh_simfs_create(&dc, &c->disks[i])) != 0)
-            return ckh__run_fail(c, rc, "disk %s: %s", name, ckh_strerror(rc));
-        struct real_mount *m = &j->mounts[j->nmounts++];
-        *m = (struct real_mount){.j = j, .disk = c->disks[i], .node = sd->shared ? -1 : i};
-        if (ckh__real_mount_dir(m->dir, sizeof m->dir, j->dir, c->sc, c->names[i]) != 0 ||
-            (rc = ckh_tmp_mkdirs(m->dir)) != 0)
-            return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the mount point %s", m->dir);
     }
     c->env = (struct ckh_fault_env){.sc = c->sc, .nnodes = c->n, .disks = c->disks,
                                     .latest_link = c->wl->latest_link, .inst = c->inst,
@@ -223,8 +232,14 @@ static void take_note(struct real_mount *m, const struct ckh_ckhfs_op *op)
         return;
     size_t fault;
     if (!strncmp(text, "fsync_lost ", 11)) {
-        if ((op->kind != CKH_OP_FSYNC && op->kind != CKH_OP_FDATASYNC) || strcmp(text + 11, op->path) != 0)
-            return; /* another thread's op: the note waits for its fsync */
+        /* The note names the node's path; the mount sees the path on its
+         * disk (the mount path taken off). */
+        const char *p = text + 11;
+        size_t pl = strlen(m->prefix);
+        if (pl > 1 && !strncmp(p, m->prefix, pl) && (p[pl] == '/' || p[pl] == '\0'))
+            p = p[pl] ? p + pl : "/";
+        if ((op->kind != CKH_OP_FSYNC && op->kind != CKH_OP_FDATASYNC) || strcmp(p, op->path) != 0)
+            return; /* another thread's op (or disk): the note waits for its fsync */
         unlink(path);
         /* simfs's own semantics for this very fsync: the file's unsynced
          * data dropped, EIO returned, a retry succeeds. */
@@ -370,15 +385,21 @@ int ckh__real_disks_after_run(struct real_job *j)
 
 void ckh__real_disks_verify(struct real_job *j, struct ckh_run_info *ri)
 {
-    bool shared = j->c.sc->job.disks[0].shared;
+    const struct ckh_scenario *sc = j->c.sc;
+    const size_t nd = sc->job.ndisks, n = (size_t)j->c.n;
+    bool shared = true;
+    for (size_t d = 0; d < nd; d++)
+        shared = shared && sc->job.disks[d].shared;
+    struct ckh_simfs_mount *m = calloc(nd, sizeof *m);
     ri->committed_ok = true;
-    for (int i = 0; i < (shared ? 1 : j->c.n) && ri->committed_ok; i++) {
-        struct ckh_simfs_mount m = {.prefix = "/", .disk = j->c.disks[i]}; /* the node's "/" */
+    for (size_t i = 0; m && i < (shared ? 1 : n) && ri->committed_ok; i++) {
+        for (size_t d = 0; d < nd; d++) /* the node's view, as the simulated runner's */
+            m[d] = (struct ckh_simfs_mount){.prefix = sc->job.disks[d].mount, .disk = j->c.disks[d * n + i]};
         struct ckh_fs *view = NULL;
         char detail[sizeof ri->committed_detail] = "";
-        if (ckh_simfs_view_create(NULL, -1, &m, 1, &view) != 0)
+        if (ckh_simfs_view_create(NULL, -1, m, nd, &view) != 0)
             continue;
-        int v = j->c.wl->verify(j->c.inst, view, shared ? -1 : i, detail, sizeof detail);
+        int v = j->c.wl->verify(j->c.inst, view, shared ? -1 : (int)i, detail, sizeof detail);
         ckh_simfs_view_destroy(view);
         ri->committed_ok = v == 0;
         if (shared)
@@ -387,4 +408,5 @@ void ckh__real_disks_verify(struct real_job *j, struct ckh_run_info *ri)
             snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s's disks: %.400s", j->c.names[i],
                      detail);
     }
+    free(m);
 }

@@ -26,6 +26,7 @@ struct real_job;
 /* One ckhfs mount: a disk of the job served at a folder of the run. */
 struct real_mount {
     struct real_job *j;       /* the job */
+    const char *prefix;       /* the disk's mount path in the nodes' view (borrowed from the scenario) */
     struct ckh_simfs *disk;   /* the disk (borrowed from j->c.disks) */
     int node;                 /* the node of a node-local disk (-1: shared) */
     char dir[PATH_MAX];       /* its mount point */
@@ -49,6 +50,7 @@ struct real_job {
     char mpi_tmp[PATH_MAX];      /* Open MPI's session folder base (inside dir) */
     int *ranks;                  /* [n]: each node's collective rank (-1: none) */
     bool *start;                 /* [n]: the node runs in the current run */
+    bool *parked;                /* [n]: outside the current world (restart.world_size) */
     bool fired;                  /* a fault fired in the current run (the store's probe) */
     int run;                     /* the current run (1-based) */
     pid_t *groups;               /* [n]: the process group node i runs in this run (0: none) */
