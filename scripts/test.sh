@@ -6,8 +6,9 @@
 #   package   the Debian package, unpacked and installed, the example plugin
 #             built against it (scripts/package-test.sh)
 #   memcheck  every test binary under valgrind memcheck (CKH_MEMCHECK=0 skips)
-#   asan      build-asan/ (gcc, ASan + UBSan): the CTest suite again
-#   clang     build-clang/ (clang, Release, -Werror): the CTest suite again
+#   asan      build-asan/ (gcc, ASan + UBSan): the CTest suite again, but for
+#             `programs` (the test programs on their own, outside ckh)
+#   clang     build-clang/ (clang, Release, -Werror): the same as asan
 #   fuzz      build-fuzz/ (clang, libFuzzer, ASan + UBSan): each fuzz target
 #             for CKH_FUZZ_SECONDS (default 30) from its seed corpus
 #             (scripts/fuzz.sh; CKH_FUZZ=0 skips)
@@ -50,7 +51,9 @@ gcc_tests() {
 asan_tests() {
   CKH_BUILD="$CKH_ROOT/build-asan" CKH_CMAKE_ARGS="-DCKH_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo" \
     bash "$CKH_ROOT/scripts/setup.sh"
-  env "${sanitizer_env[@]}" ctest --test-dir "$CKH_ROOT/build-asan" --output-on-failure -j"$jobs"
+  # `programs` runs the test programs on their own (see clang_tests); the
+  # scenario library runs their scenarios under ckh here.
+  env "${sanitizer_env[@]}" ctest --test-dir "$CKH_ROOT/build-asan" --output-on-failure -j"$jobs" -E '^programs$'
 }
 
 clang_tests() {
