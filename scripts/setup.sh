@@ -15,12 +15,13 @@ check_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install o
 # libclang-rt-14-dev (the clang build and libFuzzer's runtime) and dpkg-dev
 # (dpkg-shlibdeps, which computes the Debian package's dependencies).
 # strace is in the base list: tests/test_programs.sh compares a saver's
-# system calls with it. Open MPI (libopenmpi-dev, openmpi-bin) and MPICH
+# system calls with it; procps gives it ps (a hung program's process group
+# is watched with it). Open MPI (libopenmpi-dev, openmpi-bin) and MPICH
 # (libmpich-dev, mpich) are the real platform's launchers and collectives
 # (`ckh run --platform real`, docs/REAL.md).
 # CKH_BUILD (default build/) and CKH_CMAKE_ARGS choose the build folder and
 # its options (CKH_CMAKE_ARGS=-DCMAKE_C_COMPILER=clang for a clang build).
-for p in build-essential cmake pkg-config check lcov valgrind libjemalloc-dev libyaml-dev fuse3 libfuse3-dev python3-torch strace libopenmpi-dev openmpi-bin libmpich-dev mpich ${CKH_SETUP_EXTRA:-}; do
+for p in build-essential cmake pkg-config check lcov valgrind libjemalloc-dev libyaml-dev fuse3 libfuse3-dev python3-torch strace procps libopenmpi-dev openmpi-bin libmpich-dev mpich ${CKH_SETUP_EXTRA:-}; do
   check_pkg "$p"
 done
 
