@@ -16,6 +16,7 @@
 
 #include "ckh/err.h"
 #include "ckh/record.h"
+#include "support/files.h"
 #include "support/record_eq.h"
 #include "oracles/oracle.h"
 #include "report.h"
@@ -174,25 +175,6 @@ static int rt_sink(void *ctx, enum ckh_rec_kind kind, const void *rec)
     return 0;
 }
 
-/* A fresh temporary file name (the file exists, empty). */
-static void temp_path(char *buf, size_t n)
-{
-    snprintf(buf, n, "/tmp/ckh-test-records-XXXXXX");
-    int fd = mkstemp(buf);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    char *buf = malloc((1 << 16) + 1);
-    *len = fread(buf, 1, 1 << 16, f);
-    buf[*len] = '\0';
-    fclose(f);
-    return buf;
-}
 
 /* Writes each expected record through the C API to path. */
 static void write_all(const char *path, const struct rt_expect *w, size_t n)
@@ -235,11 +217,11 @@ START_TEST(test_round_trip)
     };
     size_t n = sizeof want / sizeof want[0];
     char path[64], msg[512];
-    temp_path(path, sizeof path);
+    ckh_test_temp_path("records", path, sizeof path);
     write_all(path, want, 4);
     write_all(path, want + 4, n - 4); /* a second open appends */
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = ckh_test_slurp(path, &len);
     /* One line per record. */
     size_t lines = 0;
     for (size_t i = 0; i < len; i++)
@@ -264,7 +246,7 @@ START_TEST(test_writer_edges)
 {
     char path[64], msg[256];
     struct ckh_record *r = NULL;
-    temp_path(path, sizeof path);
+    ckh_test_temp_path("records", path, sizeof path);
     ck_assert_int_eq(ckh_record_jsonl_open(path, &r, msg, sizeof msg), 0);
     /* Invalid UTF-8 is written as U+FFFD; a bad record writes nothing. */
     ck_assert_int_eq(ckh_record_save(r, &(struct ckh_rec_save){1, 0, -EIO, "bad \xff\xc3 end"}), 0);
@@ -273,7 +255,7 @@ START_TEST(test_writer_edges)
     ckh_record_jsonl_close(r);
     ckh_record_jsonl_close(NULL);
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = ckh_test_slurp(path, &len);
     ck_assert_str_eq(text, "{\"kind\":\"save\",\"step\":1,\"epoch\":0,\"ok\":false,\"rc\":-5,"
                            "\"error\":\"bad \\ufffd\\ufffd end\"}\n");
     struct ckh_rec_save want = {1, 0, -EIO, "bad \xef\xbf\xbd\xef\xbf\xbd end"};

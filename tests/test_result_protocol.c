@@ -28,6 +28,7 @@
 
 #include "ckh/err.h"
 #include "ckh/record.h"
+#include "support/files.h"
 #include "support/record_eq.h"
 
 #ifndef CKH_PYTHON
@@ -73,32 +74,6 @@ static void py_run(const char *script, const char *result, const char *cwd)
 
 #define PY_PRELUDE "import os, sys\nsys.path.insert(0, os.environ['CKH_TOOLS'])\nimport ckh_result as ckh\n"
 
-/* A fresh temporary file name (the file exists, empty). */
-static void temp_path(char *buf, size_t n)
-{
-    snprintf(buf, n, "/tmp/ckh-test-result-protocol-XXXXXX");
-    int fd = mkstemp(buf);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-}
-
-/* The whole file (NUL-terminated; the caller frees). */
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-    long size = ftell(f);
-    ck_assert_int_ge(size, 0);
-    rewind(f);
-    char *buf = malloc((size_t)size + 1);
-    ck_assert_ptr_nonnull(buf);
-    *len = fread(buf, 1, (size_t)size, f);
-    ck_assert_uint_eq(*len, (size_t)size);
-    buf[*len] = '\0';
-    fclose(f);
-    return buf;
-}
 
 /* ==== comparing records ==== */
 
@@ -129,7 +104,7 @@ static void check_file(const char *path, const struct expect *want, size_t n)
 {
     size_t len;
     char msg[512] = "";
-    char *text = slurp(path, &len);
+    char *text = ckh_test_slurp(path, &len);
     struct cmp_ctx c = {want, n, 0};
     int rc = ckh_record_jsonl_parse(text, len, path, cmp_sink, &c, msg, sizeof msg);
     ck_assert_msg(rc == 0, "parse of %s: %s\n%s", path, msg, text);
@@ -210,7 +185,7 @@ static const char ed_script[] =
 START_TEST(python_to_c)
 {
     char path[64];
-    temp_path(path, sizeof path);
+    ckh_test_temp_path("result-protocol", path, sizeof path);
     py_run(ed_script, path, NULL);
     check_file(path, ed_want, ED_N);
     unlink(path);
@@ -228,8 +203,8 @@ static const char replay_script[] =
 START_TEST(c_to_python_to_c)
 {
     char src[64], dst[64], msg[256];
-    temp_path(src, sizeof src);
-    temp_path(dst, sizeof dst);
+    ckh_test_temp_path("result-protocol", src, sizeof src);
+    ckh_test_temp_path("result-protocol", dst, sizeof dst);
     struct ckh_record *r = NULL;
     ck_assert_int_eq(ckh_record_jsonl_open(src, &r, msg, sizeof msg), 0);
     for (size_t i = 0; i < ED_N; i++) {
@@ -280,7 +255,7 @@ static const char endless_script[] =
 START_TEST(killed_writer)
 {
     char path[64], msg[512] = "";
-    temp_path(path, sizeof path);
+    ckh_test_temp_path("result-protocol", path, sizeof path);
     pid_t pid = py_start(endless_script, path, NULL);
     /* Kill it once it has written a good amount (at most 30 s). */
     struct stat st = {0};
@@ -292,7 +267,7 @@ START_TEST(killed_writer)
     ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
     ck_assert(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL);
     size_t len, seen = 0;
-    char *text = slurp(path, &len);
+    char *text = ckh_test_slurp(path, &len);
     ck_assert_uint_gt(len, 0);
     ck_assert_int_eq(text[len - 1], '\n'); /* the last line is whole */
     int rc = ckh_record_jsonl_parse(text, len, path, counting_sink, &seen, msg, sizeof msg);

@@ -111,12 +111,12 @@ int ckh__real_path(char *buf, size_t n, const char *dir, const char *kind, const
     return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
-int ckh__real_disk_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, size_t disk,
-                       const char *node)
+int ckh__real_disk_dir(char *buf, size_t n, const char *dir, const char *sub, const struct ckh_scenario *sc,
+                       size_t disk, const char *node)
 {
     const struct ckh_scn_disk *d = &sc->job.disks[disk];
-    int len = d->shared ? snprintf(buf, n, "%s/disks/%s", dir, d->name)
-                        : snprintf(buf, n, "%s/disks/%s.%s", dir, d->name, node);
+    int len = d->shared ? snprintf(buf, n, "%s/%s/%s", dir, sub, d->name)
+                        : snprintf(buf, n, "%s/%s/%s.%s", dir, sub, d->name, node);
     return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
@@ -128,7 +128,7 @@ int ckh__real_node_fs(const char *dir, const struct ckh_scenario *sc, const char
     char (*dirs)[PATH_MAX] = calloc(nd ? nd : 1, sizeof *dirs);
     int rc = m && dirs ? 0 : CKH_ENOMEM;
     for (size_t d = 0; d < nd && rc == 0; d++) {
-        rc = (ckhfs ? ckh__real_mount_dir : ckh__real_disk_dir)(dirs[d], sizeof dirs[d], dir, sc, d, node);
+        rc = ckh__real_disk_dir(dirs[d], sizeof dirs[d], dir, ckhfs ? "mnt" : "disks", sc, d, node);
         m[d] = (struct ckh__real_mount){.prefix = sc->job.disks[d].mount, .dir = dirs[d]};
     }
     if (rc == 0)
@@ -361,7 +361,7 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
         char disk[PATH_MAX];
         struct ckh_fs *fs = NULL;
         for (size_t d = 0; d < sc->job.ndisks; d++)
-            if (ckh__real_disk_dir(disk, sizeof disk, j->dir, sc, d, c->names[i]) != 0 ||
+            if (ckh__real_disk_dir(disk, sizeof disk, j->dir, "disks", sc, d, c->names[i]) != 0 ||
                 ckh_tmp_mkdirs(disk) != 0)
                 return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the disk folder %s", disk);
         if ((rc = ckh__real_node_fs(j->dir, sc, c->names[i], false, &fs)) == 0)

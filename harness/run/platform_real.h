@@ -86,13 +86,11 @@ int ckh__real_rules(const struct ckh_scenario *sc, int run, const char (*names)[
  * "status" or "faults" (node's file of run `run`). -ENAMETOOLONG when it
  * does not fit. */
 int ckh__real_path(char *buf, size_t n, const char *dir, const char *kind, const char *node, int run);
-/* The folder of node's disk number `disk` of sc's job.disks:
- * dir/disks/<disk>[.<node>] (".<node>": a node-local disk). */
-int ckh__real_disk_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, size_t disk,
-                       const char *node);
-/* The same disk's ckhfs mount point: dir/mnt/<disk>[.<node>]. */
-int ckh__real_mount_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, size_t disk,
-                        const char *node);
+/* Where node's disk number `disk` of sc's job.disks is in the run folder:
+ * dir/<sub>/<disk>[.<node>] (".<node>": a node-local disk); sub is
+ * "disks" (the disk's folder) or "mnt" (its ckhfs mount point). */
+int ckh__real_disk_dir(char *buf, size_t n, const char *dir, const char *sub, const struct ckh_scenario *sc,
+                       size_t disk, const char *node);
 /* Node's files: every disk of the job at its mount path (disk folders,
  * or their ckhfs mounts with ckhfs), run/platform_real_fs.h. *out is
  * freed with ckh__real_fs_destroy. -ENAMETOOLONG, or as

@@ -61,15 +61,6 @@ bool ckh__real_uses_ckhfs(const struct ckh_scenario *sc)
     return false;
 }
 
-int ckh__real_mount_dir(char *buf, size_t n, const char *dir, const struct ckh_scenario *sc, size_t disk,
-                        const char *node)
-{
-    const struct ckh_scn_disk *d = &sc->job.disks[disk];
-    int len = d->shared ? snprintf(buf, n, "%s/mnt/%s", dir, d->name)
-                        : snprintf(buf, n, "%s/mnt/%s.%s", dir, d->name, node);
-    return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
-}
-
 /* ---- disks ---- */
 
 int ckh__real_disks_init(struct real_job *j)
@@ -110,7 +101,7 @@ int ckh__real_disks_init(struct real_job *j)
             struct real_mount *m = &j->mounts[j->nmounts++];
             *m = (struct real_mount){.j = j, .prefix = sd->mount, .disk = c->disks[d * n + i],
                                      .node = sd->shared ? -1 : (int)i};
-            if (ckh__real_mount_dir(m->dir, sizeof m->dir, j->dir, c->sc, d, c->names[i]) != 0 ||
+            if (ckh__real_disk_dir(m->dir, sizeof m->dir, j->dir, "mnt", c->sc, d, c->names[i]) != 0 ||
                 (rc = ckh_tmp_mkdirs(m->dir)) != 0)
                 return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the mount point %s", m->dir);
         }

@@ -47,7 +47,6 @@ struct xp_point {
 };
 
 struct xp_rec {
-    const struct ckh_scenario *sc;
     int n;                        /* nodes of the job */
     int64_t from_step, to_step;   /* window (-1: open) */
     struct ckh__xop *ops;         /* the program's operations on the mount (owned) */
@@ -59,17 +58,6 @@ struct xp_rec {
     char (*results)[CKH__CMD_PATH_MAX]; /* [n]: run 1's result files (owned) */
     char node_names[64][CKH_NODE_NAME_LEN]; /* names of the first 64 nodes, for texts */
 };
-
-static bool changes_disk(enum ckh_op_kind k)
-{
-    switch (k) {
-    case CKH_OP_READ: case CKH_OP_PREAD: case CKH_OP_LISTDIR: case CKH_OP_STAT: case CKH_OP_READLINK:
-    case CKH_OP_CLOSE:
-        return false;
-    default:
-        return true; /* an open may create or truncate: ckhfs does not say which */
-    }
-}
 
 static bool in_window(const struct xp_rec *x, int64_t step)
 {
@@ -160,7 +148,8 @@ static void rec_op(void *ctx, struct ckh__cmd_mount *m, const struct ckh_ckhfs_o
         return;
     }
     x->nops++;
-    x->prev_changes = changes_disk(op->kind);
+    /* ckhfs does not report an open's flags: any open may create or truncate. */
+    x->prev_changes = ckh__explore_op_changes(o) || o->kind == CKH_OP_OPEN;
 }
 
 /* The watch's on_end: the state after the last operation, and where run
@@ -319,7 +308,6 @@ struct xp_slot {
 
 struct xp_run {
     const struct ckh_scenario *sc;
-    const struct ckh_xprog_options *o;
     uint64_t seed;
     const struct ckh__cmd_job *je;
     const struct xp_rec *rec;
@@ -504,8 +492,6 @@ static int keep_state(struct ckh_simfs *d, const char *dir, char *err, size_t er
 {
     struct stat sb;
     if (stat(dir, &sb) == 0) {
-        char probe[CKH__CMD_PATH_MAX + 8];
-        snprintf(probe, sizeof probe, "%s/.", dir);
         if (!S_ISDIR(sb.st_mode))
             return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: exists and is not a folder", dir);
         if (rmdir(dir) != 0) /* only an empty folder goes; its content is never touched */
@@ -590,7 +576,6 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     memset(&x, 0, sizeof x);
     memset(&st, 0, sizeof st);
     memset(&ref, 0, sizeof ref);
-    x.sc = sc;
     x.n = (int)(sc->job.nodes ? sc->job.nodes : 1);
     x.from_step = e->from_step;
     x.to_step = e->to_step;
@@ -633,7 +618,7 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
         goto out;
 
     uint64_t t1 = ckh__cmd_now_ms();
-    struct xp_run w = {.sc = sc, .o = o, .seed = seed, .je = &je, .rec = &x, .st = &st, .ref = &ref,
+    struct xp_run w = {.sc = sc, .seed = seed, .je = &je, .rec = &x, .st = &st, .ref = &ref,
                        .check = check, .deadline_ms = limit_ms ? t0 + limit_ms : 0};
     if ((rc = check_all(&w, o->jobs ? o->jobs : 1, &slots)) != 0) {
         ckh_errf(err, errlen, rc, "checking crash states: %s", ckh_strerror(rc));
