@@ -583,12 +583,7 @@ static int verify_disks(struct ckh__cmd *c, struct ckh_run_info *ri)
         int rc = ckh__cmd_verify_view(c, i, &ok, detail, sizeof detail);
         if (rc)
             return rc;
-        ri->committed_ok = ok;
-        if (shared)
-            snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s", detail);
-        else if (!ok || i == 0)
-            snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s's disks: %.400s", c->nodes[i].name,
-                     detail);
+        ckh__run_note_committed(ri, shared, c->nodes[i].name, i, ok, detail);
     }
     return 0;
 }

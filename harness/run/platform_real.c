@@ -965,12 +965,7 @@ static void check_committed(struct real_job *j, struct ckh_run_info *ri)
             continue;
         int v = j->c.wl->verify(j->c.inst, fs, shared ? -1 : i, detail, sizeof detail);
         ckh__real_fs_destroy(fs);
-        ri->committed_ok = v == 0;
-        if (shared)
-            snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s", detail);
-        else if (!ri->committed_ok || i == 0)
-            snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s's disks: %.400s", j->c.names[i],
-                     detail);
+        ckh__run_note_committed(ri, shared, j->c.names[i], i, v == 0, detail);
     }
 }
 

@@ -392,12 +392,7 @@ void ckh__real_disks_verify(struct real_job *j, struct ckh_run_info *ri)
             continue;
         int v = j->c.wl->verify(j->c.inst, view, shared ? -1 : (int)i, detail, sizeof detail);
         ckh_simfs_view_destroy(view);
-        ri->committed_ok = v == 0;
-        if (shared)
-            snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s", detail);
-        else if (!ri->committed_ok || i == 0)
-            snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s's disks: %.400s", j->c.names[i],
-                     detail);
+        ckh__run_note_committed(ri, shared, j->c.names[i], (int)i, v == 0, detail);
     }
     free(m);
 }

@@ -1,6 +1,7 @@
 /* Copies of job results: a record that outlives the record store it came
  * from (struct ckh_job_copy), and freeing a run record.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,4 +123,14 @@ void ckh_scenario_run_free(struct ckh_scenario_run *r)
     r->fault_armed = NULL;
     r->runs = NULL;
     r->nruns = 0;
+}
+
+void ckh__run_note_committed(struct ckh_run_info *ri, bool shared, const char *node, int view, bool ok,
+                             const char *detail)
+{
+    ri->committed_ok = ok;
+    if (shared)
+        snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s", detail);
+    else if (!ok || view == 0)
+        snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s's disks: %.400s", node, detail);
 }

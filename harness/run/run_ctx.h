@@ -111,6 +111,13 @@ int ckh__run_alloc_runs(struct ckh_scenario_run *out, const struct ckh_scenario 
  * says after run 1) with room for nnodes node ends; NULL when out of
  * memory. Within the runs ckh__run_alloc_runs made room for. */
 struct ckh_run_info *ckh__run_next(struct ckh_scenario_run *out, const struct ckh_scenario *sc, size_t nnodes);
+/* Records one view's verdict of the checks after a crash (`verify`, or the
+ * workload's own) in ri: committed_ok becomes ok, and committed_detail
+ * the detail as it is for a shared disk's one view, prefixed with the
+ * node's name ("rank_1's disks: ...") for node-local views (kept from the
+ * first view, or from the one that failed). */
+void ckh__run_note_committed(struct ckh_run_info *ri, bool shared, const char *node, int view, bool ok,
+                             const char *detail);
 /* Entries of src->sample_counts (0 when not kept). */
 size_t ckh__run_counts_len(const struct ckh_job_result *src);
 
