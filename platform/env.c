@@ -189,6 +189,71 @@ int ckh_coll_recv(struct ckh_coll *c, void *buf, size_t size_bytes, int peer, in
     COLL_CALL(c, recv, c, buf, size_bytes, peer, tag, timeout_ns);
 }
 
+/* ---- devices ---- */
+
+#define GPU_CALL(g, method, ...)                                               \
+    do {                                                                       \
+        if (!(g) || !(g)->ops || !(g)->ops->method)                            \
+            return CKH_EUNSUPPORTED;                                           \
+        return (g)->ops->method(__VA_ARGS__);                                  \
+    } while (0)
+
+int ckh_gpu_alloc(struct ckh_gpu *g, int dev, uint64_t bytes, void **dptr)
+{
+    if (!dptr || dev < 0)
+        return CKH_EINVAL;
+    *dptr = NULL;
+    GPU_CALL(g, alloc, g, dev, bytes, dptr);
+}
+
+void ckh_gpu_free(struct ckh_gpu *g, void *dptr)
+{
+    if (g && g->ops && g->ops->free && dptr)
+        g->ops->free(g, dptr);
+}
+
+int ckh_gpu_copy(struct ckh_gpu *g, void *dst, const void *src, uint64_t bytes, enum ckh_gpu_copy dir)
+{
+    if (bytes && (!dst || !src))
+        return CKH_EINVAL;
+    if (dir != CKH_GPU_TO_DEVICE && dir != CKH_GPU_TO_HOST && dir != CKH_GPU_ON_DEVICE)
+        return CKH_EINVAL;
+    if (!bytes)
+        return 0;
+    GPU_CALL(g, copy, g, dst, src, bytes, dir);
+}
+
+void ckh_gpu_mem(struct ckh_gpu *g, int dev, uint64_t *used, uint64_t *capacity)
+{
+    uint64_t u = 0, c = 0;
+    if (g && g->ops && g->ops->mem)
+        g->ops->mem(g, dev, &u, &c);
+    if (used)
+        *used = u;
+    if (capacity)
+        *capacity = c;
+}
+
+int ckh_gpu_limit(struct ckh_gpu *g, int dev, uint64_t bytes)
+{
+    if (dev < 0)
+        return CKH_EINVAL;
+    GPU_CALL(g, limit, g, dev, bytes);
+}
+
+int ckh_gpu_allreduce(struct ckh_gpu *g, void *dptr, size_t count, enum ckh_dtype dt, enum ckh_redop op,
+                      uint64_t timeout_ns)
+{
+    if ((!dptr && count) || !ckh_dtype_size(dt) || op > CKH_RED_MIN)
+        return CKH_EINVAL;
+    GPU_CALL(g, allreduce, g, dptr, count, dt, op, timeout_ns);
+}
+
+int ckh_gpu_prepare(struct ckh_gpu *g, size_t max_bytes)
+{
+    GPU_CALL(g, prepare, g, max_bytes);
+}
+
 void ckh_node_exit(struct ckh_node *n, int status)
 {
     if (n && n->ops && n->ops->exit)

@@ -8,6 +8,7 @@
 #include "real_nccl.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -29,7 +30,8 @@ typedef struct {
 enum { NCCL_INT8 = 0 };                  /* ncclInt8: all-gathers move bytes */
 typedef int cuda_error;                  /* cudaError_t: 0 cudaSuccess */
 typedef void *cuda_stream;               /* cudaStream_t */
-enum { CUDA_SUCCESS = 0, CUDA_ERROR_NOT_READY = 600, CUDA_H2D = 1, CUDA_D2H = 2 };
+enum { CUDA_SUCCESS = 0, CUDA_ERROR_MEMORY_ALLOCATION = 2, CUDA_ERROR_NOT_READY = 600 };
+enum { CUDA_H2D = 1, CUDA_D2H = 2, CUDA_D2D = 3 }; /* cudaMemcpyKind */
 
 struct nccl_lib {
     void *nccl, *cudart;                 /* dlopen handles (kept loaded) */
@@ -45,6 +47,7 @@ struct nccl_lib {
     cuda_error (*malloc_dev)(void **p, size_t n);
     cuda_error (*free_dev)(void *p);
     cuda_error (*memcpy_)(void *dst, const void *src, size_t n, int kind);
+    cuda_error (*mem_get_info)(size_t *free_bytes, size_t *total_bytes);
     cuda_error (*stream_create)(cuda_stream *s);
     cuda_error (*stream_query)(cuda_stream s);
     cuda_error (*stream_destroy)(cuda_stream s);
@@ -106,6 +109,7 @@ static void load(void)
     SYM(cudart, malloc_dev, "cudaMalloc", "the CUDA runtime");
     SYM(cudart, free_dev, "cudaFree", "the CUDA runtime");
     SYM(cudart, memcpy_, "cudaMemcpy", "the CUDA runtime");
+    SYM(cudart, mem_get_info, "cudaMemGetInfo", "the CUDA runtime");
     SYM(cudart, stream_create, "cudaStreamCreate", "the CUDA runtime");
     SYM(cudart, stream_query, "cudaStreamQuery", "the CUDA runtime");
     SYM(cudart, stream_destroy, "cudaStreamDestroy", "the CUDA runtime");
@@ -140,10 +144,16 @@ int ckh_real_nccl_probe(int *ndevices, char *msg, size_t msglen)
 
 /* ---- the collectives' state ---- */
 
+enum { MAX_DEV = 64 };
+
 struct nccl_coll {
     struct ckh_coll base;      /* must be first */
+    struct ckh_gpu gpu;        /* the same process's device memory (env->gpu) */
     struct ckh_coll *mpi;      /* barrier, broadcast, send, recv; the id exchange (borrowed) */
     int rank, world;           /* of the group */
+    int dev, ndev;             /* this rank's device; the devices this process sees */
+    void *ballast[MAX_DEV];    /* per physical device: what limit took (NULL: none) */
+    uint64_t limit[MAX_DEV];   /* per physical device: what limit left (0: no limit) */
     nccl_comm comm;            /* the communicator */
     cuda_stream stream;        /* its stream */
     void *dsend, *drecv;       /* device buffers (kept between calls) */
@@ -156,6 +166,7 @@ struct nccl_coll {
 };
 
 #define NC(c) ((struct nccl_coll *)(void *)(c))
+#define NG(g) ((struct nccl_coll *)(void *)((char *)(g) - offsetof(struct nccl_coll, gpu)))
 
 /* ---- device buffers ---- */
 
@@ -207,13 +218,14 @@ static int wait_stream(struct nccl_coll *c, uint64_t t0, uint64_t timeout_ns)
     }
 }
 
-/* One all-gather of bytes per rank from host send into c->host. */
-static int gather(struct nccl_coll *c, const void *send, size_t bytes, uint64_t timeout_ns)
+/* One all-gather of bytes per rank into c->host, from send: host memory,
+ * or device memory when on_device (then it goes out as it is). */
+static int gather(struct nccl_coll *c, const void *send, bool on_device, size_t bytes, uint64_t timeout_ns)
 {
     uint64_t t0 = mono_ns();
     size_t all = bytes * (size_t)c->world;
     int rc;
-    if ((rc = grow_dev(&c->dsend, &c->dsend_bytes, bytes)) != 0 ||
+    if ((!on_device && (rc = grow_dev(&c->dsend, &c->dsend_bytes, bytes)) != 0) ||
         (rc = grow_dev(&c->drecv, &c->drecv_bytes, all)) != 0)
         return rc;
     if (c->host_bytes < all) {
@@ -223,9 +235,9 @@ static int gather(struct nccl_coll *c, const void *send, size_t bytes, uint64_t 
         c->host = h;
         c->host_bytes = all;
     }
-    if (bytes && lib.memcpy_(c->dsend, send, bytes, CUDA_H2D) != CUDA_SUCCESS)
+    if (!on_device && bytes && lib.memcpy_(c->dsend, send, bytes, CUDA_H2D) != CUDA_SUCCESS)
         return -EIO;
-    if (lib.all_gather(c->dsend, c->drecv, bytes, NCCL_INT8, c->comm, c->stream) != 0) {
+    if (lib.all_gather(on_device ? send : c->dsend, c->drecv, bytes, NCCL_INT8, c->comm, c->stream) != 0) {
         c->failed = true;
         return CKH_EPEER_DEAD;
     }
@@ -279,10 +291,10 @@ static int n_broadcast(struct ckh_coll *c, void *buf, size_t size_bytes, int roo
     return ckh_coll_broadcast(NC(c)->mpi, buf, size_bytes, root, timeout_ns);
 }
 
-static int n_allreduce(struct ckh_coll *cc, void *buf, size_t count, enum ckh_dtype dt, enum ckh_redop op,
-                       uint64_t timeout_ns)
+/* The all-reduce of buf (host memory, or device memory when on_device). */
+static int allreduce(struct nccl_coll *c, void *buf, bool on_device, size_t count, enum ckh_dtype dt,
+                     enum ckh_redop op, uint64_t timeout_ns)
 {
-    struct nccl_coll *c = NC(cc);
     size_t esize = ckh_dtype_size(dt);
     if (esize == 0 || (unsigned)op > CKH_RED_MIN || (buf == NULL && count > 0) || count > SIZE_MAX / 64)
         return CKH_EINVAL;
@@ -290,15 +302,24 @@ static int n_allreduce(struct ckh_coll *cc, void *buf, size_t count, enum ckh_dt
     size_t bytes = count * esize;
     int rc = enter(c, CKH_OP_ALLREDUCE, bytes, (int64_t)dt * 16 + (int64_t)op, &act);
     if (rc == 0)
-        rc = gather(c, buf, bytes, timeout_ns);
+        rc = gather(c, buf, on_device, bytes, timeout_ns);
     if (rc == 0) {
         /* The simulator's fold: rank 0's buffer, then ranks 1, 2, ... */
         for (int r = 1; r < c->world; r++)
             ckh_coll_reduce(c->host, c->host + (size_t)r * bytes, count, dt, op);
-        memcpy(buf, c->host, bytes);
+        if (!on_device)
+            memcpy(buf, c->host, bytes);
+        else if (bytes && lib.memcpy_(buf, c->host, bytes, CUDA_H2D) != CUDA_SUCCESS)
+            rc = -EIO;
     }
     leave(&act);
     return rc;
+}
+
+static int n_allreduce(struct ckh_coll *cc, void *buf, size_t count, enum ckh_dtype dt, enum ckh_redop op,
+                       uint64_t timeout_ns)
+{
+    return allreduce(NC(cc), buf, false, count, dt, op, timeout_ns);
 }
 
 static int n_allgather(struct ckh_coll *cc, const void *send, void *recv, size_t size_bytes, uint64_t timeout_ns)
@@ -309,7 +330,7 @@ static int n_allgather(struct ckh_coll *cc, const void *send, void *recv, size_t
     struct ckh_fault_action act;
     int rc = enter(c, CKH_OP_ALLGATHER, size_bytes, 0, &act);
     if (rc == 0)
-        rc = gather(c, send, size_bytes, timeout_ns);
+        rc = gather(c, send, false, size_bytes, timeout_ns);
     if (rc == 0 && size_bytes)
         memcpy(recv, c->host, size_bytes * (size_t)c->world);
     leave(&act);
@@ -336,6 +357,126 @@ static const struct ckh_coll_ops nccl_ops = {
     .allgather = n_allgather,
     .send = n_send,
     .recv = n_recv,
+};
+
+/* ---- device memory (struct ckh_gpu) ---- */
+
+/* The physical device of the job's device d: this rank's own for its
+ * rank, else d modulo the devices seen (one host, one rank per GPU). */
+static int phys(const struct nccl_coll *c, int d)
+{
+    return d == c->rank ? c->dev : d % c->ndev;
+}
+
+/* Runs on device d's context: switches to it (and back, in done). */
+static int on_dev(const struct nccl_coll *c, int p)
+{
+    return p == c->dev || lib.set_device(p) == CUDA_SUCCESS ? 0 : -EIO;
+}
+
+static void done_dev(const struct nccl_coll *c, int p)
+{
+    if (p != c->dev)
+        lib.set_device(c->dev);
+}
+
+static int g_alloc(struct ckh_gpu *g, int dev, uint64_t bytes, void **dptr)
+{
+    struct nccl_coll *c = NG(g);
+    if (dev >= MAX_DEV || bytes > SIZE_MAX)
+        return CKH_EINVAL;
+    int p = phys(c, dev);
+    if (on_dev(c, p))
+        return -EIO;
+    cuda_error e = lib.malloc_dev(dptr, bytes ? (size_t)bytes : 1);
+    done_dev(c, p);
+    if (e != CUDA_SUCCESS)
+        *dptr = NULL;
+    return e == CUDA_SUCCESS ? 0 : e == CUDA_ERROR_MEMORY_ALLOCATION ? CKH_EOOM_DEVICE : -EIO;
+}
+
+static void g_free(struct ckh_gpu *g, void *dptr)
+{
+    (void)g;
+    lib.free_dev(dptr);
+}
+
+static int g_copy(struct ckh_gpu *g, void *dst, const void *src, uint64_t bytes, enum ckh_gpu_copy dir)
+{
+    (void)g;
+    int kind = dir == CKH_GPU_TO_DEVICE ? CUDA_H2D : dir == CKH_GPU_TO_HOST ? CUDA_D2H : CUDA_D2D;
+    return lib.memcpy_(dst, src, (size_t)bytes, kind) == CUDA_SUCCESS ? 0 : -EIO;
+}
+
+static void g_mem(struct ckh_gpu *g, int dev, uint64_t *used, uint64_t *capacity)
+{
+    struct nccl_coll *c = NG(g);
+    size_t free_b = 0, total = 0;
+    int p = dev < MAX_DEV ? phys(c, dev) : -1;
+    if (p < 0 || on_dev(c, p))
+        return;
+    if (lib.mem_get_info(&free_b, &total) == CUDA_SUCCESS) {
+        uint64_t cap = c->limit[p] ? c->limit[p] : total;
+        *capacity = cap;
+        *used = cap > free_b ? cap - free_b : 0;
+    }
+    done_dev(c, p);
+}
+
+/* Takes what is free on the device beyond bytes (the allocation may need
+ * a little less than all that is free: it tries in 1 MiB steps down). */
+static int g_limit(struct ckh_gpu *g, int dev, uint64_t bytes)
+{
+    struct nccl_coll *c = NG(g);
+    if (dev >= MAX_DEV)
+        return CKH_EINVAL;
+    int p = phys(c, dev);
+    if (bytes == 0 || c->ballast[p] || on_dev(c, p))
+        return 0;
+    size_t free_b = 0, total = 0;
+    int rc = 0;
+    if (lib.mem_get_info(&free_b, &total) != CUDA_SUCCESS) {
+        rc = -EIO;
+    } else if (free_b > bytes) {
+        size_t take = free_b - (size_t)bytes;
+        for (int tries = 0; tries < 16 && take; tries++) {
+            if (lib.malloc_dev(&c->ballast[p], take) == CUDA_SUCCESS)
+                break;
+            c->ballast[p] = NULL;
+            take = take > (1u << 20) ? take - (1u << 20) : 0;
+        }
+        if (!c->ballast[p])
+            rc = CKH_EOOM_DEVICE;
+    }
+    c->limit[p] = rc == 0 ? bytes : 0;
+    done_dev(c, p);
+    return rc;
+}
+
+static int g_allreduce(struct ckh_gpu *g, void *dptr, size_t count, enum ckh_dtype dt, enum ckh_redop op,
+                       uint64_t timeout_ns)
+{
+    return allreduce(NG(g), dptr, true, count, dt, op, timeout_ns);
+}
+
+static int g_prepare(struct ckh_gpu *g, size_t max_bytes)
+{
+    struct nccl_coll *c = NG(g);
+    if (max_bytes > SIZE_MAX / 64)
+        return CKH_EINVAL;
+    int rc = grow_dev(&c->dsend, &c->dsend_bytes, max_bytes);
+    return rc ? rc : grow_dev(&c->drecv, &c->drecv_bytes, max_bytes * (size_t)c->world);
+}
+
+static const struct ckh_gpu_ops gpu_ops = {
+    .version = 1,
+    .alloc = g_alloc,
+    .free = g_free,
+    .copy = g_copy,
+    .mem = g_mem,
+    .limit = g_limit,
+    .allreduce = g_allreduce,
+    .prepare = g_prepare,
 };
 
 /* ---- set-up ---- */
@@ -367,10 +508,12 @@ int ckh_real_nccl_create(struct ckh_coll *base, uint64_t setup_timeout_ns, struc
     if (!c)
         return CKH_ENOMEM;
     c->base.ops = &nccl_ops;
+    c->gpu.ops = &gpu_ops;
     c->mpi = base;
     c->rank = ckh_coll_rank(base);
     c->world = ckh_coll_world_size(base);
-    int dev = local_device(c->rank, devices(msg, msglen));
+    c->ndev = devices(msg, msglen);
+    int dev = c->dev = local_device(c->rank, c->ndev);
     cuda_error e = lib.set_device(dev);
     if (e == CUDA_SUCCESS)
         e = lib.stream_create(&c->stream);
@@ -416,8 +559,16 @@ void ckh_real_nccl_destroy(struct ckh_coll *cc)
         lib.free_dev(c->drecv);
     if (c->stream)
         lib.stream_destroy(c->stream);
+    for (int p = 0; p < MAX_DEV; p++)
+        if (c->ballast[p])
+            lib.free_dev(c->ballast[p]);
     free(c->host);
     free(c);
+}
+
+struct ckh_gpu *ckh_real_nccl_gpu(struct ckh_coll *c)
+{
+    return c ? &NC(c)->gpu : NULL;
 }
 
 void ckh_real_nccl_set_gate(struct ckh_coll *c, ckh_real_gate_fn fn, void *ctx)

@@ -463,6 +463,7 @@ int ckh_real_env_create(const struct ckh_real_env_config *cfg, struct ckh_env **
     re->env.clock = &re->clock;
     re->env.rand = &re->rand;
     re->env.coll = cfg->coll;
+    re->env.gpu = cfg->gpu;
     re->env.node = &re->node;
     re->env.alloc = ckh_alloc_system();
     *out = &re->env;

@@ -370,6 +370,7 @@ static int run_node(struct rank *k, char *msg)
         return ckh_errf(msg, MSG, rc, "the node's disks under %s: %s", k->a.dir, ckh_strerror(rc));
     struct ckh_real_env_config ec = {.fs = k->fs, .seed = k->a.seed, .node_name = name,
                                      .node_index = k->node, .coll = k->nccl ? k->nccl : k->coll,
+                                     .gpu = k->nccl ? ckh_real_nccl_gpu(k->nccl) : NULL,
                                      .faults = k->faults,
                                      .record_path = rec, .track_path = track, .on_exit = on_node_exit,
                                      .on_exit_ctx = k};

@@ -16,6 +16,7 @@
  *   rand    stream_seed(name) = ckh_seed_derive(ckh_node_rand_base(seed,
  *           node name), name): bit-identical to the simulator's;
  *   coll    given by the caller (real_coll.h over MPI; NULL: none);
+ *   gpu     given by the caller (real_nccl.h's device memory; NULL: none);
  *   node    exit (the caller's on_exit, then exit(3)), name, log (one
  *           "[node] msg" line on stderr), phase (kept for the fault
  *           triggers, and appended as "phase epoch step" to the track
@@ -44,6 +45,7 @@ struct ckh_real_env_config {
     const char *node_name;          /* "rank_0" (copied) */
     int node_index;                 /* the node's index in the job (fault rules' node) */
     struct ckh_coll *coll;          /* collectives (borrowed; NULL: a node without rank) */
+    struct ckh_gpu *gpu;            /* device memory (borrowed; NULL: none) */
     struct ckh_real_faults *faults; /* the fault script (borrowed; NULL: none) */
     const char *record_path;        /* JSON-lines record file (NULL: env->record is NULL) */
     const char *track_path;         /* phase lines go here (NULL: nowhere) */

@@ -27,6 +27,15 @@
  *     2 ranks only). The device buffers are kept between calls (the
  *     gradients' device copies live as long as the collectives);
  *   - all-gather: one ncclAllGather;
+ *   - device memory (ckh_real_nccl_gpu, the env's struct ckh_gpu): the
+ *     job's device d is this rank's own GPU for d = its rank, else
+ *     physical device d modulo the devices seen; alloc is cudaMalloc on
+ *     that device (cudaErrorMemoryAllocation: CKH_EOOM_DEVICE), copy is
+ *     cudaMemcpy, mem is cudaMemGetInfo against the limit, limit holds a
+ *     ballast allocation of what is free beyond the job's gpu_memory (so
+ *     that running out of memory is the device's own answer), allreduce
+ *     all-gathers the device buffer as it is and writes the rank-order
+ *     fold back into it, prepare sizes the all-gather's device buffers;
  *   - barrier, broadcast, send, recv: the base collectives;
  *   - a deadline: the NCCL call is polled (cudaStreamQuery) until its
  *     deadline, then the communicator is aborted and the call fails with
@@ -59,6 +68,9 @@ int ckh_real_nccl_probe(int *ndevices, char *msg, size_t msglen);
 int ckh_real_nccl_create(struct ckh_coll *base, uint64_t setup_timeout_ns, struct ckh_coll **out, char *msg,
                          size_t msglen);
 void ckh_real_nccl_destroy(struct ckh_coll *c);
+/* The device memory of c's rank (struct ckh_gpu, include/ckh/env.h),
+ * valid as long as c. */
+struct ckh_gpu *ckh_real_nccl_gpu(struct ckh_coll *c);
 /* Sets the gate of the calls NCCL carries (NULL fn: none); ctx borrowed. */
 void ckh_real_nccl_set_gate(struct ckh_coll *c, ckh_real_gate_fn fn, void *ctx);
 /* Whether some NCCL call failed. */

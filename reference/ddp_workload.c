@@ -58,6 +58,12 @@ struct trainer {
     struct ckh_saver *saver;           /* NULL: no checkpoints */
     struct ckh_atomic at;              /* file saves */
     uint64_t staged[CKH_DDP_MAX_RANKS]; /* device bytes of loaded staging copies */
+    struct ckh_gpu *gpu;               /* real device memory (env->gpu; NULL: emulated devices) */
+    void *dparam[CKH_DDP_NPARAM];      /* with gpu: the weights in device memory */
+    void *dgrad[CKH_DDP_NPARAM];       /* with gpu: the gradients being all-reduced */
+    void *dmom[CKH_DDP_NPARAM];        /* with gpu: the momentum buffers */
+    void *dstage[CKH_DDP_NPARAM];      /* with gpu: the loaded weights' staging copies */
+    float *scratch;                    /* with gpu: host room for one tensor */
     float lr;                          /* LR of the last step */
     uint64_t *ids;                     /* [rec->per_step] sample ids of the step being recorded */
 };
@@ -91,11 +97,118 @@ static void fill_rec(struct trainer *t, struct ckh_ddp_step_rec *s, int64_t epoc
     s->sampler = ckh_dsampler_digest(&t->sampler);
 }
 
+/* ---- device memory ----
+ * With env->gpu (the real platform's GPUs) the weights, gradients and
+ * momentum live in device memory as well as in the host arrays the
+ * arithmetic runs on (ckh has no device kernels): each step's gradients
+ * go to the device and are all-reduced there, the updated weights and
+ * momentum go back, a save reads the tensors from the device, a load
+ * writes them to the device it maps them to. Without it the emulated
+ * devices of rec->devices only count bytes. */
+
+static int dev_copy(struct trainer *t, void *dst, const void *src, uint64_t bytes, enum ckh_gpu_copy dir,
+                    const char *what)
+{
+    int rc = ckh_gpu_copy(t->gpu, dst, src, bytes, dir);
+    return rc ? tfail(t, rc, "rank %d: copying %s %s the device: %s", t->rank, what,
+                      dir == CKH_GPU_TO_HOST ? "from" : "to", ckh_strerror(rc))
+              : 0;
+}
+
+/* Out of memory on device dev: the message names it, the tensor and the
+ * device's use. */
+static int dev_oom(struct trainer *t, int dev, const char *key)
+{
+    uint64_t used = ckh_ddp_dev_used(&t->rec->devices, dev), cap = t->rec->devices.capacity_bytes;
+    if (t->gpu)
+        ckh_gpu_mem(t->gpu, dev, &used, &cap);
+    return tfail(t, CKH_EOOM_DEVICE,
+                 "rank %d: GPU %d out of memory loading '%s' (%" PRIu64 " bytes in use of %" PRIu64 ")",
+                 t->rank, dev, key, used, cap);
+}
+
+/* The model's device copies on this rank's device: the gradients and the
+ * all-reduce's buffers first, then the job's limit (gpu_memory), then the
+ * weights and momentum, which the limit bounds as the emulated devices
+ * bound them. */
+static int dev_setup(struct trainer *t)
+{
+    const struct ckh_ddp_model *m = &t->model;
+    uint64_t largest = 0;
+    for (int i = 0; i < CKH_DDP_NPARAM; i++)
+        largest = m->count[i] > largest ? m->count[i] : largest;
+    int rc = 0;
+    if (!(t->scratch = ckh_calloc(t->env->alloc, largest, sizeof(float))))
+        return tfail(t, CKH_ENOMEM, "no memory for a tensor's host copy");
+    for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++)
+        rc = ckh_gpu_alloc(t->gpu, t->rank, m->count[i] * sizeof(float), &t->dgrad[i]);
+    if (!rc)
+        rc = ckh_gpu_prepare(t->gpu, largest * sizeof(float));
+    if (!rc && t->cfg->device_capacity_bytes)
+        rc = ckh_gpu_limit(t->gpu, t->rank, t->cfg->device_capacity_bytes);
+    for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++)
+        if ((rc = ckh_gpu_alloc(t->gpu, t->rank, m->count[i] * sizeof(float), &t->dparam[i])) == 0)
+            rc = ckh_gpu_alloc(t->gpu, t->rank, m->count[i] * sizeof(float), &t->dmom[i]);
+    if (rc)
+        return tfail(t, rc, "rank %d: GPU %d out of memory for the model (%s)", t->rank, t->rank,
+                     ckh_strerror(rc));
+    return 0;
+}
+
+/* The host weights and momentum to the device (after init, a load, a step). */
+static int dev_push(struct trainer *t)
+{
+    int rc = 0;
+    for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
+        uint64_t bytes = t->model.count[i] * sizeof(float);
+        if ((rc = dev_copy(t, t->dparam[i], t->model.param[i], bytes, CKH_GPU_TO_DEVICE, "weights")) == 0)
+            rc = dev_copy(t, t->dmom[i], t->model.mom[i], bytes, CKH_GPU_TO_DEVICE, "momentum");
+    }
+    return rc;
+}
+
+static void dev_free_staged(struct trainer *t)
+{
+    for (int i = 0; i < CKH_DDP_NPARAM; i++) {
+        ckh_gpu_free(t->gpu, t->dstage[i]);
+        t->dstage[i] = NULL;
+    }
+}
+
+static void dev_release(struct trainer *t)
+{
+    dev_free_staged(t);
+    for (int i = 0; i < CKH_DDP_NPARAM; i++) {
+        ckh_gpu_free(t->gpu, t->dparam[i]);
+        ckh_gpu_free(t->gpu, t->dgrad[i]);
+        ckh_gpu_free(t->gpu, t->dmom[i]);
+        t->dparam[i] = t->dgrad[i] = t->dmom[i] = NULL;
+    }
+    ckh_free(t->env->alloc, t->scratch);
+    t->scratch = NULL;
+}
+
 /* ---- checkpoint save ---- */
 
 static int put_i64(struct ckh_ddp_sd *sd, const char *key, int64_t v)
 {
     return ckh_ddp_sd_put(sd, key, CKH_DT_I64, -1, &v, sizeof v);
+}
+
+/* Puts tensor i of the model (weights, or momentum when mom) under key:
+ * from the device with a gpu, from the host arrays without. */
+static int put_tensor(struct trainer *t, struct ckh_ddp_sd *sd, const char *key, int i, bool mom)
+{
+    const void *data = mom ? t->model.mom[i] : t->model.param[i];
+    uint64_t bytes = t->model.count[i] * sizeof(float);
+    int rc;
+    if (t->gpu) {
+        if ((rc = dev_copy(t, t->scratch, mom ? t->dmom[i] : t->dparam[i], bytes, CKH_GPU_TO_HOST, key)) != 0)
+            return rc;
+        data = t->scratch;
+    }
+    return ckh_ddp_sd_put(sd, key, CKH_DT_F32, mom ? t->model.mom_device[i] : t->model.param_device[i], data,
+                          bytes);
 }
 
 static int save_sd(struct trainer *t, const char *folder, const char *file, struct ckh_ddp_sd *sd)
@@ -131,8 +244,7 @@ static int write_files(struct trainer *t, const char *folder)
         for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
             char key[CKH_DDP_KEY_MAX];
             snprintf(key, sizeof key, "%s%s", prefix ? "module." : "", ckh_ddp_param_names[i]);
-            rc = ckh_ddp_sd_put(&sd, key, CKH_DT_F32, t->model.param_device[i], t->model.param[i],
-                                t->model.count[i] * sizeof(float));
+            rc = put_tensor(t, &sd, key, i, false);
         }
         if (!rc)
             rc = save_sd(t, folder, "model.ckh", &sd);
@@ -144,8 +256,7 @@ static int write_files(struct trainer *t, const char *folder)
         for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
             char key[CKH_DDP_KEY_MAX];
             snprintf(key, sizeof key, "optim.momentum.%s", ckh_ddp_param_names[i]);
-            rc = ckh_ddp_sd_put(&sd, key, CKH_DT_F32, t->model.mom_device[i], t->model.mom[i],
-                                t->model.count[i] * sizeof(float));
+            rc = put_tensor(t, &sd, key, i, true);
         }
         unsigned char smp[CKH_SAMPLER_STATE_BYTES];
         if (!rc)
@@ -299,14 +410,22 @@ static int target_device(const struct trainer *t, int saved)
     return saved;
 }
 
-static int stage(struct trainer *t, int dev, uint64_t bytes, const char *key)
+/* A loaded tensor lands on device dev: with a gpu, *dptr is its copy in
+ * device memory (data written there); without, the emulated device is
+ * charged (*dptr NULL). */
+static int stage(struct trainer *t, int dev, const struct ckh_ddp_sd_entry *e, const char *key, void **dptr)
 {
-    int rc = ckh_ddp_dev_alloc(&t->rec->devices, t->rank, dev, bytes);
+    *dptr = NULL;
+    int rc = t->gpu ? ckh_gpu_alloc(t->gpu, dev, e->size_bytes, dptr)
+                    : ckh_ddp_dev_alloc(&t->rec->devices, t->rank, dev, e->size_bytes);
     if (rc == CKH_EOOM_DEVICE)
-        return tfail(t, rc, "rank %d: GPU %d out of memory loading '%s' (%" PRIu64
-                            " bytes in use of %" PRIu64 ")",
-                     t->rank, dev, key, ckh_ddp_dev_used(&t->rec->devices, dev),
-                     t->rec->devices.capacity_bytes);
+        return dev_oom(t, dev, key);
+    if (rc)
+        return tfail(t, rc, "rank %d: GPU %d: loading '%s': %s", t->rank, dev, key, ckh_strerror(rc));
+    if (t->gpu && (rc = dev_copy(t, *dptr, e->data, e->size_bytes, CKH_GPU_TO_DEVICE, key)) != 0) {
+        ckh_gpu_free(t->gpu, *dptr);
+        *dptr = NULL;
+    }
     return rc;
 }
 
@@ -331,11 +450,14 @@ static int load_model(struct trainer *t, const char *folder)
             break;
         }
         int dev = target_device(t, e->device);
-        rc = stage(t, dev, e->size_bytes, e->key);
+        rc = stage(t, dev, e, e->key, &t->dstage[i]);
         if (rc)
             break;
         t->staged[dev] += e->size_bytes;
         memcpy(t->model.param[i], e->data, e->size_bytes);
+        /* The model's own weights take the staged copy's values. */
+        if (t->gpu)
+            rc = dev_copy(t, t->dparam[i], t->dstage[i], e->size_bytes, CKH_GPU_ON_DEVICE, e->key);
     }
 out:
     ckh_ddp_sd_fini(&sd);
@@ -359,10 +481,16 @@ static int load_train(struct trainer *t, const char *folder)
         }
         /* The momentum buffer is adopted where it was loaded. */
         int dev = target_device(t, e->device);
-        rc = stage(t, dev, e->size_bytes, key);
+        void *dmom = NULL;
+        rc = stage(t, dev, e, key, &dmom);
         if (rc)
             break;
-        ckh_ddp_dev_free(&t->rec->devices, t->rank, t->model.mom_device[i], e->size_bytes);
+        if (t->gpu) {
+            ckh_gpu_free(t->gpu, t->dmom[i]);
+            t->dmom[i] = dmom;
+        } else {
+            ckh_ddp_dev_free(&t->rec->devices, t->rank, t->model.mom_device[i], e->size_bytes);
+        }
         t->model.mom_device[i] = dev;
         memcpy(t->model.mom[i], e->data, e->size_bytes);
     }
@@ -488,7 +616,8 @@ static int load_checkpoint(struct trainer *t)
             t->rr->resumed_step = t->step;
     }
     int arc = agree_loaded(t, rc == 0);
-    for (int d = 0; d < t->world; d++) {
+    dev_free_staged(t);
+    for (int d = 0; d < t->world && !t->gpu; d++) {
         ckh_ddp_dev_free(&t->rec->devices, t->rank, d, t->staged[d]);
         t->staged[d] = 0;
     }
@@ -535,10 +664,24 @@ static int allreduce_grads(struct trainer *t, int64_t slot)
 {
     int rc = 0;
     for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
-        rc = ckh_coll_allreduce(t->env->coll, t->model.grad[i], t->model.count[i], CKH_DT_F32,
-                                CKH_RED_SUM, t->cfg->timeout_ns);
-        if (rc)
+        uint64_t bytes = t->model.count[i] * sizeof(float);
+        if (t->gpu) {
+            /* On the device: the gradients go there, are all-reduced
+             * there, and come back for the optimizer step. */
+            if ((rc = dev_copy(t, t->dgrad[i], t->model.grad[i], bytes, CKH_GPU_TO_DEVICE, "gradients")) != 0)
+                break;
+            rc = ckh_gpu_allreduce(t->gpu, t->dgrad[i], t->model.count[i], CKH_DT_F32, CKH_RED_SUM,
+                                   t->cfg->timeout_ns);
+        } else {
+            rc = ckh_coll_allreduce(t->env->coll, t->model.grad[i], t->model.count[i], CKH_DT_F32,
+                                    CKH_RED_SUM, t->cfg->timeout_ns);
+        }
+        if (rc) {
             tfail(t, rc, "gradient all-reduce at step %" PRId64 ": %s", slot, ckh_strerror(rc));
+            break;
+        }
+        if (t->gpu)
+            rc = dev_copy(t, t->model.grad[i], t->dgrad[i], bytes, CKH_GPU_TO_HOST, "gradients");
     }
     return rc;
 }
@@ -586,6 +729,8 @@ static int end_step(struct trainer *t, int64_t slot, uint64_t len_max, bool *epo
     int64_t step_epoch = t->epoch;
     int rc = 0;
     ckh_ddp_sgd_step(&t->model, t->lr, c->momentum, c->weight_decay);
+    if (t->gpu && (rc = dev_push(t)) != 0)
+        return rc;
     t->sched.last_step++;
     t->step = slot;
     *epoch_end = t->epoch_pos >= len_max;
@@ -623,7 +768,7 @@ static int train(struct trainer *t)
         uint64_t len_max = ckh_dsampler_len_max(&t->sampler);
         while (t->epoch_pos < len_max && !rc) {
             int64_t slot = t->step + 1;
-            bool epoch_end;
+            bool epoch_end = false;
             if ((uint64_t)slot > t->rec->max_steps) {
                 rc = tfail(t, CKH_ELIMIT, "more steps than the record holds");
                 break;
@@ -653,11 +798,14 @@ static int run(struct trainer *t)
     int rc = ckh_ddp_model_init(&t->model, t->env->alloc, c, t->rank);
     if (rc)
         return tfail(t, rc, "model init: %s", ckh_strerror(rc));
-    rc = ckh_ddp_dev_alloc(&t->rec->devices, t->rank, t->rank, 2 * ckh_ddp_model_bytes(&t->model));
-    if (rc) {
+    if (t->gpu)
+        rc = dev_setup(t);
+    else if ((rc = ckh_ddp_dev_alloc(&t->rec->devices, t->rank, t->rank, 2 * ckh_ddp_model_bytes(&t->model))) != 0)
         tfail(t, rc, "rank %d: GPU %d out of memory for the model", t->rank, t->rank);
+    if (!rc && t->gpu)
+        rc = dev_push(t);
+    if (rc)
         goto out_model;
-    }
     t->sched.base_lr = c->lr;
     t->sched.min_lr = c->min_lr;
     t->sched.warmup_steps = c->warmup_steps;
@@ -718,6 +866,7 @@ out_ids:
 out_sampler:
     ckh_dsampler_fini(&t->sampler);
 out_model:
+    dev_release(t);
     ckh_ddp_model_fini(&t->model);
     return rc;
 }
@@ -754,6 +903,7 @@ int ckh_ddp_node_main(struct ckh_env *env, void *arg)
     t->rr = rr;
     t->rank = na->rank;
     t->world = world;
+    t->gpu = env->gpu;
     int rc = run(t);
     ckh_free(env->alloc, t);
     rr->status = rc;

@@ -109,6 +109,59 @@ int ckh_coll_send(struct ckh_coll *c, const void *buf, size_t size_bytes, int pe
 int ckh_coll_recv(struct ckh_coll *c, void *buf, size_t size_bytes, int peer, int tag,
                   uint64_t timeout_ns);
 
+/* ---- devices ----
+ * Device memory of real accelerators, for code that keeps its tensors
+ * there (ddp-train's parameters, gradients and momentum). The real
+ * platform provides one over the CUDA runtime and NCCL (real/coll_nccl.c,
+ * `options: {devices: nccl}`); the simulator provides none (env->gpu is
+ * NULL) and ddp-train then keeps its emulated devices itself
+ * (include/ckh/ddp.h). Devices are named by the job's logical index
+ * (device d is rank d's GPU); the implementation maps them to physical
+ * ones. Device pointers are opaque: only the methods touch them. */
+enum ckh_gpu_copy { CKH_GPU_TO_DEVICE = 1, CKH_GPU_TO_HOST = 2, CKH_GPU_ON_DEVICE = 3 };
+struct ckh_gpu;
+struct ckh_gpu_ops {
+    int version; /* 1 */
+    /* *dptr = bytes of device memory on device dev: 0, or CKH_EOOM_DEVICE
+     * when the device is full (nothing allocated), CKH_EINVAL for a device
+     * the job does not have. */
+    int (*alloc)(struct ckh_gpu *g, int dev, uint64_t bytes, void **dptr);
+    /* Frees what alloc gave (NULL: nothing). */
+    void (*free)(struct ckh_gpu *g, void *dptr);
+    /* Copies bytes between host and device memory or within device
+     * memory (dir says which side each pointer is on); -EIO on failure. */
+    int (*copy)(struct ckh_gpu *g, void *dst, const void *src, uint64_t bytes, enum ckh_gpu_copy dir);
+    /* Bytes in use and the capacity of device dev (for messages). */
+    void (*mem)(struct ckh_gpu *g, int dev, uint64_t *used, uint64_t *capacity);
+    /* From now on device dev offers this process at most bytes in all
+     * (a job's `gpu_memory` on a device that has more): what is free
+     * beyond it is taken and held until the process ends. 0: no limit. */
+    int (*limit)(struct ckh_gpu *g, int dev, uint64_t bytes);
+    /* All-reduce of count elements at dptr in device memory, with the
+     * semantics of ckh_coll_ops.allreduce (the same fixed rank order, so
+     * results are bit-identical to the host collectives'). */
+    int (*allreduce)(struct ckh_gpu *g, void *dptr, size_t count, enum ckh_dtype dt, enum ckh_redop op,
+                     uint64_t timeout_ns);
+    /* Allocates now what allreduce needs for buffers of up to max_bytes
+     * (so that a limit set afterwards bounds the job's own tensors only). */
+    int (*prepare)(struct ckh_gpu *g, size_t max_bytes);
+};
+struct ckh_gpu {
+    const struct ckh_gpu_ops *ops; /* methods */
+};
+
+/* Wrappers: argument checks, then the method (CKH_EUNSUPPORTED for a NULL
+ * g or a missing method; ckh_gpu_free and ckh_gpu_mem do nothing then,
+ * mem reporting 0 of 0). */
+int ckh_gpu_alloc(struct ckh_gpu *g, int dev, uint64_t bytes, void **dptr);
+void ckh_gpu_free(struct ckh_gpu *g, void *dptr);
+int ckh_gpu_copy(struct ckh_gpu *g, void *dst, const void *src, uint64_t bytes, enum ckh_gpu_copy dir);
+void ckh_gpu_mem(struct ckh_gpu *g, int dev, uint64_t *used, uint64_t *capacity);
+int ckh_gpu_limit(struct ckh_gpu *g, int dev, uint64_t bytes);
+int ckh_gpu_allreduce(struct ckh_gpu *g, void *dptr, size_t count, enum ckh_dtype dt, enum ckh_redop op,
+                      uint64_t timeout_ns);
+int ckh_gpu_prepare(struct ckh_gpu *g, size_t max_bytes);
+
 /* ---- node lifecycle ---- */
 struct ckh_node;
 struct ckh_env;
@@ -159,6 +212,7 @@ struct ckh_env {
     /* --- appended --- */
     struct ckh_record *record; /* where the node reports what it did for the oracles
                                   (include/ckh/record.h); NULL: nobody listens */
+    struct ckh_gpu *gpu;       /* real device memory; NULL: none (the simulator) */
 };
 
 /* Wrappers over the clock, rand and node tables. A NULL table reads as
