@@ -387,6 +387,95 @@ static int prog_noop(struct ckh_env *env, void *arg)
     return 0;
 }
 
+/* ---- the device-memory wrappers (include/ckh/env.h) ---- */
+
+/* A device layer over host memory that remembers its last call. */
+struct toy_gpu {
+    struct ckh_gpu base;
+    int calls, last_dev;
+    uint64_t last_bytes;
+};
+
+static int toy_alloc(struct ckh_gpu *g, int dev, uint64_t bytes, void **dptr)
+{
+    struct toy_gpu *t = (struct toy_gpu *)g;
+    t->calls++;
+    t->last_dev = dev;
+    t->last_bytes = bytes;
+    if (bytes > 1024)
+        return CKH_EOOM_DEVICE;
+    *dptr = malloc(bytes ? bytes : 1);
+    return *dptr ? 0 : CKH_ENOMEM;
+}
+
+static void toy_free(struct ckh_gpu *g, void *dptr)
+{
+    ((struct toy_gpu *)g)->calls++;
+    free(dptr);
+}
+
+static int toy_copy(struct ckh_gpu *g, void *dst, const void *src, uint64_t bytes, enum ckh_gpu_copy dir)
+{
+    ((struct toy_gpu *)g)->calls++;
+    (void)dir;
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+static void toy_mem(struct ckh_gpu *g, int dev, uint64_t *used, uint64_t *capacity)
+{
+    (void)g;
+    *used = (uint64_t)dev;
+    *capacity = 1024;
+}
+
+START_TEST(gpu_wrappers)
+{
+    static const struct ckh_gpu_ops ops = {.version = 1, .alloc = toy_alloc, .free = toy_free,
+                                           .copy = toy_copy, .mem = toy_mem};
+    struct toy_gpu toy = {.base = {.ops = &ops}};
+    struct ckh_gpu *g = &toy.base;
+    void *d = (void *)1;
+    /* No device layer (the simulator): every call says so, nothing moves. */
+    ck_assert_int_eq(ckh_gpu_alloc(NULL, 0, 8, &d), CKH_EUNSUPPORTED);
+    ck_assert_ptr_null(d);
+    uint64_t used = 7, cap = 7;
+    ckh_gpu_mem(NULL, 0, &used, &cap);
+    ck_assert(used == 0 && cap == 0);
+    ckh_gpu_free(NULL, &used); /* does nothing */
+    ck_assert_int_eq(ckh_gpu_allreduce(NULL, &used, 1, CKH_DT_U64, CKH_RED_SUM, 0), CKH_EUNSUPPORTED);
+    /* Arguments are checked before the method. */
+    ck_assert_int_eq(ckh_gpu_alloc(g, -1, 8, &d), CKH_EINVAL);
+    ck_assert_int_eq(ckh_gpu_alloc(g, 0, 8, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_gpu_copy(g, NULL, &used, 8, CKH_GPU_TO_DEVICE), CKH_EINVAL);
+    ck_assert_int_eq(ckh_gpu_copy(g, &cap, &used, 8, (enum ckh_gpu_copy)9), CKH_EINVAL);
+    ck_assert_int_eq(ckh_gpu_allreduce(g, NULL, 4, CKH_DT_F32, CKH_RED_SUM, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_gpu_limit(g, -2, 8), CKH_EINVAL);
+    ck_assert_int_eq(toy.calls, 0);
+    /* Methods the layer lacks. */
+    ck_assert_int_eq(ckh_gpu_limit(g, 0, 8), CKH_EUNSUPPORTED);
+    ck_assert_int_eq(ckh_gpu_prepare(g, 8), CKH_EUNSUPPORTED);
+    ck_assert_int_eq(ckh_gpu_allreduce(g, &used, 1, CKH_DT_U64, CKH_RED_SUM, 0), CKH_EUNSUPPORTED);
+    /* Through to the method: alloc, copies both ways, out of memory, free. */
+    ck_assert_int_eq(ckh_gpu_alloc(g, 3, 16, &d), 0);
+    ck_assert(toy.last_dev == 3 && toy.last_bytes == 16);
+    uint64_t in[2] = {11, 22}, out[2] = {0, 0};
+    ck_assert_int_eq(ckh_gpu_copy(g, d, in, sizeof in, CKH_GPU_TO_DEVICE), 0);
+    ck_assert_int_eq(ckh_gpu_copy(g, out, d, sizeof out, CKH_GPU_TO_HOST), 0);
+    ck_assert(out[0] == 11 && out[1] == 22);
+    ck_assert_int_eq(ckh_gpu_copy(g, out, d, 0, CKH_GPU_TO_HOST), 0); /* nothing to move: no call */
+    void *big = (void *)1;
+    ck_assert_int_eq(ckh_gpu_alloc(g, 0, 4096, &big), CKH_EOOM_DEVICE);
+    ck_assert_ptr_null(big);
+    ckh_gpu_mem(g, 5, &used, &cap);
+    ck_assert(used == 5 && cap == 1024);
+    int before = toy.calls;
+    ckh_gpu_free(g, d);
+    ckh_gpu_free(g, NULL); /* nothing */
+    ck_assert_int_eq(toy.calls, before + 1);
+}
+END_TEST
+
 START_TEST(bad_ranks)
 {
     struct ckh_sim *sim = make_sim(1, 0);
@@ -470,6 +559,7 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, restart_generations);
     tcase_add_test(tc, send_recv);
     tcase_add_test(tc, bad_ranks);
+    tcase_add_test(tc, gpu_wrappers);
     tcase_add_test(tc, generation_invariant_holds);
     /* A failed CKH_ASSERT aborts: only where each test runs in its own
      * process (not under valgrind's CK_FORK=no). */

@@ -18,6 +18,14 @@
  * "optim", "rng", "sampler", value "lr", its sample ids), a resume record,
  * a save record per save attempt, a final record.
  *
+ * With env->gpu (the real platform's GPUs, include/ckh/env.h) the
+ * weights, gradients and momentum also live in device memory: gradients
+ * are all-reduced there (ckh_gpu_allreduce), saves read the device,
+ * loads stage each tensor on the device it maps to (cudaMalloc: running
+ * out of memory is the device's answer), cfg->device_capacity_bytes is
+ * held as a real limit (ckh_gpu_limit); the arithmetic runs on the host
+ * copies. Without it the emulated devices below count the same bytes.
+ *
  * The oracle record (struct ckh_ddp_record) lives outside node memory (the
  * harness allocates it and passes it in the node arg) so it survives kills.
  * Per optimizer step and rank it holds digests of weights (with devices),
@@ -155,9 +163,9 @@ struct ckh_ddp_config {
     int keep_last;            /* saver keep_last (-1 unlimited) */
     uint64_t device_capacity_bytes; /* per emulated device (0: unlimited) */
     bool no_map_location;     /* load onto the saved device (also the no-device-map defect) */
-    bool nccl;                /* options.devices: nccl: on the real platform the gradient
-                                 all-reduce runs through NCCL on real GPUs (docs/REAL.md);
-                                 the simulator runs its emulated devices either way */
+    bool nccl;                /* options.devices: nccl: on the real platform the ranks get
+                                 real GPUs (env->gpu) and NCCL (docs/REAL.md); the
+                                 simulator runs its emulated devices either way */
     enum ckh_ddp_keymode keymode; /* model key handling on load */
     bool reshard;             /* a sampler state of another world size is resharded, a
                                  missing rng_rank_<R>.ckh keeps the fresh stream, and
