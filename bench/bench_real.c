@@ -5,6 +5,10 @@
  *     mpirun), against the simulator's cost per collective of the same
  *     size: the host time one simulated all-reduce takes, and the virtual
  *     time it charges (the runner's 20 us latency);
+ *   - the same through NCCL on a device buffer (ddp-train's gradient
+ *     path), when NCCL and a CUDA device are there (else "skipped" and
+ *     why; with CKH_NCCL_LIB naming tests/fakegpu's test double the
+ *     figures are the double's, marked so);
  *   - scenarios per second of the representative subset (seed pipeline,
  *     param-server, ddp-train with 2 and 4 ranks, a killed rank) on the
  *     real platform and in the simulator, and on the real platform with
@@ -35,12 +39,13 @@ static double now_s(void)
 }
 
 /* ns per real all-reduce of bytes over world ranks (-1 when it fails). */
-static double real_allreduce(const char *exe, const char *launcher, int world, size_t bytes, long iters)
+static double real_allreduce(const char *exe, const char *launcher, int world, size_t bytes, long iters,
+                             bool nccl)
 {
     char cmd[3000];
-    snprintf(cmd, sizeof cmd, "%s %s -np %d %s --bench %zu %ld 2>/dev/null", launcher,
+    snprintf(cmd, sizeof cmd, "%s %s -np %d %s --bench %zu %ld%s 2>/dev/null", launcher,
              geteuid() == 0 ? "--allow-run-as-root --oversubscribe --bind-to none" : "--oversubscribe --bind-to none",
-             world, exe, bytes, iters);
+             world, exe, bytes, iters, nccl ? " nccl" : "");
     FILE *p = popen(cmd, "r");
     double ns = -1;
     size_t b;
@@ -145,13 +150,30 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < 2; k++) {
             size_t b = sizes[k].bytes;
             double virt = 0, sim = sim_allreduce(world, b, &virt);
-            double real = have ? real_allreduce(exe, launcher, world, b, sizes[k].iters) : -1;
+            double real = have ? real_allreduce(exe, launcher, world, b, sizes[k].iters, false) : -1;
             const char *what = b == 8 ? "latency" : "bandwidth";
             printf("allreduce_%s_%dranks_%zuB_openmpi %.0f ns\n", what, world, b, real);
             if (b > 8 && real > 0)
                 printf("allreduce_bandwidth_%dranks_openmpi %.1f MiB/s\n", world, (double)b / (1 << 20) / (real * 1e-9));
             printf("allreduce_%s_%dranks_%zuB_sim_host %.0f ns\n", what, world, b, sim);
             printf("allreduce_%s_%dranks_%zuB_sim_virtual %.0f ns\n", what, world, b, virt);
+        }
+    /* NCCL on device buffers, at the ranks the devices allow. */
+    const char *lib = getenv("CKH_NCCL_LIB");
+    const char *tag = lib && strstr(lib, "fakegpu") ? "_test_double" : "";
+    for (int world = 2; have && world <= 4; world += 2)
+        for (size_t k = 0; k < 2; k++) {
+            size_t b = sizes[k].bytes;
+            double real = real_allreduce(exe, launcher, world, b, sizes[k].iters, true);
+            if (real < 0) {
+                printf("allreduce_nccl_%dranks skipped (no NCCL, CUDA runtime or %d devices here)\n", world, world);
+                break;
+            }
+            printf("allreduce_%s_%dranks_%zuB_nccl%s %.0f ns\n", b == 8 ? "latency" : "bandwidth", world, b, tag,
+                   real);
+            if (b > 8)
+                printf("allreduce_bandwidth_%dranks_nccl%s %.1f MiB/s\n", world, tag,
+                       (double)b / (1 << 20) / (real * 1e-9));
         }
     const size_t ns = sizeof subset / sizeof subset[0], nd = sizeof on_disk / sizeof on_disk[0];
     int pass_sim = 0, pass_real = 0, pass_fuse = 0;

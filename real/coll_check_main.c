@@ -10,7 +10,13 @@
  *   mpirun -np W ckh-coll-check-MPI --bench BYTES ITERS
  *
  * times ITERS f32 all-reduces of BYTES (after ITERS / 10 + 1 warm-up
- * calls) and rank 0 prints "allreduce BYTES NS_PER_CALL" (bench_real). */
+ * calls) and rank 0 prints "allreduce BYTES NS_PER_CALL" (bench_real).
+ *
+ *   mpirun -np W ckh-coll-check-MPI --bench BYTES ITERS nccl
+ *
+ * does the same through NCCL on a buffer in device memory (real_nccl.h's
+ * device all-reduce, ddp-train's gradient path); exit status 3 with what
+ * is missing on stderr when NCCL or a device is not there. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +24,7 @@
 #include <unistd.h>
 
 #include "real_coll.h"
+#include "real_nccl.h"
 
 static uint64_t now_ns(void)
 {
@@ -26,23 +33,37 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int bench(struct ckh_coll *c, int rank, size_t bytes, long iters)
+/* One f32 sum all-reduce of buf: on the host collectives, or on the
+ * device buffer through gpu when there is one. */
+static int reduce(struct ckh_coll *c, struct ckh_gpu *gpu, void *buf, size_t count)
 {
-    float *buf = calloc(bytes / 4 + 1, sizeof *buf);
-    if (!buf)
+    return gpu ? ckh_gpu_allreduce(gpu, buf, count, CKH_DT_F32, CKH_RED_SUM, 0)
+               : ckh_coll_allreduce(c, buf, count, CKH_DT_F32, CKH_RED_SUM, 0);
+}
+
+static int bench(struct ckh_coll *c, struct ckh_gpu *gpu, int rank, size_t bytes, long iters)
+{
+    void *buf = NULL;
+    int code = 3;
+    if (gpu ? ckh_gpu_alloc(gpu, rank, bytes, &buf) != 0 : !(buf = calloc(bytes / 4 + 1, sizeof(float))))
         return 3;
     for (long i = 0; i < iters / 10 + 1; i++)
-        if (ckh_coll_allreduce(c, buf, bytes / 4, CKH_DT_F32, CKH_RED_SUM, 0) != 0)
-            return 3;
+        if (reduce(c, gpu, buf, bytes / 4) != 0)
+            goto out;
     uint64_t t0 = now_ns();
     for (long i = 0; i < iters; i++)
-        if (ckh_coll_allreduce(c, buf, bytes / 4, CKH_DT_F32, CKH_RED_SUM, 0) != 0)
-            return 3;
+        if (reduce(c, gpu, buf, bytes / 4) != 0)
+            goto out;
     uint64_t t = now_ns() - t0;
     if (rank == 0)
         printf("allreduce %zu %.0f\n", bytes, (double)t / (double)iters);
-    free(buf);
-    return 0;
+    code = 0;
+out:
+    if (gpu)
+        ckh_gpu_free(gpu, buf);
+    else
+        free(buf);
+    return code;
 }
 
 int main(int argc, char **argv)
@@ -64,7 +85,16 @@ int main(int argc, char **argv)
     size_t n = 0;
     int code = 3;
     if (benching) {
-        code = ckh_real_coll_create(&c) == 0 ? bench(c, rank, (size_t)atol(argv[2]), atol(argv[3])) : 3;
+        struct ckh_coll *nccl = NULL;
+        char why[512];
+        bool want_nccl = argc > 4 && !strcmp(argv[4], "nccl");
+        if (ckh_real_coll_create(&c) != 0)
+            code = 3;
+        else if (want_nccl && ckh_real_nccl_create(c, 60000000000ull, &nccl, why, sizeof why) != 0)
+            fprintf(stderr, "ckh-coll-check: %s\n", why);
+        else
+            code = bench(c, nccl ? ckh_real_nccl_gpu(nccl) : NULL, rank, (size_t)atol(argv[2]), atol(argv[3]));
+        ckh_real_nccl_destroy(nccl);
     } else if (ckh_real_coll_create(&c) == 0 && ckh_real_coll_check(c, skip, 500000000ull, &out, &n) == 0) {
         char path[1024], tmp[1100];
         snprintf(path, sizeof path, "%s.%d", argv[1], rank);

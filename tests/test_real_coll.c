@@ -565,33 +565,18 @@ static const char *const library[] = {
     "scenarios/defects/reshard-ignored.yaml",
 };
 
-/* The scenario, its simulated course and verdict, its real course (one
- * real execution: the verdict is judged from it as ckh_harness_run does)
- * and verdict: equal. */
-START_TEST(test_library_equals_sim)
+/* The scenario's simulated verdict, and its verdict from one real
+ * execution (judged as ckh_harness_run does): into sim_out / real_out
+ * (cleared by the caller). With course, the real runs' course (runs,
+ * firings, records) must also equal the simulator's. */
+static void judge_both(const struct ckh_scenario *sc, const char *what, bool course,
+                       struct ckh_report_result *sim_out, struct ckh_report_result *real_out)
 {
-    if (!have[0])
-        return;
     const char *root = getenv("CKH_SOURCE_DIR");
-    char path[1024], msg[256], what[160];
-    snprintf(path, sizeof path, "%s/%s", root ? root : ".", library[_i]);
-    struct ckh_scn_options so;
-    struct ckh_scn_error e;
-    struct ckh_scenario *sc = NULL;
-    ckh_fuzz_scn_options(&so);
-    ck_assert_msg(ckh_scenario_parse_file(path, &so, &sc, &e) == 0, "%s", e.msg);
-    if (ckh__real_uses_ckhfs(sc) && ckh_ckhfs_available(msg, sizeof msg) != 0) {
-        fprintf(stderr, "test_real_coll: %s skipped: %s\n", library[_i], msg);
-        ckh_scenario_free(sc);
-        return;
-    }
-    setenv("CKH_MPI", "openmpi", 1);
-    snprintf(what, sizeof what, "%s", library[_i]);
     struct ckh_run_options o = {.source_dir = root};
-    struct ckh_report_result sim_out, real_out;
-    ckh_report_result_init(&sim_out);
-    ckh_report_result_init(&real_out);
-    ck_assert_int_eq(ckh_harness_run(sc, &o, &sim_out), 0);
+    ckh_report_result_init(sim_out);
+    ckh_report_result_init(real_out);
+    ck_assert_int_eq(ckh_harness_run(sc, &o, sim_out), 0);
     struct ckh_scenario_run sim, real;
     char err[1200] = "";
     sim_faulted(sc, &sim);
@@ -607,22 +592,168 @@ START_TEST(test_library_equals_sim)
     ck_assert_msg(real.world == sim.world && real.world_restart == sim.world_restart && real.resized == sim.resized,
                   "%s: world %d/%d restart %d/%d resized %d/%d", what, real.world, sim.world, real.world_restart,
                   sim.world_restart, real.resized, sim.resized);
-    /* A power loss with keep: random may leave other pending sets on the
-     * real disks (docs/REAL.md, "Crash timing"): its verdict only. */
-    if (!strstr(library[_i], "power-loss"))
+    if (course)
         same_course(&real, &sim, what);
-    real_out.runs = (uint32_t)real.nruns;
-    real_out.restarts = real.nruns ? (uint32_t)real.nruns - 1 : 0;
-    ckh__run_judge(&real, &real_out);
-    ck_assert_msg(real_out.verdict == sim_out.verdict, "%s: verdict %s on the real platform, %s in the simulator",
-                  what, ckh_verdict_name(real_out.verdict), ckh_verdict_name(sim_out.verdict));
-    ck_assert_msg(sim_out.verdict == CKH_VERDICT_PASS, "%s: %s", what, sim_out.message ? sim_out.message : "");
+    real_out->runs = (uint32_t)real.nruns;
+    real_out->restarts = real.nruns ? (uint32_t)real.nruns - 1 : 0;
+    ckh__run_judge(&real, real_out);
+    ck_assert_msg(real_out->verdict == sim_out->verdict, "%s: verdict %s on the real platform, %s in the simulator",
+                  what, ckh_verdict_name(real_out->verdict), ckh_verdict_name(sim_out->verdict));
     ckh_scenario_run_free(&real);
     ckh_scenario_run_free(&sim);
+}
+
+/* The scenario, its simulated course and verdict, its real course and
+ * verdict: equal. */
+START_TEST(test_library_equals_sim)
+{
+    if (!have[0])
+        return;
+    const char *root = getenv("CKH_SOURCE_DIR");
+    char path[1024], msg[256];
+    snprintf(path, sizeof path, "%s/%s", root ? root : ".", library[_i]);
+    struct ckh_scn_options so;
+    struct ckh_scn_error e;
+    struct ckh_scenario *sc = NULL;
+    ckh_fuzz_scn_options(&so);
+    ck_assert_msg(ckh_scenario_parse_file(path, &so, &sc, &e) == 0, "%s", e.msg);
+    if (ckh__real_uses_ckhfs(sc) && ckh_ckhfs_available(msg, sizeof msg) != 0) {
+        fprintf(stderr, "test_real_coll: %s skipped: %s\n", library[_i], msg);
+        ckh_scenario_free(sc);
+        return;
+    }
+    setenv("CKH_MPI", "openmpi", 1);
+    struct ckh_report_result sim_out, real_out;
+    /* A power loss with keep: random may leave other pending sets on the
+     * real disks (docs/REAL.md, "Crash timing"): its verdict only. */
+    judge_both(sc, library[_i], !strstr(library[_i], "power-loss"), &sim_out, &real_out);
+    ck_assert_msg(sim_out.verdict == CKH_VERDICT_PASS, "%s: %s", library[_i], sim_out.message ? sim_out.message : "");
     ckh_report_result_clear(&sim_out);
     ckh_report_result_clear(&real_out);
     ckh_scenario_free(sc);
     unsetenv("CKH_MPI");
+}
+END_TEST
+
+/* ---- NCCL against the test double (tests/fakegpu/) ---- */
+
+/* Points ckh's NCCL and CUDA runtime at libckh_fakegpu.so (beside this
+ * program) with gpus devices sharing a fresh folder (in dir). False when
+ * the library is not there. */
+static bool fake_gpus(int gpus, uint64_t mem, char *dir, size_t dirlen)
+{
+    char exe[1024], lib[1100];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return false;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(lib, sizeof lib, "%s/libckh_fakegpu.so", exe);
+    if (access(lib, R_OK) != 0) {
+        fprintf(stderr, "test_real_coll: %s missing: the NCCL test double is not built\n", lib);
+        return false;
+    }
+    snprintf(dir, dirlen, "/tmp/ckh-fakegpu-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char num[32];
+    setenv("CKH_NCCL_LIB", lib, 1);
+    setenv("CKH_CUDART_LIB", lib, 1);
+    setenv("CKH_FAKE_GPU_DIR", dir, 1);
+    snprintf(num, sizeof num, "%d", gpus);
+    setenv("CKH_FAKE_GPUS", num, 1);
+    snprintf(num, sizeof num, "%llu", (unsigned long long)mem);
+    setenv("CKH_FAKE_GPU_MEM", num, 1);
+    return true;
+}
+
+static void fake_gpus_end(const char *dir)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    unsetenv("CKH_NCCL_LIB");
+    unsetenv("CKH_CUDART_LIB");
+    unsetenv("CKH_FAKE_GPU_DIR");
+    unsetenv("CKH_FAKE_GPUS");
+    unsetenv("CKH_FAKE_GPU_MEM");
+}
+
+static const char *const nccl_jobs[] = {
+    /* 0, 1: uninterrupted, 2 and 4 ranks: the simulator's records */
+    "job: {workload: ddp-train, nodes: 2, epochs: 2, checkpoint_every: {steps: 5}, options: {devices: nccl}}\n",
+    "job: {workload: ddp-train, nodes: 4, epochs: 2, checkpoint_every: {steps: 3}, options: {devices: nccl}}\n",
+    /* 2: every rank's unmapped load on GPU 0 runs it out of memory */
+    "job: {workload: ddp-train, nodes: 4, epochs: 2, checkpoint_every: {steps: 1}, collective_timeout: 5s,\n"
+    "      options: {map_location: false, samples: 64, devices: nccl}}\n"
+    "faults:\n  - on: {node: rank_3, op: allreduce, step: 3}\n    do: kill\n"
+    "  - on: {run: any}\n    do: gpu-oom\n"
+    "restart: {max_restarts: 1}\nexpect: {outcome: job-fails}\n",
+    /* 3: its mapped twin fits */
+    "job: {workload: ddp-train, nodes: 4, epochs: 2, checkpoint_every: {steps: 1}, collective_timeout: 5s,\n"
+    "      options: {samples: 64, devices: nccl}}\n"
+    "faults:\n  - on: {node: rank_3, op: allreduce, step: 3}\n    do: kill\n"
+    "  - on: {run: any}\n    do: gpu-oom\n",
+    /* 4: a rank dies inside the NCCL all-reduce; its peers time out */
+    "job: {workload: ddp-train, nodes: 2, epochs: 2, checkpoint_every: {steps: 4}, collective_timeout: 3s,\n"
+    "      options: {devices: nccl}}\n"
+    "faults:\n  - on: {node: rank_1, step: 5}\n    do: die-in-collective\n",
+};
+
+/* ddp-train over NCCL with its tensors in device memory, every call
+ * through the CUDA runtime and NCCL test double: records and verdicts
+ * equal the simulator's; device memory is shared and real to ckh (the
+ * unmapped load fails on cudaMalloc of GPU 0); no device is exit 3. */
+START_TEST(test_nccl_fake)
+{
+    if (!have[0])
+        return;
+    char dir[256];
+    int n = (int)(sizeof nccl_jobs / sizeof nccl_jobs[0]);
+    if (!fake_gpus(_i == n ? 0 : 4, 1u << 30, dir, sizeof dir))
+        return;
+    setenv("CKH_MPI", "openmpi", 1);
+    if (_i == n) {
+        /* No device: the environment, naming it. */
+        struct ckh_scenario *sc = parse(nccl_jobs[0]);
+        struct ckh_scenario_run real;
+        char err[1200] = "";
+        memset(&real, 0, sizeof real);
+        real.sc = sc;
+        int rc = ckh__real_execute(sc, sc->seed, CKH_RUN_REFERENCE, &real, err, sizeof err);
+        ck_assert_msg(rc == CKH_EINTERNAL && strstr(err, "options.devices: nccl: no CUDA device"), "rc %d: %s", rc,
+                      err);
+        ckh_scenario_run_free(&real);
+        ckh_scenario_free(sc);
+    } else if (_i < 2) {
+        struct ckh_scenario *sc = parse(nccl_jobs[_i]);
+        struct ckh_scenario_run sim, real;
+        char err[1200] = "";
+        memset(&real, 0, sizeof real);
+        real.sc = sc;
+        int rc = ckh__real_execute(sc, sc->seed, CKH_RUN_REFERENCE, &real, err, sizeof err);
+        ck_assert_msg(rc == 0, "%s", err);
+        sim_reference(sc, &sim);
+        same_result(&real.got.r, &sim.got.r, nccl_jobs[_i]);
+        ckh_scenario_run_free(&sim);
+        ckh_scenario_run_free(&real);
+        ckh_scenario_free(sc);
+    } else {
+        struct ckh_scenario *sc = parse(nccl_jobs[_i]);
+        struct ckh_report_result sim_out, real_out;
+        judge_both(sc, nccl_jobs[_i], false, &sim_out, &real_out);
+        ck_assert_msg(real_out.verdict == CKH_VERDICT_PASS, "%s: %s", nccl_jobs[_i],
+                      real_out.message ? real_out.message : "");
+        if (_i == 2)
+            ck_assert_msg(real_out.message && strstr(real_out.message, "GPU 0 out of memory loading"), "%s",
+                          real_out.message ? real_out.message : "(no message)");
+        ckh_report_result_clear(&sim_out);
+        ckh_report_result_clear(&real_out);
+        ckh_scenario_free(sc);
+    }
+    unsetenv("CKH_MPI");
+    fake_gpus_end(dir);
 }
 END_TEST
 
@@ -673,6 +804,7 @@ int main(void)
     tcase_add_loop_test(tc, test_on_disk_equals_sim, 0, (int)(sizeof on_disk / sizeof on_disk[0]));
     tcase_add_loop_test(tc, test_environment, 0, 4);
     tcase_add_loop_test(tc, test_nccl, 0, 2);
+    tcase_add_loop_test(tc, test_nccl_fake, 0, (int)(sizeof nccl_jobs / sizeof nccl_jobs[0]) + 1);
     tcase_add_loop_test(tc, test_library_equals_sim, 0, (int)(sizeof library / sizeof library[0]));
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);
