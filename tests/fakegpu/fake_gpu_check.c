@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -158,6 +159,9 @@ static pid_t spawn(const char *name, int (*fn)(void *), void *arg)
     pid_t pid = fork();
     if (pid != 0)
         return pid;
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* nothing outlives the check */
+    if (getppid() == 1)
+        _exit(1);
     int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd >= 0) {
         dup2(fd, STDERR_FILENO);
@@ -253,7 +257,7 @@ static int query_until_done(void *s)
 {
     struct timespec ts = {.tv_nsec = 50000};
     int rc = NOT_READY;
-    for (long i = 0; i < 4000000 && (rc = api.stream_query(s)) == NOT_READY; i++)
+    for (long i = 0; i < 400000 && (rc = api.stream_query(s)) == NOT_READY; i++)
         if (i > 100)
             nanosleep(&ts, NULL);
     return rc;
@@ -487,11 +491,16 @@ struct rank_args {
     unique_id id;              /* rank 0's id, as ckh broadcasts it */
     int nranks, rank, dev;     /* this rank */
     size_t count[ROUNDS];      /* elements per round (0: stop there) */
-    struct chan ready, go;     /* dead-peer and duplicate checks: after round 0 / init */
+    struct chan ready, go;     /* RANK_DIES, RANK_SURVIVES: after round 0; RANK_FAST, RANK_SLOW: ready only */
     int mode;                  /* what the rank does (enum below) */
+    int tokens;                /* RANK_SLOW: the rounds its fast peer has published */
 };
 
-enum { RANK_GATHER, RANK_DIES, RANK_SURVIVES };
+/* RANK_FAST sends a token on ready after each ncclAllGather returns and
+ * after its ncclCommDestroy; RANK_SLOW queries round k only once its fast
+ * peer has published round k + 1 (the last round: destroyed its
+ * communicator), so the fast rank's block of round k must outlive both. */
+enum { RANK_GATHER, RANK_DIES, RANK_SURVIVES, RANK_FAST, RANK_SLOW };
 
 static unsigned char pattern(int rank, int round, size_t i)
 {
@@ -513,8 +522,13 @@ static int gather_round(struct rank_args *a, void *comm, void *s, int k)
     EXPECT(api.memcpy_(dsend, host, bytes, H2D) == 0, "rank %d round %d: H2D", a->rank, k);
     int rc = api.all_gather(dsend, drecv, a->count[k], dt, comm, s);
     EXPECT(rc == 0, "rank %d round %d: ncclAllGather: %d", a->rank, k, rc);
-    rc = k % 2 ? api.stream_sync(s) : query_until_done(s);
-    EXPECT(rc == 0, "rank %d round %d: %s: %d", a->rank, k, k % 2 ? "cudaStreamSynchronize" : "cudaStreamQuery", rc);
+    if (a->mode == RANK_FAST)
+        chan_send(&a->ready);
+    for (; a->mode == RANK_SLOW && a->tokens < k + 2; a->tokens++)
+        EXPECT(chan_wait(&a->ready), "rank %d round %d: its fast peer is gone", a->rank, k);
+    bool sync = k % 2 && a->mode == RANK_GATHER; /* the skewed ranks poll: a wrong library fails, not hangs */
+    rc = sync ? api.stream_sync(s) : query_until_done(s);
+    EXPECT(rc == 0, "rank %d round %d: %s: %d", a->rank, k, sync ? "cudaStreamSynchronize" : "cudaStreamQuery", rc);
     EXPECT(api.memcpy_(host, drecv, all, D2H) == 0, "rank %d round %d: D2H", a->rank, k);
     for (int q = 0; q < a->nranks; q++)
         for (size_t i = 0; i < bytes; i++)
@@ -561,6 +575,8 @@ static int rank_main(void *arg)
         EXPECT(api.free_dev(dsend) == 0 && api.free_dev(drecv) == 0, "cudaFree after the abort");
     } else {
         EXPECT(api.comm_destroy(comm) == 0, "rank %d: ncclCommDestroy", a->rank);
+        if (a->mode == RANK_FAST)
+            chan_send(&a->ready); /* the slow rank's last round reads the blocks of a rank gone */
     }
     EXPECT(api.stream_destroy(s) == 0, "rank %d: cudaStreamDestroy", a->rank);
     return 0;
@@ -583,10 +599,12 @@ static const char *leftovers(void)
     return res;
 }
 
-static void check_gather(int nranks)
+static void check_gather(int nranks, bool skewed)
 {
-    char name[64];
-    snprintf(name, sizeof name, "allgather%d", nranks);
+    char name[128];
+    struct chan ahead;
+    snprintf(name, sizeof name, "allgather%d%s", nranks, skewed ? "skewed" : "");
+    chan_open(&ahead);
     job_begin(name, "4", NULL);
     struct rank_args a[4];
     pid_t pid[4];
@@ -600,6 +618,9 @@ static void check_gather(int nranks)
         a[r].nranks = nranks;
         a[r].rank = r;
         a[r].dev = (nranks - 1 - r); /* rank and device differ */
+        a[r].ready = ahead;
+        if (skewed)
+            a[r].mode = r == 0 ? RANK_FAST : RANK_SLOW;
         for (int k = 0; k < ROUNDS; k++)
             a[r].count[k] = k == 4 ? 1 : 3 + 41 * (size_t)k;
         snprintf(name, sizeof name, "rank%d", r);
@@ -614,7 +635,12 @@ static void check_gather(int nranks)
     }
     if (!why)
         why = leftovers();
-    snprintf(name, sizeof name, "allgather: %d processes, %d rounds of varying sizes, rank order", nranks, ROUNDS);
+    chan_close(&ahead);
+    if (skewed)
+        snprintf(name, sizeof name, "allgather: a rank a round ahead of its peer (and gone at the end)");
+    else
+        snprintf(name, sizeof name, "allgather: %d processes, %d rounds of varying sizes, rank order", nranks,
+                 ROUNDS);
     report(name, why);
 }
 
@@ -847,8 +873,9 @@ int main(int argc, char **argv)
     check_devices();
     check_memory();
     check_memcpy();
-    check_gather(2);
-    check_gather(4);
+    check_gather(2, false);
+    check_gather(4, false);
+    check_gather(2, true);
     check_dead_peer();
     check_duplicate();
     check_mismatch();
