@@ -25,7 +25,9 @@
  *     reused pid would hold it again). cudaMalloc past the capacity is
  *     cudaErrorMemoryAllocation and allocates nothing; cudaMemGetInfo is
  *     (capacity - usage of every live process, capacity) of the current
- *     device. New device memory holds 0xA5 bytes, not zeros.
+ *     device. New device memory holds 0xA5 bytes, not zeros (blocks up to
+ *     64 MiB; larger ones hold what malloc gave, unfilled, so that a
+ *     ballast taking most of a device costs the host nothing).
  *   - pointers: a device pointer is a host block registered in this
  *     process's table (base, size, device). cudaMemcpy checks its kind
  *     against the table (H2D: dst..dst+n inside one block, src in none;
@@ -150,6 +152,9 @@ enum {
 enum { MAX_DEVICES = 64, ID_PREFIX_LEN = 8 };
 #define ID_PREFIX "fakegpu-"
 #define DEFAULT_MEM_BYTES ((size_t)1 << 30)
+/* Larger blocks are left as malloc gives them, so that a ballast holding
+ * most of a device costs the host no memory. */
+#define FILL_BYTES_MAX ((size_t)64 << 20)
 
 /* One line "fakegpu: ..." on stderr, written at once. */
 __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
@@ -551,7 +556,8 @@ static int dev_malloc(void **p, size_t n)
         free(host);
         return rc;
     }
-    memset(host, 0xA5, n); /* device memory is not zeroed */
+    if (n <= FILL_BYTES_MAX)
+        memset(host, 0xA5, n); /* device memory is not zeroed */
     st.blocks[st.nblocks++] = (struct dev_block){.base = (uintptr_t)host, .size = n, .dev = st.dev};
     *p = host;
     return CUDA_OK;
