@@ -12,6 +12,10 @@
  * "fakegpu: ") where ckh misuses them.
  *
  * Specification (what it models):
+ *   - the job's folder: CKH_FAKE_GPU_DIR, shared by every process of one
+ *     job, holds everything they share. Without it cudaMalloc and
+ *     cudaMemGetInfo are cudaErrorInitializationError and ncclCommInitRank
+ *     ncclSystemError, each with a line naming the variable.
  *   - devices: CKH_FAKE_GPUS of them (default 2, at most 64; "0":
  *     cudaGetDeviceCount sets 0 and returns cudaErrorNoDevice); the
  *     current device is per process, 0 until cudaSetDevice (out of range:
@@ -58,9 +62,10 @@
  *     to a temporary name, then renamed), enqueues the gather on the
  *     stream and returns without waiting. The gather completes when every
  *     rank's block <n> is there: they are copied into recvbuff in rank
- *     order. A peer's block of another size (or nranks) fails it, as does
- *     sendbuff changing while it is in flight (NCCL reads it on the
- *     device); a dead peer never publishes, and the stream stays not ready.
+ *     order. A peer's block of another size (or nranks) fails it with
+ *     cudaErrorUnknown, as does sendbuff changing while it is in flight
+ *     (NCCL reads it on the device); a dead peer never publishes, and the
+ *     stream stays not ready.
  *     A second ncclAllGather first waits for the communicator's and the
  *     stream's previous one (a failed one makes it ncclUnhandledCudaError).
  *   - ncclCommDestroy waits for its gather, ncclCommAbort drops it; both
@@ -71,7 +76,8 @@
  * beyond the all-gather, more than one host, the other collectives, and
  * NCCL's blocking initialization (ncclCommInitRank returns at once; a
  * missing peer shows at the first all-gather). It is thread-safe by one
- * lock, released while it polls. Nothing runs before the first call.
+ * lock, released while it polls. Nothing runs before the first call; a
+ * forked child starts with no device state (CUDA does not survive fork).
  *
  * Map: the API · configuration · this process's state · device memory
  * shared between processes · pointers and copies · streams ·
@@ -103,24 +109,49 @@ typedef struct {
     char internal[128]; /* NCCL_UNIQUE_ID_BYTES */
 } fake_unique_id;       /* ncclUniqueId */
 
+/* *n = the devices (CKH_FAKE_GPUS); cudaErrorNoDevice with *n = 0 when none. */
 FAKE_API int cudaGetDeviceCount(int *n);
+/* Makes d this process's current device (cudaErrorInvalidDevice out of range). */
 FAKE_API int cudaSetDevice(int d);
+/* *d = this process's current device. */
 FAKE_API int cudaGetDevice(int *d);
+/* *p = a new block of n bytes charged to the current device, the caller's
+ * until cudaFree; n == 0: *p = NULL. Past the capacity: out of memory, *p
+ * untouched. */
 FAKE_API int cudaMalloc(void **p, size_t n);
+/* Frees a block cudaMalloc returned (waiting for the streams first); NULL: nothing. */
 FAKE_API int cudaFree(void *p);
+/* Copies n bytes of kind (0 H2H, 1 H2D, 2 D2H, 3 D2D, 4 default) after
+ * the streams complete; a side in the wrong memory is invalid argument. */
 FAKE_API int cudaMemcpy(void *dst, const void *src, size_t n, int kind);
+/* The current device's free bytes (every live process counted) and capacity. */
 FAKE_API int cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
+/* *s = a new stream of the current device, the caller's until cudaStreamDestroy. */
 FAKE_API int cudaStreamCreate(void **s);
+/* Tries to complete s's all-gather: success, device not ready, or its error. */
 FAKE_API int cudaStreamQuery(void *s);
+/* Frees s now, or when its pending all-gather ends. */
 FAKE_API int cudaStreamDestroy(void *s);
+/* Polls s until its all-gather completes or fails. */
 FAKE_API int cudaStreamSynchronize(void *s);
+/* Polls every stream of the current device until none has work. */
 FAKE_API int cudaDeviceSynchronize(void);
+/* The CUDA runtime's text for e (a static string). */
 FAKE_API const char *cudaGetErrorString(int e);
+/* id->internal = a new id's text (the rest zeros); rank 0 makes it, the
+ * others receive it. */
 FAKE_API int ncclGetUniqueId(fake_unique_id *id);
+/* *comm = rank's communicator of nranks on the current device, the
+ * caller's until ncclCommDestroy or ncclCommAbort. Returns at once. */
 FAKE_API int ncclCommInitRank(void **comm, int nranks, fake_unique_id id, int rank);
+/* Enqueues the all-gather of count elements of datatype per rank on
+ * stream (NULL: the default stream); returns without waiting. */
 FAKE_API int ncclAllGather(const void *send, void *recv, size_t count, int datatype, void *comm, void *stream);
+/* Waits for comm's pending all-gather, leaves it and frees it; NULL: nothing. */
 FAKE_API int ncclCommDestroy(void *comm);
+/* Drops comm's pending all-gather, leaves it and frees it; NULL: nothing. */
 FAKE_API int ncclCommAbort(void *comm);
+/* NCCL's text for r (a static string). */
 FAKE_API const char *ncclGetErrorString(int r);
 
 /* cudaError_t values returned here. */
