@@ -11,9 +11,9 @@
  * options: samples, in_dim, hidden, out_dim, batch, accum, warmup_steps
  * (integers), lr, min_lr, momentum, weight_decay, dropout (numbers),
  * drop_last, map_location, reshard (bools), keys (strict | normalize),
- * devices (emulated | nccl: the real platform's gradient all-reduce
- * through NCCL on real GPUs, docs/REAL.md; the same emulated devices in
- * the simulator).
+ * devices (emulated | nccl: on the real platform the tensors live in
+ * real GPU memory and the gradients are all-reduced through NCCL,
+ * docs/REAL.md; the same emulated devices in the simulator).
  *
  * World size on restart (restart.world_size W', faulted runs only): the
  * instance holds max(W, W') nodes "rank_<i>" (node i is always rank i when
