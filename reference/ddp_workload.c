@@ -144,14 +144,17 @@ static int dev_setup(struct trainer *t)
         rc = ckh_gpu_alloc(t->gpu, t->rank, m->count[i] * sizeof(float), &t->dgrad[i]);
     if (!rc)
         rc = ckh_gpu_prepare(t->gpu, largest * sizeof(float));
-    if (!rc && t->cfg->device_capacity_bytes)
-        rc = ckh_gpu_limit(t->gpu, t->rank, t->cfg->device_capacity_bytes);
+    if (!rc && t->cfg->device_capacity_bytes &&
+        (rc = ckh_gpu_limit(t->gpu, t->rank, t->cfg->device_capacity_bytes)) != 0)
+        return tfail(t, rc, "rank %d: GPU %d: holding back what is free beyond gpu_memory (%" PRIu64 " bytes): %s",
+                     t->rank, t->rank, t->cfg->device_capacity_bytes, ckh_strerror(rc));
     for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++)
         if ((rc = ckh_gpu_alloc(t->gpu, t->rank, m->count[i] * sizeof(float), &t->dparam[i])) == 0)
             rc = ckh_gpu_alloc(t->gpu, t->rank, m->count[i] * sizeof(float), &t->dmom[i]);
+    if (rc == CKH_EOOM_DEVICE)
+        return tfail(t, rc, "rank %d: GPU %d out of memory for the model", t->rank, t->rank);
     if (rc)
-        return tfail(t, rc, "rank %d: GPU %d out of memory for the model (%s)", t->rank, t->rank,
-                     ckh_strerror(rc));
+        return tfail(t, rc, "rank %d: GPU %d: allocating the model: %s", t->rank, t->rank, ckh_strerror(rc));
     return 0;
 }
 
