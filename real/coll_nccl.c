@@ -431,8 +431,10 @@ static int g_limit(struct ckh_gpu *g, int dev, uint64_t bytes)
     if (dev >= MAX_DEV)
         return CKH_EINVAL;
     int p = phys(c, dev);
-    if (bytes == 0 || c->ballast[p] || on_dev(c, p))
+    if (bytes == 0 || c->ballast[p])
         return 0;
+    if (on_dev(c, p))
+        return -EIO;
     size_t free_b = 0, total = 0;
     int rc = 0;
     if (lib.mem_get_info(&free_b, &total) != CUDA_SUCCESS) {
