@@ -43,10 +43,18 @@ static int reduce(struct ckh_coll *c, struct ckh_gpu *gpu, void *buf, size_t cou
 
 static int bench(struct ckh_coll *c, struct ckh_gpu *gpu, int rank, size_t bytes, long iters)
 {
-    void *buf = NULL;
     int code = 3;
-    if (gpu ? ckh_gpu_alloc(gpu, rank, bytes, &buf) != 0 : !(buf = calloc(bytes / 4 + 1, sizeof(float))))
+    float *host = calloc(bytes / 4 + 1, sizeof(float));
+    void *buf = host, *dev = NULL;
+    if (!host)
         return 3;
+    /* A device buffer starts as the host's: zeros (cudaMalloc's memory
+     * holds whatever was there). */
+    if (gpu && (ckh_gpu_alloc(gpu, rank, bytes, &dev) != 0 ||
+                ckh_gpu_copy(gpu, dev, host, bytes, CKH_GPU_TO_DEVICE) != 0))
+        goto out;
+    if (gpu)
+        buf = dev;
     for (long i = 0; i < iters / 10 + 1; i++)
         if (reduce(c, gpu, buf, bytes / 4) != 0)
             goto out;
@@ -59,10 +67,8 @@ static int bench(struct ckh_coll *c, struct ckh_gpu *gpu, int rank, size_t bytes
         printf("allreduce %zu %.0f\n", bytes, (double)t / (double)iters);
     code = 0;
 out:
-    if (gpu)
-        ckh_gpu_free(gpu, buf);
-    else
-        free(buf);
+    ckh_gpu_free(gpu, dev);
+    free(host);
     return code;
 }
 

@@ -42,6 +42,7 @@ struct nccl_lib {
     nccl_result (*comm_destroy)(nccl_comm comm);
     nccl_result (*comm_abort)(nccl_comm comm);
     const char *(*nccl_error)(nccl_result r);
+    nccl_result (*async_error)(nccl_comm comm, nccl_result *err); /* NULL: not offered */
     cuda_error (*device_count)(int *n);
     cuda_error (*set_device)(int dev);
     cuda_error (*malloc_dev)(void **p, size_t n);
@@ -104,6 +105,7 @@ static void load(void)
     SYM(nccl, comm_destroy, "ncclCommDestroy", "libnccl.so.2");
     SYM(nccl, comm_abort, "ncclCommAbort", "libnccl.so.2");
     SYM(nccl, nccl_error, "ncclGetErrorString", "libnccl.so.2");
+    *(void **)(&lib.async_error) = dlsym(lib.nccl, "ncclCommGetAsyncError");
     SYM(cudart, device_count, "cudaGetDeviceCount", "the CUDA runtime");
     SYM(cudart, set_device, "cudaSetDevice", "the CUDA runtime");
     SYM(cudart, malloc_dev, "cudaMalloc", "the CUDA runtime");
@@ -193,24 +195,35 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Waits for the stream until the deadline (timeout 0: none); on the
- * deadline aborts the communicator. */
+enum { NCCL_IN_PROGRESS = 7 }; /* ncclInProgress: not an error */
+
+/* The communicator is unusable: aborted now, every later call refused. */
+static int fail_comm(struct nccl_coll *c, int code)
+{
+    if (c->comm)
+        lib.comm_abort(c->comm);
+    c->comm = NULL;
+    c->failed = true;
+    return code;
+}
+
+/* Waits for the stream until the deadline (timeout 0: none). A CUDA error
+ * is -EIO; an asynchronous NCCL error (a peer or its link lost) is
+ * CKH_EPEER_DEAD; the deadline is CKH_ETIMEOUT. Each aborts the
+ * communicator. */
 static int wait_stream(struct nccl_coll *c, uint64_t t0, uint64_t timeout_ns)
 {
     for (unsigned spins = 0;; spins++) {
         cuda_error e = lib.stream_query(c->stream);
         if (e == CUDA_SUCCESS)
             return 0;
-        if (e != CUDA_ERROR_NOT_READY) {
-            c->failed = true;
-            return CKH_EPEER_DEAD;
-        }
-        if (timeout_ns && mono_ns() - t0 > timeout_ns) {
-            lib.comm_abort(c->comm);
-            c->comm = NULL;
-            c->failed = true;
-            return CKH_ETIMEOUT;
-        }
+        if (e != CUDA_ERROR_NOT_READY)
+            return fail_comm(c, -EIO);
+        nccl_result ae = 0;
+        if (lib.async_error && lib.async_error(c->comm, &ae) == 0 && ae != 0 && ae != NCCL_IN_PROGRESS)
+            return fail_comm(c, CKH_EPEER_DEAD);
+        if (timeout_ns && mono_ns() - t0 > timeout_ns)
+            return fail_comm(c, CKH_ETIMEOUT);
         if (spins > 1000) {
             struct timespec ts = {.tv_nsec = 50000};
             nanosleep(&ts, NULL);
@@ -237,10 +250,8 @@ static int gather(struct nccl_coll *c, const void *send, bool on_device, size_t 
     }
     if (!on_device && bytes && lib.memcpy_(c->dsend, send, bytes, CUDA_H2D) != CUDA_SUCCESS)
         return -EIO;
-    if (lib.all_gather(on_device ? send : c->dsend, c->drecv, bytes, NCCL_INT8, c->comm, c->stream) != 0) {
-        c->failed = true;
-        return CKH_EPEER_DEAD;
-    }
+    if (lib.all_gather(on_device ? send : c->dsend, c->drecv, bytes, NCCL_INT8, c->comm, c->stream) != 0)
+        return fail_comm(c, -EIO);
     if ((rc = wait_stream(c, t0, timeout_ns)) != 0)
         return rc;
     if (all && lib.memcpy_(c->host, c->drecv, all, CUDA_D2H) != CUDA_SUCCESS)
@@ -368,10 +379,15 @@ static int phys(const struct nccl_coll *c, int d)
     return d == c->rank ? c->dev : d % c->ndev;
 }
 
-/* Runs on device d's context: switches to it (and back, in done). */
+/* Runs on physical device p's context: switches to it (and back, in
+ * done_dev). The first switch to a device makes its context, which takes
+ * device memory: no room for it is CKH_EOOM_DEVICE. */
 static int on_dev(const struct nccl_coll *c, int p)
 {
-    return p == c->dev || lib.set_device(p) == CUDA_SUCCESS ? 0 : -EIO;
+    if (p == c->dev)
+        return 0;
+    cuda_error e = lib.set_device(p);
+    return e == CUDA_SUCCESS ? 0 : e == CUDA_ERROR_MEMORY_ALLOCATION ? CKH_EOOM_DEVICE : -EIO;
 }
 
 static void done_dev(const struct nccl_coll *c, int p)
@@ -385,9 +401,9 @@ static int g_alloc(struct ckh_gpu *g, int dev, uint64_t bytes, void **dptr)
     struct nccl_coll *c = NG(g);
     if (dev >= MAX_DEV || bytes > SIZE_MAX)
         return CKH_EINVAL;
-    int p = phys(c, dev);
-    if (on_dev(c, p))
-        return -EIO;
+    int p = phys(c, dev), rc = on_dev(c, p);
+    if (rc)
+        return rc;
     cuda_error e = lib.malloc_dev(dptr, bytes ? (size_t)bytes : 1);
     done_dev(c, p);
     if (e != CUDA_SUCCESS)
@@ -433,10 +449,10 @@ static int g_limit(struct ckh_gpu *g, int dev, uint64_t bytes)
     int p = phys(c, dev);
     if (bytes == 0 || c->ballast[p])
         return 0;
-    if (on_dev(c, p))
-        return -EIO;
+    int rc = on_dev(c, p);
+    if (rc)
+        return rc;
     size_t free_b = 0, total = 0;
-    int rc = 0;
     if (lib.mem_get_info(&free_b, &total) != CUDA_SUCCESS) {
         rc = -EIO;
     } else if (free_b > bytes) {
@@ -503,7 +519,7 @@ int ckh_real_nccl_create(struct ckh_coll *base, uint64_t setup_timeout_ns, struc
                          size_t msglen)
 {
     *out = NULL;
-    int rc = ckh_real_nccl_probe(NULL, msg, msglen);
+    int ndev = 0, rc = ckh_real_nccl_probe(&ndev, msg, msglen);
     if (rc)
         return rc;
     struct nccl_coll *c = calloc(1, sizeof *c);
@@ -514,7 +530,7 @@ int ckh_real_nccl_create(struct ckh_coll *base, uint64_t setup_timeout_ns, struc
     c->mpi = base;
     c->rank = ckh_coll_rank(base);
     c->world = ckh_coll_world_size(base);
-    c->ndev = devices(msg, msglen);
+    c->ndev = ndev;
     int dev = c->dev = local_device(c->rank, c->ndev);
     cuda_error e = lib.set_device(dev);
     if (e == CUDA_SUCCESS)
@@ -539,6 +555,16 @@ int ckh_real_nccl_create(struct ckh_coll *base, uint64_t setup_timeout_ns, struc
         c->comm = NULL;
         rc = ckh_errf(msg, msglen, CKH_EINTERNAL, "ncclCommInitRank (rank %d of %d, device %d): %s", c->rank,
                       c->world, dev, lib.nccl_error(r));
+        goto out_free;
+    }
+    /* NCCL connects its ranks and allocates its buffers at the first
+     * collective: one all-gather of a byte now, under the set-up deadline,
+     * so that a peer that never comes is a set-up failure and a limit set
+     * later (ckh_gpu_limit) leaves NCCL's memory out. */
+    unsigned char one = (unsigned char)c->rank;
+    if ((rc = gather(c, &one, false, 1, setup_timeout_ns)) != 0) {
+        ckh_errf(msg, msglen, rc, "the first NCCL all-gather (rank %d of %d, device %d): %s", c->rank, c->world,
+                 dev, ckh_strerror(rc));
         goto out_free;
     }
     *out = &c->base;

@@ -17,7 +17,9 @@
  *     r uses device r modulo the devices it sees), rank 0 makes the NCCL
  *     unique id, which travels to the others by a broadcast of the base
  *     collectives (MPI: real_coll.h), then ncclCommInitRank on a stream of
- *     its own;
+ *     its own, then one all-gather of a byte (NCCL connects and allocates
+ *     its buffers at its first collective: now, under the set-up
+ *     deadline, before any limit);
  *   - all-reduce: the rank's buffer goes to device memory, one
  *     ncclAllGather brings every rank's buffer to every device, the W
  *     buffers come back to the host and are folded in rank order with
@@ -30,7 +32,8 @@
  *   - device memory (ckh_real_nccl_gpu, the env's struct ckh_gpu): the
  *     job's device d is this rank's own GPU for d = its rank, else
  *     physical device d modulo the devices seen; alloc is cudaMalloc on
- *     that device (cudaErrorMemoryAllocation: CKH_EOOM_DEVICE), copy is
+ *     that device (cudaErrorMemoryAllocation, there or making the
+ *     device's context: CKH_EOOM_DEVICE), copy is
  *     cudaMemcpy, mem is cudaMemGetInfo against the limit, limit holds a
  *     ballast allocation of what is free beyond the job's gpu_memory (so
  *     that running out of memory is the device's own answer), allreduce
@@ -39,7 +42,10 @@
  *   - barrier, broadcast, send, recv: the base collectives;
  *   - a deadline: the NCCL call is polled (cudaStreamQuery) until its
  *     deadline, then the communicator is aborted and the call fails with
- *     CKH_ETIMEOUT; every later call fails with CKH_ESTATE;
+ *     CKH_ETIMEOUT; an asynchronous NCCL error while polling
+ *     (ncclCommGetAsyncError, where the library has it: a peer or its
+ *     link lost) aborts it with CKH_EPEER_DEAD, a CUDA error or a failed
+ *     launch with -EIO; every later call fails with CKH_ESTATE;
  *   - faults: each call goes through the gate first, as the MPI
  *     collectives do (ERRNO fails it, kills kill inside it, DELAY waits);
  *     a MISMATCH fault fails the faulty rank's call with CKH_EMISMATCH at
@@ -62,9 +68,9 @@ int ckh_real_nccl_probe(int *ndevices, char *msg, size_t msglen);
 
 /* NCCL collectives for this rank of base's group (base: the MPI
  * collectives, borrowed; they must outlive *out). setup_timeout_ns bounds
- * the id exchange. *out is freed with ckh_real_nccl_destroy. 0, or
- * CKH_EINTERNAL (msg: what is missing or failed), CKH_ENOMEM, or the
- * base's code when the id exchange fails. */
+ * the id exchange and the first all-gather. *out is freed with ckh_real_nccl_destroy. 0, or
+ * CKH_EINTERNAL (msg: what is missing or failed), CKH_ENOMEM, the base's
+ * code when the id exchange fails, or the first all-gather's. */
 int ckh_real_nccl_create(struct ckh_coll *base, uint64_t setup_timeout_ns, struct ckh_coll **out, char *msg,
                          size_t msglen);
 void ckh_real_nccl_destroy(struct ckh_coll *c);

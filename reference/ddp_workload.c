@@ -456,7 +456,8 @@ static int load_model(struct trainer *t, const char *folder)
         rc = stage(t, dev, e, e->key, &t->dstage[i]);
         if (rc)
             break;
-        t->staged[dev] += e->size_bytes;
+        if (!t->gpu)
+            t->staged[dev] += e->size_bytes;
         memcpy(t->model.param[i], e->data, e->size_bytes);
         /* The model's own weights take the staged copy's values. */
         if (t->gpu)

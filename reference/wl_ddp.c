@@ -130,9 +130,9 @@ static int apply_options(const struct ckh_workload_job *job, struct ckh_ddp_conf
         } else if (strcmp(kv->key, "reshard") == 0) {
             rc = opt_bool(kv, &cfg->reshard, msg, n);
         } else if (strcmp(kv->key, "devices") == 0) {
-            if (strcmp(kv->text, "emulated") == 0 || strcmp(kv->text, "nccl") == 0)
-                cfg->nccl = strcmp(kv->text, "nccl") == 0;
-            else
+            /* Only checked here: the real platform reads it (real/
+             * rank_main.c) and hands the workload its GPUs as env->gpu. */
+            if (strcmp(kv->text, "emulated") != 0 && strcmp(kv->text, "nccl") != 0)
                 rc = ckh_wl_option_error(msg, n, kv, "expected emulated or nccl");
         } else if (strcmp(kv->key, "keys") == 0) {
             if (strcmp(kv->text, "strict") == 0)

@@ -163,9 +163,6 @@ struct ckh_ddp_config {
     int keep_last;            /* saver keep_last (-1 unlimited) */
     uint64_t device_capacity_bytes; /* per emulated device (0: unlimited) */
     bool no_map_location;     /* load onto the saved device (also the no-device-map defect) */
-    bool nccl;                /* options.devices: nccl: on the real platform the ranks get
-                                 real GPUs (env->gpu) and NCCL (docs/REAL.md); the
-                                 simulator runs its emulated devices either way */
     enum ckh_ddp_keymode keymode; /* model key handling on load */
     bool reshard;             /* a sampler state of another world size is resharded, a
                                  missing rng_rank_<R>.ckh keeps the fresh stream, and

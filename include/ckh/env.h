@@ -135,7 +135,8 @@ struct ckh_gpu_ops {
     void (*mem)(struct ckh_gpu *g, int dev, uint64_t *used, uint64_t *capacity);
     /* From now on device dev offers this process at most bytes in all
      * (a job's `gpu_memory` on a device that has more): what is free
-     * beyond it is taken and held until the process ends. 0: no limit. */
+     * beyond it is taken and held until the process ends. 0: no limit.
+     * The first limit of a device holds; later calls change nothing. */
     int (*limit)(struct ckh_gpu *g, int dev, uint64_t bytes);
     /* All-reduce of count elements at dptr in device memory, with the
      * semantics of ckh_coll_ops.allreduce (the same fixed rank order, so
