@@ -463,7 +463,9 @@ START_TEST(gpu_wrappers)
     ck_assert_int_eq(ckh_gpu_copy(g, d, in, sizeof in, CKH_GPU_TO_DEVICE), 0);
     ck_assert_int_eq(ckh_gpu_copy(g, out, d, sizeof out, CKH_GPU_TO_HOST), 0);
     ck_assert(out[0] == 11 && out[1] == 22);
+    int calls = toy.calls;
     ck_assert_int_eq(ckh_gpu_copy(g, out, d, 0, CKH_GPU_TO_HOST), 0); /* nothing to move: no call */
+    ck_assert_int_eq(toy.calls, calls);
     void *big = (void *)1;
     ck_assert_int_eq(ckh_gpu_alloc(g, 0, 4096, &big), CKH_EOOM_DEVICE);
     ck_assert_ptr_null(big);

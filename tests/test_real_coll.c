@@ -25,8 +25,13 @@
  *     status 3 naming what is missing; with a device, the records of the
  *     simulator.
  *
- * Skips (exit 77, a message on stderr) only when no MPI was built and
- * installed; both are on this project's machines and on CI. */
+ *   - NCCL against the CUDA runtime and NCCL test double
+ *     (tests/fakegpu/, built with this test): ddp-train's records, device
+ *     memory out on an unmapped load, a rank dying in the all-reduce.
+ *
+ * Skips (exit 77, a message on stderr) when no MPI was built and
+ * installed; the ckhfs cases skip (a message each) without FUSE. Both are
+ * on this project's machines and on CI. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -46,6 +51,7 @@
 #include "run/platform_real.h"
 #include "run/run_ctx.h"
 #include "search/fuzz.h"
+#include "support/files.h"
 
 #define TIMEOUT_NS 500000000ull
 
@@ -82,16 +88,6 @@ static void run_sim(int world, struct sim_out *o)
     ckh_sim_destroy(sim);
 }
 
-static unsigned char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    unsigned char *b = malloc(1 << 20);
-    *n = fread(b, 1, 1 << 20, f);
-    fclose(f);
-    return b;
-}
-
 /* The last record's return code and where it starts. */
 static size_t last_record(const unsigned char *b, size_t n, int32_t *rc)
 {
@@ -125,7 +121,7 @@ static void check_coll(int mi, int world)
         char path[300];
         size_t n;
         snprintf(path, sizeof path, "%s.%d", out, r);
-        unsigned char *got = slurp(path, &n);
+        unsigned char *got = (unsigned char *)ckh_test_slurp(path, &n);
         unlink(path);
         int32_t rc_real = 0, rc_sim = 0;
         size_t cut_real = last_record(got, n, &rc_real), cut_sim = last_record(so.buf[r], so.len[r], &rc_sim);
@@ -172,12 +168,14 @@ static struct ckh_scenario *parse(const char *text)
     return sc;
 }
 
-static void sim_reference(const struct ckh_scenario *sc, struct ckh_scenario_run *r)
+/* sc's job in the simulator (mode: CKH_RUN_REFERENCE, or 0 for the faulted
+ * job) into r. */
+static void sim_run(const struct ckh_scenario *sc, unsigned mode, struct ckh_scenario_run *r)
 {
     struct ckh__run_ctx c;
     memset(r, 0, sizeof *r);
     r->sc = sc;
-    int rc = ckh__run_build_sim(&c, sc, sc->seed, CKH_RUN_REFERENCE, false);
+    int rc = ckh__run_build_sim(&c, sc, sc->seed, mode, false);
     if (rc == 0)
         rc = ckh__run_execute(&c, r);
     ck_assert_msg(rc == 0, "%s", c.err);
@@ -225,7 +223,7 @@ START_TEST(test_workload_equals_sim)
     struct ckh_scenario *sc = parse(jobs[_i % 4]);
     struct ckh_scenario_run sim, real;
     char err[1200] = "";
-    sim_reference(sc, &sim);
+    sim_run(sc, CKH_RUN_REFERENCE, &sim);
     memset(&real, 0, sizeof real);
     real.sc = sc;
     int rc = ckh__real_execute(sc, sc->seed, CKH_RUN_REFERENCE, &real, err, sizeof err);
@@ -307,17 +305,6 @@ static const char *const on_disk[] = {
     "expect: {outcome: save-fails, values: {epochs: 4, total: 145}}\n",
 };
 
-static void sim_faulted(const struct ckh_scenario *sc, struct ckh_scenario_run *r)
-{
-    struct ckh__run_ctx c;
-    memset(r, 0, sizeof *r);
-    r->sc = sc;
-    int rc = ckh__run_build_sim(&c, sc, sc->seed, 0, false);
-    if (rc == 0)
-        rc = ckh__run_execute(&c, r);
-    ck_assert_msg(rc == 0, "%s", c.err);
-    ckh__run_ctx_free(&c);
-}
 
 /* The faulted job's course and end, real against simulated. */
 static void same_course(const struct ckh_scenario_run *a, const struct ckh_scenario_run *b, const char *what)
@@ -360,6 +347,44 @@ static void same_course(const struct ckh_scenario_run *a, const struct ckh_scena
                       "%s: step record %zu differs", what, i);
 }
 
+/* The scenario's simulated verdict, and its verdict from one real
+ * execution (judged as ckh_harness_run does): into sim_out / real_out
+ * (cleared by the caller). With course, the real runs' course (runs,
+ * firings, records) must also equal the simulator's. */
+static void judge_both(const struct ckh_scenario *sc, const char *what, bool course,
+                       struct ckh_report_result *sim_out, struct ckh_report_result *real_out)
+{
+    const char *root = getenv("CKH_SOURCE_DIR");
+    struct ckh_run_options o = {.source_dir = root};
+    ckh_report_result_init(sim_out);
+    ckh_report_result_init(real_out);
+    ck_assert_int_eq(ckh_harness_run(sc, &o, sim_out), 0);
+    struct ckh_scenario_run sim, real;
+    char err[1200] = "";
+    sim_run(sc, 0, &sim);
+    memset(&real, 0, sizeof real);
+    real.sc = sc;
+    real.seed = sc->seed;
+    real.source_dir = root ? root : ".";
+    o.real_platform = true;
+    int rc = ckh__run_reference(sc, sc->seed, &o, &real, err, sizeof err);
+    ck_assert_msg(rc == 0 && real.ref_ok, "%s: reference: %s", what, err);
+    rc = ckh__real_execute(sc, sc->seed, 0, &real, err, sizeof err);
+    ck_assert_msg(rc == 0, "%s: %s", what, err);
+    ck_assert_msg(real.world == sim.world && real.world_restart == sim.world_restart && real.resized == sim.resized,
+                  "%s: world %d/%d restart %d/%d resized %d/%d", what, real.world, sim.world, real.world_restart,
+                  sim.world_restart, real.resized, sim.resized);
+    if (course)
+        same_course(&real, &sim, what);
+    real_out->runs = (uint32_t)real.nruns;
+    real_out->restarts = real.nruns ? (uint32_t)real.nruns - 1 : 0;
+    ckh__run_judge(&real, real_out);
+    ck_assert_msg(real_out->verdict == sim_out->verdict, "%s: verdict %s on the real platform, %s in the simulator",
+                  what, ckh_verdict_name(real_out->verdict), ckh_verdict_name(sim_out->verdict));
+    ckh_scenario_run_free(&real);
+    ckh_scenario_run_free(&sim);
+}
+
 START_TEST(test_on_disk_equals_sim)
 {
     if (!have[0])
@@ -372,25 +397,15 @@ START_TEST(test_on_disk_equals_sim)
     setenv("CKH_MPI", "openmpi", 1);
     struct ckh_scenario *sc = parse(on_disk[_i]);
     ck_assert(ckh__real_uses_ckhfs(sc));
-    struct ckh_scenario_run sim, real;
-    char err[1200] = "";
-    sim_faulted(sc, &sim);
-    memset(&real, 0, sizeof real);
-    real.sc = sc;
-    int rc = ckh__real_execute(sc, sc->seed, 0, &real, err, sizeof err);
-    ck_assert_msg(rc == 0, "%s", err);
     char what[64];
     snprintf(what, sizeof what, "on-disk case %d", _i);
-    same_course(&real, &sim, what);
-    ckh_scenario_run_free(&real);
-    ckh_scenario_run_free(&sim);
-    /* And the verdict: the simulator's reference, the real faulted job. */
-    struct ckh_run_options o = {.real_platform = true};
-    struct ckh_report_result out;
-    ckh_report_result_init(&out);
-    ck_assert_int_eq(ckh_harness_run(sc, &o, &out), 0);
-    ck_assert_msg(out.verdict == CKH_VERDICT_PASS, "%s: %s", what, out.message ? out.message : "");
-    ckh_report_result_clear(&out);
+    /* One real faulted job: its course and its verdict, against the
+     * simulator's. */
+    struct ckh_report_result sim_out, real_out;
+    judge_both(sc, what, true, &sim_out, &real_out);
+    ck_assert_msg(real_out.verdict == CKH_VERDICT_PASS, "%s: %s", what, real_out.message ? real_out.message : "");
+    ckh_report_result_clear(&sim_out);
+    ckh_report_result_clear(&real_out);
     ckh_scenario_free(sc);
     unsetenv("CKH_MPI");
 }
@@ -534,7 +549,7 @@ START_TEST(test_nccl)
             fprintf(stderr, "test_real_coll: NCCL not run here: %s\n", why);
     } else {
         ck_assert_msg(rc == 0, "%s", err);
-        sim_reference(sc, &sim);
+        sim_run(sc, CKH_RUN_REFERENCE, &sim);
         same_result(&real.got.r, &sim.got.r, "ddp-train over NCCL");
         ckh_scenario_run_free(&sim);
         fprintf(stderr, "test_real_coll: NCCL ran on %d of %d devices, records equal the simulator's\n",
@@ -564,44 +579,6 @@ static const char *const library[] = {
     "scenarios/ddp/world-size-reshard-off.yaml",
     "scenarios/defects/reshard-ignored.yaml",
 };
-
-/* The scenario's simulated verdict, and its verdict from one real
- * execution (judged as ckh_harness_run does): into sim_out / real_out
- * (cleared by the caller). With course, the real runs' course (runs,
- * firings, records) must also equal the simulator's. */
-static void judge_both(const struct ckh_scenario *sc, const char *what, bool course,
-                       struct ckh_report_result *sim_out, struct ckh_report_result *real_out)
-{
-    const char *root = getenv("CKH_SOURCE_DIR");
-    struct ckh_run_options o = {.source_dir = root};
-    ckh_report_result_init(sim_out);
-    ckh_report_result_init(real_out);
-    ck_assert_int_eq(ckh_harness_run(sc, &o, sim_out), 0);
-    struct ckh_scenario_run sim, real;
-    char err[1200] = "";
-    sim_faulted(sc, &sim);
-    memset(&real, 0, sizeof real);
-    real.sc = sc;
-    real.seed = sc->seed;
-    real.source_dir = root ? root : ".";
-    o.real_platform = true;
-    int rc = ckh__run_reference(sc, sc->seed, &o, &real, err, sizeof err);
-    ck_assert_msg(rc == 0 && real.ref_ok, "%s: reference: %s", what, err);
-    rc = ckh__real_execute(sc, sc->seed, 0, &real, err, sizeof err);
-    ck_assert_msg(rc == 0, "%s: %s", what, err);
-    ck_assert_msg(real.world == sim.world && real.world_restart == sim.world_restart && real.resized == sim.resized,
-                  "%s: world %d/%d restart %d/%d resized %d/%d", what, real.world, sim.world, real.world_restart,
-                  sim.world_restart, real.resized, sim.resized);
-    if (course)
-        same_course(&real, &sim, what);
-    real_out->runs = (uint32_t)real.nruns;
-    real_out->restarts = real.nruns ? (uint32_t)real.nruns - 1 : 0;
-    ckh__run_judge(&real, real_out);
-    ck_assert_msg(real_out->verdict == sim_out->verdict, "%s: verdict %s on the real platform, %s in the simulator",
-                  what, ckh_verdict_name(real_out->verdict), ckh_verdict_name(sim_out->verdict));
-    ckh_scenario_run_free(&real);
-    ckh_scenario_run_free(&sim);
-}
 
 /* The scenario, its simulated course and verdict, its real course and
  * verdict: equal. */
@@ -638,23 +615,19 @@ END_TEST
 /* ---- NCCL against the test double (tests/fakegpu/) ---- */
 
 /* Points ckh's NCCL and CUDA runtime at libckh_fakegpu.so (beside this
- * program) with gpus devices sharing a fresh folder (in dir). False when
- * the library is not there. */
-static bool fake_gpus(int gpus, uint64_t mem, char *dir, size_t dirlen)
+ * program, a build dependency of it) with gpus devices sharing a fresh
+ * folder (in dir). */
+static void fake_gpus(int gpus, uint64_t mem, char *dir, size_t dirlen)
 {
     char exe[1024], lib[1100];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return false;
+    ck_assert_msg(n > 0, "/proc/self/exe: %s", strerror(errno));
     exe[n] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = '\0';
     snprintf(lib, sizeof lib, "%s/libckh_fakegpu.so", exe);
-    if (access(lib, R_OK) != 0) {
-        fprintf(stderr, "test_real_coll: %s missing: the NCCL test double is not built\n", lib);
-        return false;
-    }
+    ck_assert_msg(access(lib, R_OK) == 0, "%s missing: the NCCL test double is not built", lib);
     snprintf(dir, dirlen, "/tmp/ckh-fakegpu-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char num[32];
@@ -665,7 +638,6 @@ static bool fake_gpus(int gpus, uint64_t mem, char *dir, size_t dirlen)
     setenv("CKH_FAKE_GPUS", num, 1);
     snprintf(num, sizeof num, "%llu", (unsigned long long)mem);
     setenv("CKH_FAKE_GPU_MEM", num, 1);
-    return true;
 }
 
 static void fake_gpus_end(const char *dir)
@@ -712,8 +684,7 @@ START_TEST(test_nccl_fake)
         return;
     char dir[256];
     int n = (int)(sizeof nccl_jobs / sizeof nccl_jobs[0]);
-    if (!fake_gpus(_i == n ? 0 : 4, 1u << 30, dir, sizeof dir))
-        return;
+    fake_gpus(_i == n ? 0 : 4, 1u << 30, dir, sizeof dir);
     setenv("CKH_MPI", "openmpi", 1);
     if (_i == n) {
         /* No device: the environment, naming it. */
@@ -735,7 +706,7 @@ START_TEST(test_nccl_fake)
         real.sc = sc;
         int rc = ckh__real_execute(sc, sc->seed, CKH_RUN_REFERENCE, &real, err, sizeof err);
         ck_assert_msg(rc == 0, "%s", err);
-        sim_reference(sc, &sim);
+        sim_run(sc, CKH_RUN_REFERENCE, &sim);
         same_result(&real.got.r, &sim.got.r, nccl_jobs[_i]);
         ckh_scenario_run_free(&sim);
         ckh_scenario_run_free(&real);

@@ -14,7 +14,7 @@
 
 /* The node a fault names: its index, -1 for any, -2 when the job has no
  * such node. */
-static int fault_node(const struct ckh__run_ctx *c, const struct ckh_scn_fault *f)
+int ckh__run_fault_node(const struct ckh__run_ctx *c, const struct ckh_scn_fault *f)
 {
     if (f->on.node_name) {
         for (int i = 0; i < c->n; i++)
@@ -27,7 +27,7 @@ static int fault_node(const struct ckh__run_ctx *c, const struct ckh_scn_fault *
 
 /* "line:col: the fault names node 'x', which the job does not have
  * (its nodes: a, b, ...)". */
-static int unknown_node(struct ckh__run_ctx *c, const struct ckh_scn_fault *f)
+int ckh__run_unknown_node(struct ckh__run_ctx *c, const struct ckh_scn_fault *f)
 {
     char nodes[256] = "";
     size_t used = 0;
@@ -42,10 +42,10 @@ static int unknown_node(struct ckh__run_ctx *c, const struct ckh_scn_fault *f)
 
 /* Applies fault `index` at rest now; it counts as fired when its change
  * lands (ckh_fault_hit). */
-static int apply_at_rest(struct ckh__run_ctx *c, size_t index, int node)
+int ckh__run_apply_at_rest(struct ckh__run_ctx *c, size_t index, int node)
 {
     const struct ckh_scn_fault *f = &c->sc->faults[index];
-    c->env.fired = c->rec ? &c->rec->fault_fired[index] : NULL;
+    c->env.fired = c->rec && c->rec->fault_fired ? &c->rec->fault_fired[index] : NULL;
     int rc = ckh_fault_of(f->act.kind)->apply(&c->env, f, node);
     c->at_rest_applied = true;
     c->env.fired = NULL;
@@ -57,7 +57,7 @@ static void call_at_trigger(void *ctx, const struct ckh_op *op)
 {
     struct ckh__run_call *cc = ctx;
     bool on_node = cc->fault->on.node >= 0 || cc->fault->on.node_name;
-    apply_at_rest(cc->rc, cc->index, on_node ? op->node : -1);
+    ckh__run_apply_at_rest(cc->rc, cc->index, on_node ? op->node : -1);
 }
 
 /* The rule for fault f with its trigger's selectors (run_ctx.h). */
@@ -87,7 +87,7 @@ static int arm_one(struct ckh__run_ctx *c, size_t i, int node)
             c->rec->fault_fired[i]++; /* applied by the workload to its devices */
     }
     if (ckh_fault_applied_between_runs(f))
-        return apply_at_rest(c, i, node);
+        return ckh__run_apply_at_rest(c, i, node);
     if (!ckh_fault_arms_rule(f))
         return 0;
     struct ckh_fault_rule r;
@@ -116,9 +116,9 @@ int ckh__run_arm_faults(struct ckh__run_ctx *c, int run)
         const struct ckh_scn_fault *f = &c->sc->faults[i];
         if (f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != run)
             continue;
-        int node = fault_node(c, f), rc;
+        int node = ckh__run_fault_node(c, f), rc;
         if (node == -2)
-            return unknown_node(c, f);
+            return ckh__run_unknown_node(c, f);
         if ((rc = arm_one(c, i, node)) != 0)
             return rc;
     }

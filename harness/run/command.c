@@ -103,16 +103,6 @@ static int latest_link(void *inst, char *buf, size_t n)
     return 0;
 }
 
-int ckh__cmd_make_dir_fn(struct ckh_fault_env *env, struct ckh_simfs *d, const char *dpath, const void *arg)
-{
-    (void)arg;
-    int rc = ckh_fs_mkdirs(ckh_simfs_fs(d), dpath);
-    if (rc)
-        return ckh_errf(env->err, env->errlen, rc, "cannot create %s: %s", dpath, ckh_strerror(rc));
-    ckh_simfs_sync_all(d);
-    return 0;
-}
-
 /* The disks (one per disk, or per disk and node when not shared), the
  * checkpoint directory made durable on them, and one mount per disk. */
 static int add_disks(struct ckh__cmd *c)
@@ -151,7 +141,7 @@ static int add_disks(struct ckh__cmd *c)
     c->env = (struct ckh_fault_env){.sc = c->sc, .nnodes = c->n, .disks = c->disks,
                                     .latest_link = latest_link, .inst = c, .err = c->err,
                                     .errlen = sizeof c->err};
-    if ((rc = ckh_fault_for_each_disk(&c->env, -1, job->checkpoint_dir, ckh__cmd_make_dir_fn, NULL)) != 0)
+    if ((rc = ckh_fault_for_each_disk(&c->env, -1, job->checkpoint_dir, ckh__run_make_dir_fn, NULL)) != 0)
         return ckh__cmd_fail(c, rc, "%s", c->err);
     return 0;
 }
@@ -573,9 +563,7 @@ int ckh__cmd_verify_view(struct ckh__cmd *c, int i, bool *ok, char *detail, size
  * shared disks). */
 static int verify_disks(struct ckh__cmd *c, struct ckh_run_info *ri)
 {
-    bool shared = true;
-    for (size_t d = 0; d < c->sc->job.ndisks; d++)
-        shared &= c->sc->job.disks[d].shared;
+    bool shared = ckh__run_all_shared(c->sc);
     ri->committed_ok = true;
     for (int i = 0; i < (shared ? 1 : c->n) && ri->committed_ok; i++) {
         char detail[sizeof ri->committed_detail];

@@ -274,9 +274,6 @@ int ckh__cmd_refuse_sim_only(const struct ckh_scenario *sc, char *err, size_t er
 int ckh__cmd_fail(struct ckh__cmd *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Monotonic milliseconds (time limits and wall-clock triggers only). */
 uint64_t ckh__cmd_now_ms(void);
-/* ckh_fault_for_each_disk callback: creates dpath on disk d and makes it
- * durable (the job's directories before it starts; env->err on failure). */
-int ckh__cmd_make_dir_fn(struct ckh_fault_env *env, struct ckh_simfs *d, const char *dpath, const void *arg);
 
 /* ---- command_proc.c ---- */
 

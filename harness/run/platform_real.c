@@ -138,37 +138,6 @@ int ckh__real_node_fs(const char *dir, const struct ckh_scenario *sc, const char
     return rc;
 }
 
-/* Whether every disk of the job is shared (then one look sees them all). */
-static bool all_shared(const struct ckh_scenario *sc)
-{
-    bool shared = true;
-    for (size_t d = 0; d < sc->job.ndisks; d++)
-        shared = shared && sc->job.disks[d].shared;
-    return shared;
-}
-
-/* mkdir -p of path through fs (the checkpoint directory on the disk that
- * holds it). */
-static int fs_mkdirs(struct ckh_fs *fs, const char *path)
-{
-    char p[CKH_PATH_MAX + 1];
-    int w = snprintf(p, sizeof p, "%s", path);
-    if (w < 0 || (size_t)w >= sizeof p)
-        return -ENAMETOOLONG;
-    for (char *c = p + 1;; c++) {
-        if (*c != '/' && *c != '\0')
-            continue;
-        char was = *c;
-        *c = '\0';
-        int rc = ckh_fs_mkdir(fs, p);
-        if (rc != 0 && rc != -EEXIST)
-            return rc;
-        *c = was;
-        if (!was)
-            return 0;
-    }
-}
-
 /* ---- finding MPI ---- */
 
 static bool executable(const char *path)
@@ -263,7 +232,7 @@ int ckh__real_find_mpi(const char *mpi, char *exe, size_t exen, char *launcher, 
 static bool probe_fired(void *ctx)
 {
     struct real_job *j = ctx;
-    return j->fired || j->at_rest_applied;
+    return j->fired || j->c.at_rest_applied;
 }
 
 /* The scenario file the ranks parse: the scenario's own when it is on
@@ -365,7 +334,7 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
                 ckh_tmp_mkdirs(disk) != 0)
                 return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the disk folder %s", disk);
         if ((rc = ckh__real_node_fs(j->dir, sc, c->names[i], false, &fs)) == 0)
-            rc = fs_mkdirs(fs, sc->job.checkpoint_dir);
+            rc = ckh_fs_mkdirs(fs, sc->job.checkpoint_dir);
         ckh__real_fs_destroy(fs);
         if (rc != 0)
             return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the checkpoint folder %s of %s: %s",
@@ -956,7 +925,7 @@ static int read_run(struct real_job *j, struct ckh_run_info *ri, struct ckh_scen
  * node would see it (one look for a shared disk). */
 static void check_committed(struct real_job *j, struct ckh_run_info *ri)
 {
-    bool shared = all_shared(j->c.sc);
+    bool shared = ckh__run_all_shared(j->c.sc);
     ri->committed_ok = true;
     for (int i = 0; i < (shared ? 1 : j->c.n) && ri->committed_ok; i++) {
         char detail[sizeof ri->committed_detail] = "";
@@ -1037,7 +1006,7 @@ static int execute(struct real_job *j, struct ckh_scenario_run *out)
         return ckh__run_fail(&j->c, CKH_ENOMEM, "out of memory");
     out->world = j->c.world_first;
     out->world_restart = j->c.world_restart;
-    j->rec = with_faults ? out : NULL;
+    j->c.rec = with_faults ? out : NULL;
     for (uint32_t run = 1; run <= max_runs; run++) {
         struct ckh_run_info *ri = ckh__run_next(out, sc, (size_t)j->c.n);
         if (!ri)

@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ckh/err.h"
@@ -109,7 +108,7 @@ int ckh__real_disks_init(struct real_job *j)
     c->env = (struct ckh_fault_env){.sc = c->sc, .nnodes = c->n, .disks = c->disks,
                                     .latest_link = c->wl->latest_link, .inst = c->inst,
                                     .err = c->err, .errlen = sizeof c->err};
-    if ((rc = ckh_fault_for_each_disk(&c->env, -1, c->sc->job.checkpoint_dir, ckh__cmd_make_dir_fn, NULL)) != 0)
+    if ((rc = ckh_fault_for_each_disk(&c->env, -1, c->sc->job.checkpoint_dir, ckh__run_make_dir_fn, NULL)) != 0)
         return rc;
     return 0;
 }
@@ -237,14 +236,12 @@ static void take_note(struct real_mount *m, const struct ckh_ckhfs_op *op)
         struct ckh_fault_action lost = {.kind = CKH_FAULT_FSYNC_LOST};
         ckh_simfs_fault_next(m->disk, (int)op->kind, op->path, &lost);
     } else if (sscanf(text, "call %zu", &fault) == 1 && fault < j->c.sc->nfaults) {
-        unlink(path);
+        if (unlink(path) != 0)
+            return; /* another mount's thread took it first */
         const struct ckh_scn_fault *f = &j->c.sc->faults[fault];
         bool on_node = f->on.node >= 0 || f->on.node_name;
         pthread_mutex_lock(&j->lock);
-        j->c.env.fired = j->rec && j->rec->fault_fired ? &j->rec->fault_fired[fault] : NULL;
-        int rc = ckh_fault_of(f->act.kind)->apply(&j->c.env, f, on_node ? op->node : -1);
-        j->c.env.fired = NULL;
-        j->at_rest_applied = true;
+        int rc = ckh__run_apply_at_rest(&j->c, fault, on_node ? op->node : -1);
         pthread_mutex_unlock(&j->lock);
         if (rc)
             fprintf(stderr, "ckh: %s: fault %zu at rest: %s\n", j->c.sc->file, fault + 1, j->c.err);
@@ -274,7 +271,7 @@ int ckh__real_disks_before_run(struct real_job *j)
     int rc;
     j->npids = 0;
     j->power = j->power_armed = j->notes = false;
-    j->at_rest_applied = false;
+    c->at_rest_applied = false;
     for (size_t i = 0; faults && i < c->sc->nfaults; i++) {
         const struct ckh_scn_fault *f = &c->sc->faults[i];
         if (f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != j->run)
@@ -284,18 +281,11 @@ int ckh__real_disks_before_run(struct real_job *j)
                     (ckh_scn_action_is_at_rest(f->act.kind) && ckh_fault_arms_rule(f));
         if (!ckh_fault_applied_between_runs(f))
             continue;
-        int node = -1;
-        for (int k = 0; f->on.node_name && k < c->n && node < 0; k++)
-            if (!strcmp(c->names[k], f->on.node_name))
-                node = k;
-        if (!f->on.node_name && f->on.node >= 0)
-            node = f->on.node < c->n ? f->on.node : -1;
-        c->env.fired = j->rec && j->rec->fault_fired ? &j->rec->fault_fired[i] : NULL;
-        rc = ckh_fault_of(f->act.kind)->apply(&c->env, f, node);
-        c->env.fired = NULL;
-        j->at_rest_applied = true;
-        if (rc)
-            return ckh__run_fail(c, rc, "%s", c->err[0] ? c->err : ckh_strerror(rc));
+        int node = ckh__run_fault_node(c, f);
+        if (node == -2)
+            return ckh__run_unknown_node(c, f);
+        if ((rc = ckh__run_apply_at_rest(c, i, node)) != 0)
+            return c->err[0] ? rc : ckh__run_fail(c, rc, "%s", ckh_strerror(rc));
     }
     for (size_t i = 0; i < j->nmounts; i++) {
         struct real_mount *m = &j->mounts[i];
@@ -378,12 +368,14 @@ void ckh__real_disks_verify(struct real_job *j, struct ckh_run_info *ri)
 {
     const struct ckh_scenario *sc = j->c.sc;
     const size_t nd = sc->job.ndisks, n = (size_t)j->c.n;
-    bool shared = true;
-    for (size_t d = 0; d < nd; d++)
-        shared = shared && sc->job.disks[d].shared;
+    bool shared = ckh__run_all_shared(sc);
     struct ckh_simfs_mount *m = calloc(nd, sizeof *m);
+    if (!m) {
+        ckh__run_note_committed(ri, true, NULL, 0, false, "no memory to look at the disks");
+        return;
+    }
     ri->committed_ok = true;
-    for (size_t i = 0; m && i < (shared ? 1 : n) && ri->committed_ok; i++) {
+    for (size_t i = 0; i < (shared ? 1 : n) && ri->committed_ok; i++) {
         for (size_t d = 0; d < nd; d++) /* the node's view, as the simulated runner's */
             m[d] = (struct ckh_simfs_mount){.prefix = sc->job.disks[d].mount, .disk = j->c.disks[d * n + i]};
         struct ckh_fs *view = NULL;

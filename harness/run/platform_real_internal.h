@@ -54,7 +54,6 @@ struct real_job {
     bool fired;                  /* a fault fired in the current run (the store's probe) */
     int run;                     /* the current run (1-based) */
     pid_t *groups;               /* [n]: the process group node i runs in this run (0: none) */
-    struct ckh_scenario_run *rec; /* firing counts of the faulted job (NULL: none) */
     int subreaper_was;           /* PR_GET_CHILD_SUBREAPER before the job */
     bool subreaper_set;          /* ckh is the child subreaper during the job (restored at the end) */
     /* ---- ckhfs disks (platform_real_disk.c) ---- */
@@ -68,7 +67,6 @@ struct real_job {
     bool power_armed;            /* the run has a power-loss rule: the hook looks for its note */
     bool power;                  /* the run's power loss happened */
     bool notes;                  /* the run has fsync-fail or at-rest rules: the hook reads notes */
-    bool at_rest_applied;        /* an at-rest fault changed the disks before or in this run */
 };
 
 /* The simfs disks of the job (one per disk, or per node when not
@@ -79,7 +77,7 @@ int ckh__real_disks_init(struct real_job *j);
 /* Unmounts and destroys the disks (every path; nothing set up: no-op). */
 void ckh__real_disks_free(struct real_job *j);
 /* Before run j->run: the at-rest faults of the run without a trigger
- * applied to the disks (firings into j->rec), the hook's state reset,
+ * applied to the disks (firings into j->c.rec), the hook's state reset,
  * then every disk mounted. 0 or a code with j->c.err (FUSE missing or a
  * mount failing: CKH_EINTERNAL, exit status 3). */
 int ckh__real_disks_before_run(struct real_job *j);

@@ -125,6 +125,14 @@ void ckh_scenario_run_free(struct ckh_scenario_run *r)
     r->nruns = 0;
 }
 
+bool ckh__run_all_shared(const struct ckh_scenario *sc)
+{
+    bool shared = true;
+    for (size_t d = 0; d < sc->job.ndisks; d++)
+        shared = shared && sc->job.disks[d].shared;
+    return shared;
+}
+
 void ckh__run_note_committed(struct ckh_run_info *ri, bool shared, const char *node, int view, bool ok,
                              const char *detail)
 {

@@ -83,6 +83,11 @@ int ckh__run_fail(struct ckh__run_ctx *c, int code, const char *fmt, ...)
  * the job handed to create, step_based and the node count (1 ..
  * CKH_RUNNER_MAX_NODES). 0, or the workload's code / CKH_EINVAL with c->err. */
 int ckh__run_create_workload(struct ckh__run_ctx *c, const struct ckh_scenario *sc, uint64_t seed, unsigned mode);
+/* runner.c: ckh_fault_for_each_disk callback that creates dpath on disk d
+ * and makes it durable (a job's directories before it starts; env->err on
+ * failure). Shared by the simulated runner, command jobs and the real
+ * platform's simfs disks. */
+int ckh__run_make_dir_fn(struct ckh_fault_env *env, struct ckh_simfs *d, const char *dpath, const void *arg);
 /* runner.c: builds the simulator for sc (mode: CKH_RUN_* flags; keep_trace
  * keeps the trace). On failure c->err says why; c is freed with
  * ckh__run_ctx_free either way. */
@@ -94,6 +99,16 @@ int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out);
 /* arm.c: arms the faults of run `run` (1-based) and applies the at-rest
  * faults that have no trigger. */
 int ckh__run_arm_faults(struct ckh__run_ctx *c, int run);
+/* arm.c: the node fault f names: its index, -1 for any, -2 when the job
+ * has no such node (then ckh__run_unknown_node gives CKH_EINVAL with
+ * "line:col: the fault names node 'x', which the job does not have (its
+ * nodes: ...)" in c->err). */
+int ckh__run_fault_node(const struct ckh__run_ctx *c, const struct ckh_scn_fault *f);
+int ckh__run_unknown_node(struct ckh__run_ctx *c, const struct ckh_scn_fault *f);
+/* arm.c: applies fault `index` at rest now to node's disks (-1: every
+ * node's), its firings counted into c->rec (when set), and notes
+ * c->at_rest_applied. The fault's code (c->err says why). */
+int ckh__run_apply_at_rest(struct ckh__run_ctx *c, size_t index, int node);
 /* The rule of fault f on node (-1: any) with its trigger's selectors
  * only (action NONE); also the real platform's (run/platform_real.c). */
 void ckh__run_rule_for(const struct ckh_scn_fault *f, int node, struct ckh_fault_rule *r);
@@ -118,6 +133,8 @@ struct ckh_run_info *ckh__run_next(struct ckh_scenario_run *out, const struct ck
  * first view, or from the one that failed). */
 void ckh__run_note_committed(struct ckh_run_info *ri, bool shared, const char *node, int view, bool ok,
                              const char *detail);
+/* Whether every disk of sc's job is shared (then one view sees them all). */
+bool ckh__run_all_shared(const struct ckh_scenario *sc);
 /* Entries of src->sample_counts (0 when not kept). */
 size_t ckh__run_counts_len(const struct ckh_job_result *src);
 

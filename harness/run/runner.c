@@ -60,7 +60,7 @@
 #define RUN_OP_LIMIT 20000000ull                           /* or past 20 M operations */
 #define COLL_LATENCY_NS 20000ull
 
-static int make_dir_fn(struct ckh_fault_env *env, struct ckh_simfs *d, const char *dpath, const void *arg)
+int ckh__run_make_dir_fn(struct ckh_fault_env *env, struct ckh_simfs *d, const char *dpath, const void *arg)
 {
     (void)arg;
     int rc = ckh_fs_mkdirs(ckh_simfs_fs(d), dpath);
@@ -279,7 +279,7 @@ int ckh__run_build_sim(struct ckh__run_ctx *c, const struct ckh_scenario *sc, ui
     c->env = (struct ckh_fault_env){.sc = sc, .nnodes = c->n, .disks = c->disks,
                                     .latest_link = c->wl->latest_link, .inst = c->inst,
                                     .err = c->err, .errlen = sizeof c->err};
-    if ((rc = ckh_fault_for_each_disk(&c->env, -1, sc->job.checkpoint_dir, make_dir_fn, NULL)) != 0)
+    if ((rc = ckh_fault_for_each_disk(&c->env, -1, sc->job.checkpoint_dir, ckh__run_make_dir_fn, NULL)) != 0)
         return rc;
     ckh_sim_set_fault_hook(c->sim, ckh__run_track_hook, c);
     return 0;
@@ -399,9 +399,7 @@ static int collect_results(struct ckh__run_ctx *c, struct ckh_run_info *ri, stru
 static void check_committed(struct ckh__run_ctx *c, struct ckh_run_info *ri)
 {
     size_t nd = c->sc->job.ndisks;
-    bool shared = true;
-    for (size_t d = 0; d < nd; d++)
-        shared = shared && c->sc->job.disks[d].shared;
+    bool shared = ckh__run_all_shared(c->sc);
     ri->committed_ok = true;
     for (int i = 0; i < (shared ? 1 : c->n) && ri->committed_ok; i++) {
         struct ckh_fs *view = NULL;
@@ -410,11 +408,7 @@ static void check_committed(struct ckh__run_ctx *c, struct ckh_run_info *ri)
             continue;
         int v = c->wl->verify(c->inst, view, shared ? -1 : i, detail, sizeof detail);
         ckh_simfs_view_destroy(view);
-        ri->committed_ok = v == 0;
-        if (shared)
-            snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s", detail);
-        else if (!ri->committed_ok || i == 0)
-            snprintf(ri->committed_detail, sizeof ri->committed_detail, "%s's disks: %.400s", c->names[i], detail);
+        ckh__run_note_committed(ri, shared, c->names[i], i, v == 0, detail);
     }
 }
 

@@ -527,9 +527,7 @@ static int dev_memcpy(void *dst, const void *src, size_t n, int kind)
         say("cudaMemcpy: %s of %zu bytes with a NULL %s", copy_kind_name(kind), n, dst ? "src" : "dst");
         return CUDA_INVALID_VALUE;
     }
-    int rc = sync_streams(-1); /* the legacy default stream waits for the others */
-    if (rc != CUDA_OK)
-        return rc;
+    /* A misused copy is reported at once, before any waiting. */
     int d = device_range("cudaMemcpy", "dst", dst, n), s = device_range("cudaMemcpy", "src", src, n);
     if (d < 0 || s < 0)
         return CUDA_INVALID_VALUE;
@@ -540,6 +538,9 @@ static int dev_memcpy(void *dst, const void *src, size_t n, int kind)
             want_d ? "device" : "host", want_s ? "device" : "host");
         return CUDA_INVALID_VALUE;
     }
+    int rc = sync_streams(-1); /* the legacy default stream waits for the others */
+    if (rc != CUDA_OK)
+        return rc;
     memmove(dst, src, n);
     return CUDA_OK;
 }
