@@ -1,4 +1,4 @@
-/* Benchmarks of ckhfs (harness/real/ckhfs*.c) against the filesystems a
+/* Benchmarks of ckhfs (harness/ckhfs/ckhfs*.c) against the filesystems a
  * real program would otherwise write to, side by side in one run:
  *
  *   ckhfs  a simfs disk served over FUSE, mounted in a ckh temporary folder
@@ -46,8 +46,8 @@
 #include "ckh/err.h"
 #include "ckh/simfs.h"
 #include "search/explore_program.h"
-#include "real/ckhfs.h"
-#include "run/tmpdir.h"
+#include "ckhfs/ckhfs.h"
+#include "exec/tmpdir.h"
 
 #define CHUNK (1 << 20)
 

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "run/tmpdir.h"
+#include "exec/tmpdir.h"
 
 static double now_s(void)
 {

@@ -15,7 +15,7 @@
 
 #include "ckh/err.h"
 #include "search/explore.h"
-#include "run/plugin.h"
+#include "exec/plugin.h"
 
 #ifndef CKH_BACKENDS_DIR
 #define CKH_BACKENDS_DIR "backends"

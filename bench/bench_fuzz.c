@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "run/workloads.h"
+#include "exec/workloads.h"
 #include "ckh/defects.h"
 #include "search/fuzz.h"
 

@@ -1,4 +1,4 @@
-/* Benchmark of the scenario parser (harness/scenario/). Prints "name value
+/* Benchmark of the scenario parser (harness/model/). Prints "name value
  * unit" lines:
  *
  *   parse_options_<N>_keys_per_sec   job.options keys parsed per wall second
@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "ckh/err.h"
-#include "scenario/scenario.h"
+#include "model/scenario.h"
 
 static double wall_s(void)
 {

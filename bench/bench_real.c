@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "ckh/sim.h"
-#include "run/platform_real.h"
-#include "run/runner.h"
+#include "exec/mpi.h"
+#include "exec/runner.h"
 #include "search/fuzz.h"
 
 #define SIM_ITERS 200

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "scenario/scenario.h"
+#include "model/scenario.h"
 
 static double now_s(void)
 {

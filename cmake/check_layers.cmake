@@ -22,6 +22,16 @@
 #     ckh_layer_link_real proves no simulator code is called), and only
 #     its rank program (real/rank_main.c, the executable joining the
 #     layers, as harness/cli/main.c does) may include harness/ headers.
+#   - inside harness/, the wings are in data-flow order, each seeing only
+#     itself and the wings before it (no back edges):
+#       model   the scenario: grammar and fault descriptors
+#       ckhfs   real programs' checkpoint folder over FUSE
+#       exec    the executors and their driver: a job's runs, what happened
+#       judge   oracles and the verdict of what happened
+#       search  engines: fuzzer, shrinker, explorers
+#       cli     every verb
+#     so "exec/x.h" may be included from exec/, judge/, search/ and cli/,
+#     never from model/ or ckhfs/.
 # Angle-bracket includes (<stdio.h>) are system headers and not checked.
 cmake_minimum_required(VERSION 3.20)
 if(NOT CKH_ROOT)
@@ -35,6 +45,8 @@ set(forbid_reference "${sim_api};ckh/posix.h")
 set(forbid_reports "${sim_api}")
 set(forbid_harness "")
 set(forbid_real "ckh/simfs.h;ckh/sim_testing.h")
+
+set(wings "model;ckhfs;exec;judge;search;cli")
 
 set(bad "")
 set(nfiles 0)
@@ -56,6 +68,20 @@ foreach(layer platform sim reference reports harness real)
           set(ok TRUE)
         else()
           set(why "${layer}/ must not include ${inc}")
+        endif()
+      elseif(layer STREQUAL "harness" AND EXISTS "${CKH_ROOT}/harness/${inc}")
+        # a header of a harness wing: its own or one before it
+        file(RELATIVE_PATH hrel "${CKH_ROOT}/harness" "${f}")
+        string(REGEX REPLACE "/.*" "" from "${hrel}")
+        string(REGEX REPLACE "/.*" "" to "${inc}")
+        list(FIND wings "${from}" rf)
+        list(FIND wings "${to}" rt)
+        if(rf EQUAL -1 OR rt EQUAL -1)
+          set(why "harness/${from}/ or harness/${to}/ is not a wing (${wings})")
+        elseif(rt GREATER rf)
+          set(why "harness/${from}/ must not include a later wing (order: ${wings})")
+        else()
+          set(ok TRUE)
         endif()
       elseif(EXISTS "${dir}/${inc}" OR EXISTS "${CKH_ROOT}/${layer}/${inc}")
         set(ok TRUE) # a header of the layer's own folder

@@ -1,6 +1,6 @@
 /* The rank program: ONE node of a scenario's job as a real process
  * (ckh-rank-openmpi, ckh-rank-mpich: this file built against each MPI
- * found). The launcher (harness/run/platform_real.c) starts it under
+ * found). The launcher (harness/exec/mpi.c) starts it under
  * mpirun for the ranked nodes, or as a plain process for a node without
  * a rank:
  *
@@ -10,7 +10,7 @@
  * --ranks: MPI rank r runs node I_r (the node of collective rank r);
  * --node: node I, without MPI. The process parses FILE, resolves and
  * creates the workload instance exactly as the simulated runner does
- * (run/workloads.h), switches it to restart.world_size from run 2 on
+ * (exec/workloads.h), switches it to restart.world_size from run 2 on
  * (set_world, as the runner's resize), calls before_run(R, E), arms the fault rules of run
  * R (none with --reference, which also switches the defects off), builds
  * the real environment (real_env.h) with the collectives (real_coll.h),
@@ -46,9 +46,9 @@
 #include "real_env.h"
 #include "real_faults.h"
 #include "real_nccl.h"
-#include "run/platform_real.h"
-#include "run/platform_real_fs.h"
-#include "run/workloads.h"
+#include "exec/mpi.h"
+#include "exec/mpi_fs.h"
+#include "exec/workloads.h"
 #include "search/fuzz.h"
 
 #define MSG 1024

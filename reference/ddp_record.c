@@ -1,7 +1,7 @@
 /* Oracle records of the DDP workload: allocation, forgetting what a resume
  * replays, completion (see include/ckh/ddp.h). Records are judged by the
  * harness (the ddp-train adapter digests them; the resume-equivalence
- * oracle, harness/oracles/resume_check.c, compares the digests). */
+ * oracle, harness/judge/resume_check.c, compares the digests). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

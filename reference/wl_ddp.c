@@ -194,7 +194,7 @@ static int configure(struct ddp_inst *d, const struct ckh_workload_job *job, cha
         if (df < 0 || ckh_defect_enable(&cfg->defects, (enum ckh_defect)df) != 0)
             return ckh_errf(msg, msglen, CKH_EINVAL, "unknown defect switch '%s'", job->defects[i]);
     }
-    /* gpu-oom faults (harness/faults/gpu_oom.c) shrink the emulated devices
+    /* gpu-oom faults (harness/model/faults/gpu_oom.c) shrink the emulated devices
      * of the faulted run to what one rank needs: its weights and momentum
      * plus one staged copy of a checkpoint, with a little room (5x the
      * weights). */

@@ -167,7 +167,7 @@ void ckh__report_fmt_ns(uint64_t ns, char *buf, size_t size);
  * of the faulted job, one row per node with its phases (epochs, steps,
  * saves and loads as bars with their durations), collectives, faults as
  * markers, crashes, kills, restarts and exits. The runner fills it when
- * struct ckh_run_options.timeline is set (harness/search/fuzz_timeline.c builds
+ * struct ckh_run_options.timeline is set (harness/exec/timeline.c builds
  * it from the simulator's trace). Virtual time runs on across runs.
  */
 

@@ -1,4 +1,4 @@
-/* Tests for ckhfs (harness/real/ckhfs*.c): a simfs disk served over FUSE.
+/* Tests for ckhfs (harness/ckhfs/ckhfs*.c): a simfs disk served over FUSE.
  *
  * Each test mounts a fresh disk in a fresh ckh temporary folder and runs
  * real system calls from CHILD processes (fork, mapped to a node by pid).
@@ -36,8 +36,8 @@
 #include "ckh/fs.h"
 #include "ckh/op.h"
 #include "ckh/simfs.h"
-#include "real/ckhfs.h"
-#include "run/tmpdir.h"
+#include "ckhfs/ckhfs.h"
+#include "exec/tmpdir.h"
 
 /* ------------------------------------------------------------------ fixture */
 

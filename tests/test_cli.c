@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "ckh/version.h"
-#include "run/pool.h"
-#include "run/tmpdir.h"
+#include "exec/pool.h"
+#include "exec/tmpdir.h"
 
 #define MAX_ARGS 32
 

@@ -1,4 +1,4 @@
-/* Tests for command jobs (harness/run/command*.c): real programs as the
+/* Tests for command jobs (harness/exec/command*.c): real programs as the
  * nodes of a job, their checkpoint directory served by ckhfs.
  *
  * The programs are tests/programs/cmd_saver.c (built as
@@ -27,10 +27,10 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
-#include "real/ckhfs.h"
+#include "ckhfs/ckhfs.h"
 #include "report.h"
-#include "run/runner.h"
-#include "scenario/scenario.h"
+#include "exec/runner.h"
+#include "model/scenario.h"
 
 #ifndef CKH_CMD_SAVER
 #define CKH_CMD_SAVER "build/programs/cmd_saver"

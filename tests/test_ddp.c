@@ -9,7 +9,7 @@
  * Whether a resumed run is equivalent to the uninterrupted one is judged
  * by the check ckh ships: each such case is a ddp-train scenario run
  * through the harness (the ddp-train adapter collects the record, the
- * "resume-equivalence" oracle, harness/oracles/resume_check.c, judges
+ * "resume-equivalence" oracle, harness/judge/resume_check.c, judges
  * it), so the tests and `ckh run` can never disagree on what equivalent
  * means. The record-level cases (device memory, key matching, world-size
  * changes) drive the simulator directly, as do the cases on what ddp-train
@@ -30,8 +30,8 @@
 #include "ckh/sim.h"
 #include "ckh/simfs.h"
 #include "report.h"
-#include "run/runner.h"
-#include "scenario/scenario.h"
+#include "exec/runner.h"
+#include "model/scenario.h"
 
 static bool under_valgrind(void)
 {

@@ -14,7 +14,7 @@
 
 #include "ckh/err.h"
 #include "cli/cli_dist.h"
-#include "run/tmpdir.h"
+#include "exec/tmpdir.h"
 
 #define HAS(s, sub) ck_assert_msg(strstr((s), (sub)) != NULL, "'%s' lacks '%s'", (s), (sub))
 

@@ -13,8 +13,9 @@
 #include "ckh/atomic.h"
 #include "ckh/err.h"
 #include "search/explore.h"
-#include "run/plugin.h"
+#include "exec/plugin.h"
 #include "search/validate.h"
+#include "cli/cli.h"
 
 #ifndef CKH_BACKENDS_DIR
 #define CKH_BACKENDS_DIR "backends"

@@ -1,5 +1,5 @@
-/* Tests of the fault descriptors (harness/faults/) and of the scenario
- * grammar they take part in (harness/scenario/):
+/* Tests of the fault descriptors (harness/model/faults/) and of the scenario
+ * grammar they take part in (harness/model/):
  *   - the registry lists one descriptor per action kind, in enum order,
  *     and the at-rest answer of each descriptor is what the runner does;
  *   - parse -> write -> parse gives an equal model for every fault and
@@ -22,8 +22,8 @@
 #include "ckh/err.h"
 #include "ckh/fs.h"
 #include "ckh/simfs.h"
-#include "faults/fault.h"
-#include "scenario/scenario.h"
+#include "model/fault.h"
+#include "model/scenario.h"
 #include "search/fuzz.h"
 
 /* ---- helpers ---- */

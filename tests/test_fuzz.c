@@ -12,12 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "run/workloads.h"
+#include "exec/workloads.h"
 #include "ckh/backend.h"
 #include "ckh/err.h"
 #include "search/fuzz.h"
-#include "run/runner.h"
+#include "exec/runner.h"
 #include "search/shrink.h"
+#include "cli/cli.h"
 
 static bool valgrind(void)
 {

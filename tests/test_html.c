@@ -1,5 +1,5 @@
 /* Tests of the HTML report (reports/html.c) and of run timelines
- * (harness/search/fuzz_timeline.c): the page holds the summary, a verdict per
+ * (harness/exec/timeline.c): the page holds the summary, a verdict per
  * scenario, one SVG timeline per run with fault, kill and restart markers,
  * and for a failure the oracle's detail and the replay command; text is
  * escaped; timelines survive the worker transport. When Debian's chromium
@@ -15,7 +15,7 @@
 
 #include "ckh/err.h"
 #include "search/fuzz.h"
-#include "run/runner.h"
+#include "exec/runner.h"
 
 static size_t count(const char *hay, const char *needle)
 {

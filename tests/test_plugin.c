@@ -1,4 +1,4 @@
-/* Tests of backend plugins and `ckh validate-backend` (harness/run/plugin.c,
+/* Tests of backend plugins and `ckh validate-backend` (harness/exec/plugin.c,
  * harness/search/validate.c): loading and refusing libraries, exit codes (V3),
  * isolation of crashing, hanging and leaking backends (V2), reports, and
  * the out-of-tree example backend built with pkg-config and validated. */
@@ -9,8 +9,9 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
-#include "run/plugin.h"
+#include "exec/plugin.h"
 #include "search/validate.h"
+#include "cli/cli.h"
 
 #ifndef CKH_BACKENDS_DIR
 #define CKH_BACKENDS_DIR "backends"
@@ -193,7 +194,7 @@ START_TEST(test_example_out_of_tree)
 END_TEST
 
 
-/* ---- loaders of every kind (P1, P2 of harness/run/plugin.c) ---- */
+/* ---- loaders of every kind (P1, P2 of harness/exec/plugin.c) ---- */
 
 static const char *const required_last[] = {"list_epochs", "node_main", "latest"};
 static const char *const entry_names[] = {"ckh_backend_plugin_v1", "ckh_workload_plugin_v1",

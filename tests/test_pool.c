@@ -1,5 +1,5 @@
-/* Tests of the worker pool (harness/run/pool.c), ckh's temporary folders
- * (harness/run/tmpdir.c) and the checked option values (harness/cli/opt.c):
+/* Tests of the worker pool (harness/exec/pool.c), ckh's temporary folders
+ * (harness/exec/tmpdir.c) and the checked option values (harness/cli/opt.c):
  * replies and every job status, the concurrency bound, children that die
  * with their parent, an interrupting signal that leaves no child, the
  * sweep that removes only stale folders, and the numbers an option
@@ -22,8 +22,8 @@
 
 #include "ckh/err.h"
 #include "cli/opt.h"
-#include "run/pool.h"
-#include "run/tmpdir.h"
+#include "exec/pool.h"
+#include "exec/tmpdir.h"
 
 /* ---- jobs ---- */
 

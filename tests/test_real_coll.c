@@ -45,11 +45,11 @@
 
 #include "ckh/err.h"
 #include "ckh/sim.h"
-#include "real/ckhfs.h"
+#include "ckhfs/ckhfs.h"
 #include "real_coll.h"
 #include "real_nccl.h"
-#include "run/platform_real.h"
-#include "run/run_ctx.h"
+#include "exec/mpi.h"
+#include "exec/run_ctx.h"
 #include "search/fuzz.h"
 #include "support/files.h"
 

@@ -1,4 +1,4 @@
-/* Tests of the record store (harness/run/records.c): records through a
+/* Tests of the record store (harness/exec/records.c): records through a
  * node's table and directly, checks on malformed records, supersession by
  * resume records (per node, and for parked nodes of a collective job),
  * replayed steps, final records, failed saves with and without a fault to
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
-#include "run/records.h"
+#include "exec/records.h"
 
 static const char *const names[] = {"rank_0", "rank_1", "rank_2"};
 

@@ -1,7 +1,7 @@
 /* Tests for the record model (include/ckh/record.h): the wrappers and
  * checks (platform/record.c), the JSON-lines writer and reader
  * (platform/record_jsonl.c), and the oracles that judge step records,
- * final values, saves and restarts (harness/oracles/resume_check.c,
+ * final values, saves and restarts (harness/judge/resume_check.c,
  * reference_check.c, saves_check.c, restarts_check.c) on hand-built runs,
  * down to the verdict line the terminal shows. */
 #include <check.h>
@@ -18,11 +18,11 @@
 #include "ckh/record.h"
 #include "support/files.h"
 #include "support/record_eq.h"
-#include "oracles/oracle.h"
+#include "judge/oracle.h"
 #include "report.h"
-#include "run/run_ctx.h"
-#include "run/runner.h"
-#include "scenario/scenario.h"
+#include "exec/run_ctx.h"
+#include "exec/runner.h"
+#include "model/scenario.h"
 
 /* ==== wrappers and checks ==== */
 

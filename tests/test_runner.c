@@ -1,4 +1,4 @@
-/* Tests for the harness runner and its oracles (harness/run/runner.c,
+/* Tests for the harness runner and its oracles (harness/exec/runner.c,
  * the oracles in harness/) and for the ckh command's verbs and exit statuses
  * (harness/cli/cli.c). Scenarios are parsed from strings; each test asserts
  * the verdict a user would rely on, with the oracle and message. */
@@ -12,10 +12,10 @@
 
 #include "ckh/err.h"
 #include "cli/cli.h"
-#include "oracles/oracle.h"
+#include "judge/oracle.h"
 #include "report.h"
-#include "run/runner.h"
-#include "scenario/scenario.h"
+#include "exec/runner.h"
+#include "model/scenario.h"
 
 /* Parses text and runs it; returns the runner's code, fills *res. */
 static int run_text(const char *text, struct ckh_report_result *res, bool determinism)
@@ -480,7 +480,7 @@ START_TEST(test_cli_input_errors)
 }
 END_TEST
 
-/* ---- restart with another world size (harness/run/runner.c, ddp-train) ---- */
+/* ---- restart with another world size (harness/exec/runner.c, ddp-train) ---- */
 
 /* Parses the library scenario at CKH_SOURCE_DIR/rel and runs it. */
 static int run_file(const char *rel, struct ckh_report_result *res)

@@ -1,4 +1,4 @@
-/* Tests for harness/scenario/scenario.c and harness/scenario/scenario_dir.c: the scenario
+/* Tests for harness/model/scenario.c and harness/model/scenario_dir.c: the scenario
  * format of docs/SCENARIOS.md. Every feature is parsed with exact expected
  * values; every error path is checked for its code, file:line:column and
  * message (typo suggestions included). */
@@ -10,7 +10,7 @@
 
 #include "ckh/err.h"
 #include "ckh/op.h"
-#include "scenario/scenario.h"
+#include "model/scenario.h"
 
 static const char *const workloads[] = {"seed-pipeline", "param-server", "ddp-train"};
 static const char *const backends[] = {"minidb"};

@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/workloads.h"
+#include "exec/workloads.h"
 #include "ckh/err.h"
-#include "run/runner.h"
+#include "exec/runner.h"
 #include "search/shrink.h"
+#include "cli/cli.h"
 
 static char *write_str(const struct ckh_scenario *sc)
 {

@@ -26,12 +26,12 @@
 #include "ckh/version.h"
 #include "cli/cli_load.h"
 #include "cli/opt.h"
-#include "faults/fault.h"
-#include "oracles/oracle.h"
-#include "run/workloads.h"
-#include "run/pool.h"
-#include "run/runner.h"
-#include "scenario/scenario.h"
+#include "model/fault.h"
+#include "judge/oracle.h"
+#include "exec/workloads.h"
+#include "exec/pool.h"
+#include "exec/runner.h"
+#include "model/scenario.h"
 #include "search/fuzz.h"
 #include "search/shrink.h"
 
@@ -127,7 +127,7 @@ static int cmd_list(int argc, char **argv)
     if (all || strcmp(what, "faults") == 0) {
         known = true;
         printf("faults:\n");
-        for (size_t i = 0; ckh_fault_at(i); i++) /* the descriptors (harness/faults/) */
+        for (size_t i = 0; ckh_fault_at(i); i++) /* the descriptors (harness/model/faults/) */
             printf("  %-28s %s\n", ckh_fault_at(i)->name, ckh_fault_at(i)->summary);
     }
     if (all || strcmp(what, "defects") == 0) {

@@ -22,7 +22,14 @@ int ckh__cli_run(int argc, char **argv, const char *argv0);
 /* `ckh explore` (harness/cli/cli_explore.c): argv[0] is the verb. */
 int ckh__cli_explore(int argc, char **argv, const char *argv0);
 
-/* `ckh validate-backend` (harness/validate.c): argv[0] is the verb. */
+/* `ckh validate-backend` (harness/cli/cli_validate.c): argv[0] is the verb. */
 int ckh_validate_main(int argc, char **argv);
+
+/* `ckh shrink` (harness/cli/cli_shrink.c): argv[0] is the verb. */
+int ckh_shrink_main(int argc, char **argv);
+
+/* `ckh fuzz` (harness/cli/cli_fuzz.c): argv[0] is the verb; exit status as
+ * the fuzz usage says. */
+int ckh_fuzz_main(int argc, char **argv);
 
 #endif

@@ -23,8 +23,8 @@
 #include "cli/cli.h"
 #include "cli/opt.h"
 #include "cli/wire.h"
-#include "run/pool.h"
-#include "scenario/scenario.h"
+#include "exec/pool.h"
+#include "model/scenario.h"
 
 #define PART_MAGIC "CKHPART1"
 #define PART_BOM 0x01020304u

@@ -14,7 +14,7 @@
 #include "cli/cli.h"
 #include "cli/opt.h"
 #include "cli/wire.h"
-#include "run/pool.h"
+#include "exec/pool.h"
 #include "search/fuzz.h"
 
 int ckh_cli_parse_one(const char *path, struct ckh_scenario **scn, struct ckh_scn_error *err)

@@ -1,5 +1,5 @@
 /* Loading scenario files for `ckh run` and `ckh list`: each file is parsed
- * in a worker of the pool (harness/run/pool.h), under a wall-time limit and
+ * in a worker of the pool (harness/exec/pool.h), under a wall-time limit and
  * the memory limit, so a huge or hostile file costs one error line, never
  * a hung or killed ckh. The parent keeps what it needs to list, filter and
  * report: name, description, seed or the error. `ckh run`'s workers parse
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "scenario/scenario.h"
+#include "model/scenario.h"
 
 /* Wall-time limit for parsing one scenario file, in seconds; the
  * environment variable CKH_PARSE_LIMIT_S (1..86400) overrides it. */

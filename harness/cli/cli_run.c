@@ -1,4 +1,4 @@
-/* `ckh run`: every scenario in a worker of the pool (harness/run/pool.h).
+/* `ckh run`: every scenario in a worker of the pool (harness/exec/pool.h).
  *
  * Flow: options · report paths checked · the rank (cli_dist.h) ·
  * scenarios parsed in workers (cli_load.c) · scenarios run in workers (at
@@ -17,7 +17,7 @@
  * back in list order, prints them as a single-machine run does and writes
  * the reports once.
  *
- * ckh's temporary folder (harness/run/tmpdir.h) holds the reference-run
+ * ckh's temporary folder (harness/exec/tmpdir.h) holds the reference-run
  * cache the workers share; the main flow removes it on every exit path,
  * an interrupted run included (SIGINT, SIGTERM, SIGHUP: the handlers only
  * record the signal, docs/CLI.md gives the exit status), and a later run
@@ -41,9 +41,9 @@
 #include "cli/opt.h"
 #include "cli/wire.h"
 #include "report.h"
-#include "run/pool.h"
-#include "run/runner.h"
-#include "run/tmpdir.h"
+#include "exec/pool.h"
+#include "exec/runner.h"
+#include "exec/tmpdir.h"
 #include "search/explore_program.h"
 
 #define SCENARIO_WALL_LIMIT_S 600 /* a worker is stopped after this long */

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
-#include "scenario/scenario.h"
+#include "model/scenario.h"
 
 /* Digits only: decimal, or 0x and hex. */
 static int parse_digits(const char *t, uint64_t *out)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "ckh/err.h"
-#include "run/pool.h"
+#include "exec/pool.h"
 
 int ckh_wire_open(struct ckh_wire *w)
 {

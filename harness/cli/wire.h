@@ -1,4 +1,4 @@
-/* The bytes a pool worker of the ckh command sends back (harness/run/pool.h):
+/* The bytes a pool worker of the ckh command sends back (harness/exec/pool.h):
  * a stdio stream in memory on each side, with length-prefixed strings
  * (u32 length, UINT32_MAX for NULL, then the bytes) and native integers
  * (parent and worker are the same program on the same machine).

@@ -13,7 +13,7 @@
  *   3. check: each kept state, in order, in `jobs` forked workers that
  *      take the next state from a shared counter: a fresh execution of the
  *      job whose one disk is the state, then `verify` or a restart judged
- *      by the oracles (run/command.h);
+ *      by the oracles (exec/command.h);
  *   4. report: the failures, smallest K first.
  * Memory: every crash point holds a clone (bytes shared with the disk), so
  * the cost is O(crash points x (inodes + extents)), never O(bytes).
@@ -30,8 +30,8 @@
 
 #include "ckh/err.h"
 #include "ckh/posix.h"
-#include "run/command.h"
-#include "run/worker.h"
+#include "exec/command.h"
+#include "exec/worker.h"
 #include "search/explore_internal.h"
 #include "search/explore_program.h"
 

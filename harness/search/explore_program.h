@@ -33,8 +33,8 @@
 #include <stdint.h>
 
 #include "report.h"
-#include "run/runner.h"
-#include "scenario/scenario.h"
+#include "exec/runner.h"
+#include "model/scenario.h"
 
 /* How each crash state is checked. */
 enum ckh_xprog_check {

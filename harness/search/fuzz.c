@@ -31,7 +31,7 @@
  *     check (the faulted job twice, same trace hash).
  *
  * `ckh fuzz` itself (the seeds in pool workers, the failure listing and
- * shrinking) is harness/search/fuzz_cmd.c.
+ * shrinking) is harness/cli/cli_fuzz.c.
  *
  * Map: coverage and phases · fired faults · generation · one seed.
  */
@@ -44,14 +44,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/workloads.h"
+#include "exec/workloads.h"
 #include "ckh/backend.h"
 #include "ckh/defects.h"
 #include "ckh/err.h"
 #include "ckh/rng.h"
-#include "faults/fault.h"
-#include "oracles/oracle.h"
-#include "run/runner.h"
+#include "model/fault.h"
+#include "judge/oracle.h"
+#include "exec/runner.h"
 #include "search/shrink.h"
 
 /* ---- coverage and phases ---- */

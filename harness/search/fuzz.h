@@ -21,7 +21,7 @@
 #include "ckh/op.h"
 #include "ckh/sim.h"
 #include "report.h"
-#include "scenario/scenario.h"
+#include "model/scenario.h"
 
 struct ckh_scenario_run;
 
@@ -123,16 +123,5 @@ bool ckh_fuzz_in_shard(uint64_t seed, uint32_t index, uint32_t count);
 /* The scenario options accepting every registered name (workloads,
  * backends, defects, oracles); the arrays live in static storage. */
 void ckh_fuzz_scn_options(struct ckh_scn_options *o);
-
-/* `ckh fuzz` (argv[0] is "fuzz"); returns the exit status (0: no failure,
- * 1: failures found, 2: bad usage, 3: internal error). Usage: docs/FUZZING.md. */
-int ckh_fuzz_main(int argc, char **argv);
-
-/* Builds the per-node timeline of a finished faulted job from its
- * simulator's trace (harness/fuzz_timeline.c): *out owned by the caller
- * (ckh_report_timeline_free; any previous *out is freed first). Returns 0,
- * CKH_EINVAL or CKH_ENOMEM. */
-int ckh_timeline_build(const struct ckh_sim *sim, const struct ckh_scenario_run *r,
-                       struct ckh_report_timeline **out);
 
 #endif

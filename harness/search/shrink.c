@@ -26,7 +26,7 @@
  * that change only faults cost one faulted run each.
  *
  * Map: candidate runs · concrete schedule · passes · commands (the writer
- * is harness/scenario/writer.c).
+ * is harness/model/writer.c).
  */
 #include "search/shrink.h"
 
@@ -39,10 +39,9 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
-#include "cli/opt.h"
-#include "faults/fault.h"
-#include "run/runner.h"
-#include "run/tmpdir.h"
+#include "model/fault.h"
+#include "exec/runner.h"
+#include "exec/tmpdir.h"
 
 
 /* Writes sc into a malloc'd string. */
@@ -491,7 +490,7 @@ out:
     return rc;
 }
 
-static int write_file(const char *path, const char *text)
+int ckh_shrink_write(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -512,79 +511,8 @@ int ckh_shrink_seed(uint64_t seed, const struct ckh_fuzz_config *fc,
     snprintf(name, sizeof name, "fuzz seed %" PRIu64, seed);
     rc = ckh_shrink_text(text, strlen(text), name, cfg, &out, st, msg, msglen);
     free(text);
-    if (rc == 0 && path && (rc = write_file(path, out)) != 0 && msg)
+    if (rc == 0 && path && (rc = ckh_shrink_write(path, out)) != 0 && msg)
         snprintf(msg, msglen, "cannot write %s: %s", path, ckh_strerror(rc));
     free(out);
     return rc;
-}
-
-/* ---- the command ---- */
-
-int ckh_shrink_main(int argc, char **argv)
-{
-    const char *in = NULL, *outp = NULL;
-    size_t max_runs = 0;
-    for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) && i + 1 < argc) {
-            outp = argv[++i];
-        } else if (strcmp(argv[i], "--max-runs") == 0 && i + 1 < argc) {
-            char msg[200];
-            uint64_t v = 0;
-            if (ckh_opt_u64("max-runs", argv[++i], 0, SIZE_MAX, &v, msg, sizeof msg) != 0) {
-                fprintf(stderr, "ckh shrink: %s\n", msg);
-                return 2;
-            }
-            max_runs = (size_t)v;
-        } else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: ckh shrink FILE [-o OUT] [--max-runs N]\n"
-                   "Shrinks a failing scenario to a small one failing the same oracle;\n"
-                   "writes OUT (default FILE with .shrunk.yaml). See docs/FUZZING.md.\n");
-            return 0;
-        } else if (argv[i][0] == '-' || in) {
-            fprintf(stderr, "ckh shrink: unexpected argument '%s'\n", argv[i]);
-            return 2;
-        } else {
-            in = argv[i];
-        }
-    }
-    if (!in) {
-        fprintf(stderr, "usage: ckh shrink FILE [-o OUT] [--max-runs N]\n");
-        return 2;
-    }
-    size_t len = 0;
-    char *text = NULL;
-    struct ckh_scn_error rerr;
-    if (ckh_scn_read_file(in, NULL, &text, &len, &rerr) != 0) {
-        char where[900];
-        ckh_scn_error_format(&rerr, where, sizeof where);
-        fprintf(stderr, "ckh shrink: %s\n", where);
-        return 2;
-    }
-    char def_out[1024];
-    if (!outp) {
-        const char *dot = strrchr(in, '.');
-        int stem = dot && !strchr(dot, '/') ? (int)(dot - in) : (int)strlen(in);
-        snprintf(def_out, sizeof def_out, "%.*s.shrunk.yaml", stem, in);
-        outp = def_out;
-    }
-    struct ckh_shrink_config cfg = {.max_runs = max_runs};
-    struct ckh_shrink_stats st;
-    char msg[600], *out = NULL;
-    int rc = ckh_shrink_text(text, len, in, &cfg, &out, &st, msg, sizeof msg);
-    free(text);
-    if (rc) {
-        fprintf(stderr, "ckh shrink: %s\n", msg[0] ? msg : ckh_strerror(rc));
-        return rc == CKH_EINVAL ? 2 : 3;
-    }
-    rc = write_file(outp, out);
-    free(out);
-    if (rc) {
-        fprintf(stderr, "ckh shrink: cannot write %s: %s\n", outp, ckh_strerror(rc));
-        return 3;
-    }
-    printf("shrunk %s in %zu runs: %zu -> %zu faults, %u -> %u nodes%s; fails %s\n"
-           "replay: ckh run %s\n",
-           in, st.runs, st.faults_before, st.faults_after, st.nodes_before, st.nodes_after,
-           st.concrete ? ", concrete triggers" : "", st.oracle, outp);
-    return 0;
 }

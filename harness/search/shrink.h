@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 #include "search/fuzz.h"
-#include "scenario/scenario.h"
+#include "model/scenario.h"
 
 struct ckh_shrink_config {
     const char *source_dir; /* repository root for golden files (NULL: ".") */
@@ -56,8 +56,8 @@ int ckh_shrink_seed(uint64_t seed, const struct ckh_fuzz_config *fc,
                     const struct ckh_shrink_config *cfg, const char *path,
                     struct ckh_shrink_stats *st, char *msg, size_t msglen);
 
-/* `ckh shrink FILE [-o OUT]` (argv[0] is "shrink"); returns the exit
- * status (0 shrunk, 2 bad input or the scenario passes, 3 internal error). */
-int ckh_shrink_main(int argc, char **argv);
+
+/* Writes text to path (created or truncated); 0 or a negative code. */
+int ckh_shrink_write(const char *path, const char *text);
 
 #endif

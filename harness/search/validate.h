@@ -65,10 +65,12 @@ int ckh_validate_html(FILE *f, const char *lib, const struct ckh_validate_case *
 void ckh_validate_replay_cmd(const struct ckh_validate_options *opt, const char *case_name,
                              const struct ckh_vuln *v, char *buf, size_t n);
 
-/* The CLI: `ckh validate-backend LIB.so [--model posix-weak|ext4-ordered]
- * [--sector 512|4096] [--timeout S] [--mem-limit SIZE] [--only TEXT]
- * [--case NAME [--state K]] [--ranks N] [--junit F] [--json F] [--html F]
- * [--quiet]`; argv[0] is the verb. Returns an exit code above. */
-int ckh_validate_main(int argc, char **argv);
+
+/* The name of crash model m as --model spells it. */
+const char *ckh_validate_model_name(enum ckh_crash_model m);
+
+/* The name of case i of the catalogue, in the order they run (V1), or
+ * NULL past the last. */
+const char *ckh_validate_case_name(size_t i);
 
 #endif

@@ -33,7 +33,7 @@
  * sample IDs the step consumed; a resumed run overwrites the slots of the
  * steps it replays. The harness judges it: the ddp-train adapter digests
  * it per step and per epoch, and the resume-equivalence oracle compares
- * those digests with a reference run's (harness/oracles/resume_check.c).
+ * those digests with a reference run's (harness/judge/resume_check.c).
  *
  * Checkpoint folder content (format of each file: ckh_ddp_sd, below):
  *   model.ckh        model tensors "fc1.weight", "fc1.bias", "fc2.weight",

@@ -4,7 +4,7 @@
  * One record model. A node reports four kinds of record; the C calls below
  * and the JSON-lines result protocol of command jobs (docs/SCENARIOS.md,
  * "Result protocol") carry the same records field for field, and both end
- * in the same store (harness/run/records.c), so `reference`,
+ * in the same store (harness/exec/records.c), so `reference`,
  * `resume-equivalence`, `lost-work`, `reshard` and `saves` judge a C
  * plugin, a built-in workload and a Python program the same way:
  *

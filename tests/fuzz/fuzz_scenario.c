@@ -1,6 +1,6 @@
 /* Fuzz target: the scenario parser on arbitrary bytes.
  *
- * ckh_scenario_parse_string() (harness/scenario/scenario.h) reads the
+ * ckh_scenario_parse_string() (harness/model/scenario.h) reads the
  * input as a scenario file, with no name lists (every workload, backend
  * and oracle name accepted, so the fuzzer reaches past name checks).
  * The bytes are passed as they are, not NUL-terminated: the parser must
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 #include "fuzz.h"
-#include "scenario/scenario.h"
+#include "model/scenario.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,0 +1,556 @@
+/* ckhfs: lifetime of a mount, its server thread, the per-request fault
+ * hook and the trace (contract in ckhfs.h, design in docs/ARCHITECTURE.md
+ * "ckhfs"). The FUSE operations themselves are in ckhfs_ops.c.
+ *
+ * Serving. libfuse's high-level API (paths, as simfs's ckh_fs takes them)
+ * on one server thread of the calling process. The thread runs its own
+ * loop (poll on the /dev/fuse descriptor and on a wake pipe, then
+ * fuse_session_receive_buf / fuse_session_process_buf) so that unmount can
+ * stop it without a signal: one byte on the pipe, join, then unmount.
+ * Requests are answered one at a time, in the order the kernel queued
+ * them; each holds fs->lock from the hook to the answer.
+ *
+ * Callers. Each node gets its own simfs view (ckh_simfs_view_create with
+ * that node and no simulator), so pending operations carry the node that
+ * issued them and ckh_simfs_crash(disk, node, ...) resolves exactly that
+ * node's unsynced state, as in the simulator. Files keep the view of the
+ * node that opened them.
+ *
+ * Unmount order (every path): stop the thread; fuse_unmount (closes the
+ * /dev/fuse descriptor, which aborts the connection so that a process
+ * still using the mount gets ENOTCONN instead of waiting, then detaches
+ * the mount lazily); then make sure from the mount table that nothing is
+ * left at the mount point (ckh__ckhfs_unmount_below); then free.
+ *
+ * Forks. A child forked without exec would keep a copy of the /dev/fuse
+ * descriptor, and with it the connection: after unmount, its own I/O on
+ * the old mount would wait for a server that is gone instead of failing
+ * with ENOTCONN. A pthread_atfork handler closes the descriptors of every
+ * mount in such children (exec'd children lose them by O_CLOEXEC).
+ *
+ * Map: requests | trace | server thread | forks | mount | unmount.
+ */
+#define FUSE_USE_VERSION 31
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckh/assert.h"
+#include "ckh/err.h"
+#include "ckhfs/ckhfs_internal.h"
+
+#define INIT_WAIT_S 10 /* how long mount waits for the kernel's INIT */
+
+/* ---------------------------------------------------------------- requests */
+
+struct ckh_fs *ckh__ckhfs_view(struct ckh_ckhfs *fs, int node)
+{
+    if (node < -1 || node > CKHFS_NODE_MAX)
+        node = -1;
+    size_t i = (size_t)(node + 1);
+    if (i >= fs->nviews) {
+        size_t n = fs->nviews ? fs->nviews : 4;
+        while (n <= i)
+            n *= 2;
+        struct ckh_fs **v = realloc(fs->views, n * sizeof(*v));
+        if (!v)
+            return NULL;
+        memset(v + fs->nviews, 0, (n - fs->nviews) * sizeof(*v));
+        fs->views = v;
+        fs->nviews = n;
+    }
+    if (!fs->views[i]) {
+        struct ckh_simfs_mount m = {.prefix = "/", .disk = fs->cfg.disk};
+        if (ckh_simfs_view_create(NULL, node, &m, 1, &fs->views[i]) != 0)
+            return NULL;
+    }
+    return fs->views[i];
+}
+
+int ckh__ckhfs_errno(int64_t rc)
+{
+    if (rc >= 0)
+        return 0;
+    if (rc > -4096)
+        return (int)rc;
+    switch ((int)rc) {
+    case CKH_ENOMEM:
+        return -ENOMEM;
+    case CKH_EINVAL:
+    case CKH_EESCAPE:
+        return -EINVAL;
+    case CKH_EUNSUPPORTED:
+        return -EOPNOTSUPP;
+    case CKH_ENOTFOUND:
+        return -ENOENT;
+    case CKH_EEXISTS:
+        return -EEXIST;
+    default:
+        return -EIO;
+    }
+}
+
+static void sleep_ms(uint32_t ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* The process (thread group) of a caller: FUSE reports the calling
+ * thread's id, and a multi-threaded program (PyTorch's savers) writes
+ * from threads other than its main one. Falls back to tid when the thread
+ * is gone. */
+static pid_t process_of(pid_t tid)
+{
+#ifdef SYS_pidfd_open
+    /* Fast path: pidfd_open accepts only a thread-group leader, i.e. a
+     * tid that is its process's id (single-threaded callers). */
+    static _Atomic bool no_pidfd; /* ENOSYS once (old kernels, valgrind): skip it */
+    if (!no_pidfd) {
+        int pfd = (int)syscall(SYS_pidfd_open, tid, 0);
+        if (pfd >= 0) {
+            close(pfd);
+            return tid;
+        }
+        no_pidfd = errno == ENOSYS;
+    }
+#endif
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)tid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return tid;
+    pid_t tgid = tid;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "Tgid:", 5) == 0) {
+            tgid = (pid_t)strtol(line + 5, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return tgid > 0 ? tgid : tid;
+}
+
+static void kill_caller(struct ckh_ckhfs *fs, int node)
+{
+    if (node >= 0 && fs->cfg.kill_node)
+        fs->cfg.kill_node(fs->cfg.ctx, node);
+}
+
+int ckh__ckhfs_begin(struct ckhfs_req *r, enum ckh_op_kind kind, const char *path,
+                     const char *path2, uint64_t off, uint64_t len)
+{
+    struct fuse_context *cx = fuse_get_context();
+    struct ckh_ckhfs *fs = cx->private_data;
+    r->fs = fs;
+    pthread_mutex_lock(&fs->lock);
+    pid_t pid = cx->pid > 0 ? process_of(cx->pid) : cx->pid;
+    int node = pid > 0 && fs->cfg.node_of_pid ? fs->cfg.node_of_pid(fs->cfg.ctx, pid) : -1;
+    r->op = (struct ckh_ckhfs_op){.seq = ++fs->seq,
+                                  .node = node,
+                                  .pid = pid,
+                                  .kind = kind,
+                                  .path = path ? path : "",
+                                  .path2 = path2,
+                                  .off = off,
+                                  .len = len,
+                                  .result = 0};
+    r->act = (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_GO};
+    if (fs->cfg.hook)
+        fs->cfg.hook(fs->cfg.ctx, &r->op, &r->act);
+    switch (r->act.verdict) {
+    case CKH_CKHFS_ERRNO:
+        return -(r->act.err > 0 ? r->act.err : EIO);
+    case CKH_CKHFS_KILL:
+        kill_caller(fs, node);
+        return -EIO; /* the caller is dead; the answer only completes the request */
+    case CKH_CKHFS_DELAY:
+        pthread_mutex_unlock(&fs->lock);
+        sleep_ms(r->act.delay_ms);
+        pthread_mutex_lock(&fs->lock);
+        return 1;
+    default:
+        return 1;
+    }
+}
+
+/* ------------------------------------------------------------------- trace */
+
+static void trace_add(struct ckh_ckhfs *fs, const struct ckh_ckhfs_op *op)
+{
+    if (fs->ntrace == fs->captrace) {
+        size_t cap = fs->captrace ? fs->captrace * 2 : 256;
+        struct ckh_ckhfs_op *t = realloc(fs->trace, cap * sizeof(*t));
+        if (!t)
+            return; /* the trace misses an entry rather than failing the program */
+        fs->trace = t;
+        fs->captrace = cap;
+    }
+    struct ckh_ckhfs_op e = *op;
+    e.path = strdup(op->path);
+    e.path2 = op->path2 ? strdup(op->path2) : NULL;
+    if (!e.path || (op->path2 && !e.path2)) {
+        free((char *)e.path);
+        free((char *)e.path2);
+        return;
+    }
+    fs->trace[fs->ntrace++] = e;
+}
+
+int64_t ckh__ckhfs_end(struct ckhfs_req *r, int64_t result)
+{
+    struct ckh_ckhfs *fs = r->fs;
+    r->op.result = result;
+    if (fs->cfg.keep_trace)
+        trace_add(fs, &r->op);
+    if (r->act.verdict == CKH_CKHFS_KILL_AFTER)
+        kill_caller(fs, r->op.node);
+    pthread_mutex_unlock(&fs->lock);
+    return result;
+}
+
+const struct ckh_ckhfs_op *ckh_ckhfs_trace(const struct ckh_ckhfs *cfs, size_t *n)
+{
+    struct ckh_ckhfs *fs = (struct ckh_ckhfs *)cfs; /* the snapshot is a cache */
+    if (n)
+        *n = 0;
+    if (!fs)
+        return NULL;
+    pthread_mutex_lock(&fs->lock);
+    size_t k = fs->ntrace;
+    if (k > fs->capsnap) {
+        struct ckh_ckhfs_op *s = realloc(fs->snap, k * sizeof(*s));
+        if (!s)
+            k = fs->capsnap;
+        else {
+            fs->snap = s;
+            fs->capsnap = k;
+        }
+    }
+    if (k)
+        memcpy(fs->snap, fs->trace, k * sizeof(*fs->snap));
+    pthread_mutex_unlock(&fs->lock);
+    if (n)
+        *n = k;
+    return fs->snap;
+}
+
+void ckh_ckhfs_lock(struct ckh_ckhfs *fs)
+{
+    if (fs)
+        pthread_mutex_lock(&fs->lock);
+}
+
+void ckh_ckhfs_unlock(struct ckh_ckhfs *fs)
+{
+    if (fs)
+        pthread_mutex_unlock(&fs->lock);
+}
+
+/* ----------------------------------------------------------- server thread */
+
+void ckh__ckhfs_inited(struct ckh_ckhfs *fs)
+{
+    pthread_mutex_lock(&fs->lock);
+    fs->inited = true;
+    pthread_cond_broadcast(&fs->init_cv);
+    pthread_mutex_unlock(&fs->lock);
+}
+
+static void *serve(void *arg)
+{
+    struct ckh_ckhfs *fs = arg;
+    struct fuse_session *se = fuse_get_session(fs->fuse);
+    struct fuse_buf buf = {.mem = NULL};
+    struct pollfd p[2] = {{.fd = fuse_session_fd(se), .events = POLLIN},
+                          {.fd = fs->wake[0], .events = POLLIN}};
+    /* Non-blocking: a request poll saw may be gone by the read (a FUSE
+     * INTERRUPT withdrawn when its request completed); a blocking read
+     * would then wait forever and unmount's join with it. */
+    int fl = fcntl(p[0].fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(p[0].fd, F_SETFL, fl | O_NONBLOCK);
+    while (!fuse_session_exited(se)) {
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[1].revents)
+            break; /* unmount asked */
+        if (!p[0].revents)
+            continue;
+        int rc = fuse_session_receive_buf(se, &buf);
+        if (rc == -EINTR || rc == -EAGAIN)
+            continue;
+        if (rc <= 0)
+            break; /* connection gone (ENODEV): unmounted or aborted */
+        fuse_session_process_buf(se, &buf);
+    }
+    free(buf.mem);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------- forks */
+
+/* The /dev/fuse descriptors of this process's mounts. */
+static pthread_mutex_t fds_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fds[64];
+static size_t nfds;
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&fds_lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&fds_lock);
+}
+
+static void fork_child(void)
+{
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
+    nfds = 0;
+    pthread_mutex_unlock(&fds_lock);
+}
+
+static void fds_add(int fd)
+{
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    pthread_mutex_lock(&fds_lock);
+    if (nfds < sizeof fds / sizeof fds[0])
+        fds[nfds++] = fd; /* past 64 mounts, children keep copies (harmless until unmount) */
+    pthread_mutex_unlock(&fds_lock);
+}
+
+static void fds_remove(int fd)
+{
+    pthread_mutex_lock(&fds_lock);
+    for (size_t i = 0; i < nfds; i++) {
+        if (fds[i] == fd) {
+            fds[i] = fds[--nfds];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&fds_lock);
+}
+
+/* ------------------------------------------------------------------- mount */
+
+/* libfuse's last log line, for mount error messages. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_last[256];
+
+static void log_to_buffer(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+    if (level > FUSE_LOG_ERR)
+        return;
+    pthread_mutex_lock(&log_lock);
+    vsnprintf(log_last, sizeof log_last, fmt, ap);
+    log_last[strcspn(log_last, "\n")] = '\0';
+    pthread_mutex_unlock(&log_lock);
+}
+
+static void log_last_get(char *out, size_t n)
+{
+    pthread_mutex_lock(&log_lock);
+    snprintf(out, n, "%s", log_last[0] ? log_last : "no detail from libfuse");
+    log_last[0] = '\0';
+    pthread_mutex_unlock(&log_lock);
+}
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static void install_once(void)
+{
+    fuse_set_log_func(log_to_buffer);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static int check_config(const struct ckh_ckhfs_config *cfg, char *msg, size_t msglen)
+{
+    if (!cfg || !cfg->mountpoint || !cfg->mountpoint[0] || !cfg->disk)
+        return ckh_errf(msg, msglen, CKH_EINVAL,
+                        "ckhfs: a mount needs a mount point and a disk");
+    struct stat st;
+    if (stat(cfg->mountpoint, &st) != 0)
+        return ckh_errf(msg, msglen, CKH_EINVAL, "ckhfs: mount point %s: %s", cfg->mountpoint,
+                        strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return ckh_errf(msg, msglen, CKH_EINVAL, "ckhfs: mount point %s is not a folder",
+                        cfg->mountpoint);
+    return 0;
+}
+
+/* Creates the libfuse instance and mounts it. */
+static int fuse_start(struct ckh_ckhfs *fs, char *msg, size_t msglen)
+{
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    int rc = 0;
+    if (fuse_opt_add_arg(&args, "ckhfs") != 0 || fuse_opt_add_arg(&args, "-o") != 0 ||
+        fuse_opt_add_arg(&args, "fsname=" CKHFS_FSNAME ",subtype=ckhfs") != 0) {
+        rc = ckh_errf(msg, msglen, CKH_ENOMEM, "ckhfs: out of memory");
+        goto out_free_args;
+    }
+    fs->fuse = fuse_new(&args, &ckh__ckhfs_ops, sizeof(ckh__ckhfs_ops), fs);
+    if (!fs->fuse) {
+        char why[256];
+        log_last_get(why, sizeof why);
+        rc = ckh_errf(msg, msglen, -EIO, "ckhfs: cannot start a FUSE filesystem: %s", why);
+        goto out_free_args;
+    }
+    if (fuse_mount(fs->fuse, fs->mnt) != 0) {
+        char why[256];
+        log_last_get(why, sizeof why);
+        rc = ckh_errf(msg, msglen, -EIO, "ckhfs: cannot mount %s: %s", fs->mnt, why);
+        goto out_free_args;
+    }
+    fs->mounted = true;
+    fs->fuse_fd = fuse_session_fd(fuse_get_session(fs->fuse));
+    fds_add(fs->fuse_fd);
+out_free_args:
+    fuse_opt_free_args(&args);
+    return rc;
+}
+
+/* Waits until the server answered the kernel's INIT (or INIT_WAIT_S). */
+static bool wait_inited(struct ckh_ckhfs *fs)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += INIT_WAIT_S;
+    pthread_mutex_lock(&fs->lock);
+    while (!fs->inited) {
+        if (pthread_cond_timedwait(&fs->init_cv, &fs->lock, &until) != 0)
+            break;
+    }
+    bool ok = fs->inited;
+    pthread_mutex_unlock(&fs->lock);
+    return ok;
+}
+
+int ckh_ckhfs_mount(const struct ckh_ckhfs_config *cfg, struct ckh_ckhfs **out, char *msg,
+                    size_t msglen)
+{
+    if (out)
+        *out = NULL;
+    if (!out)
+        return ckh_errf(msg, msglen, CKH_EINVAL, "ckhfs: no output handle");
+    int rc = check_config(cfg, msg, msglen);
+    if (rc)
+        return rc;
+    rc = ckh_ckhfs_available(msg, msglen);
+    if (rc)
+        return rc;
+    pthread_once(&once, install_once);
+    struct ckh_ckhfs *fs = calloc(1, sizeof(*fs));
+    char mnt[4096];
+    if (!fs || ckh__ckhfs_abspath(cfg->mountpoint, mnt, sizeof mnt) != 0 ||
+        !(fs->mnt = strdup(mnt))) {
+        free(fs);
+        return ckh_errf(msg, msglen, CKH_ENOMEM, "ckhfs: out of memory");
+    }
+    fs->cfg = *cfg;
+    fs->cfg.mountpoint = fs->mnt;
+    fs->wake[0] = fs->wake[1] = -1;
+    pthread_mutex_init(&fs->lock, NULL);
+    pthread_cond_init(&fs->init_cv, NULL);
+    if (pipe2(fs->wake, O_CLOEXEC) != 0) {
+        rc = ckh_errf(msg, msglen, -EIO, "ckhfs: pipe: %s", strerror(errno));
+        goto out_unmount;
+    }
+    rc = fuse_start(fs, msg, msglen);
+    if (rc)
+        goto out_unmount;
+    int e = pthread_create(&fs->thread, NULL, serve, fs);
+    if (e != 0) {
+        rc = ckh_errf(msg, msglen, -EIO, "ckhfs: cannot start the server thread: %s",
+                      strerror(e));
+        goto out_unmount;
+    }
+    fs->thread_started = true;
+    if (!wait_inited(fs)) {
+        rc = ckh_errf(msg, msglen, -EIO,
+                      "ckhfs: the kernel did not start the mount at %s within %d s", fs->mnt,
+                      INIT_WAIT_S);
+        goto out_unmount;
+    }
+    *out = fs;
+    return 0;
+out_unmount:
+    ckh_ckhfs_unmount(fs);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- unmount */
+
+static void stop_thread(struct ckh_ckhfs *fs)
+{
+    if (!fs->thread_started)
+        return;
+    char c = 'x';
+    while (write(fs->wake[1], &c, 1) < 0 && errno == EINTR)
+        ;
+    pthread_join(fs->thread, NULL);
+    fs->thread_started = false;
+}
+
+static void free_state(struct ckh_ckhfs *fs)
+{
+    while (fs->handles) {
+        struct ckhfs_handle *h = fs->handles;
+        fs->handles = h->next;
+        free(h->path);
+        free(h);
+    }
+    /* Destroying a view closes its files without flushing (pending state
+     * stays on the disk). */
+    for (size_t i = 0; i < fs->nviews; i++)
+        ckh_simfs_view_destroy(fs->views[i]);
+    free(fs->views);
+    for (size_t i = 0; i < fs->ntrace; i++) {
+        free((char *)fs->trace[i].path);
+        free((char *)fs->trace[i].path2);
+    }
+    free(fs->trace);
+    free(fs->snap);
+}
+
+void ckh_ckhfs_unmount(struct ckh_ckhfs *fs)
+{
+    if (!fs)
+        return;
+    stop_thread(fs);
+    if (fs->mounted) {
+        fds_remove(fs->fuse_fd);
+        fuse_unmount(fs->fuse);
+        fs->mounted = false;
+    }
+    /* libfuse skips the unmount when the connection was already aborted;
+     * whatever is still listed at the mount point goes now. */
+    ckh__ckhfs_unmount_below(fs->mnt, true);
+    if (fs->fuse)
+        fuse_destroy(fs->fuse);
+    free_state(fs);
+    if (fs->wake[0] >= 0)
+        close(fs->wake[0]);
+    if (fs->wake[1] >= 0)
+        close(fs->wake[1]);
+    pthread_cond_destroy(&fs->init_cv);
+    pthread_mutex_destroy(&fs->lock);
+    free(fs->mnt);
+    free(fs);
+}

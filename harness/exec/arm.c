@@ -1,0 +1,155 @@
+/* The fault script of one run: every scenario fault aimed at the run
+ * becomes a simulator fault rule (its descriptor's `arm`), or, for an
+ * at-rest fault without an op trigger, is applied to the disks before the
+ * run starts (its descriptor's `apply`); an at-rest fault with a trigger
+ * runs as a CALL rule at the matching op. A fault whose descriptor has
+ * neither (gpu-oom) is the workload's to apply. harness/model/fault.h
+ * specifies the descriptors.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ckh/err.h"
+#include "exec/run_ctx.h"
+
+/* The node a fault names: its index, -1 for any, -2 when the job has no
+ * such node. */
+int ckh__run_fault_node(const struct ckh__run_ctx *c, const struct ckh_scn_fault *f)
+{
+    if (f->on.node_name) {
+        for (int i = 0; i < c->n; i++)
+            if (strcmp(c->names[i], f->on.node_name) == 0)
+                return i;
+        return -2;
+    }
+    return f->on.node < c->n ? f->on.node : -2;
+}
+
+/* "line:col: the fault names node 'x', which the job does not have
+ * (its nodes: a, b, ...)". */
+int ckh__run_unknown_node(struct ckh__run_ctx *c, const struct ckh_scn_fault *f)
+{
+    char nodes[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < c->n && used < sizeof nodes; i++)
+        used += (size_t)snprintf(nodes + used, sizeof nodes - used, "%s%s", i ? ", " : "", c->names[i]);
+    if (f->on.node_name)
+        return ckh__run_fail(c, CKH_EINVAL, "%d:%d: the fault names node '%s', which the job does not "
+                             "have (its nodes: %s)", f->line, f->column, f->on.node_name, nodes);
+    return ckh__run_fail(c, CKH_EINVAL, "%d:%d: the fault names node %d, which the job does not "
+                         "have (its nodes: %s)", f->line, f->column, f->on.node, nodes);
+}
+
+/* Applies fault `index` at rest now; it counts as fired when its change
+ * lands (ckh_fault_hit). */
+int ckh__run_apply_at_rest(struct ckh__run_ctx *c, size_t index, int node)
+{
+    const struct ckh_scn_fault *f = &c->sc->faults[index];
+    c->env.fired = c->rec && c->rec->fault_fired ? &c->rec->fault_fired[index] : NULL;
+    int rc = ckh_fault_of(f->act.kind)->apply(&c->env, f, node);
+    c->at_rest_applied = true;
+    c->env.fired = NULL;
+    return rc;
+}
+
+/* A CALL rule's callback: an at-rest fault at its trigger. */
+static void call_at_trigger(void *ctx, const struct ckh_op *op)
+{
+    struct ckh__run_call *cc = ctx;
+    bool on_node = cc->fault->on.node >= 0 || cc->fault->on.node_name;
+    ckh__run_apply_at_rest(cc->rc, cc->index, on_node ? op->node : -1);
+}
+
+/* The rule for fault f with its trigger's selectors (run_ctx.h). */
+void ckh__run_rule_for(const struct ckh_scn_fault *f, int node, struct ckh_fault_rule *r)
+{
+    ckh_fault_rule_init(r);
+    r->node = node;
+    r->kind = f->on.op;
+    r->path_glob = f->on.path;
+    r->phase = f->on.phase;
+    r->epoch = f->on.epoch;
+    r->step = f->on.step;
+    r->nth = f->on.nth;
+    r->at_time_ns = f->on.time_ns;
+    r->probability = f->on.probability;
+    r->repeat = f->on.repeat;
+}
+
+/* Arms fault i on the simulator (or applies it now); see the top. */
+static int arm_one(struct ckh__run_ctx *c, size_t i, int node)
+{
+    const struct ckh_scn_fault *f = &c->sc->faults[i];
+    const struct ckh_fault_ops *ops = ckh_fault_of(f->act.kind);
+    if (c->rec) {
+        c->rec->fault_armed[i] = true;
+        if (!ops->arm && !ops->apply)
+            c->rec->fault_fired[i]++; /* applied by the workload to its devices */
+    }
+    if (ckh_fault_applied_between_runs(f))
+        return ckh__run_apply_at_rest(c, i, node);
+    if (!ckh_fault_arms_rule(f))
+        return 0;
+    struct ckh_fault_rule r;
+    ckh__run_rule_for(f, node, &r);
+    if (ops->apply) { /* at rest, at its trigger */
+        c->calls[i] = (struct ckh__run_call){.rc = c, .fault = f, .index = i};
+        r.action.kind = CKH_FAULT_CALL;
+        r.action.call = call_at_trigger;
+        r.action.call_ctx = &c->calls[i];
+    } else {
+        ops->arm(f, &r);
+    }
+    if (ckh_sim_add_fault(c->sim, &r) != 0)
+        return ckh__run_fail(c, CKH_EINVAL, "%d:%d: %s", f->line, f->column, ckh_sim_errmsg(c->sim));
+    /* A CALL rule counts when its change lands (ckh_fault_hit), not when
+     * its trigger matches. */
+    c->rule_fault[c->nrules++] = r.action.kind == CKH_FAULT_CALL ? SIZE_MAX : i;
+    return 0;
+}
+
+int ckh__run_arm_faults(struct ckh__run_ctx *c, int run)
+{
+    ckh_sim_clear_faults(c->sim);
+    c->nrules = 0;
+    for (size_t i = 0; i < c->sc->nfaults; i++) {
+        const struct ckh_scn_fault *f = &c->sc->faults[i];
+        if (f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != run)
+            continue;
+        int node = ckh__run_fault_node(c, f), rc;
+        if (node == -2)
+            return ckh__run_unknown_node(c, f);
+        if ((rc = arm_one(c, i, node)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The hook sees every op: it only tracks each node's progress. */
+void ckh__run_track_hook(void *ctx, const struct ckh_op *op, struct ckh_fault_action *act)
+{
+    (void)act;
+    struct ckh__run_ctx *c = ctx;
+    if (op->node < 0 || op->node >= c->n || !op->phase)
+        return;
+    struct ckh__run_track *t = &c->track[op->node];
+    if (strcmp(t->phase, op->phase) != 0)
+        snprintf(t->phase, sizeof t->phase, "%s", op->phase);
+    if (strcmp(op->phase, "load") == 0) {
+        t->load_seen = true;
+        if (op->epoch >= 0)
+            t->load_epoch = op->epoch;
+    }
+    if (strcmp(op->phase, "epoch") == 0 || strcmp(op->phase, "save") == 0) {
+        int64_t v = c->step_based ? op->step : op->epoch;
+        /* The first working op of a run tells where the run resumed: a
+         * training job announces the step it continues from, an epoch job
+         * the epoch it loaded (or 0 from scratch). */
+        if (!t->resume_known) {
+            t->resume_known = true;
+            t->resume_point = c->step_based ? (v > 0 ? v : 0) : (t->load_seen ? t->load_epoch : 0);
+        }
+        if (v > t->progress)
+            t->progress = v;
+    }
+}

@@ -1,0 +1,1184 @@
+/* Command jobs from the scenario to the verdict (exec/command.h has the
+ * data flow): the run folder and the checks before anything runs, the
+ * disks and their ckhfs mounts, one run of the job, the runs with restarts
+ * and `verify`, the reference run, the verdict, and `ckh replay`.
+ *
+ * Map: set-up · mounts · one run · how each node ended · verify · the runs
+ * · entry points (run, replay).
+ *
+ * The run folder (ckh's temporary folder naming, run/tmpdir.h) holds one
+ * folder per execution (ref/, job/, det/) with mnt/ (the mount points),
+ * results/<node>.<run>.jsonl (CKH_RESULT) and logs/<node>.<run>.log (what
+ * the program printed). It is removed on every exit path, after every
+ * process is reaped and every mount is gone.
+ *
+ * What is deterministic: the fault script's matching (a single-threaded
+ * program's n-th pwrite is the same operation in every run), the crash
+ * model's choices (seeded per disk), the order of runs and restarts. What
+ * is not: the interleaving of several processes' operations, wall-clock
+ * triggers and delays, the program's own nondeterminism.
+ * docs/SCENARIOS.md ("What is deterministic") says the same to users.
+ */
+#include "exec/command.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckh/err.h"
+#include "exec/run_ctx.h"
+#include "exec/tmpdir.h"
+
+uint64_t ckh__cmd_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* time limits and wall-clock triggers only */
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int ckh__cmd_fail(struct ckh__cmd *c, int code, const char *fmt, ...)
+{
+    if (c->err_code)
+        return code; /* the first failure is the one to report */
+    va_list ap;
+    va_start(ap, fmt);
+    ckh_verrf(c->err, sizeof c->err, code, fmt, ap);
+    va_end(ap);
+    c->err_code = code;
+    return code;
+}
+
+/* ---- set-up ---- */
+
+/* The program node `name` runs: its own entry, else the default. */
+static const struct ckh_scn_command *command_for(const struct ckh_scenario *sc, const char *name)
+{
+    const struct ckh_scn_command *dflt = NULL;
+    for (size_t i = 0; i < sc->job.ncommands; i++) {
+        if (sc->job.commands[i].node && !strcmp(sc->job.commands[i].node, name))
+            return &sc->job.commands[i];
+        if (!sc->job.commands[i].node)
+            dflt = &sc->job.commands[i];
+    }
+    return dflt;
+}
+
+/* Every node has a program, every named entry a node. */
+static int check_commands(struct ckh__cmd *c)
+{
+    const struct ckh_scenario *sc = c->sc;
+    for (size_t i = 0; i < sc->job.ncommands; i++) {
+        const struct ckh_scn_command *e = &sc->job.commands[i];
+        long idx = e->node ? strtol(e->node + 5, NULL, 10) : 0;
+        if (e->node && idx >= c->n)
+            return ckh__cmd_fail(c, CKH_EINVAL, "%s:%d:%d: job.command names %s, which the job does "
+                                 "not have (its nodes: rank_0 .. rank_%d)", sc->file, e->line, e->column,
+                                 e->node, c->n - 1);
+    }
+    for (int i = 0; i < c->n; i++)
+        if (!c->nodes[i].cmd)
+            return ckh__cmd_fail(c, CKH_EINVAL, "%s:%d:%d: job.command gives %s no program (name it, "
+                                 "or add a 'default')", sc->file, sc->job.commands[0].line,
+                                 sc->job.commands[0].column, c->nodes[i].name);
+    return 0;
+}
+
+/* The latest pointer of a command job, for the latest-pointer faults
+ * without `path:`: <checkpoint_dir>/latest. */
+static int latest_link(void *inst, char *buf, size_t n)
+{
+    struct ckh__cmd *c = inst;
+    const char *d = c->sc->job.checkpoint_dir;
+    snprintf(buf, n, "%s/latest", strcmp(d, "/") ? d : "");
+    return 0;
+}
+
+/* The disks (one per disk, or per disk and node when not shared), the
+ * checkpoint directory made durable on them, and one mount per disk. */
+static int add_disks(struct ckh__cmd *c)
+{
+    const struct ckh_scn_job *job = &c->sc->job;
+    size_t nd = job->ndisks;
+    int rc;
+    c->disks = calloc(nd * (size_t)c->n, sizeof *c->disks);
+    c->mounts = calloc(nd * (size_t)c->n, sizeof *c->mounts);
+    if (!c->disks || !c->mounts)
+        return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
+    for (size_t d = 0; d < nd; d++) {
+        const struct ckh_scn_disk *sd = &job->disks[d];
+        for (int i = 0; i < c->n; i++) {
+            size_t at = d * (size_t)c->n + (size_t)i;
+            if (sd->shared && i > 0) {
+                c->disks[at] = c->disks[d * (size_t)c->n];
+                continue;
+            }
+            char name[160], seed_name[200];
+            snprintf(name, sizeof name, sd->shared ? "%s" : "%s.%s", sd->name, c->nodes[i].name);
+            snprintf(seed_name, sizeof seed_name, "disk/%s", name);
+            struct ckh_simfs_config dc = {.name = name, .model = sd->model, .sector_bytes = sd->sector_bytes,
+                                          .capacity_bytes = sd->capacity_bytes,
+                                          .seed = ckh_seed_derive(c->seed, seed_name)};
+            if ((rc = ckh_simfs_create(&dc, &c->disks[at])) != 0)
+                return ckh__cmd_fail(c, rc, "disk %s: %s", name, ckh_strerror(rc));
+            struct ckh__cmd_mount *m = &c->mounts[c->nmounts++];
+            *m = (struct ckh__cmd_mount){.c = c, .disk = c->disks[at], .disk_index = d,
+                                         .node = sd->shared ? -1 : i, .prefix = sd->mount};
+            snprintf(m->dir, sizeof m->dir, "%s/mnt/%s", c->dir, name);
+            if ((rc = ckh_tmp_mkdirs(m->dir)) != 0)
+                return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot create %s: %s", m->dir, strerror(-rc));
+        }
+    }
+    c->env = (struct ckh_fault_env){.sc = c->sc, .nnodes = c->n, .disks = c->disks,
+                                    .latest_link = latest_link, .inst = c, .err = c->err,
+                                    .errlen = sizeof c->err};
+    if ((rc = ckh_fault_for_each_disk(&c->env, -1, job->checkpoint_dir, ckh__run_make_dir_fn, NULL)) != 0)
+        return ckh__cmd_fail(c, rc, "%s", c->err);
+    return 0;
+}
+
+/* One execution of sc's job in folder dir (created here). On failure
+ * c->err says why; ckh__cmd_free frees c either way. */
+int ckh__cmd_init(struct ckh__cmd *c, const struct ckh_scenario *sc, uint64_t seed, unsigned mode,
+                    const char *dir, const char *cwd)
+{
+    const struct ckh_scn_job *job = &sc->job;
+    int rc;
+    memset(c, 0, sizeof *c);
+    c->sc = sc;
+    c->seed = seed;
+    c->mode = mode;
+    c->cwd = cwd;
+    snprintf(c->dir, sizeof c->dir, "%s", dir);
+    pthread_mutex_init(&c->lock, NULL);
+    c->lock_ready = true;
+    c->world_first = (int)(job->nodes ? job->nodes : 1);
+    c->world_restart = sc->restart.world_size && !(mode & CKH_RUN_NO_FAULTS) ? (int)sc->restart.world_size
+                                                                                : c->world_first;
+    c->n = c->world_first > c->world_restart ? c->world_first : c->world_restart;
+    c->step_based = job->every_epochs == 0;
+    char sub[CKH__CMD_PATH_MAX + 16];
+    static const char *const subs[] = {"mnt", "results", "logs"};
+    for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++) {
+        snprintf(sub, sizeof sub, "%s/%s", dir, subs[k]);
+        if ((rc = ckh_tmp_mkdirs(sub)) != 0)
+            return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot create %s: %s", sub, strerror(-rc));
+    }
+    c->nodes = calloc((size_t)c->n, sizeof *c->nodes);
+    c->crash.nodes = calloc((size_t)c->n, sizeof *c->crash.nodes);
+    if (!c->nodes || !c->crash.nodes)
+        return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
+    for (int i = 0; i < c->n; i++) {
+        struct ckh__cmd_node *nd = &c->nodes[i];
+        snprintf(nd->name, sizeof nd->name, "rank_%d", i);
+        nd->cmd = command_for(sc, nd->name);
+        nd->rank = i < c->world_first ? i : -1;
+        nd->pidfd = nd->result_fd = -1;
+    }
+    if ((rc = check_commands(c)) != 0)
+        return rc;
+    for (int i = 0; i < c->n; i++)
+        if ((rc = ckh__cmd_resolve(c, c->nodes[i].cmd, c->nodes[i].exe, sizeof c->nodes[i].exe)) != 0)
+            return rc;
+    unsigned flags = (c->n > 1 && sc->restart.scope == CKH_SCN_RESTART_ALL ? CKH_RECORDS_COLLECTIVE : 0) |
+                     (c->step_based ? CKH_RECORDS_STEP_BASED : 0);
+    if ((rc = ckh_records_create((size_t)c->n, flags, &c->records)) != 0)
+        return ckh__cmd_fail(c, rc, "out of memory");
+    ckh_records_set_fault_probe(c->records, ckh__cmd_fault_fired, c);
+    return add_disks(c);
+}
+
+static void trace_free(struct ckh__cmd *c)
+{
+    for (size_t i = 0; i < c->ntrace; i++) {
+        free(c->trace[i].path);
+        free(c->trace[i].path2);
+    }
+    free(c->trace);
+    c->trace = NULL;
+    c->ntrace = c->captrace = 0;
+}
+
+/* Unmounts, fills the trace's results from the mounts first. */
+static void unmount_all(struct ckh__cmd *c, size_t trace_from);
+
+/* Frees c after killing what runs and unmounting what is mounted. */
+void ckh__cmd_free(struct ckh__cmd *c)
+{
+    if (!c->sc)
+        return; /* never initialised */
+    if (c->nodes)
+        ckh__cmd_kill_all(c);
+    unmount_all(c, c->ntrace);
+    for (int i = 0; c->nodes && i < c->n; i++) {
+        if (c->nodes[i].result_fd >= 0)
+            close(c->nodes[i].result_fd);
+        free(c->nodes[i].partial);
+    }
+    const struct ckh_scn_job *job = &c->sc->job;
+    for (size_t d = 0; c->disks && d < job->ndisks; d++)
+        for (int i = 0; i < c->n; i++)
+            if (!job->disks[d].shared || i == 0)
+                ckh_simfs_destroy(c->disks[d * (size_t)c->n + (size_t)i]);
+    ckh_records_destroy(c->records);
+    trace_free(c);
+    free(c->rules);
+    free(c->crash.nodes);
+    free(c->disks);
+    free(c->mounts);
+    free(c->nodes);
+    if (c->lock_ready)
+        pthread_mutex_destroy(&c->lock);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- mounts ---- */
+
+/* The result of mount m's operation seq, from its trace (0 when gone). */
+static int64_t op_result(const struct ckh_ckhfs_op *ops, size_t n, uint64_t seq)
+{
+    if (seq >= 1 && seq <= n && ops[seq - 1].seq == seq)
+        return ops[seq - 1].result;
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ops[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && ops[lo].seq == seq ? ops[lo].result : 0;
+}
+
+/* Fills in the results of the trace's lines since trace_from from the
+ * mounts' own traces, then unmounts. The mounts' traces are taken first
+ * and c->lock only then: the server holds its mount's lock while it takes
+ * c->lock (in the hook), never the other way round. */
+static void unmount_all(struct ckh__cmd *c, size_t trace_from)
+{
+    const struct ckh_ckhfs_op **ops = c->nmounts ? calloc(c->nmounts, sizeof *ops) : NULL;
+    size_t *nops = c->nmounts ? calloc(c->nmounts, sizeof *nops) : NULL;
+    for (size_t m = 0; ops && nops && m < c->nmounts; m++)
+        if (c->mounts[m].fs)
+            ops[m] = ckh_ckhfs_trace(c->mounts[m].fs, &nops[m]);
+    pthread_mutex_lock(&c->lock);
+    for (size_t k = trace_from; ops && nops && k < c->ntrace; k++) {
+        struct ckh__cmd_trace *t = &c->trace[k];
+        if (t->mount >= 0 && (size_t)t->mount < c->nmounts && ops[t->mount])
+            t->result = op_result(ops[t->mount], nops[t->mount], t->seq);
+    }
+    pthread_mutex_unlock(&c->lock);
+    free(ops);
+    free(nops);
+    for (size_t m = 0; c->mounts && m < c->nmounts; m++) {
+        ckh_ckhfs_unmount(c->mounts[m].fs);
+        c->mounts[m].fs = NULL;
+    }
+}
+
+/* FUSE that cannot be used is the environment's limit (exit status 3). */
+static int mount_failed(struct ckh__cmd *c, int rc, const char *dir, const char *msg)
+{
+    if (rc == CKH_EUNSUPPORTED)
+        return ckh__cmd_fail(c, CKH_ELIMIT, "FUSE cannot be used here: %s (command jobs serve their "
+                             "checkpoint directory over FUSE; docs/SCENARIOS.md, \"Command jobs\")", msg);
+    return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot mount ckhfs at %s: %s", dir, msg[0] ? msg : ckh_strerror(rc));
+}
+
+static int mount_all(struct ckh__cmd *c)
+{
+    for (size_t m = 0; m < c->nmounts; m++) {
+        struct ckh__cmd_mount *mt = &c->mounts[m];
+        struct ckh_ckhfs_config cfg = {.mountpoint = mt->dir, .disk = mt->disk,
+                                       .node_of_pid = ckh__cmd_node_of_pid, .hook = ckh__cmd_hook,
+                                       .kill_node = ckh__cmd_kill_node, .ctx = mt, .keep_trace = true};
+        char msg[512] = "";
+        int rc = ckh_ckhfs_mount(&cfg, &mt->fs, msg, sizeof msg);
+        if (rc) {
+            mt->fs = NULL;
+            unmount_all(c, c->ntrace);
+            return mount_failed(c, rc, mt->dir, msg);
+        }
+    }
+    return 0;
+}
+
+/* ---- one run ---- */
+
+/* Node i's files and state for the current run. */
+static int prepare_node(struct ckh__cmd *c, int i)
+{
+    struct ckh__cmd_node *nd = &c->nodes[i];
+    snprintf(nd->result, sizeof nd->result, "%s/results/%s.%d.jsonl", c->dir, nd->name, c->run);
+    snprintf(nd->log, sizeof nd->log, "%s/logs/%s.%d.log", c->dir, nd->name, c->run);
+    if (nd->result_fd >= 0)
+        close(nd->result_fd);
+    free(nd->partial);
+    nd->partial = NULL;
+    nd->npartial = 0;
+    nd->pid = 0;
+    nd->pidfd = -1;
+    nd->reaped = nd->group_gone = nd->preempted = false;
+    nd->end = nd->start ? CKH__CMD_RUNNING : CKH__CMD_NOT_STARTED;
+    nd->exit_status = nd->term_sig = 0;
+    nd->killed_why = NULL;
+    nd->kill_at_ms = 0;
+    nd->last_op[0] = '\0';
+    memset(&nd->prog, 0, sizeof nd->prog);
+    nd->prog.step = nd->prog.epoch = nd->prog.progress = -1;
+    nd->result_fd = -1;
+    if (!nd->start)
+        return 0;
+    FILE *f = fopen(nd->result, "we");
+    if (!f || fclose(f) != 0)
+        return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot create %s: %s", nd->result, strerror(errno));
+    nd->result_fd = open(nd->result, O_RDONLY | O_CLOEXEC);
+    return 0;
+}
+
+/* Starts the run's nodes and waits for them; the mounts are up meanwhile. */
+static int run_processes(struct ckh__cmd *c, bool *hung)
+{
+    size_t from = c->ntrace;
+    int rc = mount_all(c);
+    if (rc)
+        return rc;
+    c->run_t0_ms = ckh__cmd_now_ms();
+    for (int i = 0; i < c->n && rc == 0; i++)
+        if (c->nodes[i].start)
+            rc = ckh__cmd_spawn_node(c, i);
+    if (rc == 0)
+        rc = ckh__cmd_wait_run(c, hung);
+    if (rc)
+        ckh__cmd_kill_all(c);
+    unmount_all(c, from);
+    for (int i = 0; i < c->n; i++)
+        if (c->nodes[i].pidfd >= 0) {
+            close(c->nodes[i].pidfd);
+            c->nodes[i].pidfd = -1;
+        }
+    return rc;
+}
+
+/* ---- how each node ended ---- */
+
+/* The last non-empty line node i printed, for messages. */
+static void node_said(const struct ckh__cmd_node *nd, char *out, size_t n)
+{
+    char buf[2048];
+    out[0] = '\0';
+    FILE *f = fopen(nd->log, "re");
+    if (!f)
+        return;
+    if (fseek(f, -(long)(sizeof buf - 1), SEEK_END) != 0)
+        rewind(f);
+    size_t r = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[r] = '\0';
+    while (r > 0 && (buf[r - 1] == '\n' || buf[r - 1] == ' ' || buf[r - 1] == '\r'))
+        buf[--r] = '\0';
+    char *nl = strrchr(buf, '\n');
+    snprintf(out, n, "%.*s", (int)(n ? n - 1 : 0), nl ? nl + 1 : buf);
+}
+
+/* "exited with status 1", "died of signal 11 (Segmentation fault)", ... */
+static void describe_end(const struct ckh__cmd_node *nd, char *out, size_t n)
+{
+    char said[300];
+    node_said(nd, said, sizeof said);
+    int k;
+    switch (nd->end) {
+    case CKH__CMD_EXITED: k = snprintf(out, n, "exited with status %d", nd->exit_status); break;
+    case CKH__CMD_SIGNALED:
+        k = snprintf(out, n, "died of signal %d (%s)", nd->term_sig, strsignal(nd->term_sig));
+        break;
+    case CKH__CMD_KILLED: k = snprintf(out, n, "was killed (%s)", nd->killed_why ? nd->killed_why : "?"); break;
+    default: k = snprintf(out, n, "did not start"); break;
+    }
+    if (said[0] && k > 0 && (size_t)k < n)
+        snprintf(out + k, n - (size_t)k, "; its last output: %s", said);
+}
+
+/* Node i's end into ne (started this run). */
+static void node_end(struct ckh__cmd *c, int i, bool hung, struct ckh_node_end *ne)
+{
+    const struct ckh__cmd_node *nd = &c->nodes[i];
+    bool hang = hung && nd->killed_why && !strcmp(nd->killed_why, "hang");
+    ne->progress = nd->prog.progress;
+    ne->resume_known = nd->prog.resume_known;
+    ne->resume_point = nd->prog.resume_point;
+    ne->resumed_from = -1;
+    if (nd->prog.step >= 0)
+        snprintf(ne->phase, sizeof ne->phase, "step %" PRIu64, (uint64_t)nd->prog.step % 10000000000u);
+    if (hang) {
+        ne->state = CKH_NODE_RUNNING;
+        snprintf(ne->pending, sizeof ne->pending, "%s%.140s", nd->last_op[0] ? "last op " : "no op on a mount",
+                 nd->last_op);
+    } else if (nd->end == CKH__CMD_KILLED || (nd->preempted && !nd->prog.has_final)) {
+        ne->state = CKH_NODE_KILLED;
+    } else {
+        ne->state = CKH_NODE_EXITED;
+        ne->exit_status = nd->end == CKH__CMD_SIGNALED ? 128 + nd->term_sig : nd->exit_status;
+    }
+}
+
+/* A program that exits 0 without its final record broke the protocol. */
+static int check_final(struct ckh__cmd *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        const struct ckh__cmd_node *nd = &c->nodes[i];
+        if (nd->start && nd->end == CKH__CMD_EXITED && nd->exit_status == 0 && !nd->preempted &&
+            !nd->prog.has_final)
+            return ckh__cmd_fail(c, CKH_EINVAL,
+                                 "%s:%d:%d: %s exited with status 0 in run %d without a final result record: "
+                                 "a program writes {\"kind\":\"final\", ...} to $CKH_RESULT when it "
+                                 "completes the job (docs/SCENARIOS.md, \"Result protocol\")",
+                                 c->sc->file, nd->cmd->line, nd->cmd->column, nd->name, c->run);
+    }
+    return 0;
+}
+
+/* The run's record: each node's end, the job result so far. */
+static int record_run(struct ckh__cmd *c, bool hung, struct ckh_run_info *ri, const struct ckh_run_info *prev,
+                      struct ckh_scenario_run *out)
+{
+    const char *names[CKH_RUNNER_MAX_NODES];
+    int rcs[CKH_RUNNER_MAX_NODES], rc;
+    bool all_ok = true;
+    size_t used = 0;
+    for (int i = 0; i < c->n; i++) {
+        const struct ckh__cmd_node *nd = &c->nodes[i];
+        struct ckh_node_end *ne = &ri->nodes[i];
+        names[i] = nd->name;
+        if (nd->start)
+            node_end(c, i, hung, ne);
+        else if (nd->rank < 0)
+            ne->state = CKH_NODE_PARKED;
+        else if (prev) {
+            *ne = prev->nodes[i]; /* completed before: not restarted (restart.scope: failed) */
+            ne->resume_known = false;
+        }
+        if (ne->state == CKH_NODE_PARKED)
+            ne->resume_known = false;
+        rcs[i] = ne->state == CKH_NODE_EXITED ? ne->exit_status : 0;
+        if (ne->state == CKH_NODE_PARKED)
+            continue;
+        ri->crashed |= ne->state == CKH_NODE_KILLED;
+        all_ok &= ne->state == CKH_NODE_EXITED && ne->exit_status == 0;
+        if (hung && ne->state == CKH_NODE_RUNNING && used < sizeof ri->report)
+            used += (size_t)snprintf(ri->report + used, sizeof ri->report - used, "%s%s (%s)",
+                                     used ? ", " : "", nd->name, ne->pending);
+        /* A program that failed on its own says why: its end and last
+         * output line become the run's report (the outcome's detail). */
+        bool failed_itself = nd->start && (nd->end == CKH__CMD_SIGNALED ||
+                                           (nd->end == CKH__CMD_EXITED && nd->exit_status != 0));
+        if (!hung && failed_itself && used < sizeof ri->report) {
+            char why[512];
+            describe_end(nd, why, sizeof why);
+            used += (size_t)snprintf(ri->report + used, sizeof ri->report - used, "%s%s %s", used ? "; " : "",
+                                     nd->name, why);
+        }
+    }
+    ri->outcome = hung ? CKH_SIM_TIME_LIMIT : CKH_SIM_DONE;
+    if (hung) /* job.timeout is a command job's timeout (expect.outcome: timeout) */
+        out->hang_seen = out->timeout_seen = true;
+    struct ckh_job_result jr;
+    if ((rc = ckh_records_collect(c->records, names, rcs, &jr)) != 0)
+        return ckh__cmd_fail(c, rc, "collecting results: %s", ckh_strerror(rc));
+    for (int i = 0; i < c->n && (size_t)i < jr.nnodes; i++) {
+        ri->nodes[i].resumed_from = jr.nodes[i].resumed_from;
+        ri->nodes[i].rc = jr.nodes[i].rc;
+    }
+    out->saves_failed = 0;
+    for (size_t i = 0; i < jr.nnodes; i++)
+        out->saves_failed += jr.nodes[i].saves_failed;
+    if ((rc = ckh__run_job_copy(&out->got, &jr)) != 0)
+        return ckh__cmd_fail(c, rc, "out of memory");
+    ri->completed = all_ok && !hung;
+    ri->trace_end = c->ntrace;
+    for (size_t k = 0; k < c->nrules; k++)
+        ri->faults_fired += c->rules[k].fired;
+    return 0;
+}
+
+/* ---- verify ---- */
+
+/* Runs verify against a clone of node i's disks (so nothing it does
+ * changes them); its verdict into *ok and detail. */
+int ckh__cmd_verify_view(struct ckh__cmd *c, int i, bool *ok, char *detail, size_t n)
+{
+    const struct ckh_scn_job *job = &c->sc->job;
+    struct ckh__cmd_mount *saved = c->mounts, *vm = calloc(job->ndisks, sizeof *vm);
+    size_t saved_n = c->nmounts, nv = 0, from = c->ntrace;
+    int rc = vm ? 0 : ckh__cmd_fail(c, CKH_ENOMEM, "out of memory"), st = -1;
+    char said[300] = "";
+    for (size_t d = 0; rc == 0 && d < job->ndisks; d++) {
+        struct ckh__cmd_mount *m = &vm[nv];
+        *m = (struct ckh__cmd_mount){.c = c, .orig = c->disks[d * (size_t)c->n + (size_t)i], .disk_index = d,
+                                     .node = i, .verify = true, .prefix = job->disks[d].mount};
+        snprintf(m->dir, sizeof m->dir, "%s/mnt/verify.%s", c->dir, job->disks[d].name);
+        if ((rc = ckh_simfs_clone(m->orig, &m->disk)) != 0 || (rc = ckh_tmp_mkdirs(m->dir)) != 0)
+            rc = ckh__cmd_fail(c, rc, "verify: cannot prepare %s: %s", m->dir, ckh_strerror(rc));
+        else
+            nv++;
+    }
+    c->mounts = vm;
+    c->nmounts = nv;
+    if (rc == 0)
+        rc = mount_all(c);
+    if (rc == 0)
+        rc = ckh__cmd_run_verify(c, i, &st, said, sizeof said);
+    unmount_all(c, from);
+    for (size_t k = 0; k < nv; k++)
+        ckh_simfs_destroy(vm[k].disk);
+    free(vm);
+    c->mounts = saved;
+    c->nmounts = saved_n;
+    if (rc)
+        return rc;
+    char what[200] = "";
+    for (size_t a = 0, used = 0; a < c->sc->verify.argc && used < sizeof what; a++)
+        used += (size_t)snprintf(what + used, sizeof what - used, "%s%s", a ? " " : "", c->sc->verify.argv[a]);
+    *ok = st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (st < 0)
+        snprintf(detail, n, "verify (%s) did not exit within job.timeout", what);
+    else if (WIFEXITED(st))
+        snprintf(detail, n, "verify (%s) exited with status %d%s%s", what, WEXITSTATUS(st),
+                 said[0] ? ": " : "", said);
+    else
+        snprintf(detail, n, "verify (%s) died of signal %d", what, WTERMSIG(st));
+    return 0;
+}
+
+/* After a failed run: verify against every node's view (one view for
+ * shared disks). */
+static int verify_disks(struct ckh__cmd *c, struct ckh_run_info *ri)
+{
+    bool shared = ckh__run_all_shared(c->sc);
+    ri->committed_ok = true;
+    for (int i = 0; i < (shared ? 1 : c->n) && ri->committed_ok; i++) {
+        char detail[sizeof ri->committed_detail];
+        bool ok = false;
+        int rc = ckh__cmd_verify_view(c, i, &ok, detail, sizeof detail);
+        if (rc)
+            return rc;
+        ckh__run_note_committed(ri, shared, c->nodes[i].name, i, ok, detail);
+    }
+    return 0;
+}
+
+/* ---- the runs ---- */
+
+/* Who starts in run `run` after prev (NULL: run 1). */
+static void plan_run(struct ckh__cmd *c, int run, const struct ckh_run_info *prev)
+{
+    bool resized = run == 2 && c->world_restart != c->world_first;
+    int world = run == 1 ? c->world_first : c->world_restart;
+    for (int i = 0; i < c->n; i++) {
+        struct ckh__cmd_node *nd = &c->nodes[i];
+        nd->rank = i < world ? i : -1;
+        bool done = prev && prev->nodes[i].state == CKH_NODE_EXITED && prev->nodes[i].exit_status == 0;
+        nd->start = nd->rank >= 0 &&
+                    (!prev || resized || c->sc->restart.scope == CKH_SCN_RESTART_ALL || !done);
+    }
+}
+
+static int run_once(struct ckh__cmd *c, struct ckh_run_info *ri, const struct ckh_run_info *prev,
+                    struct ckh_scenario_run *out)
+{
+    bool hung = false;
+    int rc;
+    c->run = ri->run;
+    plan_run(c, ri->run, prev);
+    ckh_records_begin_run(c->records, ri->run);
+    if ((rc = ckh__cmd_arm(c, ri->run)) != 0)
+        return c->err_code ? c->err_code : rc;
+    for (int i = 0; i < c->n; i++)
+        if ((rc = prepare_node(c, i)) != 0)
+            return rc;
+    c->master_port = ckh__cmd_free_port();
+    if ((rc = run_processes(c, &hung)) != 0)
+        return rc;
+    if (c->err_code) /* a fault applied at its trigger failed (a bad offset) */
+        return c->err_code;
+    if ((rc = ckh__cmd_read_results(c)) != 0 || (rc = check_final(c)) != 0)
+        return rc;
+    if ((rc = record_run(c, hung, ri, prev, out)) != 0)
+        return rc;
+    return ckh__cmd_apply_crash(c);
+}
+
+/* Per-node hashes of the operations (a single-threaded program's sequence
+ * is deterministic; the interleaving of nodes is not), combined in node order. */
+static uint64_t trace_hash(const struct ckh__cmd *c)
+{
+    uint64_t *h = calloc((size_t)c->n, sizeof *h), all = CKH_HASH_INIT;
+    if (!h)
+        return 0;
+    for (int i = 0; i < c->n; i++)
+        h[i] = CKH_HASH_INIT;
+    for (size_t k = 0; k < c->ntrace; k++) {
+        const struct ckh__cmd_trace *t = &c->trace[k];
+        if (t->node < 0 || t->node >= c->n || t->verify)
+            continue;
+        int64_t v[5] = {t->run, t->kind, (int64_t)t->off, (int64_t)t->len, t->result};
+        uint64_t *x = &h[t->node];
+        *x = ckh_hash64(*x, v, sizeof v);
+        if (t->path)
+            *x = ckh_hash64(*x, t->path, strlen(t->path) + 1);
+        if (t->path2)
+            *x = ckh_hash64(*x, t->path2, strlen(t->path2) + 1);
+    }
+    for (int i = 0; i < c->n; i++)
+        all = ckh_hash64(all, &h[i], sizeof h[i]);
+    free(h);
+    return all;
+}
+
+/* The job with restarts (one run for the reference); fills out's runs. */
+int ckh__cmd_execute(struct ckh__cmd *c, struct ckh_scenario_run *out)
+{
+    const bool with_faults = !(c->mode & CKH_RUN_NO_FAULTS);
+    const struct ckh_scenario *sc = c->sc;
+    uint32_t max_runs = with_faults ? 1 + sc->restart.max_restarts : 1;
+    if (ckh__run_alloc_runs(out, sc, with_faults) != 0)
+        return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
+    if (with_faults)
+        c->rec = out;
+    out->world = c->world_first;
+    out->world_restart = c->world_restart;
+    int rc;
+    for (uint32_t run = 1; run <= max_runs; run++) {
+        const struct ckh_run_info *prev = run > 1 ? &out->runs[run - 2] : NULL;
+        struct ckh_run_info *ri = ckh__run_next(out, sc, (size_t)c->n);
+        if (!ri)
+            return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
+        if ((rc = run_once(c, ri, prev, out)) != 0)
+            return rc;
+        if (ri->completed) {
+            out->completed = true;
+            break;
+        }
+        if (with_faults && sc->verify.argc && (rc = verify_disks(c, ri)) != 0)
+            return rc;
+        if (run == 1 && c->world_restart != c->world_first)
+            out->resized = true;
+    }
+    out->trace_hash = trace_hash(c);
+    return 0;
+}
+
+/* ---- entry points ---- */
+
+static void hang_first(struct ckh_report_result *out);
+
+/* The programs' working folder: the scenario file's, absolute. */
+static void scenario_folder(const struct ckh_scenario *sc, char *out, size_t n)
+{
+    char dir[CKH__CMD_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", sc->file ? sc->file : ".");
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0'; /* "/s.yaml" leaves "", the root */
+    const char *d = slash ? (dir[0] ? dir : "/") : ".";
+    char real[PATH_MAX];
+    snprintf(out, n, "%.*s", (int)(n ? n - 1 : 0), realpath(d, real) ? real : d);
+}
+
+int ckh__cmd_job_begin(const struct ckh_scenario *sc, struct ckh__cmd_job *je, char *err, size_t errlen)
+{
+    char msg[512] = "";
+    memset(je, 0, sizeof *je);
+    if (ckh_ckhfs_available(msg, sizeof msg) != 0)
+        return ckh_errf(err, errlen, CKH_ELIMIT,
+                        "FUSE cannot be used here: %s (command jobs serve their checkpoint directory over "
+                        "FUSE; docs/SCENARIOS.md, \"Command jobs\")", msg);
+    scenario_folder(sc, je->cwd, sizeof je->cwd);
+    int rc = ckh_tmp_make(je->dir, sizeof je->dir);
+    if (rc) {
+        je->dir[0] = '\0';
+        return ckh_errf(err, errlen, CKH_EINTERNAL, "cannot create a folder under %s: %s", ckh_tmp_base(),
+                        strerror(-rc));
+    }
+    prctl(PR_GET_CHILD_SUBREAPER, &je->subreaper_was);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    ckh__cmd_signals_install();
+    je->started = true;
+    return 0;
+}
+
+void ckh__cmd_job_end(struct ckh__cmd_job *je)
+{
+    if (!je->started)
+        return;
+    if (je->dir[0]) {
+        ckh_ckhfs_sweep_stale(je->dir); /* nothing should be left; nothing must stay */
+        ckh_tmp_remove(je->dir);
+    }
+    prctl(PR_SET_CHILD_SUBREAPER, je->subreaper_was);
+    ckh__cmd_signals_restore();
+    je->started = false;
+}
+
+/* Copies c's error into err (a located one as it is). */
+int ckh__cmd_take_err(const struct ckh__cmd *c, int rc, const char *what, char *err, size_t errlen)
+{
+    if (rc == -EINTR)
+        return ckh_errf(err, errlen, rc, "interrupted by signal %d", ckh__cmd_interrupted());
+    const char *m = c->err[0] ? c->err : ckh_strerror(rc);
+    bool located = !strncmp(m, c->sc->file, strlen(c->sc->file));
+    return ckh_errf(err, errlen, c->err_code ? c->err_code : rc, "%s%s", located || !what ? "" : what, m);
+}
+
+/* Why the reference run did not complete: each node that failed. */
+int ckh__cmd_reference_incomplete(const struct ckh__cmd *c, char *err, size_t errlen)
+{
+    char why[700] = "";
+    size_t used = 0;
+    for (int i = 0; i < c->n && used < sizeof why; i++) {
+        const struct ckh__cmd_node *nd = &c->nodes[i];
+        if (!nd->start || (nd->end == CKH__CMD_EXITED && nd->exit_status == 0))
+            continue;
+        char d[600];
+        if (nd->killed_why && !strcmp(nd->killed_why, "hang"))
+            snprintf(d, sizeof d, "still running after job.timeout (%" PRIu64 " ms)",
+                     c->sc->job.timeout_ns / 1000000u);
+        else
+            describe_end(nd, d, sizeof d);
+        used += (size_t)snprintf(why + used, sizeof why - used, "%s%s %s", used ? "; " : "", nd->name, d);
+    }
+    return ckh_errf(err, errlen, CKH_EINVAL, "the fault-free reference run of this job does not complete: %s",
+                    why[0] ? why : "no node completed");
+}
+
+/* The reference run into r->ref, with its checks: nothing written outside
+ * the mount, saves that left files in the checkpoint directory. A
+ * reference run that hangs (*hung) is the judged run itself: its runs and
+ * result go to r, with no reference (ref_ok false). */
+static int reference_run(const struct ckh_scenario *sc, uint64_t seed, const struct ckh__cmd_job *je,
+                         const struct ckh__cmd_watch *w, struct ckh_scenario_run *r, int64_t *gap, bool *hung,
+                         char *err, size_t errlen)
+{
+    struct ckh__cmd c;
+    struct ckh_scenario_run tmp;
+    struct ckh__cmd_snapshot *snap = NULL;
+    char dir[CKH__CMD_PATH_MAX + 8], msg[600];
+    memset(&tmp, 0, sizeof tmp);
+    tmp.sc = sc;
+    snprintf(dir, sizeof dir, "%s/ref", je->dir);
+    int rc = ckh__cmd_init(&c, sc, seed, CKH_RUN_NO_FAULTS, dir, je->cwd);
+    if (rc == 0)
+        rc = ckh__cmd_snapshot_take(je->cwd, &snap);
+    if (rc == 0 && w) {
+        c.on_op = w->on_op;
+        c.on_op_ctx = w->ctx;
+    }
+    if (rc == 0)
+        rc = ckh__cmd_execute(&c, &tmp);
+    if (rc == 0 && w && w->on_end)
+        w->on_end(w->ctx, &c);
+    if (rc) {
+        ckh__cmd_take_err(&c, rc, "reference run: ", err, errlen);
+        goto out;
+    }
+    if (!tmp.completed && tmp.hang_seen) {
+        /* The job hangs without any fault: that run is what the oracles
+         * judge (hang, outcome), and no faulted job needs to hang again. */
+        rc = ckh__run_job_copy(&r->got, &tmp.got.r);
+        r->runs = tmp.runs;
+        r->nruns = tmp.nruns;
+        tmp.runs = NULL;
+        tmp.nruns = 0;
+        r->hang_seen = r->timeout_seen = true;
+        r->world = tmp.world;
+        r->world_restart = tmp.world_restart;
+        *hung = true;
+        goto out;
+    }
+    if (!tmp.completed) {
+        rc = ckh__cmd_reference_incomplete(&c, err, errlen);
+        goto out;
+    }
+    if ((rc = ckh__cmd_snapshot_compare(snap, je->cwd, msg, sizeof msg)) != 0) {
+        ckh_errf(err, errlen, rc, "a program wrote outside its checkpoint directory: %s; only files under "
+                 "$CKH_CKPT_DIR meet ckh's crash model and faults (docs/SCENARIOS.md, \"Command jobs\")", msg);
+        goto out;
+    }
+    uint64_t saves = 0;
+    *gap = 0;
+    for (int i = 0; i < c.n; i++) {
+        saves += c.nodes[i].prog.saves_ok;
+        if (c.nodes[i].prog.save_gap_max > *gap)
+            *gap = c.nodes[i].prog.save_gap_max;
+    }
+    r->ref_ok = true;
+    if ((rc = ckh__run_job_copy(&r->ref, &tmp.got.r)) != 0 || (rc = ckh__cmd_add_file_digests(&c, &r->ref)) != 0) {
+        ckh__cmd_take_err(&c, rc, "reference run: ", err, errlen);
+        goto out;
+    }
+    size_t files = 0;
+    for (size_t i = 0; i < r->ref.r.nfinal_values; i++)
+        files += !strncmp(r->ref.r.final_values[i].name, "file:", 5);
+    if (saves && !files)
+        rc = ckh_errf(err, errlen, CKH_EINVAL,
+                      "the reference run recorded %" PRIu64 " successful save%s but left nothing under "
+                      "$CKH_CKPT_DIR: the program writes its checkpoints elsewhere, where ckh's crash model "
+                      "and faults never reach them", saves, saves == 1 ? "" : "s");
+out:
+    ckh__cmd_snapshot_free(snap);
+    ckh_scenario_run_free(&tmp);
+    ckh__cmd_free(&c);
+    return rc;
+}
+
+/* The checkpoint interval lost-work allows: job.checkpoint_every, else the
+ * largest gap between the reference run's saves, else the whole job. */
+static int64_t interval_of(const struct ckh_scenario *sc, const struct ckh_scenario_run *r, int64_t gap)
+{
+    if (sc->job.every_steps || sc->job.every_epochs)
+        return sc->job.every_epochs ? (int64_t)sc->job.every_epochs : (int64_t)sc->job.every_steps;
+    if (gap > 0)
+        return gap;
+    int64_t most = 1;
+    for (size_t i = 0; i < r->ref.r.nnodes; i++) {
+        int64_t v = sc->job.every_epochs ? r->ref.r.nodes[i].epochs : r->ref.r.nodes[i].steps;
+        if (v > most)
+            most = v;
+    }
+    return most;
+}
+
+/* The faulted job (mode 0) in folder `name` of the run folder: its runs
+ * into r; keep: c stays for the caller (replay), freed by cmd_free. */
+static int faulted_run(const struct ckh_scenario *sc, uint64_t seed, const struct ckh__cmd_job *je, const char *name,
+                       struct ckh_scenario_run *r, struct ckh__cmd *c, char *err, size_t errlen)
+{
+    char dir[CKH__CMD_PATH_MAX + 8];
+    snprintf(dir, sizeof dir, "%s/%s", je->dir, name);
+    int rc = ckh__cmd_init(c, sc, seed, 0, dir, je->cwd);
+    if (rc == 0)
+        rc = ckh__cmd_execute(c, r);
+    if (rc == 0 && r->got.r.nnodes)
+        rc = ckh__cmd_add_file_digests(c, &r->got);
+    if (rc)
+        ckh__cmd_take_err(c, rc, NULL, err, errlen);
+    return rc;
+}
+
+int ckh__cmd_reference(const struct ckh_scenario *sc, uint64_t seed, const struct ckh__cmd_job *je,
+                        const struct ckh__cmd_watch *w, struct ckh_scenario_run *r, char *err, size_t errlen)
+{
+    int64_t gap = 0;
+    bool hung = false;
+    int rc = reference_run(sc, seed, je, w, r, &gap, &hung, err, errlen);
+    if (rc == 0 && hung)
+        rc = ckh_errf(err, errlen, CKH_EINVAL, "the fault-free run of this job hangs (still running after "
+                      "job.timeout, %" PRIu64 " ms)", sc->job.timeout_ns / 1000000u);
+    if (rc == 0)
+        r->interval = interval_of(sc, r, gap);
+    return rc;
+}
+
+int ckh__cmd_replace_disk(struct ckh__cmd *c, struct ckh_simfs *disk)
+{
+    if (c->sc->job.ndisks != 1 || c->nmounts != 1)
+        return ckh__cmd_fail(c, CKH_EINVAL, "a job with %zu disks and %zu mounts has no single disk to replace",
+                             c->sc->job.ndisks, c->nmounts);
+    ckh_simfs_destroy(c->disks[0]);
+    for (int i = 0; i < c->n; i++)
+        c->disks[i] = disk;
+    c->mounts[0].disk = disk;
+    c->env.disks = c->disks;
+    return 0;
+}
+
+/* Run 1 of a restart check: node i's records are the first run1_bytes[i]
+ * bytes of run1_results[i], and the crash ended every node. */
+static int replay_first_run(struct ckh__cmd *c, const char *const *run1_results, const uint64_t *run1_bytes,
+                            struct ckh_run_info *ri, struct ckh_scenario_run *out)
+{
+    int rc;
+    c->run = 1;
+    plan_run(c, 1, NULL);
+    ckh_records_begin_run(c->records, 1);
+    for (int i = 0; i < c->n; i++) {
+        struct ckh__cmd_node *nd = &c->nodes[i];
+        if ((rc = prepare_node(c, i)) != 0)
+            return rc;
+        if (!nd->start)
+            continue;
+        FILE *in = fopen(run1_results[i], "re"), *to = fopen(nd->result, "we");
+        char buf[8192];
+        uint64_t left = run1_bytes[i];
+        while (in && to && left > 0) {
+            size_t got = fread(buf, 1, left < sizeof buf ? (size_t)left : sizeof buf, in);
+            if (got == 0 || fwrite(buf, 1, got, to) != got)
+                break;
+            left -= got;
+        }
+        bool ok = in && to && left == 0;
+        if (in)
+            fclose(in);
+        if ((to && fclose(to) != 0) || !ok)
+            return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot copy the first run's records of %s from %s to %s",
+                                 nd->name, run1_results[i], nd->result);
+        ckh__cmd_progress_refresh(c, i);
+        nd->end = CKH__CMD_KILLED;
+        nd->killed_why = "the explored crash";
+    }
+    if ((rc = ckh__cmd_read_results(c)) != 0)
+        return rc;
+    return record_run(c, false, ri, NULL, out);
+}
+
+int ckh__cmd_restart_check(struct ckh__cmd *c, const struct ckh_scenario_run *ref, const char *const *run1_results,
+                           const uint64_t *run1_bytes, struct ckh_report_result *out)
+{
+    const struct ckh_scenario *sc = c->sc;
+    struct ckh_scenario_run r;
+    memset(&r, 0, sizeof r);
+    r.sc = sc;
+    r.seed = c->seed;
+    r.source_dir = ref->source_dir;
+    r.interval = ref->interval;
+    r.ref_ok = true;
+    int rc = ckh__run_job_copy(&r.ref, &ref->ref.r);
+    if (rc == 0 && ckh__run_alloc_runs(&r, sc, true) != 0)
+        rc = CKH_ENOMEM;
+    if (rc) {
+        ckh__cmd_fail(c, rc, "out of memory");
+        goto out;
+    }
+    c->rec = &r;
+    r.world = c->world_first;
+    r.world_restart = c->world_restart;
+    struct ckh_run_info *ri = ckh__run_next(&r, sc, (size_t)c->n);
+    if (!ri) {
+        rc = ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = replay_first_run(c, run1_results, run1_bytes, ri, &r)) != 0)
+        goto out;
+    if (sc->verify.argc && (rc = verify_disks(c, ri)) != 0)
+        goto out;
+    for (uint32_t run = 2; run <= 1 + sc->restart.max_restarts; run++) {
+        const struct ckh_run_info *prev = &r.runs[run - 2];
+        if (!(ri = ckh__run_next(&r, sc, (size_t)c->n))) {
+            rc = ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
+            goto out;
+        }
+        if ((rc = run_once(c, ri, prev, &r)) != 0)
+            goto out;
+        if (ri->completed) {
+            r.completed = true;
+            break;
+        }
+        if (sc->verify.argc && (rc = verify_disks(c, ri)) != 0)
+            goto out;
+    }
+    if (r.got.r.nnodes && (rc = ckh__cmd_add_file_digests(c, &r.got)) != 0)
+        goto out;
+    out->runs = (uint32_t)r.nruns;
+    out->restarts = r.nruns ? (uint32_t)r.nruns - 1 : 0;
+    ckh__run_judge(&r, out);
+    hang_first(out);
+out:
+    c->rec = NULL;
+    ckh_scenario_run_free(&r);
+    return rc;
+}
+
+int ckh__cmd_refuse_sim_only(const struct ckh_scenario *sc, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sc->nfaults; i++)
+        if (sc->faults[i].act.kind == CKH_SCN_ACT_SIGTERM)
+            return ckh_errf(err, errlen, CKH_EINVAL,
+                            "%d:%d: 'do: sigterm' needs a command job (job.command): a simulated node has "
+                            "no signal handler, so a SIGTERM to it is a kill (use 'do: kill', after a "
+                            "'delay' for a grace period)", sc->faults[i].line, sc->faults[i].column);
+    return 0;
+}
+
+/* A job that hung ends without completing, so outcome (or liveness) fails
+ * first; the hang is the cause: its detail heads the verdict. */
+static void hang_first(struct ckh_report_result *out)
+{
+    const struct ckh_oracle_result *h = NULL;
+    for (size_t i = 0; i < out->noracles; i++)
+        if (!strcmp(out->oracles[i].name, "hang") && !out->oracles[i].passed)
+            h = &out->oracles[i];
+    if (!h || out->verdict != CKH_VERDICT_FAIL || !out->failed_oracle ||
+        (strcmp(out->failed_oracle, "outcome") && strcmp(out->failed_oracle, "liveness")))
+        return;
+    ckh_report_set(&out->message, "%s\n%s: %s", h->detail, out->failed_oracle, out->message ? out->message : "");
+    ckh_report_set(&out->failed_oracle, "hang");
+}
+
+int ckh__cmd_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options *o,
+                         struct ckh_report_result *out)
+{
+    uint64_t t0 = ckh__cmd_now_ms();
+    uint64_t seed = o->seed_set ? o->seed : sc->seed;
+    struct ckh_scenario_run r, r2;
+    struct ckh__cmd c, c2;
+    struct ckh__cmd_job je;
+    char err[1200] = "";
+    int64_t gap = 0;
+    memset(&r, 0, sizeof r);
+    memset(&r2, 0, sizeof r2);
+    memset(&c, 0, sizeof c);
+    memset(&c2, 0, sizeof c2);
+    r.sc = r2.sc = sc;
+    r.seed = seed;
+    r.source_dir = o->source_dir ? o->source_dir : ".";
+    ckh_report_set(&out->name, "%s", sc->name);
+    ckh_report_set(&out->file, "%s", sc->file);
+    out->seed = seed;
+    ckh_report_set(&out->replay, "%s run %s --seed %" PRIu64, o->argv0 ? o->argv0 : "ckh", sc->file, seed);
+
+    bool ref_hung = false;
+    int rc = ckh__cmd_job_begin(sc, &je, err, sizeof err);
+    if (rc == 0)
+        rc = reference_run(sc, seed, &je, NULL, &r, &gap, &ref_hung, err, sizeof err);
+    if (rc == 0 && !ref_hung)
+        rc = faulted_run(sc, seed, &je, "job", &r, &c, err, sizeof err);
+    if (rc == 0 && !ref_hung && o->check_determinism &&
+        (rc = faulted_run(sc, seed, &je, "det", &r2, &c2, err, sizeof err)) == 0)
+        r.trace_hash2 = r2.trace_hash ? r2.trace_hash : 1;
+    ckh__cmd_free(&c2);
+    ckh_scenario_run_free(&r2);
+    if (rc)
+        goto out_error;
+    r.interval = interval_of(sc, &r, gap);
+    out->runs = (uint32_t)r.nruns;
+    out->restarts = r.nruns ? (uint32_t)r.nruns - 1 : 0;
+    ckh__run_judge(&r, out);
+    hang_first(out);
+    out->wall_ms = ckh__cmd_now_ms() - t0;
+    ckh__cmd_free(&c);
+    ckh_scenario_run_free(&r);
+    ckh__cmd_job_end(&je);
+    return 0;
+
+out_error:
+    out->verdict = CKH_VERDICT_ERROR;
+    ckh_report_set(&out->message, "%s%s%s", strncmp(err, sc->file, strlen(sc->file)) ? sc->file : "",
+                   strncmp(err, sc->file, strlen(sc->file)) ? (err[0] >= '0' && err[0] <= '9' ? ":" : ": ") : "",
+                   err[0] ? err : ckh_strerror(rc));
+    out->wall_ms = ckh__cmd_now_ms() - t0;
+    ckh__cmd_free(&c);
+    ckh_scenario_run_free(&r);
+    ckh__cmd_job_end(&je);
+    return rc;
+}
+
+/* ---- replay ---- */
+
+static void print_line(FILE *f, const struct ckh__cmd *c, const struct ckh__cmd_trace *t)
+{
+    const char *name = t->node >= 0 && t->node < c->n ? c->nodes[t->node].name : t->verify ? "verify" : "?";
+    if (t->kind == CKH_OP_FAULT) {
+        fprintf(f, "n=%d %s FAULT %s %s len=%" PRIu64 " fault=%" PRId64 "\n", t->node, name,
+                t->path2 ? t->path2 : "?", t->path ? t->path : "-", t->len, t->result);
+        return;
+    }
+    fprintf(f, "n=%d %s pid=%d %s", t->node, name, (int)t->pid, ckh_op_name((enum ckh_op_kind)t->kind));
+    if (t->path)
+        fprintf(f, " %s", t->path);
+    if (t->path2)
+        fprintf(f, " -> %s", t->path2);
+    fprintf(f, " off=%" PRIu64 " len=%" PRIu64 " -> %" PRId64, t->off, t->len, t->result);
+    if (t->result < 0)
+        fprintf(f, " (%s)", ckh_err_name((int)t->result));
+    fputc('\n', f);
+}
+
+/* How each node of run ri ended, as "# " lines, with the last line a
+ * failed program printed. */
+static void print_run_end(FILE *f, const struct ckh__cmd *c, const struct ckh_run_info *ri)
+{
+    for (size_t i = 0; i < ri->nnodes; i++) {
+        const struct ckh_node_end *e = &ri->nodes[i];
+        struct ckh__cmd_node said = {0};
+        char last[300] = "";
+        if (e->state == CKH_NODE_PARKED)
+            continue;
+        fprintf(f, "# %s: %s", c->nodes[i].name,
+                e->state == CKH_NODE_KILLED    ? "killed"
+                : e->state == CKH_NODE_RUNNING ? "still running at job.timeout"
+                                               : "exited");
+        if (e->state == CKH_NODE_EXITED)
+            fprintf(f, " with status %d", e->exit_status);
+        if (e->state == CKH_NODE_EXITED && e->exit_status != 0) {
+            snprintf(said.log, sizeof said.log, "%s/logs/%s.%d.log", c->dir, c->nodes[i].name, ri->run);
+            node_said(&said, last, sizeof last);
+        }
+        fprintf(f, "%s%s\n", last[0] ? "; its last output: " : "", last);
+    }
+}
+
+int ckh__cmd_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_options *o,
+                            const char *node_filter, const char *op_filter, void *fp, char *msg,
+                            size_t msglen)
+{
+    FILE *f = fp;
+    uint64_t seed = o && o->seed_set ? o->seed : sc->seed;
+    struct ckh_scenario_run r;
+    struct ckh__cmd c;
+    struct ckh__cmd_job je;
+    memset(&r, 0, sizeof r);
+    memset(&c, 0, sizeof c);
+    r.sc = sc;
+    int op = -1, node = -1;
+    if (op_filter && (op = ckh_op_from_name(op_filter)) < 0)
+        return ckh_errf(msg, msglen, CKH_EINVAL, "unknown operation '%s'", op_filter);
+    int rc = ckh__cmd_job_begin(sc, &je, msg, msglen);
+    if (rc == 0)
+        rc = faulted_run(sc, seed, &je, "job", &r, &c, msg, msglen);
+    if (rc == 0 && node_filter) {
+        char *end = NULL;
+        long idx = strtol(node_filter, &end, 10);
+        for (int i = 0; i < c.n && node < 0; i++)
+            if (!strcmp(c.nodes[i].name, node_filter) || (end && !*end && idx == i))
+                node = i;
+        if (node < 0)
+            rc = ckh_errf(msg, msglen, CKH_EINVAL, "unknown node '%s'", node_filter);
+    }
+    /* Run by run: its operations, how its nodes ended, then its verify. */
+    size_t k = 0;
+    for (size_t run = 1; rc == 0 && run <= r.nruns; run++) {
+        const struct ckh_run_info *ri = &r.runs[run - 1];
+        fprintf(f, run > 1 ? "# run %zu (restart %zu)\n" : "# run %zu\n", run, run - 1);
+        for (bool verify = false;; verify = true) {
+            if (verify && ri->committed_detail[0])
+                fprintf(f, "# verify after run %zu\n", run);
+            for (; k < c.ntrace && (size_t)c.trace[k].run == run && c.trace[k].verify == verify; k++) {
+                const struct ckh__cmd_trace *t = &c.trace[k];
+                if ((node < 0 || t->node == node) && (op < 0 || t->kind == op || t->kind == CKH_OP_FAULT))
+                    print_line(f, &c, t);
+            }
+            if (verify)
+                break;
+            print_run_end(f, &c, ri);
+        }
+        if (ri->committed_detail[0])
+            fprintf(f, "# %s\n", ri->committed_detail);
+    }
+    if (rc == 0) {
+        fprintf(f, "# %zu run%s, %s, operation hash %016" PRIx64 ", seed %" PRIu64 "\n", r.nruns,
+                r.nruns == 1 ? "" : "s", r.completed ? "completed" : "did not complete", r.trace_hash, seed);
+    }
+    ckh__cmd_free(&c);
+    ckh_scenario_run_free(&r);
+    ckh__cmd_job_end(&je);
+    return rc;
+}

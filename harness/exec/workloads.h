@@ -1,0 +1,89 @@
+/* The one workload registry, and what a scenario's job names, resolved.
+ *
+ * Built-in workloads (seed-pipeline, param-server, ddp-train) are tables
+ * of include/ckh/workload.h, listed here exactly as a loaded plugin's
+ * table is used: nothing else in the harness knows a workload by name.
+ *
+ * Names and plugins. job.workload, job.backend and job.saver (its kind)
+ * name a built-in, or a plugin library (ckh_scn_is_plugin_path):
+ *   - a name with a '/' is a path, relative to the scenario file's folder
+ *     unless absolute;
+ *   - a bare "libname.so" is looked up in the folders of CKH_PLUGIN_PATH
+ *     (colon-separated), then in `plugins/` next to the ckh executable
+ *     (the build tree's build/plugins), then in CKH_PLUGIN_INSTALL_DIR.
+ * A plugin is loaded once per process and stays loaded (its tables live
+ * as long as the process), so the tables handed out never dangle.
+ */
+#ifndef CKH_RUN_WORKLOADS_H
+#define CKH_RUN_WORKLOADS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ckh/backend.h"
+#include "ckh/saver.h"
+#include "ckh/workload.h"
+#include "exec/plugin.h"
+#include "model/scenario.h"
+
+/* How an instance runs the job (the `mode` of a run). */
+enum {
+    CKH_RUN_NO_DEFECTS = 0x1, /* defect switches off: reference and control runs */
+    CKH_RUN_NO_FAULTS = 0x2,  /* the fault-free reference run: no fault-driven set-up,
+                                 the world as written */
+};
+#define CKH_RUN_REFERENCE (CKH_RUN_NO_DEFECTS | CKH_RUN_NO_FAULTS)
+
+/* The built-in workloads, in listing order; NULL past the end. */
+const struct ckh_workload_ops *ckh_workloads_at(size_t i);
+/* A built-in workload by name; NULL if none. */
+const struct ckh_workload_ops *ckh_workloads_find(const char *name);
+
+/* A workload by name: a built-in, or a plugin library (loaded once per
+ * process; a relative path is relative to scenario_file's folder, or to
+ * the working folder when scenario_file is NULL). CKH_EINVAL with msg
+ * listing the built-in names for an unknown one; loading errors as
+ * ckh_workloads_resolve says. */
+int ckh_workloads_lookup(const char *name, const char *scenario_file, const struct ckh_workload_ops **out,
+                         char *msg, size_t msglen);
+
+/* A plugin library of `kind` by name or path, loaded once per process:
+ * its table (cast to the kind's ops). Errors as ckh_workloads_resolve. */
+int ckh_workloads_plugin(const char *name, const char *scenario_file, enum ckh_plugin_kind kind,
+                         const void **table, char *msg, size_t msglen);
+
+/* Where a plugin name leads: the library's path into buf. CKH_ENOTFOUND
+ * with msg naming where it looked. scenario_file may be NULL (paths are
+ * then relative to the working folder). */
+int ckh_workloads_plugin_path(const char *name, const char *scenario_file, char *buf, size_t n,
+                              char *msg, size_t msglen);
+
+/* What a scenario's job names. */
+struct ckh_resolved {
+    const struct ckh_workload_ops *workload; /* the workload's table */
+    const struct ckh_backend_ops *backend;   /* job.backend's table (NULL: none named) */
+    const struct ckh_saver_ops *saver;       /* job.saver's table (NULL: none named; the
+                                                workload then picks its default) */
+    uint64_t identity;                       /* digest of the plugin libraries' contents
+                                                (0: all built-in): rebuilding a plugin
+                                                changes the reference-cache key */
+};
+
+/* Resolves sc's workload, backend and saver, loading plugins as needed.
+ * Errors, with msg naming the scenario file, the key and what is wrong
+ * (exit status 2 for the CLI): CKH_EINVAL for an unknown built-in name,
+ * or a backend / saver given to a workload that does not checkpoint
+ * through one (nothing is silently ignored); CKH_ENOTFOUND, CKH_EFOREIGN,
+ * CKH_EVERSION, CKH_EUNSUPPORTED from loading a plugin. */
+int ckh_workloads_resolve(const struct ckh_scenario *sc, struct ckh_resolved *out, char *msg,
+                          size_t msglen);
+
+/* The public job of sc for a run with seed, as `mode` says (CKH_RUN_*
+ * flags above: a reference run gets no defects and no faults).
+ * opts must have room for sc->job.noptions entries; job borrows it, sc
+ * and res for its life. */
+void ckh_workloads_job(const struct ckh_scenario *sc, const struct ckh_resolved *res, uint64_t seed,
+                       unsigned mode, struct ckh_workload_job *job, struct ckh_wl_option *opts);
+
+#endif

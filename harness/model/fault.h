@@ -1,0 +1,167 @@
+/* Faults: one descriptor per fault kind, one file per descriptor.
+ *
+ * harness/model/faults/<name>.c defines `const struct ckh_fault_ops
+ * ckh__fault_<ident>` and faults/list.h registers it (the enum value, the
+ * registry's order). A descriptor says everything ckh knows about its
+ * fault: its name and keys, whether it changes data at rest, how its keys
+ * parse into struct ckh_scn_action and write back to YAML, how it is armed
+ * on a run (a simulator fault rule), how it is applied to the disks at
+ * rest, how the fuzzer draws one, and how `ckh list faults` and the docs
+ * describe it. Adding a fault = its file + its line in faults/list.h + its
+ * test + its docs line (docs/ARCHITECTURE.md, "Faults as descriptors").
+ *
+ * At rest: a descriptor with `apply` changes data at rest. Without an op
+ * trigger (struct ckh_scn_fault.at_rest) it is applied to the disks before
+ * run `on.run` starts; with one it runs as a CALL rule at the trigger.
+ * Every other descriptor is armed as one simulator rule (`arm`), or, with
+ * neither `arm` nor `apply`, is applied by the workload's adapter
+ * (gpu-oom).
+ */
+#ifndef CKH_FAULTS_FAULT_H
+#define CKH_FAULTS_FAULT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ckh/sim.h"
+#include "ckh/simfs.h"
+#include "model/scenario.h"
+
+struct ckh__scn_reader; /* scenario/reader.h */
+struct yaml_node_s;     /* libyaml's yaml_node_t */
+struct ckh_rng;
+
+/* What a fault needs from the workload (adapters refuse what they lack). */
+#define CKH_FAULT_NEEDS_DEVICES 1u     /* emulated GPUs */
+#define CKH_FAULT_NEEDS_LATEST 2u      /* a `latest` checkpoint pointer */
+#define CKH_FAULT_NEEDS_COLLECTIVES 4u /* ranks in a collective group */
+
+/* The disks of a job, for applying faults at rest (built by the runner). */
+struct ckh_fault_env {
+    const struct ckh_scenario *sc;     /* the scenario */
+    int nnodes;                        /* nodes of the job */
+    struct ckh_simfs *const *disks;    /* [ndisks * nnodes]: disk d of node i (shared: same) */
+    int (*latest_link)(void *inst, char *buf, size_t n); /* the adapter's (NULL: none) */
+    void *inst;                        /* the adapter instance, for latest_link */
+    uint64_t *fired;                   /* count of the fault being applied (NULL: not counted) */
+    char *err;                         /* where a failure's message goes */
+    size_t errlen;                     /* its size */
+};
+
+/* A fault the fuzzer is drawing (harness/search/fuzz.c owns the text). */
+struct ckh_fault_gen {
+    struct ckh_rng *rng;  /* every choice, in a fixed order */
+    int nodes;            /* nodes (or ranks) of the job */
+    int epochs;           /* epochs of the job */
+    bool ddp;             /* a training job with collectives and a saver */
+    bool damaging;        /* the "damaging" tier (harness/search/fuzz.c) */
+    uint32_t run;         /* the run drawn for this fault */
+    void (*vprintf)(void *out, const char *fmt, va_list ap); /* appends text */
+    void *out;            /* passed to vprintf */
+};
+
+struct ckh_fault_ops {
+    const char *name;               /* as scenarios write it after `do:` */
+    enum ckh_scn_action_kind kind;  /* its value (faults/list.h order) */
+    const char *summary;            /* one line for `ckh list faults` */
+    const char *keys_doc;           /* its keys (docs/SCENARIOS.md, "Actions") */
+    const char *meaning;            /* what it does (docs/SCENARIOS.md, "Actions") */
+    const char *const *keys;        /* keys besides on/do, in the order hints list them */
+    size_t nkeys;                   /* number of keys */
+    unsigned needs;                 /* CKH_FAULT_NEEDS_* */
+    bool touches_data;              /* may legitimately fail a save or damage data */
+    bool fuzz_recoverable;          /* drawn in the fuzzer's recoverable tier too */
+    /* Reads the fault's keys from its mapping n into f->act (f->on is
+     * parsed already). NULL: no keys. 0 or CKH_EINVAL/CKH_ENOMEM with the
+     * error located by the reader. */
+    int (*parse)(struct ckh__scn_reader *p, const struct yaml_node_s *n, struct ckh_scn_fault *f);
+    /* Writes the fault's key lines ("    key: value\n"). NULL: no keys.
+     * 0, or CKH_EINVAL for a value the grammar cannot express. */
+    int (*write)(FILE *out, const struct ckh_scn_action *a);
+    /* Fills r->action (and a default r->kind) of the rule armed for f;
+     * the trigger's selectors are set already. NULL with apply NULL: the
+     * adapter applies the fault, nothing is armed. */
+    void (*arm)(const struct ckh_scn_fault *f, struct ckh_fault_rule *r);
+    /* Applies the fault to the disks now (node -1: every node's). NULL:
+     * not an at-rest fault. 0 or a negative code with env->err set. */
+    int (*apply)(struct ckh_fault_env *env, const struct ckh_scn_fault *f, int node);
+    /* Appends one random instance (its "  - do:" entry) to g's text.
+     * NULL: never fuzzed. */
+    void (*generate)(struct ckh_fault_gen *g);
+};
+
+/* ---- the registry (registry.c) ---- */
+
+/* The i-th descriptor in faults/list.h order, NULL past the end. */
+const struct ckh_fault_ops *ckh_fault_at(size_t i);
+/* The descriptor of kind k, NULL when out of range. */
+const struct ckh_fault_ops *ckh_fault_of(enum ckh_scn_action_kind k);
+/* The descriptor named name, NULL when none. */
+const struct ckh_fault_ops *ckh_fault_find(const char *name);
+
+/* Whether f is applied to the disks before its run (no op trigger). */
+bool ckh_fault_applied_between_runs(const struct ckh_scn_fault *f);
+/* Whether arming f on a run adds a simulator rule (CALL rules included). */
+bool ckh_fault_arms_rule(const struct ckh_scn_fault *f);
+
+/* Appends fault kind k drawn at random to g: draws its run (1..3 in the
+ * damaging tier, 1..2 otherwise), then calls its generate. */
+void ckh_fault_generate(const struct ckh_fault_ops *ops, struct ckh_fault_gen *g);
+
+/* ---- helpers for descriptors (env.c, gen.c) ---- */
+
+/* The disk holding path in node's namespace (node < 0: node 0's) and the
+ * path on that disk; NULL when no disk holds it. */
+struct ckh_simfs *ckh_fault_resolve(const struct ckh_fault_env *env, int node, const char *path,
+                                    char *dpath, size_t n);
+/* Calls fn once per distinct disk holding path (restricted to node when
+ * >= 0); stops at the first non-zero return. */
+int ckh_fault_for_each_disk(struct ckh_fault_env *env, int node, const char *path,
+                            int (*fn)(struct ckh_fault_env *env, struct ckh_simfs *d,
+                                      const char *dpath, const void *arg),
+                            const void *arg);
+/* The at-rest change landed: only then does the fault count as fired. */
+void ckh_fault_hit(struct ckh_fault_env *env);
+/* Writes "line:column: <message>" for f into env->err; returns code. */
+int ckh_fault_errf(struct ckh_fault_env *env, const struct ckh_scn_fault *f, int code,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Writes "    key: " and s as a double-quoted YAML scalar, then a newline. */
+void ckh_fault_write_str(FILE *out, const char *key, const char *s);
+
+void ckh_fault_gen_printf(struct ckh_fault_gen *g, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+uint64_t ckh_fault_gen_pick(struct ckh_fault_gen *g, uint64_t lo, uint64_t hi);
+bool ckh_fault_gen_chance(struct ckh_fault_gen *g, double p);
+/* An op the job performs when it writes a checkpoint / at any time. */
+const char *ckh_fault_gen_write_op(struct ckh_fault_gen *g);
+const char *ckh_fault_gen_any_op(struct ckh_fault_gen *g);
+/* Writes the `on:` mapping of a fault: op (NULL: none), maybe a node and
+ * a phase, an nth or a probability (maybe repeating when allow_repeat),
+ * and run. */
+void ckh_fault_gen_trigger(struct ckh_fault_gen *g, const char *op, uint32_t run, bool allow_repeat);
+
+/* ---- shared by descriptors of one family ---- */
+
+/* `keep:` of crash and power-loss (crash.c). */
+int ckh__fault_parse_keep(struct ckh__scn_reader *p, const struct yaml_node_s *n,
+                          struct ckh_scn_fault *f);
+int ckh__fault_write_keep(FILE *out, const struct ckh_scn_action *a);
+void ckh__fault_arm_keep(const struct ckh_scn_fault *f, struct ckh_fault_rule *r);
+
+/* The `latest` pointer faults, dangling-latest and stale-latest (latest.c). */
+int ckh__fault_parse_latest(struct ckh__scn_reader *p, const struct yaml_node_s *n,
+                            struct ckh_scn_fault *f);
+int ckh__fault_write_latest(FILE *out, const struct ckh_scn_action *a);
+int ckh__fault_apply_latest(struct ckh_fault_env *env, const struct ckh_scn_fault *f, int node);
+void ckh__fault_generate_latest(struct ckh_fault_gen *g);
+
+/* The descriptors (private to harness/; listed by registry.c). */
+#define CKH__FAULT_DECL(e, id) extern const struct ckh_fault_ops ckh__fault_##id;
+CKH_FAULT_LIST(CKH__FAULT_DECL)
+#undef CKH__FAULT_DECL
+
+#endif
