@@ -559,37 +559,24 @@ int ckh__cmd_verify_view(struct ckh__cmd *c, int i, bool *ok, char *detail, size
     return 0;
 }
 
-/* After a failed run: verify against every node's view (one view for
- * shared disks). */
-static int verify_disks(struct ckh__cmd *c, struct ckh_run_info *ri)
-{
-    bool shared = ckh__run_all_shared(c->sc);
-    ri->committed_ok = true;
-    for (int i = 0; i < (shared ? 1 : c->n) && ri->committed_ok; i++) {
-        char detail[sizeof ri->committed_detail];
-        bool ok = false;
-        int rc = ckh__cmd_verify_view(c, i, &ok, detail, sizeof detail);
-        if (rc)
-            return rc;
-        ckh__run_note_committed(ri, shared, c->nodes[i].name, i, ok, detail);
-    }
-    return 0;
-}
-
 /* ---- the runs ---- */
 
-/* Who starts in run `run` after prev (NULL: run 1). */
+/* Who starts in run `run` after prev (NULL: run 1): run 1 and the first
+ * run of a new world start every ranked node; a restart follows the
+ * driver's rule (ckh__exec_plan_restart), the group being every node
+ * unless restart.scope is failed. */
 static void plan_run(struct ckh__cmd *c, int run, const struct ckh_run_info *prev)
 {
     bool resized = run == 2 && c->world_restart != c->world_first;
     int world = run == 1 ? c->world_first : c->world_restart;
-    for (int i = 0; i < c->n; i++) {
-        struct ckh__cmd_node *nd = &c->nodes[i];
-        nd->rank = i < world ? i : -1;
-        bool done = prev && prev->nodes[i].state == CKH_NODE_EXITED && prev->nodes[i].exit_status == 0;
-        nd->start = nd->rank >= 0 &&
-                    (!prev || resized || c->sc->restart.scope == CKH_SCN_RESTART_ALL || !done);
-    }
+    int rank[CKH_RUNNER_MAX_NODES];
+    bool start[CKH_RUNNER_MAX_NODES];
+    for (int i = 0; i < c->n; i++)
+        c->nodes[i].rank = rank[i] = i < world ? i : -1;
+    if (prev && !resized)
+        ckh__exec_plan_restart(prev, c->n, rank, NULL, c->sc->restart.scope == CKH_SCN_RESTART_ALL, start);
+    for (int i = 0; i < c->n; i++)
+        c->nodes[i].start = rank[i] >= 0 && (!prev || resized || start[i]);
 }
 
 static int run_once(struct ckh__cmd *c, struct ckh_run_info *ri, const struct ckh_run_info *prev,
@@ -599,7 +586,6 @@ static int run_once(struct ckh__cmd *c, struct ckh_run_info *ri, const struct ck
     int rc;
     c->run = ri->run;
     plan_run(c, ri->run, prev);
-    ckh_records_begin_run(c->records, ri->run);
     if ((rc = ckh__cmd_arm(c, ri->run)) != 0)
         return c->err_code ? c->err_code : rc;
     for (int i = 0; i < c->n; i++)
@@ -644,37 +630,60 @@ static uint64_t trace_hash(const struct ckh__cmd *c)
     return all;
 }
 
+/* ---- the executor's operations (exec/exec.h) ---- */
+
+static int cmd_run(void *x, struct ckh_run_info *ri, const struct ckh_run_info *prev, struct ckh_scenario_run *out)
+{
+    struct ckh__cmd *c = x;
+    if (!(c->mode & CKH_RUN_NO_FAULTS))
+        c->rec = out;
+    return run_once(c, ri, prev, out);
+}
+
+static int cmd_verify_view(void *x, int v, bool *ok, char *detail, size_t n)
+{
+    return ckh__cmd_verify_view(x, v, ok, detail, n);
+}
+
+static uint64_t cmd_trace_hash(void *x)
+{
+    return trace_hash(x);
+}
+
+static const char *cmd_node_name(void *x, int i)
+{
+    return ((struct ckh__cmd *)x)->nodes[i].name;
+}
+
+/* Restarts and world changes are planned in run (plan_run): a command
+ * job's nodes are numbered by rank. */
+static const struct ckh_exec_ops cmd_ops = {
+    .name = "command",
+    .run = cmd_run,
+    .verify_view = cmd_verify_view,
+    .trace_hash = cmd_trace_hash,
+    .node_name = cmd_node_name,
+};
+
+/* The driver's view of c's job: `verify` (the program) after every
+ * failed run of the faulted job. */
+static void exec_job(const struct ckh__cmd *c, struct ckh_exec_job *job)
+{
+    *job = (struct ckh_exec_job){.sc = c->sc, .mode = c->mode, .n = c->n, .world_first = c->world_first,
+                                 .world_restart = c->world_restart, .records = c->records,
+                                 .verify = !(c->mode & CKH_RUN_NO_FAULTS) && c->sc->verify.argc,
+                                 .verify_any_failure = true};
+}
+
 /* The job with restarts (one run for the reference); fills out's runs. */
 int ckh__cmd_execute(struct ckh__cmd *c, struct ckh_scenario_run *out)
 {
-    const bool with_faults = !(c->mode & CKH_RUN_NO_FAULTS);
-    const struct ckh_scenario *sc = c->sc;
-    uint32_t max_runs = with_faults ? 1 + sc->restart.max_restarts : 1;
-    if (ckh__run_alloc_runs(out, sc, with_faults) != 0)
-        return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
-    if (with_faults)
-        c->rec = out;
-    out->world = c->world_first;
-    out->world_restart = c->world_restart;
-    int rc;
-    for (uint32_t run = 1; run <= max_runs; run++) {
-        const struct ckh_run_info *prev = run > 1 ? &out->runs[run - 2] : NULL;
-        struct ckh_run_info *ri = ckh__run_next(out, sc, (size_t)c->n);
-        if (!ri)
-            return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
-        if ((rc = run_once(c, ri, prev, out)) != 0)
-            return rc;
-        if (ri->completed) {
-            out->completed = true;
-            break;
-        }
-        if (with_faults && sc->verify.argc && (rc = verify_disks(c, ri)) != 0)
-            return rc;
-        if (run == 1 && c->world_restart != c->world_first)
-            out->resized = true;
-    }
-    out->trace_hash = trace_hash(c);
-    return 0;
+    struct ckh_exec_job job;
+    exec_job(c, &job);
+    int rc = ckh__exec_runs(&cmd_ops, c, &job, out);
+    if (rc == CKH_ENOMEM && !c->err[0])
+        return ckh__cmd_fail(c, rc, "out of memory");
+    return rc;
 }
 
 /* ---- entry points ---- */
@@ -968,23 +977,12 @@ int ckh__cmd_restart_check(struct ckh__cmd *c, const struct ckh_scenario_run *re
     }
     if ((rc = replay_first_run(c, run1_results, run1_bytes, ri, &r)) != 0)
         goto out;
-    if (sc->verify.argc && (rc = verify_disks(c, ri)) != 0)
+    struct ckh_exec_job job;
+    exec_job(c, &job);
+    if (sc->verify.argc && (rc = ckh__exec_check_committed(&cmd_ops, c, &job, ri)) != 0)
         goto out;
-    for (uint32_t run = 2; run <= 1 + sc->restart.max_restarts; run++) {
-        const struct ckh_run_info *prev = &r.runs[run - 2];
-        if (!(ri = ckh__run_next(&r, sc, (size_t)c->n))) {
-            rc = ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
-            goto out;
-        }
-        if ((rc = run_once(c, ri, prev, &r)) != 0)
-            goto out;
-        if (ri->completed) {
-            r.completed = true;
-            break;
-        }
-        if (sc->verify.argc && (rc = verify_disks(c, ri)) != 0)
-            goto out;
-    }
+    if ((rc = ckh__exec_runs(&cmd_ops, c, &job, &r)) != 0) /* runs 2.. */
+        goto out;
     if (r.got.r.nnodes && (rc = ckh__cmd_add_file_digests(c, &r.got)) != 0)
         goto out;
     out->runs = (uint32_t)r.nruns;

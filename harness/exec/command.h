@@ -44,6 +44,7 @@
 #include "ckh/sim.h"
 #include "model/fault.h"
 #include "ckhfs/ckhfs.h"
+#include "exec/exec.h"
 #include "exec/records.h"
 #include "exec/runner.h"
 #include "report.h"

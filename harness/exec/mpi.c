@@ -921,38 +921,29 @@ static int read_run(struct real_job *j, struct ckh_run_info *ri, struct ckh_scen
     return 0;
 }
 
-/* After a kill: the node's disk folder, seen by `verify` as a restarted
- * node would see it (one look for a shared disk). */
-static void check_committed(struct real_job *j, struct ckh_run_info *ri)
+/* After a kill: node v's disk folders (or its simfs disks), seen by
+ * `verify` as a restarted node would see them (one look for a shared
+ * disk). */
+static int real_verify_view(void *x, int v, bool *ok, char *detail, size_t n)
 {
+    struct real_job *j = x;
+    if (j->ckhfs)
+        return ckh__run_verify_simfs_view(&j->c, v, ok, detail, n);
     bool shared = ckh__run_all_shared(j->c.sc);
-    ri->committed_ok = true;
-    for (int i = 0; i < (shared ? 1 : j->c.n) && ri->committed_ok; i++) {
-        char detail[sizeof ri->committed_detail] = "";
-        struct ckh_fs *fs = NULL;
-        if (ckh__real_node_fs(j->dir, j->c.sc, j->c.names[i], false, &fs) != 0)
-            continue;
-        int v = j->c.wl->verify(j->c.inst, fs, shared ? -1 : i, detail, sizeof detail);
-        ckh__real_fs_destroy(fs);
-        ckh__run_note_committed(ri, shared, j->c.names[i], i, v == 0, detail);
-    }
+    struct ckh_fs *fs = NULL;
+    if (ckh__real_node_fs(j->dir, j->c.sc, j->c.names[v], false, &fs) != 0)
+        return CKH__EXEC_NO_VIEW;
+    *ok = j->c.wl->verify(j->c.inst, fs, shared ? -1 : v, detail, n) == 0;
+    ckh__real_fs_destroy(fs);
+    return 0;
 }
 
-/* Which nodes run next: those that did not finish, and every ranked node
- * when a ranked one failed (the group restarts whole). */
-static void plan_restart(struct real_job *j, const struct ckh_run_info *ri)
+/* Which nodes run next: the driver's rule (ckh__exec_plan_restart). */
+static int real_restart(void *x, const struct ckh_run_info *ri)
 {
-    bool group_failed = false;
-    for (int i = 0; i < j->c.n; i++) {
-        const struct ckh_node_end *ne = &ri->nodes[i];
-        if (!j->parked[i] && j->ranks[i] >= 0 && !(ne->state == CKH_NODE_EXITED && ne->exit_status == 0))
-            group_failed = true;
-    }
-    for (int i = 0; i < j->c.n; i++) {
-        const struct ckh_node_end *ne = &ri->nodes[i];
-        bool done = ne->state == CKH_NODE_EXITED && ne->exit_status == 0;
-        j->start[i] = !j->parked[i] && (!done || (group_failed && j->ranks[i] >= 0));
-    }
+    struct real_job *j = x;
+    ckh__exec_plan_restart(ri, j->c.n, j->ranks, j->parked, true, j->start);
+    return 0;
 }
 
 /* Between run 1 and run 2 of a resizing job, as the simulated runner's
@@ -960,8 +951,9 @@ static void plan_restart(struct real_job *j, const struct ckh_run_info *ri)
  * node takes its new rank, the ranked nodes all restart (one mpirun of
  * the new size) and the others are parked. The rank programs of run 2
  * call set_world themselves (real/rank_main.c). */
-static int resize(struct real_job *j)
+static int real_resize(void *x)
 {
+    struct real_job *j = x;
     struct ckh__run_ctx *c = &j->c;
     char msg[256] = "";
     int rc, world = 0;
@@ -996,64 +988,76 @@ static void mark_armed(const struct ckh_scenario *sc, int run, struct ckh_scenar
     }
 }
 
-static int execute(struct real_job *j, struct ckh_scenario_run *out)
+/* One run: the planned nodes launched (one mpirun for the ranked ones),
+ * the disks mounted around it, what they left read back. */
+static int real_run(void *x, struct ckh_run_info *ri, const struct ckh_run_info *prev,
+                    struct ckh_scenario_run *out)
 {
+    (void)prev; /* j->start holds the plan */
+    struct real_job *j = x;
     const struct ckh_scenario *sc = j->c.sc;
     const bool with_faults = !(j->c.mode & CKH_RUN_NO_FAULTS);
-    uint32_t max_runs = with_faults ? 1 + sc->restart.max_restarts : 1;
     int rc;
-    if (ckh__run_alloc_runs(out, sc, with_faults) != 0)
-        return ckh__run_fail(&j->c, CKH_ENOMEM, "out of memory");
-    out->world = j->c.world_first;
-    out->world_restart = j->c.world_restart;
     j->c.rec = with_faults ? out : NULL;
-    for (uint32_t run = 1; run <= max_runs; run++) {
-        struct ckh_run_info *ri = ckh__run_next(out, sc, (size_t)j->c.n);
-        if (!ri)
-            return ckh__run_fail(&j->c, CKH_ENOMEM, "out of memory");
-        j->run = (int)run;
-        ckh_records_begin_run(j->c.records, (int)run);
-        if (with_faults)
-            mark_armed(sc, (int)run, out);
-        bool hung = false;
-        if (j->ckhfs && (rc = ckh__real_disks_before_run(j)) != 0)
-            return rc;
-        rc = launch_run(j, &hung);
-        /* Every process is gone: the disks come down, crashes apply. The
-         * message that tells most wins: a rank's own (bad input, its
-         * environment), then the launch's, then the disks'. */
-        char launch_err[sizeof j->c.err];
-        memcpy(launch_err, j->c.err, sizeof launch_err);
-        int drc = j->ckhfs ? ckh__real_disks_after_run(j) : 0;
-        if (rc != 0)
-            memcpy(j->c.err, launch_err, sizeof launch_err);
-        int erc = rank_errors(j);
-        if (erc != 0 || (erc = rc) != 0 || (erc = drc) != 0)
-            return erc;
-        ri->outcome = hung ? CKH_SIM_TIME_LIMIT : CKH_SIM_DONE;
-        out->hang_seen |= hung;
-        if ((rc = read_run(j, ri, out)) != 0)
-            return rc;
-        bool all_ok = !hung;
-        for (int i = 0; i < j->c.n; i++)
-            all_ok = all_ok && (j->parked[i] ||
-                                (ri->nodes[i].state == CKH_NODE_EXITED && ri->nodes[i].exit_status == 0));
-        ri->completed = all_ok;
-        if (all_ok) {
-            out->completed = true;
-            break;
-        }
-        if (ri->crashed && j->c.wl->verify)
-            (j->ckhfs ? ckh__real_disks_verify : check_committed)(j, ri);
-        if (run == 1 && j->c.world_restart != j->c.world_first) {
-            if ((rc = resize(j)) != 0)
-                return rc;
-            out->resized = true;
-            continue;
-        }
-        plan_restart(j, ri);
-    }
+    j->run = ri->run;
+    if (with_faults)
+        mark_armed(sc, ri->run, out);
+    bool hung = false;
+    if (j->ckhfs && (rc = ckh__real_disks_before_run(j)) != 0)
+        return rc;
+    rc = launch_run(j, &hung);
+    /* Every process is gone: the disks come down, crashes apply. The
+     * message that tells most wins: a rank's own (bad input, its
+     * environment), then the launch's, then the disks'. */
+    char launch_err[sizeof j->c.err];
+    memcpy(launch_err, j->c.err, sizeof launch_err);
+    int drc = j->ckhfs ? ckh__real_disks_after_run(j) : 0;
+    if (rc != 0)
+        memcpy(j->c.err, launch_err, sizeof launch_err);
+    int erc = rank_errors(j);
+    if (erc != 0 || (erc = rc) != 0 || (erc = drc) != 0)
+        return erc;
+    ri->outcome = hung ? CKH_SIM_TIME_LIMIT : CKH_SIM_DONE;
+    out->hang_seen |= hung;
+    if ((rc = read_run(j, ri, out)) != 0)
+        return rc;
+    bool all_ok = !hung;
+    for (int i = 0; i < j->c.n; i++)
+        all_ok = all_ok && (j->parked[i] ||
+                            (ri->nodes[i].state == CKH_NODE_EXITED && ri->nodes[i].exit_status == 0));
+    ri->completed = all_ok;
     return 0;
+}
+
+static uint64_t real_trace_hash(void *x)
+{
+    (void)x;
+    return 0; /* real processes keep no trace: the determinism oracle does not apply */
+}
+
+static const char *real_node_name(void *x, int i)
+{
+    return ((struct real_job *)x)->c.names[i];
+}
+
+const struct ckh_exec_ops ckh__exec_real = {
+    .name = "real",
+    .run = real_run,
+    .verify_view = real_verify_view,
+    .resize = real_resize,
+    .restart = real_restart,
+    .trace_hash = real_trace_hash,
+    .node_name = real_node_name,
+};
+
+static int execute(struct real_job *j, struct ckh_scenario_run *out)
+{
+    struct ckh_exec_job job;
+    ckh__run_exec_job(&j->c, &job);
+    int rc = ckh__exec_runs(&ckh__exec_real, j, &job, out);
+    if (rc == CKH_ENOMEM && !j->c.err[0])
+        return ckh__run_fail(&j->c, rc, "out of memory");
+    return rc;
 }
 
 int ckh__real_execute(const struct ckh_scenario *sc, uint64_t seed, unsigned mode, struct ckh_scenario_run *out,

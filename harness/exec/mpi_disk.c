@@ -361,30 +361,3 @@ int ckh__real_disks_after_run(struct real_job *j)
         return ckh__run_fail(c, rc, "the crash of the job's disks: %s", ckh_strerror(rc));
     return 0;
 }
-
-/* ---- verify ---- */
-
-void ckh__real_disks_verify(struct real_job *j, struct ckh_run_info *ri)
-{
-    const struct ckh_scenario *sc = j->c.sc;
-    const size_t nd = sc->job.ndisks, n = (size_t)j->c.n;
-    bool shared = ckh__run_all_shared(sc);
-    struct ckh_simfs_mount *m = calloc(nd, sizeof *m);
-    if (!m) {
-        ckh__run_note_committed(ri, true, NULL, 0, false, "no memory to look at the disks");
-        return;
-    }
-    ri->committed_ok = true;
-    for (size_t i = 0; i < (shared ? 1 : n) && ri->committed_ok; i++) {
-        for (size_t d = 0; d < nd; d++) /* the node's view, as the simulated runner's */
-            m[d] = (struct ckh_simfs_mount){.prefix = sc->job.disks[d].mount, .disk = j->c.disks[d * n + i]};
-        struct ckh_fs *view = NULL;
-        char detail[sizeof ri->committed_detail] = "";
-        if (ckh_simfs_view_create(NULL, -1, m, nd, &view) != 0)
-            continue;
-        int v = j->c.wl->verify(j->c.inst, view, shared ? -1 : (int)i, detail, sizeof detail);
-        ckh_simfs_view_destroy(view);
-        ckh__run_note_committed(ri, shared, j->c.names[i], (int)i, v == 0, detail);
-    }
-    free(m);
-}

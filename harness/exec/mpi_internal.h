@@ -88,8 +88,5 @@ int ckh__real_disks_after_run(struct real_job *j);
 /* Whether the current run's power loss happened (the wait loop then
  * kills every node still running). */
 bool ckh__real_power_lost(struct real_job *j);
-/* After a kill or a crash: `verify` on the simfs disks as a restarted
- * node would see them (as the simulated runner looks). */
-void ckh__real_disks_verify(struct real_job *j, struct ckh_run_info *ri);
 
 #endif

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "model/fault.h"
+#include "exec/exec.h"
 #include "exec/records.h"
 #include "exec/runner.h"
 #include "exec/workloads.h"
@@ -94,8 +95,19 @@ int ckh__run_make_dir_fn(struct ckh_fault_env *env, struct ckh_simfs *d, const c
 int ckh__run_build_sim(struct ckh__run_ctx *c, const struct ckh_scenario *sc, uint64_t seed,
                        unsigned mode, bool keep_trace);
 void ckh__run_ctx_free(struct ckh__run_ctx *c);
-/* Runs the job with restarts; fills the run records of out. */
+/* Runs the job with restarts through the driver (exec/exec.h); fills the
+ * run records of out. */
 int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out);
+/* The simulator executor (exec/exec.h) over a struct ckh__run_ctx. */
+struct ckh_exec_ops;
+struct ckh_exec_job;
+extern const struct ckh_exec_ops ckh__exec_sim;
+/* The driver's view of c's job (nodes, worlds, record store, verify). */
+void ckh__run_exec_job(const struct ckh__run_ctx *c, struct ckh_exec_job *job);
+/* runner.c: the committed-state check of view v of c's simfs disks by the
+ * workload's verify (exec/exec.h's verify_view; CKH__EXEC_NO_VIEW when no
+ * view can be made). Also the real platform's simfs disks'. */
+int ckh__run_verify_simfs_view(struct ckh__run_ctx *c, int v, bool *ok, char *detail, size_t n);
 /* arm.c: arms the faults of run `run` (1-based) and applies the at-rest
  * faults that have no trigger. */
 int ckh__run_arm_faults(struct ckh__run_ctx *c, int run);
@@ -118,23 +130,6 @@ void ckh__run_track_hook(void *ctx, const struct ckh_op *op, struct ckh_fault_ac
 /* results.c: copies of job results (dst owns its arrays). */
 int ckh__run_job_copy(struct ckh_job_copy *dst, const struct ckh_job_result *src);
 void ckh__run_job_copy_free(struct ckh_job_copy *j);
-/* The run records of a job that runs at most 1 + restart.max_restarts
- * times (once without faults), and with faults the per-fault counters;
- * CKH_ENOMEM. Shared by the simulated and the command-job runners. */
-int ckh__run_alloc_runs(struct ckh_scenario_run *out, const struct ckh_scenario *sc, bool with_faults);
-/* The record of the next run (out->nruns + 1, resumed as restart.resume_epoch
- * says after run 1) with room for nnodes node ends; NULL when out of
- * memory. Within the runs ckh__run_alloc_runs made room for. */
-struct ckh_run_info *ckh__run_next(struct ckh_scenario_run *out, const struct ckh_scenario *sc, size_t nnodes);
-/* Records one view's verdict of the checks after a crash (`verify`, or the
- * workload's own) in ri: committed_ok becomes ok, and committed_detail
- * the detail as it is for a shared disk's one view, prefixed with the
- * node's name ("rank_1's disks: ...") for node-local views (kept from the
- * first view, or from the one that failed). */
-void ckh__run_note_committed(struct ckh_run_info *ri, bool shared, const char *node, int view, bool ok,
-                             const char *detail);
-/* Whether every disk of sc's job is shared (then one view sees them all). */
-bool ckh__run_all_shared(const struct ckh_scenario *sc);
 /* Entries of src->sample_counts (0 when not kept). */
 size_t ckh__run_counts_len(const struct ckh_job_result *src);
 

@@ -52,7 +52,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
+#include "exec/exec.h"
 #include "exec/run_ctx.h"
 
 #define RUN_TIME_LIMIT_NS (48ull * 3600 * 1000000000ull) /* a run hangs past 48 virtual hours */
@@ -394,113 +396,137 @@ static int collect_results(struct ckh__run_ctx *c, struct ckh_run_info *ri, stru
 }
 
 /* After a crash: what a restarted node would see must resolve to a
- * committed checkpoint; with node-local disks, every node's view. */
-static void check_committed(struct ckh__run_ctx *c, struct ckh_run_info *ri)
+ * committed checkpoint; view v of the simfs disks (node v's, or the one
+ * view of shared disks), judged by the workload's verify. Shared with the
+ * real platform's simfs disks (exec/mpi_disk.c). */
+int ckh__run_verify_simfs_view(struct ckh__run_ctx *c, int v, bool *ok, char *detail, size_t n)
 {
-    size_t nd = c->sc->job.ndisks;
+    const size_t nd = c->sc->job.ndisks;
     bool shared = ckh__run_all_shared(c->sc);
-    ri->committed_ok = true;
-    for (int i = 0; i < (shared ? 1 : c->n) && ri->committed_ok; i++) {
-        struct ckh_fs *view = NULL;
-        char detail[sizeof ri->committed_detail];
-        if (ckh_simfs_view_create(NULL, -1, &c->mounts[(size_t)i * nd], nd, &view) != 0)
-            continue;
-        int v = c->wl->verify(c->inst, view, shared ? -1 : i, detail, sizeof detail);
-        ckh_simfs_view_destroy(view);
-        ckh__run_note_committed(ri, shared, c->names[i], i, v == 0, detail);
-    }
+    CKH_ASSERT(nd >= 1 && v >= 0 && v < c->n);
+    struct ckh_simfs_mount *m = calloc(nd, sizeof *m);
+    if (!m)
+        return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
+    for (size_t d = 0; d < nd; d++) /* the node's view: its disk of every job.disks entry */
+        m[d] = (struct ckh_simfs_mount){.prefix = c->sc->job.disks[d].mount,
+                                        .disk = c->disks[d * (size_t)c->n + (size_t)v]};
+    struct ckh_fs *view = NULL;
+    int rc = ckh_simfs_view_create(NULL, -1, m, nd, &view);
+    free(m);
+    if (rc != 0)
+        return CKH__EXEC_NO_VIEW;
+    *ok = c->wl->verify(c->inst, view, shared ? -1 : v, detail, n) == 0;
+    ckh_simfs_view_destroy(view);
+    return 0;
 }
 
-/* Restarts what did not finish. Ranks form one group: when any rank
- * failed, every rank restarts (as a job launcher restarts all workers),
- * since a lone restarted rank could never meet the others. */
-static int restart_unfinished(struct ckh__run_ctx *c)
+/* ---- the executor's operations (exec/exec.h) ---- */
+
+static int sim_run(void *x, struct ckh_run_info *ri, const struct ckh_run_info *prev, struct ckh_scenario_run *out)
 {
+    (void)prev; /* the simulator's nodes keep their state between runs */
+    struct ckh__run_ctx *c = x;
+    const bool with_faults = !(c->mode & CKH_RUN_NO_FAULTS);
     int rc;
-    bool group_failed = false;
+    if (with_faults)
+        c->rec = out;
+    c->at_rest_applied = false;
+    if (c->wl->before_run)
+        c->wl->before_run(c->inst, ri->run, ri->resume_epoch);
+    if (with_faults && (rc = ckh__run_arm_faults(c, ri->run)) != 0)
+        return rc;
     for (int i = 0; i < c->n; i++) {
-        struct ckh_node_status st;
-        ckh_sim_node_status(c->sim, i, &st);
-        if (st.rank >= 0 && !(st.state == CKH_NODE_EXITED && st.exit_status == 0))
-            group_failed = true;
+        memset(&c->track[i], 0, sizeof c->track[i]);
+        c->track[i].progress = -1;
     }
+    struct ckh_sim_result res;
+    if ((rc = ckh_sim_run(c->sim, &res)) != 0)
+        return ckh__run_fail(c, rc, "simulator: %s", ckh_sim_errmsg(c->sim));
+    ri->outcome = res.outcome;
+    for (size_t k = 0; with_faults && c->rec && k < c->nrules; k++)
+        if (c->rule_fault[k] != SIZE_MAX)
+            c->rec->fault_fired[c->rule_fault[k]] += ckh_sim_fault_fired(c->sim, k);
+    ri->trace_end = ckh_sim_trace_len(c->sim);
+    snprintf(ri->report, sizeof ri->report, "%s", res.report);
+    out->virtual_ns = res.now_ns;
+    if (res.outcome == CKH_SIM_DEADLOCK)
+        out->deadlock_seen = true;
+    if (res.outcome == CKH_SIM_TIME_LIMIT || res.outcome == CKH_SIM_OP_LIMIT)
+        out->hang_seen = true;
+    bool all_ok = record_nodes(c, &res, ri, out);
+    if ((rc = collect_results(c, ri, out)) != 0)
+        return rc;
+    ri->completed = all_ok;
+    return 0;
+}
+
+static int sim_verify_view(void *x, int v, bool *ok, char *detail, size_t n)
+{
+    return ckh__run_verify_simfs_view(x, v, ok, detail, n);
+}
+
+static int sim_resize(void *x)
+{
+    return resize(x);
+}
+
+/* Restarts the nodes the plan names (ckh__exec_plan_restart). */
+static int sim_restart(void *x, const struct ckh_run_info *ri)
+{
+    struct ckh__run_ctx *c = x;
+    int rank[CKH_RUNNER_MAX_NODES];
+    bool start[CKH_RUNNER_MAX_NODES];
     for (int i = 0; i < c->n; i++) {
         struct ckh_node_status st;
         ckh_sim_node_status(c->sim, i, &st);
-        bool done = st.state == CKH_NODE_EXITED && st.exit_status == 0;
-        if (st.state == CKH_NODE_PARKED || (done && !(group_failed && st.rank >= 0)))
-            continue;
-        if ((rc = ckh_sim_restart(c->sim, i)) != 0)
+        rank[i] = st.rank;
+    }
+    ckh__exec_plan_restart(ri, c->n, rank, NULL, true, start);
+    for (int i = 0; i < c->n; i++) {
+        int rc = start[i] ? ckh_sim_restart(c->sim, i) : 0;
+        if (rc != 0)
             return ckh__run_fail(c, rc, "restart of %s: %s", c->names[i], ckh_sim_errmsg(c->sim));
     }
     return 0;
 }
 
+static uint64_t sim_trace_hash(void *x)
+{
+    return ckh_sim_trace_hash(((struct ckh__run_ctx *)x)->sim);
+}
+
+static const char *sim_node_name(void *x, int i)
+{
+    return ((struct ckh__run_ctx *)x)->names[i];
+}
+
+const struct ckh_exec_ops ckh__exec_sim = {
+    .name = "simulator",
+    .run = sim_run,
+    .verify_view = sim_verify_view,
+    .resize = sim_resize,
+    .restart = sim_restart,
+    .trace_hash = sim_trace_hash,
+    .node_name = sim_node_name,
+};
+
+/* The driver's view of c's job. */
+void ckh__run_exec_job(const struct ckh__run_ctx *c, struct ckh_exec_job *job)
+{
+    *job = (struct ckh_exec_job){.sc = c->sc, .mode = c->mode, .n = c->n, .world_first = c->world_first,
+                                 .world_restart = c->world_restart, .records = c->records,
+                                 .verify = c->wl->verify != NULL};
+}
+
 /* Runs the job with restarts; fills the run records of out. */
 int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out)
 {
-    const bool with_faults = !(c->mode & CKH_RUN_NO_FAULTS);
-    const struct ckh_scenario *sc = c->sc;
-    uint32_t max_runs = with_faults ? 1 + sc->restart.max_restarts : 1;
-    if (ckh__run_alloc_runs(out, sc, with_faults) != 0)
-        return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
-    if (with_faults)
-        c->rec = out;
-    out->world = c->world_first;
-    out->world_restart = c->world_restart;
-    int rc;
-    for (uint32_t run = 1; run <= max_runs; run++) {
-        struct ckh_run_info *ri = ckh__run_next(out, sc, (size_t)c->n);
-        if (!ri)
-            return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
-        ckh_records_begin_run(c->records, (int)run);
-        c->at_rest_applied = false;
-        if (c->wl->before_run)
-            c->wl->before_run(c->inst, (int)run, ri->resume_epoch);
-        if (with_faults && (rc = ckh__run_arm_faults(c, (int)run)) != 0)
-            return rc;
-        for (int i = 0; i < c->n; i++) {
-            memset(&c->track[i], 0, sizeof c->track[i]);
-            c->track[i].progress = -1;
-        }
-        struct ckh_sim_result res;
-        if ((rc = ckh_sim_run(c->sim, &res)) != 0)
-            return ckh__run_fail(c, rc, "simulator: %s", ckh_sim_errmsg(c->sim));
-        ri->outcome = res.outcome;
-        for (size_t k = 0; with_faults && c->rec && k < c->nrules; k++)
-            if (c->rule_fault[k] != SIZE_MAX)
-                c->rec->fault_fired[c->rule_fault[k]] += ckh_sim_fault_fired(c->sim, k);
-        ri->trace_end = ckh_sim_trace_len(c->sim);
-        snprintf(ri->report, sizeof ri->report, "%s", res.report);
-        out->virtual_ns = res.now_ns;
-        if (res.outcome == CKH_SIM_DEADLOCK)
-            out->deadlock_seen = true;
-        if (res.outcome == CKH_SIM_TIME_LIMIT || res.outcome == CKH_SIM_OP_LIMIT)
-            out->hang_seen = true;
-
-        bool all_ok = record_nodes(c, &res, ri, out);
-        if ((rc = collect_results(c, ri, out)) != 0)
-            return rc;
-        ri->completed = all_ok;
-        if (all_ok) {
-            out->completed = true;
-            break;
-        }
-        if (ri->crashed && c->wl->verify)
-            check_committed(c, ri);
-        if (run == max_runs)
-            break;
-        if (run == 1 && c->world_restart != c->world_first) {
-            if ((rc = resize(c)) != 0)
-                return rc;
-            out->resized = true;
-            continue;
-        }
-        if ((rc = restart_unfinished(c)) != 0)
-            return rc;
-    }
-    out->trace_hash = ckh_sim_trace_hash(c->sim);
-    return 0;
+    struct ckh_exec_job job;
+    ckh__run_exec_job(c, &job);
+    int rc = ckh__exec_runs(&ckh__exec_sim, c, &job, out);
+    if (rc == CKH_ENOMEM && !c->err[0])
+        return ckh__run_fail(c, rc, "out of memory");
+    return rc;
 }
 
 /* ---- entry points ---- */

@@ -1,0 +1,117 @@
+/* The driver of every executor (exec/exec.h): a job's runs with their
+ * restarts, the world-size change and the committed-state checks, the
+ * same for the simulator, command jobs and the real platform.
+ *
+ * The loop, for run = 1 .. 1 + restart.max_restarts (one run without
+ * faults):
+ *   1. plan: after run 1 of a job whose world changes, the executor's
+ *      resize; after any other failed run, its restart plan
+ *      (ckh__exec_plan_restart's rule);
+ *   2. the record store opens the run; the executor runs it;
+ *   3. a completed run ends the job;
+ *   4. a failed run is followed by the committed-state check (after a
+ *      crash, or after any failure for a command job's verify program);
+ *   5. the budget spent ends the job unfinished.
+ */
+#include "exec/exec.h"
+
+#include <string.h>
+
+#include "ckh/assert.h"
+#include "ckh/err.h"
+
+int ckh__exec_check_committed(const struct ckh_exec_ops *ops, void *x, const struct ckh_exec_job *job,
+                              struct ckh_run_info *ri)
+{
+    CKH_ASSERT(ops->verify_view && job->n >= 1);
+    bool shared = ckh__run_all_shared(job->sc);
+    ri->committed_ok = true;
+    for (int v = 0; v < (shared ? 1 : job->n) && ri->committed_ok; v++) {
+        char detail[sizeof ri->committed_detail] = "";
+        bool ok = false;
+        int rc = ops->verify_view(x, v, &ok, detail, sizeof detail);
+        if (rc == CKH__EXEC_NO_VIEW)
+            continue; /* nothing to look at for this view */
+        if (rc)
+            return rc;
+        ckh__run_note_committed(ri, shared, ops->node_name(x, v), v, ok, detail);
+    }
+    return 0;
+}
+
+void ckh__exec_plan_restart(const struct ckh_run_info *ri, int n, const int *rank, const bool *parked, bool group,
+                            bool *start)
+{
+    CKH_ASSERT(ri && rank && start && n >= 0 && (size_t)n <= ri->nnodes);
+    bool group_failed = false;
+    for (int i = 0; i < n; i++) {
+        const struct ckh_node_end *ne = &ri->nodes[i];
+        bool done = ne->state == CKH_NODE_EXITED && ne->exit_status == 0;
+        if (!(parked && parked[i]) && rank[i] >= 0 && !done)
+            group_failed = true;
+    }
+    for (int i = 0; i < n; i++) {
+        const struct ckh_node_end *ne = &ri->nodes[i];
+        bool done = ne->state == CKH_NODE_EXITED && ne->exit_status == 0;
+        start[i] = !(parked && parked[i]) && ne->state != CKH_NODE_PARKED &&
+                   (!done || (group && group_failed && rank[i] >= 0));
+    }
+}
+
+/* Steps 1 and 2 of the loop: the plan, then the run. */
+static int one_run(const struct ckh_exec_ops *ops, void *x, const struct ckh_exec_job *job, uint32_t run,
+                   struct ckh_scenario_run *out, struct ckh_run_info **rio)
+{
+    const struct ckh_run_info *prev = run > 1 ? &out->runs[run - 2] : NULL;
+    int rc;
+    if (prev && run == 2 && job->world_restart != job->world_first) {
+        if (ops->resize && (rc = ops->resize(x)) != 0)
+            return rc;
+        out->resized = true;
+    } else if (prev && ops->restart && (rc = ops->restart(x, prev)) != 0) {
+        return rc;
+    }
+    /* out->runs has room for every run (ckh__run_alloc_runs): prev stays put */
+    struct ckh_run_info *ri = ckh__run_next(out, job->sc, (size_t)job->n);
+    if (!ri)
+        return CKH_ENOMEM;
+    CKH_ASSERT(ri->run == (int)run);
+    ckh_records_begin_run(job->records, (int)run);
+    if ((rc = ops->run(x, ri, prev, out)) != 0)
+        return rc;
+    *rio = ri;
+    return 0;
+}
+
+int ckh__exec_runs(const struct ckh_exec_ops *ops, void *x, const struct ckh_exec_job *job,
+                   struct ckh_scenario_run *out)
+{
+    CKH_ASSERT(ops && ops->run && ops->trace_hash && job && job->sc && job->records);
+    CKH_ASSERT(job->n >= 1 && job->n <= CKH_RUNNER_MAX_NODES);
+    CKH_ASSERT(job->world_first >= 0 && job->world_first <= job->n && job->world_restart <= job->n);
+    const struct ckh_scenario *sc = job->sc;
+    const bool with_faults = !(job->mode & CKH_RUN_NO_FAULTS);
+    const uint32_t max_runs = with_faults ? 1 + sc->restart.max_restarts : 1;
+    if (!out->runs) {
+        if (ckh__run_alloc_runs(out, sc, with_faults) != 0)
+            return CKH_ENOMEM;
+        out->world = job->world_first;
+        out->world_restart = job->world_restart;
+    }
+    for (uint32_t run = (uint32_t)out->nruns + 1; run <= max_runs; run++) {
+        struct ckh_run_info *ri = NULL;
+        int rc = one_run(ops, x, job, run, out, &ri);
+        if (rc)
+            return rc;
+        CKH_ASSERT(out->nruns == run && ri == &out->runs[run - 1]);
+        if (ri->completed) {
+            out->completed = true;
+            break;
+        }
+        if (job->verify && ops->verify_view && (ri->crashed || job->verify_any_failure) &&
+            (rc = ckh__exec_check_committed(ops, x, job, ri)) != 0)
+            return rc;
+    }
+    out->trace_hash = ops->trace_hash(x);
+    return 0;
+}

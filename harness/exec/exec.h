@@ -1,0 +1,126 @@
+/* Executors: the ways ckh carries out a job's runs, behind one interface,
+ * and the one driver that owns what is common to them.
+ *
+ * ckh runs a scenario's job three ways:
+ *   simulator  the workload's nodes as tasks of the deterministic
+ *              simulator (exec/runner.c, exec/arm.c);
+ *   command    real programs as the nodes, their checkpoint folder a simfs
+ *              disk served over ckhfs (exec/command*.c);
+ *   real       the workload's nodes as rank programs under mpirun
+ *              (exec/mpi*.c, the ranks in real/).
+ * An executor only starts nodes, delivers faults and reports what
+ * happened in each run. The driver (exec/driver.c, ckh__exec_runs) owns
+ * the rest, once for all three: the restart loop and its budget, the
+ * world-size change between run 1 and run 2, the committed-checkpoint
+ * check after a failed run, the record store's runs, and the run records
+ * the oracles judge (judge/). Choosing the executor and the refusals that
+ * do not depend on it are ckh_exec_select's and ckh_exec_check's.
+ *
+ * Where a new executor goes: one file (or a few, exec/NAME*.c) with a
+ * static const struct ckh_exec_ops, and one line in exec/exec_list.h.
+ */
+#ifndef CKH_EXEC_H
+#define CKH_EXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exec/records.h"
+#include "exec/runner.h"
+#include "exec/workloads.h"
+#include "model/scenario.h"
+
+/* What the driver needs to know of one execution of a job (the
+ * reference, the faulted job, a second execution for the determinism
+ * check), filled by the executor when it sets the execution up. */
+struct ckh_exec_job {
+    const struct ckh_scenario *sc; /* the scenario */
+    unsigned mode;                 /* CKH_RUN_* flags: NO_FAULTS = the reference, one run */
+    int n;                         /* nodes, 1 .. CKH_RUNNER_MAX_NODES */
+    int world_first;               /* ranks of run 1 */
+    int world_restart;             /* ranks of runs 2.. (world_first: unchanged) */
+    struct ckh_records *records;   /* the record store the nodes report to (the executor's) */
+    bool verify;                   /* the job has a check of the committed state (a workload's
+                                      verify, a command job's verify program) */
+    bool verify_any_failure;       /* checked after every failed run (command jobs' verify
+                                      program), not only after a crash */
+};
+
+/* What verify_view returns for a view there is nothing to look at (no
+ * disk view could be made): the view is passed over. */
+#define CKH__EXEC_NO_VIEW 1
+
+/* One executor's operations on one execution x (its own struct). */
+struct ckh_exec_ops {
+    const char *name; /* "simulator", "command", "real" */
+    /* Runs run ri->run (1-based; prev: the run before, NULL for run 1):
+     * arms the run's faults (none when the execution is fault-free),
+     * starts the nodes planned for it, delivers the faults, waits, and
+     * fills ri (outcome, node ends, crashed, completed, report,
+     * trace_end) and out (the job result so far in out->got, the seen
+     * flags, firing counts). 0, or a code with the executor's message. */
+    int (*run)(void *x, struct ckh_run_info *ri, const struct ckh_run_info *prev, struct ckh_scenario_run *out);
+    /* The committed-state check of view v (node v's disks; v = 0 for a
+     * job whose disks are all shared): *ok and a detail. 0,
+     * CKH__EXEC_NO_VIEW, or a code with the executor's message. */
+    int (*verify_view)(void *x, int v, bool *ok, char *detail, size_t n);
+    /* Between run 1 and run 2 of a job whose world changes: every node
+     * takes its rank in the new world, the ranked nodes start, the
+     * others are parked. NULL: the executor plans it in run. */
+    int (*resize)(void *x);
+    /* Before the next run after the failed run ri: which nodes restart
+     * (every ranked node when a ranked one failed: ranks form one group).
+     * NULL: the executor plans it in run. */
+    int (*restart)(void *x, const struct ckh_run_info *ri);
+    /* The execution's trace hash (the determinism oracle compares two). */
+    uint64_t (*trace_hash)(void *x);
+    /* Node i's name. */
+    const char *(*node_name)(void *x, int i);
+};
+
+/* ---- run records (exec/results.c) ---- */
+
+/* The run records of a job that runs at most 1 + restart.max_restarts
+ * times (once without faults), and with faults the per-fault counters;
+ * CKH_ENOMEM. Shared by the simulated and the command-job runners. */
+int ckh__run_alloc_runs(struct ckh_scenario_run *out, const struct ckh_scenario *sc, bool with_faults);
+/* The record of the next run (out->nruns + 1, resumed as restart.resume_epoch
+ * says after run 1) with room for nnodes node ends; NULL when out of
+ * memory. Within the runs ckh__run_alloc_runs made room for. */
+struct ckh_run_info *ckh__run_next(struct ckh_scenario_run *out, const struct ckh_scenario *sc, size_t nnodes);
+/* Records one view's verdict of the checks after a crash (`verify`, or the
+ * workload's own) in ri: committed_ok becomes ok, and committed_detail
+ * the detail as it is for a shared disk's one view, prefixed with the
+ * node's name ("rank_1's disks: ...") for node-local views (kept from the
+ * first view, or from the one that failed). */
+void ckh__run_note_committed(struct ckh_run_info *ri, bool shared, const char *node, int view, bool ok,
+                             const char *detail);
+/* Whether every disk of sc's job is shared (then one view sees them all). */
+bool ckh__run_all_shared(const struct ckh_scenario *sc);
+/* Runs the job of x with its restarts, runs out->nruns + 1 onwards (a
+ * caller that recorded run 1 elsewhere, the explorer's restart check,
+ * starts at run 2): at most 1 + restart.max_restarts runs with faults, one
+ * without. Fills out's runs, completed, resized and trace_hash; run
+ * records are allocated here when out has none. Returns 0, or the first
+ * code an executor returned (its message is the executor's). */
+int ckh__exec_runs(const struct ckh_exec_ops *ops, void *x, const struct ckh_exec_job *job,
+                   struct ckh_scenario_run *out);
+
+/* Checks the committed state after the failed run ri: each view's
+ * verdict into ri (ckh__run_note_committed), stopping at the first view
+ * that fails. 0 or the executor's code. */
+int ckh__exec_check_committed(const struct ckh_exec_ops *ops, void *x, const struct ckh_exec_job *job,
+                              struct ckh_run_info *ri);
+
+/* Which nodes start the run after the failed run ri, the one rule of
+ * every executor: a node that did not complete restarts; when a ranked
+ * node failed, every ranked node restarts (ranks form one group, as a
+ * job launcher restarts all workers), unless group is false (a command
+ * job's restart.scope: failed); a parked node never does. rank[i] < 0:
+ * node i has no rank; parked may be NULL (none). start[i] is set for
+ * every node. */
+void ckh__exec_plan_restart(const struct ckh_run_info *ri, int n, const int *rank, const bool *parked, bool group,
+                            bool *start);
+
+#endif
