@@ -28,6 +28,7 @@
 #include "exec/mpi.h"
 #include "exec/runner.h"
 #include "search/fuzz.h"
+#include "judge/judge.h"
 
 #define SIM_ITERS 200
 

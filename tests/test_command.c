@@ -31,6 +31,7 @@
 #include "report.h"
 #include "exec/runner.h"
 #include "model/scenario.h"
+#include "judge/judge.h"
 
 #ifndef CKH_CMD_SAVER
 #define CKH_CMD_SAVER "build/programs/cmd_saver"

@@ -32,6 +32,7 @@
 #include "report.h"
 #include "exec/runner.h"
 #include "model/scenario.h"
+#include "judge/judge.h"
 
 static bool under_valgrind(void)
 {

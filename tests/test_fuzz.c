@@ -19,6 +19,7 @@
 #include "exec/runner.h"
 #include "search/shrink.h"
 #include "cli/cli.h"
+#include "judge/judge.h"
 
 static bool valgrind(void)
 {

@@ -16,6 +16,7 @@
 #include "ckh/err.h"
 #include "search/fuzz.h"
 #include "exec/runner.h"
+#include "judge/judge.h"
 
 static size_t count(const char *hay, const char *needle)
 {

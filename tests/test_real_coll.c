@@ -52,6 +52,7 @@
 #include "exec/run_ctx.h"
 #include "search/fuzz.h"
 #include "support/files.h"
+#include "judge/judge.h"
 
 #define TIMEOUT_NS 500000000ull
 

@@ -23,6 +23,7 @@
 #include "exec/run_ctx.h"
 #include "exec/runner.h"
 #include "model/scenario.h"
+#include "judge/judge.h"
 
 /* ==== wrappers and checks ==== */
 

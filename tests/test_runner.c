@@ -16,6 +16,7 @@
 #include "report.h"
 #include "exec/runner.h"
 #include "model/scenario.h"
+#include "judge/judge.h"
 
 /* Parses text and runs it; returns the runner's code, fills *res. */
 static int run_text(const char *text, struct ckh_report_result *res, bool determinism)

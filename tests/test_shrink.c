@@ -13,6 +13,7 @@
 #include "exec/runner.h"
 #include "search/shrink.h"
 #include "cli/cli.h"
+#include "judge/judge.h"
 
 static char *write_str(const struct ckh_scenario *sc)
 {

@@ -45,6 +45,7 @@
 #include "exec/runner.h"
 #include "exec/tmpdir.h"
 #include "search/explore_program.h"
+#include "judge/judge.h"
 
 #define SCENARIO_WALL_LIMIT_S 600 /* a worker is stopped after this long */
 

@@ -688,8 +688,6 @@ int ckh__cmd_execute(struct ckh__cmd *c, struct ckh_scenario_run *out)
 
 /* ---- entry points ---- */
 
-static void hang_first(struct ckh_report_result *out);
-
 /* The programs' working folder: the scenario file's, absolute. */
 static void scenario_folder(const struct ckh_scenario *sc, char *out, size_t n)
 {
@@ -950,7 +948,7 @@ static int replay_first_run(struct ckh__cmd *c, const char *const *run1_results,
 }
 
 int ckh__cmd_restart_check(struct ckh__cmd *c, const struct ckh_scenario_run *ref, const char *const *run1_results,
-                           const uint64_t *run1_bytes, struct ckh_report_result *out)
+                           const uint64_t *run1_bytes, struct ckh_scenario_run *rp)
 {
     const struct ckh_scenario *sc = c->sc;
     struct ckh_scenario_run r;
@@ -985,99 +983,87 @@ int ckh__cmd_restart_check(struct ckh__cmd *c, const struct ckh_scenario_run *re
         goto out;
     if (r.got.r.nnodes && (rc = ckh__cmd_add_file_digests(c, &r.got)) != 0)
         goto out;
-    out->runs = (uint32_t)r.nruns;
-    out->restarts = r.nruns ? (uint32_t)r.nruns - 1 : 0;
-    ckh__run_judge(&r, out);
-    hang_first(out);
+    *rp = r; /* the caller's from here */
+    memset(&r, 0, sizeof r);
 out:
     c->rec = NULL;
     ckh_scenario_run_free(&r);
     return rc;
 }
 
-int ckh__cmd_refuse_sim_only(const struct ckh_scenario *sc, char *err, size_t errlen)
+/* ---- command jobs as an executor (exec/exec.h) ---- */
+
+/* A command job's job-wide state: its run folder and the largest gap
+ * between the reference run's saves. */
+struct cmd_exec {
+    struct ckh__cmd_job je; /* the run folder, signals, subreaper */
+    int64_t gap;            /* the reference run's largest save gap */
+};
+
+static bool cmd_selects(const struct ckh_scenario *sc, const struct ckh_run_options *o)
 {
-    for (size_t i = 0; i < sc->nfaults; i++)
-        if (sc->faults[i].act.kind == CKH_SCN_ACT_SIGTERM)
-            return ckh_errf(err, errlen, CKH_EINVAL,
-                            "%d:%d: 'do: sigterm' needs a command job (job.command): a simulated node has "
-                            "no signal handler, so a SIGTERM to it is a kill (use 'do: kill', after a "
-                            "'delay' for a grace period)", sc->faults[i].line, sc->faults[i].column);
-    return 0;
+    (void)o;
+    return ckh_scn_is_command_job(sc);
 }
 
-/* A job that hung ends without completing, so outcome (or liveness) fails
- * first; the hang is the cause: its detail heads the verdict. */
-static void hang_first(struct ckh_report_result *out)
+static int cmd_begin(const struct ckh_scenario *sc, void **job, char *err, size_t errlen)
 {
-    const struct ckh_oracle_result *h = NULL;
-    for (size_t i = 0; i < out->noracles; i++)
-        if (!strcmp(out->oracles[i].name, "hang") && !out->oracles[i].passed)
-            h = &out->oracles[i];
-    if (!h || out->verdict != CKH_VERDICT_FAIL || !out->failed_oracle ||
-        (strcmp(out->failed_oracle, "outcome") && strcmp(out->failed_oracle, "liveness")))
+    struct cmd_exec *x = calloc(1, sizeof *x);
+    *job = x;
+    if (!x)
+        return ckh_errf(err, errlen, CKH_ENOMEM, "out of memory");
+    return ckh__cmd_job_begin(sc, &x->je, err, errlen);
+}
+
+static void cmd_end(void *job)
+{
+    struct cmd_exec *x = job;
+    if (!x)
         return;
-    ckh_report_set(&out->message, "%s\n%s: %s", h->detail, out->failed_oracle, out->message ? out->message : "");
-    ckh_report_set(&out->failed_oracle, "hang");
+    ckh__cmd_job_end(&x->je);
+    free(x);
 }
 
-int ckh__cmd_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options *o,
-                         struct ckh_report_result *out)
+/* The reference run; one that hangs is itself what the oracles judge. */
+static int cmd_reference(void *job, const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,
+                         struct ckh_scenario_run *r, bool *judged, char *err, size_t errlen)
 {
-    uint64_t t0 = ckh__cmd_now_ms();
-    uint64_t seed = o->seed_set ? o->seed : sc->seed;
-    struct ckh_scenario_run r, r2;
-    struct ckh__cmd c, c2;
-    struct ckh__cmd_job je;
-    char err[1200] = "";
-    int64_t gap = 0;
-    memset(&r, 0, sizeof r);
-    memset(&r2, 0, sizeof r2);
+    (void)o;
+    struct cmd_exec *x = job;
+    *judged = false;
+    return reference_run(sc, seed, &x->je, NULL, r, &x->gap, judged, err, errlen);
+}
+
+static int cmd_faulted(void *job, const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,
+                       bool second, struct ckh_scenario_run *r, struct ckh_report_result *out, char *err,
+                       size_t errlen)
+{
+    (void)o;
+    (void)out;
+    struct cmd_exec *x = job;
+    struct ckh__cmd c;
     memset(&c, 0, sizeof c);
-    memset(&c2, 0, sizeof c2);
-    r.sc = r2.sc = sc;
-    r.seed = seed;
-    r.source_dir = o->source_dir ? o->source_dir : ".";
-    ckh_report_set(&out->name, "%s", sc->name);
-    ckh_report_set(&out->file, "%s", sc->file);
-    out->seed = seed;
-    ckh_report_set(&out->replay, "%s run %s --seed %" PRIu64, o->argv0 ? o->argv0 : "ckh", sc->file, seed);
-
-    bool ref_hung = false;
-    int rc = ckh__cmd_job_begin(sc, &je, err, sizeof err);
-    if (rc == 0)
-        rc = reference_run(sc, seed, &je, NULL, &r, &gap, &ref_hung, err, sizeof err);
-    if (rc == 0 && !ref_hung)
-        rc = faulted_run(sc, seed, &je, "job", &r, &c, err, sizeof err);
-    if (rc == 0 && !ref_hung && o->check_determinism &&
-        (rc = faulted_run(sc, seed, &je, "det", &r2, &c2, err, sizeof err)) == 0)
-        r.trace_hash2 = r2.trace_hash ? r2.trace_hash : 1;
-    ckh__cmd_free(&c2);
-    ckh_scenario_run_free(&r2);
-    if (rc)
-        goto out_error;
-    r.interval = interval_of(sc, &r, gap);
-    out->runs = (uint32_t)r.nruns;
-    out->restarts = r.nruns ? (uint32_t)r.nruns - 1 : 0;
-    ckh__run_judge(&r, out);
-    hang_first(out);
-    out->wall_ms = ckh__cmd_now_ms() - t0;
+    int rc = faulted_run(sc, seed, &x->je, second ? "det" : "job", r, &c, err, errlen);
     ckh__cmd_free(&c);
-    ckh_scenario_run_free(&r);
-    ckh__cmd_job_end(&je);
-    return 0;
-
-out_error:
-    out->verdict = CKH_VERDICT_ERROR;
-    ckh_report_set(&out->message, "%s%s%s", strncmp(err, sc->file, strlen(sc->file)) ? sc->file : "",
-                   strncmp(err, sc->file, strlen(sc->file)) ? (err[0] >= '0' && err[0] <= '9' ? ":" : ": ") : "",
-                   err[0] ? err : ckh_strerror(rc));
-    out->wall_ms = ckh__cmd_now_ms() - t0;
-    ckh__cmd_free(&c);
-    ckh_scenario_run_free(&r);
-    ckh__cmd_job_end(&je);
+    if (rc == 0 && !second)
+        r->interval = interval_of(sc, r, x->gap);
     return rc;
 }
+
+static int cmd_replay(const struct ckh_scenario *sc, const struct ckh_run_options *o, const char *node_filter,
+                      const char *op_filter, void *f, char *msg, size_t msglen);
+
+const struct ckh_executor ckh_executor_command = {
+    .name = "command",
+    .replay_flags = "",
+    .traced = true,
+    .selects = cmd_selects,
+    .begin = cmd_begin,
+    .end = cmd_end,
+    .reference = cmd_reference,
+    .faulted = cmd_faulted,
+    .replay = cmd_replay,
+};
 
 /* ---- replay ---- */
 
@@ -1124,9 +1110,8 @@ static void print_run_end(FILE *f, const struct ckh__cmd *c, const struct ckh_ru
     }
 }
 
-int ckh__cmd_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_options *o,
-                            const char *node_filter, const char *op_filter, void *fp, char *msg,
-                            size_t msglen)
+static int cmd_replay(const struct ckh_scenario *sc, const struct ckh_run_options *o, const char *node_filter,
+                      const char *op_filter, void *fp, char *msg, size_t msglen)
 {
     FILE *f = fp;
     uint64_t seed = o && o->seed_set ? o->seed : sc->seed;

@@ -244,11 +244,12 @@ int ckh__cmd_replace_disk(struct ckh__cmd *c, struct ckh_simfs *disk);
  * Run 1's records are the first run1_bytes[i] bytes of run1_results[i]
  * (what node i had reported when the crash came) and the crash ended
  * every node; `verify` runs as after any crash; runs 2.. are real, with
- * the scenario's restarts. The oracles then judge the job against ref
- * (its reference, interval and source folder) into out. 0, or a code
- * with c->err. */
+ * the scenario's restarts. *r (the caller's, freed with
+ * ckh_scenario_run_free) gets the job's runs with ref's reference,
+ * interval and source folder, for the oracles (judge/). 0, or a code with
+ * c->err (r untouched). */
 int ckh__cmd_restart_check(struct ckh__cmd *c, const struct ckh_scenario_run *ref, const char *const *run1_results,
-                           const uint64_t *run1_bytes, struct ckh_report_result *out);
+                           const uint64_t *run1_bytes, struct ckh_scenario_run *r);
 /* Runs the scenario's verify command against node i's view of its disks
  * (clones of c->disks, mounted for the call). *ok: it exited 0; detail:
  * how it ended and the last line it printed. 0, or a code with c->err. */
@@ -260,17 +261,6 @@ int ckh__cmd_reference_incomplete(const struct ckh__cmd *c, char *err, size_t er
  * already located in the scenario file; returns the code. */
 int ckh__cmd_take_err(const struct ckh__cmd *c, int rc, const char *what, char *err, size_t errlen);
 
-/* ckh_harness_run and ckh_harness_replay for a command job (scenario_run.c
- * dispatches on job.command); same contracts. */
-int ckh__cmd_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options *o,
-                         struct ckh_report_result *out);
-int ckh__cmd_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_options *o,
-                            const char *node_filter, const char *op_filter, void *f, char *msg,
-                            size_t msglen);
-/* A simulated job refuses what only real processes can take (sigterm:
- * harness/model/faults/sigterm.c says why): CKH_EINVAL with "line:col: ..." in
- * err, else 0. */
-int ckh__cmd_refuse_sim_only(const struct ckh_scenario *sc, char *err, size_t errlen);
 /* Records what went wrong in c->err (first failure wins); returns code. */
 int ckh__cmd_fail(struct ckh__cmd *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Monotonic milliseconds (time limits and wall-clock triggers only). */

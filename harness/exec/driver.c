@@ -115,3 +115,41 @@ int ckh__exec_runs(const struct ckh_exec_ops *ops, void *x, const struct ckh_exe
     out->trace_hash = ops->trace_hash(x);
     return 0;
 }
+
+/* ---- choosing the executor ---- */
+
+static const struct ckh_executor *const executors[] = {
+#define CKH_EXECUTOR(name) &ckh_executor_##name,
+#include "exec/exec_list.h"
+#undef CKH_EXECUTOR
+};
+
+const struct ckh_executor *ckh_exec_select(const struct ckh_scenario *sc, const struct ckh_run_options *o)
+{
+    static const struct ckh_run_options none = {0};
+    const struct ckh_run_options *opts = o ? o : &none;
+    for (size_t i = 0; i < sizeof executors / sizeof executors[0]; i++)
+        if (executors[i]->selects(sc, opts))
+            return executors[i];
+    CKH_ASSERT(!"the simulator runs every scenario");
+    return NULL;
+}
+
+int ckh_exec_check(const struct ckh_executor *ex, const struct ckh_scenario *sc, char *err, size_t errlen)
+{
+    CKH_ASSERT(ex && sc);
+    return ex->check ? ex->check(sc, err, errlen) : 0;
+}
+
+int ckh_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_options *opts, const char *node_filter,
+                       const char *op_filter, void *f, char *msg, size_t msglen)
+{
+    const struct ckh_executor *ex = ckh_exec_select(sc, opts);
+    int rc = ckh_exec_check(ex, sc, msg, msglen);
+    if (rc != 0)
+        return rc;
+    if (!ex->replay)
+        return ckh_errf(msg, msglen, CKH_EINVAL, "ckh replay runs simulated and command jobs; the %s executor "
+                        "keeps no trace to print", ex->name);
+    return ex->replay(sc, opts, node_filter, op_filter, f, msg, msglen);
+}

@@ -79,6 +79,58 @@ struct ckh_exec_ops {
     const char *(*node_name)(void *x, int i);
 };
 
+/* ---- executors ---- */
+
+/* One way of running a scenario's job: what the verdict's driver
+ * (judge/scenario_run.c, ckh_harness_run) and ckh_harness_replay ask of
+ * it. Each executor's job-wide state (a run folder, ...) is its own `job`.
+ * The executors, in the order ckh_exec_select asks them, are listed in
+ * exec/exec_list.h. */
+struct ckh_executor {
+    const char *name;         /* "command", "real", "simulator" */
+    const char *replay_flags; /* what `ckh run` needs to choose it again ("" or " --platform real") */
+    bool traced;              /* its executions hash what they did (the determinism check applies) */
+    /* Whether it runs sc (o: the run options, --platform real). */
+    bool (*selects)(const struct ckh_scenario *sc, const struct ckh_run_options *o);
+    /* What it refuses in sc, decided before any run: CKH_EINVAL with a
+     * located message in err, else 0. */
+    int (*check)(const struct ckh_scenario *sc, char *err, size_t errlen);
+    /* Job-wide set-up (*job for the other calls) and its undoing on
+     * every path (NULL job: nothing to undo). */
+    int (*begin)(const struct ckh_scenario *sc, void **job, char *err, size_t errlen);
+    void (*end)(void *job);
+    /* The fault-free reference run into r->ref and r->ref_ok; a job that
+     * cannot give one is CKH_EINVAL with err. *judged: the reference run
+     * is itself what the oracles judge (r holds its runs; no faulted job
+     * follows). */
+    int (*reference)(void *job, const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,
+                     struct ckh_scenario_run *r, bool *judged, char *err, size_t errlen);
+    /* The faulted job with its restarts into r (runs, job result,
+     * interval, trace hash; second: the determinism check's second
+     * execution, whose trace hash alone counts). 0 or a code with err. */
+    int (*faulted)(void *job, const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,
+                   bool second, struct ckh_scenario_run *r, struct ckh_report_result *out, char *err,
+                   size_t errlen);
+    /* `ckh replay`: the faulted job once, its trace printed to f, node and
+     * op filtering by name (NULL: all). NULL: the executor has none. */
+    int (*replay)(const struct ckh_scenario *sc, const struct ckh_run_options *o, const char *node_filter,
+                  const char *op_filter, void *f, char *msg, size_t msglen);
+};
+
+/* The executors, in the order ckh_exec_select asks them. */
+#define CKH_EXECUTOR(name) extern const struct ckh_executor ckh_executor_##name;
+#include "exec/exec_list.h"
+#undef CKH_EXECUTOR
+
+/* The executor that runs sc (never NULL: the simulator runs what no
+ * other selects). */
+const struct ckh_executor *ckh_exec_select(const struct ckh_scenario *sc, const struct ckh_run_options *o);
+
+/* The refusals of sc, decided once before any run whatever the executor:
+ * the executor's own (ex->check), then what no executor can judge.
+ * CKH_EINVAL with a located message in err, else 0. */
+int ckh_exec_check(const struct ckh_executor *ex, const struct ckh_scenario *sc, char *err, size_t errlen);
+
 /* ---- run records (exec/results.c) ---- */
 
 /* The run records of a job that runs at most 1 + restart.max_restarts

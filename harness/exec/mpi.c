@@ -1076,60 +1076,33 @@ int ckh__real_execute(const struct ckh_scenario *sc, uint64_t seed, unsigned mod
     return rc;
 }
 
-/* ---- the verdict ---- */
+/* ---- the real platform as an executor (exec/exec.h) ---- */
 
-static uint64_t wall_ms(void)
+static bool real_selects(const struct ckh_scenario *sc, const struct ckh_run_options *o)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* the report's wall time */
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return ckh__real_selected(sc, o->real_platform);
 }
 
-int ckh__real_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options *o,
-                          struct ckh_report_result *out)
+/* The faulted job as real processes (the reference is the simulator's:
+ * a real run that passes ends where the simulated uninterrupted run
+ * ends). */
+static int real_faulted(void *job, const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,
+                        bool second, struct ckh_scenario_run *r, struct ckh_report_result *out, char *err,
+                        size_t errlen)
 {
-    uint64_t t0 = wall_ms();
-    uint64_t seed = o->seed_set ? o->seed : sc->seed;
-    struct ckh_scenario_run r;
-    char err[1200] = "";
-    int rc;
-    memset(&r, 0, sizeof r);
-    r.sc = sc;
-    r.seed = seed;
-    r.source_dir = o->source_dir ? o->source_dir : ".";
-    ckh_report_set(&out->name, "%s", sc->name);
-    ckh_report_set(&out->file, "%s", sc->file);
-    out->seed = seed;
-    ckh_report_set(&out->replay, "%s run --platform real %s --seed %" PRIu64, o->argv0 ? o->argv0 : "ckh",
-                   sc->file, seed);
-    /* The reference is the simulator's: a real run that passes ends where
-     * the simulated uninterrupted run ends. */
-    if ((rc = ckh__real_check(sc, err, sizeof err)) != 0 ||
-        (rc = ckh__run_reference(sc, seed, o, &r, err, sizeof err)) != 0)
-        goto out_error;
-    if (!r.ref_ok) {
-        rc = ckh_errf(err, sizeof err, CKH_EINVAL, "the fault-free reference run of this job does not complete");
-        goto out_error;
-    }
-    if (sc->expect.golden && (rc = ckh__run_find_golden(sc, r.source_dir, r.golden_path, sizeof r.golden_path,
-                                                         err, sizeof err)) != 0)
-        goto out_error;
-    if ((rc = ckh__real_execute(sc, seed, 0, &r, err, sizeof err)) != 0)
-        goto out_error;
-    out->runs = (uint32_t)r.nruns;
-    out->restarts = r.nruns ? (uint32_t)r.nruns - 1 : 0;
-    ckh__run_judge(&r, out);
-    if (sc->expect.ndetect && sc->job.ndefects && out->verdict == CKH_VERDICT_PASS &&
-        (rc = ckh__run_control_check(sc, seed, &r, out, err, sizeof err)) != 0)
-        goto out_error;
-    out->wall_ms = wall_ms() - t0;
-    ckh_scenario_run_free(&r);
-    return 0;
-out_error:
-    out->verdict = CKH_VERDICT_ERROR;
-    ckh_report_set(&out->message, "%s%s%s", sc->file, err[0] >= '0' && err[0] <= '9' ? ":" : ": ",
-                   err[0] ? err : ckh_strerror(rc));
-    out->wall_ms = wall_ms() - t0;
-    ckh_scenario_run_free(&r);
-    return rc;
+    (void)job;
+    (void)o;
+    (void)out;
+    (void)second; /* not asked: real processes keep no trace to compare */
+    return ckh__real_execute(sc, seed, 0, r, err, errlen);
 }
+
+const struct ckh_executor ckh_executor_real = {
+    .name = "real",
+    .replay_flags = " --platform real",
+    .selects = real_selects,
+    .check = ckh__real_check,
+    .reference = ckh__run_sim_reference,
+    .faulted = real_faulted,
+    .replay = ckh__run_sim_replay, /* the ranks keep no trace: the simulated job's */
+};

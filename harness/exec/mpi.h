@@ -122,8 +122,4 @@ int ckh__real_find_mpi(const char *mpi, char *exe, size_t exen, char *launcher, 
 int ckh__real_execute(const struct ckh_scenario *sc, uint64_t seed, unsigned mode, struct ckh_scenario_run *out,
                       char *err, size_t errlen);
 
-/* ckh_harness_run for the real platform (same contract). */
-int ckh__real_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options *o,
-                          struct ckh_report_result *out);
-
 #endif

@@ -137,15 +137,15 @@ size_t ckh__run_counts_len(const struct ckh_job_result *src);
 int ckh__run_reference(const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,
                        struct ckh_scenario_run *out, char *err, size_t errlen);
 
-/* judge.c: the verdict of r into out. */
-void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *out);
-/* The golden file of sc (a regular file), into out; CKH_EINVAL with a
- * message in err when missing or not a file. */
-int ckh__run_find_golden(const struct ckh_scenario *sc, const char *source_dir, char *out, size_t n,
-                         char *err, size_t errlen);
-/* A planted defect must be detected because of the defect: the control
- * run without the defect switches must not trip the detecting oracles. */
-int ckh__run_control_check(const struct ckh_scenario *sc, uint64_t seed, const struct ckh_scenario_run *r,
-                           struct ckh_report_result *out, char *err, size_t errlen);
+/* runner.c: the simulator's reference run (cached, exec/cache.c), as
+ * struct ckh_executor's reference; also the real platform's. */
+int ckh__run_sim_reference(void *job, const struct ckh_scenario *sc, uint64_t seed,
+                           const struct ckh_run_options *o, struct ckh_scenario_run *r, bool *judged, char *err,
+                           size_t errlen);
+/* runner.c: `ckh replay` in the simulator, as struct ckh_executor's
+ * replay; also the real platform's (its ranks keep no trace: the replay
+ * shows the simulated job's). */
+int ckh__run_sim_replay(const struct ckh_scenario *sc, const struct ckh_run_options *opts, const char *node_filter,
+                        const char *op_filter, void *fp, char *msg, size_t msglen);
 
 #endif

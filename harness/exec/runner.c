@@ -529,4 +529,147 @@ int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out)
     return rc;
 }
 
-/* ---- entry points ---- */
+/* ---- the simulator as an executor (exec/exec.h) ---- */
+
+static bool sim_selects(const struct ckh_scenario *sc, const struct ckh_run_options *o)
+{
+    (void)sc;
+    (void)o;
+    return true; /* what no other executor runs */
+}
+
+/* A simulated job refuses what only real processes can take (sigterm:
+ * harness/model/faults/sigterm.c says why). */
+static int sim_check(const struct ckh_scenario *sc, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sc->nfaults; i++)
+        if (sc->faults[i].act.kind == CKH_SCN_ACT_SIGTERM)
+            return ckh_errf(err, errlen, CKH_EINVAL,
+                            "%d:%d: 'do: sigterm' needs a command job (job.command): a simulated node has "
+                            "no signal handler, so a SIGTERM to it is a kill (use 'do: kill', after a "
+                            "'delay' for a grace period)", sc->faults[i].line, sc->faults[i].column);
+    return 0;
+}
+
+/* Without faults and defects the job must complete: a scenario whose
+ * reference fails judges nothing (bad input). */
+static int reference_incomplete(const struct ckh_scenario_run *r, char *err, size_t errlen)
+{
+    const char *why = "";
+    for (size_t i = 0; i < r->ref.r.nnodes && !why[0]; i++)
+        if (r->ref.r.nodes[i].rc != 0)
+            why = ckh_err_name(r->ref.r.nodes[i].rc);
+    return ckh_errf(err, errlen, CKH_EINVAL, "the fault-free reference run of this job does not complete%s%s",
+                    why[0] ? ": " : "", why);
+}
+
+/* The simulated reference run (cached, exec/cache.c): also the real
+ * platform's, whose passing run ends where the simulated one ends. */
+int ckh__run_sim_reference(void *job, const struct ckh_scenario *sc, uint64_t seed,
+                           const struct ckh_run_options *o, struct ckh_scenario_run *r, bool *judged, char *err,
+                           size_t errlen)
+{
+    (void)job;
+    *judged = false;
+    int rc = ckh__run_reference(sc, seed, o, r, err, errlen);
+    if (rc == 0 && !r->ref_ok)
+        rc = reference_incomplete(r, err, errlen);
+    return rc;
+}
+
+static int sim_faulted(void *job, const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,
+                       bool second, struct ckh_scenario_run *r, struct ckh_report_result *out, char *err,
+                       size_t errlen)
+{
+    (void)job;
+    struct ckh__run_ctx c;
+    bool watched = !second && (o->on_trace || o->timeline);
+    int rc = ckh__run_build_sim(&c, sc, seed, 0, watched);
+    if (rc == 0)
+        rc = ckh__run_execute(&c, r);
+    if (rc != 0) {
+        if (second)
+            ckh_errf(err, errlen, rc, "second execution: %s", ckh_strerror(rc));
+        else
+            snprintf(err, errlen, "%s", c.err);
+        ckh__run_ctx_free(&c);
+        return rc;
+    }
+    r->interval = c.wl->interval ? c.wl->interval(c.inst) : 1;
+    if (!second && o->on_trace)
+        o->on_trace(o->on_trace_ctx, c.sim, r);
+    if (!second && o->timeline)
+        ckh_timeline_build(c.sim, r, &out->timeline); /* exec/timeline.c */
+    ckh__run_ctx_free(&c);
+    return 0;
+}
+
+int ckh__run_sim_replay(const struct ckh_scenario *sc, const struct ckh_run_options *opts, const char *node_filter,
+                        const char *op_filter, void *fp, char *msg, size_t msglen)
+{
+    FILE *f = fp;
+    uint64_t seed = opts && opts->seed_set ? opts->seed : sc->seed;
+    struct ckh__run_ctx c;
+    struct ckh_scenario_run r;
+    memset(&r, 0, sizeof r);
+    r.sc = sc;
+    int rc = ckh__run_build_sim(&c, sc, seed, 0, true);
+    if (rc == 0)
+        rc = ckh__run_execute(&c, &r);
+    if (rc != 0) {
+        snprintf(msg, msglen, "%s", c.err[0] ? c.err : ckh_strerror(rc));
+        goto out;
+    }
+    int op = -1;
+    if (op_filter && (op = ckh_op_from_name(op_filter)) < 0) {
+        snprintf(msg, msglen, "unknown operation '%s'", op_filter);
+        rc = CKH_EINVAL;
+        goto out;
+    }
+    int node = -1;
+    char *end = NULL;
+    long idx = node_filter ? strtol(node_filter, &end, 10) : -1;
+    if (node_filter && end && !*end && idx >= 0 && idx < c.n) /* a node index, as triggers allow */
+        node = (int)idx;
+    else if (node_filter && (node = ckh_sim_node_id(c.sim, node_filter)) < 0) {
+        snprintf(msg, msglen, "unknown node '%s'", node_filter);
+        rc = CKH_EINVAL;
+        goto out;
+    }
+    uint64_t len = ckh_sim_trace_len(c.sim);
+    size_t run = 0;
+    if (r.nruns > 0)
+        fprintf(f, "# run 1\n");
+    for (uint64_t i = 0; i < len; i++) {
+        struct ckh_trace_rec rec;
+        if (ckh_sim_trace_get(c.sim, i, &rec) != 0)
+            break;
+        /* Runs are separated so a restart is visible at a glance. */
+        while (run + 1 < r.nruns && i >= r.runs[run].trace_end) {
+            run++;
+            fprintf(f, "# run %zu (restart %zu)\n", run + 1, run);
+        }
+        if ((node >= 0 && rec.node != node) || (op >= 0 && (int)rec.kind != op))
+            continue;
+        char line[1024];
+        ckh_trace_format(c.sim, &rec, line, sizeof line);
+        fprintf(f, "%s\n", line);
+    }
+    fprintf(f, "# %zu run%s, trace hash %016" PRIx64 ", seed %" PRIu64 "\n", r.nruns,
+            r.nruns == 1 ? "" : "s", ckh_sim_trace_hash(c.sim), seed);
+out:
+    ckh_scenario_run_free(&r);
+    ckh__run_ctx_free(&c);
+    return rc;
+}
+
+const struct ckh_executor ckh_executor_sim = {
+    .name = "simulator",
+    .replay_flags = "",
+    .traced = true,
+    .selects = sim_selects,
+    .check = sim_check,
+    .reference = ckh__run_sim_reference,
+    .faulted = sim_faulted,
+    .replay = ckh__run_sim_replay,
+};

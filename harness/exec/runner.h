@@ -114,13 +114,6 @@ struct ckh_scenario_run {
     bool resized;                   /* some run ran with world_restart ranks != world */
 };
 
-/* Runs sc and fills *out (initialised by the caller with
- * ckh_report_result_init). Returns 0 when a verdict was reached (pass or
- * fail, see out->verdict), or a negative code for an internal or input
- * error (out->verdict ERROR with a message). */
-int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options *opts,
-                   struct ckh_report_result *out);
-
 /* Runs sc's job once (faults armed, no restarts, no oracles) and prints
  * its trace, one line per record, to f; node/op filter by name (NULL:
  * all). Returns 0 or a negative code with a message in msg. */

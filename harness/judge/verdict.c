@@ -8,8 +8,9 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
-#include "judge/oracle.h"
 #include "exec/run_ctx.h"
+#include "judge/judge.h"
+#include "judge/oracle.h"
 
 /* ---- verdict ---- */
 
@@ -198,4 +199,30 @@ out:
     ckh_scenario_run_free(&ctl);
     ckh__run_ctx_free(&c);
     return rc;
+}
+
+/* A job that hung (a time or op limit, not a deadlock) ends without
+ * completing, so outcome (or liveness) fails first; the hang is the
+ * cause: its detail heads the verdict. */
+static void hang_first(const struct ckh_scenario_run *r, struct ckh_report_result *out)
+{
+    if (!r->hang_seen || r->deadlock_seen)
+        return;
+    const struct ckh_oracle_result *h = NULL;
+    for (size_t i = 0; i < out->noracles; i++)
+        if (!strcmp(out->oracles[i].name, "hang") && !out->oracles[i].passed)
+            h = &out->oracles[i];
+    if (!h || out->verdict != CKH_VERDICT_FAIL || !out->failed_oracle ||
+        (strcmp(out->failed_oracle, "outcome") && strcmp(out->failed_oracle, "liveness")))
+        return;
+    ckh_report_set(&out->message, "%s\n%s: %s", h->detail, out->failed_oracle, out->message ? out->message : "");
+    ckh_report_set(&out->failed_oracle, "hang");
+}
+
+void ckh__run_verdict(const struct ckh_scenario_run *r, struct ckh_report_result *out)
+{
+    out->runs = (uint32_t)r->nruns;
+    out->restarts = r->nruns ? (uint32_t)r->nruns - 1 : 0;
+    ckh__run_judge(r, out);
+    hang_first(r, out);
 }

@@ -34,6 +34,7 @@
 #include "exec/worker.h"
 #include "search/explore_internal.h"
 #include "search/explore_program.h"
+#include "judge/judge.h"
 
 /* ---- 1. the recorded run ---- */
 
@@ -356,8 +357,13 @@ static void check_one(const struct xp_run *w, unsigned worker, size_t i, struct 
         for (int n = 0; n < c.n && n < CKH_RUNNER_MAX_NODES; n++)
             res[n] = w->rec->results[n];
         struct ckh_report_result r;
+        struct ckh_scenario_run run;
         ckh_report_result_init(&r);
-        rc = ckh__cmd_restart_check(&c, w->ref, res, w->rec->pts[st->point].result_bytes, &r);
+        memset(&run, 0, sizeof run);
+        rc = ckh__cmd_restart_check(&c, w->ref, res, w->rec->pts[st->point].result_bytes, &run);
+        if (rc == 0)
+            ckh__run_verdict(&run, &r);
+        ckh_scenario_run_free(&run);
         s->failed = rc == 0 && r.verdict != CKH_VERDICT_PASS;
         if (s->failed)
             snprintf(s->text, sizeof s->text, "%s: %s", r.failed_oracle ? r.failed_oracle : "verdict",

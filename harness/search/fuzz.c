@@ -53,6 +53,7 @@
 #include "judge/oracle.h"
 #include "exec/runner.h"
 #include "search/shrink.h"
+#include "judge/judge.h"
 
 /* ---- coverage and phases ---- */
 

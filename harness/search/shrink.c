@@ -42,6 +42,7 @@
 #include "model/fault.h"
 #include "exec/runner.h"
 #include "exec/tmpdir.h"
+#include "judge/judge.h"
 
 
 /* Writes sc into a malloc'd string. */
