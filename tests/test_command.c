@@ -647,6 +647,24 @@ START_TEST(test_restart_scope_failed)
 }
 END_TEST
 
+/* A command job restarted with another world size is judged by the
+ * samples it records, or refused: never passed unjudged. cmd_job.sh
+ * records sample ids but no dataset size. */
+START_TEST(test_world_size_unjudged_refused)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [sh, %s/cmd_job.sh, \"4\"]\n  nodes: 2\n  timeout: 30s\n"
+                          "faults:\n  - {on: {node: rank_1, op: rename, nth: 2}, do: kill}\n"
+                          "restart: {world_size: 1}\n", CKH_CMD_PROGRAMS), &r);
+    ck_assert_int_eq(rc, CKH_EINVAL);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_ERROR);
+    ck_assert_msg(strstr(r.message, "s.yaml:7:23: restart.world_size: the job restarted with 1 rank after 2 but "
+                                    "reported no sample ids and dataset size"), "%s", r.message);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 /* The simulator refuses sigterm by name. */
 START_TEST(test_sim_refuses_sigterm)
 {
@@ -829,6 +847,7 @@ static Suite *command_suite(void)
     tcase_add_test(jobs, test_power_loss_atomic);
     tcase_add_test(jobs, test_verify_catches_torn_checkpoint);
     tcase_add_test(jobs, test_restart_scope_failed);
+    tcase_add_test(jobs, test_world_size_unjudged_refused);
     tcase_add_test(jobs, test_sigint_cleans_up);
     tcase_add_loop_test(jobs, test_faults_survived, 0, (int)(sizeof survived / sizeof survived[0]));
     tcase_add_test(jobs, test_at_rest_corrupt);

@@ -105,6 +105,22 @@ static int latest_link(void *inst, char *buf, size_t n)
 
 /* The disks (one per disk, or per disk and node when not shared), the
  * checkpoint directory made durable on them, and one mount per disk. */
+/* One disk of the job and its mount folder (ckh__exec_build_disks). */
+static int make_disk(void *ctx, const struct ckh_simfs_config *dc, size_t d, int node, struct ckh_simfs **out)
+{
+    struct ckh__cmd *c = ctx;
+    int rc = ckh_simfs_create(dc, out);
+    if (rc)
+        return ckh__cmd_fail(c, rc, "disk %s: %s", dc->name, ckh_strerror(rc));
+    struct ckh__cmd_mount *m = &c->mounts[c->nmounts++];
+    *m = (struct ckh__cmd_mount){.c = c, .disk = *out, .disk_index = d, .node = node,
+                                 .prefix = c->sc->job.disks[d].mount};
+    snprintf(m->dir, sizeof m->dir, "%s/mnt/%s", c->dir, dc->name);
+    if ((rc = ckh_tmp_mkdirs(m->dir)) != 0)
+        return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot create %s: %s", m->dir, strerror(-rc));
+    return 0;
+}
+
 static int add_disks(struct ckh__cmd *c)
 {
     const struct ckh_scn_job *job = &c->sc->job;
@@ -114,30 +130,11 @@ static int add_disks(struct ckh__cmd *c)
     c->mounts = calloc(nd * (size_t)c->n, sizeof *c->mounts);
     if (!c->disks || !c->mounts)
         return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
-    for (size_t d = 0; d < nd; d++) {
-        const struct ckh_scn_disk *sd = &job->disks[d];
-        for (int i = 0; i < c->n; i++) {
-            size_t at = d * (size_t)c->n + (size_t)i;
-            if (sd->shared && i > 0) {
-                c->disks[at] = c->disks[d * (size_t)c->n];
-                continue;
-            }
-            char name[160], seed_name[200];
-            snprintf(name, sizeof name, sd->shared ? "%s" : "%s.%s", sd->name, c->nodes[i].name);
-            snprintf(seed_name, sizeof seed_name, "disk/%s", name);
-            struct ckh_simfs_config dc = {.name = name, .model = sd->model, .sector_bytes = sd->sector_bytes,
-                                          .capacity_bytes = sd->capacity_bytes,
-                                          .seed = ckh_seed_derive(c->seed, seed_name)};
-            if ((rc = ckh_simfs_create(&dc, &c->disks[at])) != 0)
-                return ckh__cmd_fail(c, rc, "disk %s: %s", name, ckh_strerror(rc));
-            struct ckh__cmd_mount *m = &c->mounts[c->nmounts++];
-            *m = (struct ckh__cmd_mount){.c = c, .disk = c->disks[at], .disk_index = d,
-                                         .node = sd->shared ? -1 : i, .prefix = sd->mount};
-            snprintf(m->dir, sizeof m->dir, "%s/mnt/%s", c->dir, name);
-            if ((rc = ckh_tmp_mkdirs(m->dir)) != 0)
-                return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot create %s: %s", m->dir, strerror(-rc));
-        }
-    }
+    const char *names[CKH_RUNNER_MAX_NODES];
+    for (int i = 0; i < c->n; i++)
+        names[i] = c->nodes[i].name;
+    if ((rc = ckh__exec_build_disks(c->sc, c->n, names, c->seed, make_disk, c, c->disks)) != 0)
+        return rc;
     c->env = (struct ckh_fault_env){.sc = c->sc, .nnodes = c->n, .disks = c->disks,
                                     .latest_link = latest_link, .inst = c, .err = c->err,
                                     .errlen = sizeof c->err};

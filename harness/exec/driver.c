@@ -15,10 +15,13 @@
  */
 #include "exec/exec.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "ckh/assert.h"
 #include "ckh/err.h"
+#include "ckh/rng.h"
+#include "ckh/simfs.h"
 
 int ckh__exec_check_committed(const struct ckh_exec_ops *ops, void *x, const struct ckh_exec_job *job,
                               struct ckh_run_info *ri)
@@ -152,4 +155,39 @@ int ckh_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_optio
         return ckh_errf(msg, msglen, CKH_EINVAL, "ckh replay runs simulated and command jobs; the %s executor "
                         "keeps no trace to print", ex->name);
     return ex->replay(sc, opts, node_filter, op_filter, f, msg, msglen);
+}
+
+/* ---- disks ---- */
+
+int ckh__exec_build_disks(const struct ckh_scenario *sc, int n, const char *const *names, uint64_t seed,
+                          ckh__exec_disk_fn make, void *ctx, struct ckh_simfs **disks)
+{
+    CKH_ASSERT(sc && names && make && disks && n >= 1 && sc->job.ndisks >= 1);
+    const size_t nn = (size_t)n;
+    for (size_t d = 0; d < sc->job.ndisks; d++) {
+        const struct ckh_scn_disk *sd = &sc->job.disks[d];
+        for (size_t i = 0; i < nn; i++) {
+            if (sd->shared && i > 0) {
+                disks[d * nn + i] = disks[d * nn];
+                continue;
+            }
+            char name[160], seed_name[200];
+            snprintf(name, sizeof name, sd->shared ? "%s" : "%s.%s", sd->name, names[i]);
+            snprintf(seed_name, sizeof seed_name, "disk/%s", name);
+            struct ckh_simfs_config dc = {
+                .name = name,
+                .model = sd->model,
+                .sector_bytes = sd->sector_bytes,
+                .capacity_bytes = sd->capacity_bytes,
+                .latency_ns = sd->latency_ns,
+                .ns_per_kib = sd->ns_per_kib,
+                .seed = ckh_seed_derive(seed, seed_name),
+            };
+            int rc = make(ctx, &dc, d, sd->shared ? -1 : (int)i, &disks[d * nn + i]);
+            if (rc)
+                return rc;
+            CKH_ASSERT(disks[d * nn + i]);
+        }
+    }
+    return 0;
 }

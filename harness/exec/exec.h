@@ -131,6 +131,26 @@ const struct ckh_executor *ckh_exec_select(const struct ckh_scenario *sc, const 
  * CKH_EINVAL with a located message in err, else 0. */
 int ckh_exec_check(const struct ckh_executor *ex, const struct ckh_scenario *sc, char *err, size_t errlen);
 
+/* ---- disks: one builder for every executor (exec/driver.c) ---- */
+
+struct ckh_simfs;
+struct ckh_simfs_config;
+
+/* Makes one simfs disk from dc for disk entry d of node `node` (-1: a
+ * shared disk): the simulator adds it to its simulation, the others
+ * create it and give it a mount. 0 or a code with the caller's message. */
+typedef int (*ckh__exec_disk_fn)(void *ctx, const struct ckh_simfs_config *dc, size_t d, int node,
+                                 struct ckh_simfs **out);
+
+/* The disks of sc's job for n nodes named names[i]: disks[d * n + i] is
+ * disk entry d of node i (a shared disk: the same for every node, made
+ * once). Every executor's disk has the same parameters (model, sector,
+ * capacity, latency, bandwidth) and the same name ("NAME" shared,
+ * "NAME.NODE" node-local) and seed (ckh_seed_derive(seed, "disk/NAME")).
+ * 0 or make's code. */
+int ckh__exec_build_disks(const struct ckh_scenario *sc, int n, const char *const *names, uint64_t seed,
+                          ckh__exec_disk_fn make, void *ctx, struct ckh_simfs **disks);
+
 /* ---- run records (exec/results.c) ---- */
 
 /* The run records of a job that runs at most 1 + restart.max_restarts

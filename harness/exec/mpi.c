@@ -275,7 +275,7 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     if (prctl(PR_GET_CHILD_SUBREAPER, &j->subreaper_was) == 0 && prctl(PR_SET_CHILD_SUBREAPER, 1) == 0)
         j->subreaper_set = true;
     c->wl = c->res.workload;
-    if ((rc = ckh__run_create_workload(c, sc, seed, mode)) != 0)
+    if ((rc = ckh__run_check_support(c)) != 0 || (rc = ckh__run_create_workload(c, sc, seed, mode)) != 0)
         return rc;
     c->names = calloc((size_t)c->n, sizeof *c->names);
     c->track = calloc((size_t)c->n, sizeof *c->track);
@@ -294,10 +294,6 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     c->world_restart = c->world_first;
     /* A resizing job (restart.world_size): the nodes outside the first
      * world wait, parked, as in the simulated runner. */
-    if (sc->restart.world_size && !c->wl->set_world)
-        return ckh__run_fail(c, CKH_EINVAL, "%d:%d: restart.world_size: workload '%s' cannot restart with "
-                             "another world size (its nodes are fixed); remove restart.world_size",
-                             sc->restart.world_size_line, sc->restart.world_size_column, c->wl->name);
     if (!(mode & CKH_RUN_NO_FAULTS) && sc->restart.world_size) {
         c->world_restart = (int)sc->restart.world_size;
         for (int i = 0; i < c->n && c->world_restart != c->world_first; i++)

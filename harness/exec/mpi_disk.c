@@ -62,6 +62,22 @@ bool ckh__real_uses_ckhfs(const struct ckh_scenario *sc)
 
 /* ---- disks ---- */
 
+/* One disk of the job and its mount point (ckh__exec_build_disks). */
+static int make_disk(void *ctx, const struct ckh_simfs_config *dc, size_t d, int node, struct ckh_simfs **out)
+{
+    struct real_job *j = ctx;
+    struct ckh__run_ctx *c = &j->c;
+    int rc = ckh_simfs_create(dc, out);
+    if (rc)
+        return ckh__run_fail(c, rc, "disk %s: %s", dc->name, ckh_strerror(rc));
+    struct real_mount *m = &j->mounts[j->nmounts++];
+    *m = (struct real_mount){.j = j, .prefix = c->sc->job.disks[d].mount, .disk = *out, .node = node};
+    if (ckh__real_disk_dir(m->dir, sizeof m->dir, j->dir, "mnt", c->sc, d, c->names[node < 0 ? 0 : node]) != 0 ||
+        (rc = ckh_tmp_mkdirs(m->dir)) != 0)
+        return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the mount point %s", m->dir);
+    return 0;
+}
+
 int ckh__real_disks_init(struct real_job *j)
 {
     struct ckh__run_ctx *c = &j->c;
@@ -79,32 +95,11 @@ int ckh__real_disks_init(struct real_job *j)
     j->mounts = calloc(nd * n, sizeof *j->mounts);
     if (!c->disks || !j->mounts)
         return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
-    for (size_t d = 0; d < nd; d++) {
-        const struct ckh_scn_disk *sd = &c->sc->job.disks[d];
-        for (size_t i = 0; i < n; i++) {
-            if (sd->shared && i > 0) {
-                c->disks[d * n + i] = c->disks[d * n];
-                continue;
-            }
-            /* Named and seeded as the simulated runner's (ckh_sim_add_disk),
-             * so keep: random draws from the same stream. */
-            char name[160], seed_name[200];
-            snprintf(name, sizeof name, sd->shared ? "%s" : "%s.%s", sd->name, c->names[i]);
-            snprintf(seed_name, sizeof seed_name, "disk/%s", name);
-            struct ckh_simfs_config dc = {.name = name, .model = sd->model, .sector_bytes = sd->sector_bytes,
-                                          .capacity_bytes = sd->capacity_bytes,
-                                          .latency_ns = sd->latency_ns, .ns_per_kib = sd->ns_per_kib,
-                                          .seed = ckh_seed_derive(j->seed, seed_name)};
-            if ((rc = ckh_simfs_create(&dc, &c->disks[d * n + i])) != 0)
-                return ckh__run_fail(c, rc, "disk %s: %s", name, ckh_strerror(rc));
-            struct real_mount *m = &j->mounts[j->nmounts++];
-            *m = (struct real_mount){.j = j, .prefix = sd->mount, .disk = c->disks[d * n + i],
-                                     .node = sd->shared ? -1 : (int)i};
-            if (ckh__real_disk_dir(m->dir, sizeof m->dir, j->dir, "mnt", c->sc, d, c->names[i]) != 0 ||
-                (rc = ckh_tmp_mkdirs(m->dir)) != 0)
-                return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the mount point %s", m->dir);
-        }
-    }
+    const char *names[CKH_RUNNER_MAX_NODES];
+    for (int i = 0; i < c->n; i++)
+        names[i] = c->names[i];
+    if ((rc = ckh__exec_build_disks(c->sc, c->n, names, j->seed, make_disk, j, c->disks)) != 0)
+        return rc;
     c->env = (struct ckh_fault_env){.sc = c->sc, .nnodes = c->n, .disks = c->disks,
                                     .latest_link = c->wl->latest_link, .inst = c->inst,
                                     .err = c->err, .errlen = sizeof c->err};

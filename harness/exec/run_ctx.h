@@ -80,6 +80,11 @@ struct ckh__run_ctx {
 int ckh__run_fail(struct ckh__run_ctx *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* runner.c: what the job asks of the workload c->wl that it cannot do
+ * (defect switches, devices, a latest pointer, collectives,
+ * restart.world_size), refused before any run with one message whatever
+ * the executor: CKH_EINVAL with c->err, else 0. */
+int ckh__run_check_support(struct ckh__run_ctx *c);
 /* The workload instance of c (c->res resolved, c->wl set): its options,
  * the job handed to create, step_based and the node count (1 ..
  * CKH_RUNNER_MAX_NODES). 0, or the workload's code / CKH_EINVAL with c->err. */

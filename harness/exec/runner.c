@@ -90,7 +90,7 @@ static int check_world_size(const struct ckh_scenario *sc, const struct ckh_work
 /* What the job asks of the workload that it cannot do: refused, never
  * ignored (a scenario must not pass while claiming what it did not do).
  * What each fault needs is in its descriptor (harness/model/faults/). */
-static int check_support(struct ckh__run_ctx *c)
+int ckh__run_check_support(struct ckh__run_ctx *c)
 {
     const struct ckh_scenario *sc = c->sc;
     const struct ckh_workload_ops *wl = c->wl;
@@ -137,36 +137,21 @@ static bool fault_fired(void *ctx)
 }
 
 /* The job's disks: one per disk, or one per disk and node when not shared. */
-static int add_disks(struct ckh__run_ctx *c)
+static int add_disk(void *ctx, const struct ckh_simfs_config *dc, size_t d, int node, struct ckh_simfs **out)
 {
-    const struct ckh_scenario *sc = c->sc;
-    size_t nd = sc->job.ndisks;
-    int rc;
-    for (size_t d = 0; d < nd; d++) {
-        const struct ckh_scn_disk *sd = &sc->job.disks[d];
-        for (int i = 0; i < c->n; i++) {
-            if (sd->shared && i > 0) {
-                c->disks[d * (size_t)c->n + (size_t)i] = c->disks[d * (size_t)c->n];
-                continue;
-            }
-            char name[128];
-            if (sd->shared)
-                snprintf(name, sizeof name, "%s", sd->name);
-            else
-                snprintf(name, sizeof name, "%s.%s", sd->name, c->names[i]);
-            struct ckh_simfs_config dc = {
-                .name = name,
-                .model = sd->model,
-                .sector_bytes = sd->sector_bytes,
-                .capacity_bytes = sd->capacity_bytes,
-                .latency_ns = sd->latency_ns,
-                .ns_per_kib = sd->ns_per_kib,
-            };
-            if ((rc = ckh_sim_add_disk(c->sim, &dc, &c->disks[d * (size_t)c->n + (size_t)i])) != 0)
-                return ckh__run_fail(c, rc, "disk %s: %s", name, ckh_sim_errmsg(c->sim));
-        }
-    }
-    return 0;
+    (void)d;
+    (void)node;
+    struct ckh__run_ctx *c = ctx;
+    int rc = ckh_sim_add_disk(c->sim, dc, out);
+    return rc ? ckh__run_fail(c, rc, "disk %s: %s", dc->name, ckh_sim_errmsg(c->sim)) : 0;
+}
+
+static int add_disks(struct ckh__run_ctx *c, uint64_t seed)
+{
+    const char *names[CKH_RUNNER_MAX_NODES];
+    for (int i = 0; i < c->n; i++)
+        names[i] = c->names[i];
+    return ckh__exec_build_disks(c->sc, c->n, names, seed, add_disk, c, c->disks);
 }
 
 /* The job's nodes, each with its view of the disks. */
@@ -224,7 +209,7 @@ int ckh__run_build_sim(struct ckh__run_ctx *c, const struct ckh_scenario *sc, ui
     if ((rc = ckh_workloads_resolve(sc, &c->res, c->err, sizeof c->err)) != 0)
         return rc;
     c->wl = c->res.workload;
-    if ((rc = check_support(c)) != 0)
+    if ((rc = ckh__run_check_support(c)) != 0)
         return rc;
     if ((rc = ckh__run_create_workload(c, sc, seed, mode)) != 0)
         return rc;
@@ -263,7 +248,7 @@ int ckh__run_build_sim(struct ckh__run_ctx *c, const struct ckh_scenario *sc, ui
             return ckh__run_fail(c, rc, "workload '%s': node %d has a bad name '%s'", c->wl->name, i, c->names[i]);
     }
 
-    if ((rc = add_disks(c)) != 0 || (rc = add_nodes(c, ranks)) != 0)
+    if ((rc = add_disks(c, seed)) != 0 || (rc = add_nodes(c, ranks)) != 0)
         return rc;
     /* A resizing job: nodes outside the first world wait, parked. */
     for (int i = 0; i < c->n; i++)

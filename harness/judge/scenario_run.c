@@ -30,6 +30,27 @@ static uint64_t wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* A job restarted with another world size is judged by the reshard
+ * oracle (every sample exactly once per epoch across the ranks, from the
+ * per-step sample ids and the dataset size) since the reference run's
+ * records, made by another world, do not compare step by step; a job
+ * that reported nothing of the kind cannot be judged, and is refused
+ * rather than passed. */
+static int world_change_judged(const struct ckh_scenario *sc, const struct ckh_scenario_run *r, char *err,
+                               size_t errlen)
+{
+    const struct ckh_job_result *got = &r->got.r;
+    if (!r->resized || !r->completed || (got->sample_counts && got->dataset_size > 0 && got->nsamples > 0))
+        return 0;
+    return ckh_errf(err, errlen, CKH_EINVAL,
+                    "%d:%d: restart.world_size: the job restarted with %d rank%s after %d but reported no "
+                    "sample ids and dataset size, so nothing can judge the resharded runs (records "
+                    "\"samples\" in each step and a final \"dataset_size\", docs/SCENARIOS.md, \"Result "
+                    "protocol\"); remove restart.world_size or record them",
+                    sc->restart.world_size_line, sc->restart.world_size_column, r->world_restart,
+                    r->world_restart == 1 ? "" : "s", r->world);
+}
+
 /* Steps 1 to 3 into r; 0 or a code with err. */
 static int execute(const struct ckh_executor *ex, void **job, const struct ckh_scenario *sc, uint64_t seed,
                    const struct ckh_run_options *o, struct ckh_scenario_run *r, struct ckh_report_result *out,
@@ -47,6 +68,8 @@ static int execute(const struct ckh_executor *ex, void **job, const struct ckh_s
                                                          sizeof r->golden_path, err, errlen)) != 0)
         return rc;
     if ((rc = ex->faulted(*job, sc, seed, o, false, r, out, err, errlen)) != 0)
+        return rc;
+    if ((rc = world_change_judged(sc, r, err, errlen)) != 0)
         return rc;
     if (o->check_determinism && ex->traced) {
         struct ckh_scenario_run r2;
