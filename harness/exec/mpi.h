@@ -82,21 +82,6 @@ int ckh__real_rules(const struct ckh_scenario *sc, int run, const char (*names)[
                     struct ckh_fault_rule **rules, size_t **fault_of, size_t *nrules, char *err,
                     size_t errlen);
 
-/* A path of the run folder dir (see the top): kind is "results", "track",
- * "status" or "faults" (node's file of run `run`). -ENAMETOOLONG when it
- * does not fit. */
-int ckh__real_path(char *buf, size_t n, const char *dir, const char *kind, const char *node, int run);
-/* Where node's disk number `disk` of sc's job.disks is in the run folder:
- * dir/<sub>/<disk>[.<node>] (".<node>": a node-local disk); sub is
- * "disks" (the disk's folder) or "mnt" (its ckhfs mount point). */
-int ckh__real_disk_dir(char *buf, size_t n, const char *dir, const char *sub, const struct ckh_scenario *sc,
-                       size_t disk, const char *node);
-/* Node's files: every disk of the job at its mount path (disk folders,
- * or their ckhfs mounts with ckhfs), run/platform_real_fs.h. *out is
- * freed with ckh__real_fs_destroy. -ENAMETOOLONG, or as
- * ckh__real_fs_create. */
-int ckh__real_node_fs(const char *dir, const struct ckh_scenario *sc, const char *node, bool ckhfs,
-                      struct ckh_fs **out);
 
 /* The rank program of MPI implementation mpi (NULL: the first of
  * CKH_REAL_MPIS that is built, or $CKH_MPI) and its launcher, into exe

@@ -2,6 +2,9 @@
  * table in front of one POSIX fs per disk folder. Map: mapping · path ops ·
  * create and destroy.
  */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,4 +211,39 @@ void ckh__real_fs_destroy(struct ckh_fs *fs)
     }
     free(mf->m);
     free(mf);
+}
+
+/* ---- the run folder's paths ---- */
+
+int ckh__real_path(char *buf, size_t n, const char *dir, const char *kind, const char *node, int run)
+{
+    int len = snprintf(buf, n, "%s/%s/%s.%d%s", dir, kind, node, run, !strcmp(kind, "results") ? ".jsonl" : "");
+    return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+int ckh__real_disk_dir(char *buf, size_t n, const char *dir, const char *sub, const struct ckh_scenario *sc,
+                       size_t disk, const char *node)
+{
+    const struct ckh_scn_disk *d = &sc->job.disks[disk];
+    int len = d->shared ? snprintf(buf, n, "%s/%s/%s", dir, sub, d->name)
+                        : snprintf(buf, n, "%s/%s/%s.%s", dir, sub, d->name, node);
+    return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+int ckh__real_node_fs(const char *dir, const struct ckh_scenario *sc, const char *node, bool ckhfs,
+                      struct ckh_fs **out)
+{
+    size_t nd = sc->job.ndisks;
+    struct ckh__real_mount *m = calloc(nd ? nd : 1, sizeof *m);
+    char (*dirs)[PATH_MAX] = calloc(nd ? nd : 1, sizeof *dirs);
+    int rc = m && dirs ? 0 : CKH_ENOMEM;
+    for (size_t d = 0; d < nd && rc == 0; d++) {
+        rc = ckh__real_disk_dir(dirs[d], sizeof dirs[d], dir, ckhfs ? "mnt" : "disks", sc, d, node);
+        m[d] = (struct ckh__real_mount){.prefix = sc->job.disks[d].mount, .dir = dirs[d]};
+    }
+    if (rc == 0)
+        rc = ckh__real_fs_create(m, nd, out);
+    free(m);
+    free(dirs);
+    return rc;
 }

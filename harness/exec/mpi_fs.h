@@ -14,9 +14,11 @@
 #ifndef CKH_RUN_PLATFORM_REAL_FS_H
 #define CKH_RUN_PLATFORM_REAL_FS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ckh/fs.h"
+#include "model/scenario.h"
 
 /* One disk of a node: the path it is mounted at ("/", "/local") and the
  * real folder that holds it. */
@@ -31,5 +33,23 @@ struct ckh__real_mount {
 int ckh__real_fs_create(const struct ckh__real_mount *mounts, size_t n, struct ckh_fs **out);
 /* Frees an fs made by ckh__real_fs_create; NULL is a no-op. */
 void ckh__real_fs_destroy(struct ckh_fs *fs);
+
+/* ---- the run folder's paths (exec/mpi.c says what lives where) ---- */
+
+/* A path of the run folder dir (see the top): kind is "results", "track",
+ * "status" or "faults" (node's file of run `run`). -ENAMETOOLONG when it
+ * does not fit. */
+int ckh__real_path(char *buf, size_t n, const char *dir, const char *kind, const char *node, int run);
+/* Where node's disk number `disk` of sc's job.disks is in the run folder:
+ * dir/<sub>/<disk>[.<node>] (".<node>": a node-local disk); sub is
+ * "disks" (the disk's folder) or "mnt" (its ckhfs mount point). */
+int ckh__real_disk_dir(char *buf, size_t n, const char *dir, const char *sub, const struct ckh_scenario *sc,
+                       size_t disk, const char *node);
+/* Node's files: every disk of the job at its mount path (disk folders,
+ * or their ckhfs mounts with ckhfs), as above. *out is
+ * freed with ckh__real_fs_destroy. -ENAMETOOLONG, or as
+ * ckh__real_fs_create. */
+int ckh__real_node_fs(const char *dir, const struct ckh_scenario *sc, const char *node, bool ckhfs,
+                      struct ckh_fs **out);
 
 #endif

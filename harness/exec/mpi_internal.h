@@ -19,6 +19,7 @@
 
 #include "ckhfs/ckhfs.h"
 #include "exec/mpi.h"
+#include "exec/mpi_fs.h"
 #include "exec/run_ctx.h"
 
 struct real_job;

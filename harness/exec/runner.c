@@ -536,32 +536,6 @@ static int sim_check(const struct ckh_scenario *sc, char *err, size_t errlen)
     return 0;
 }
 
-/* Without faults and defects the job must complete: a scenario whose
- * reference fails judges nothing (bad input). */
-static int reference_incomplete(const struct ckh_scenario_run *r, char *err, size_t errlen)
-{
-    const char *why = "";
-    for (size_t i = 0; i < r->ref.r.nnodes && !why[0]; i++)
-        if (r->ref.r.nodes[i].rc != 0)
-            why = ckh_err_name(r->ref.r.nodes[i].rc);
-    return ckh_errf(err, errlen, CKH_EINVAL, "the fault-free reference run of this job does not complete%s%s",
-                    why[0] ? ": " : "", why);
-}
-
-/* The simulated reference run (cached, exec/cache.c): also the real
- * platform's, whose passing run ends where the simulated one ends. */
-int ckh__run_sim_reference(void *job, const struct ckh_scenario *sc, uint64_t seed,
-                           const struct ckh_run_options *o, struct ckh_scenario_run *r, bool *judged, char *err,
-                           size_t errlen)
-{
-    (void)job;
-    *judged = false;
-    int rc = ckh__run_reference(sc, seed, o, r, err, errlen);
-    if (rc == 0 && !r->ref_ok)
-        rc = reference_incomplete(r, err, errlen);
-    return rc;
-}
-
 static int sim_faulted(void *job, const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,
                        bool second, struct ckh_scenario_run *r, struct ckh_report_result *out, char *err,
                        size_t errlen)
