@@ -170,7 +170,8 @@ int ckh__run_reference(const struct ckh_scenario *sc, uint64_t seed, const struc
             cache_store(o->cache_dir, key, &out->ref, out->ref_ok);
     } else {
         /* A located message is an input error: no "reference run" prefix. */
-        snprintf(err, errlen, "%s%s", c.err[0] >= '0' && c.err[0] <= '9' ? "" : "reference run: ", c.err);
+        bool located = (c.err[0] >= '0' && c.err[0] <= '9') || !strncmp(c.err, sc->file, strlen(sc->file));
+        snprintf(err, errlen, "%s%s", located ? "" : "reference run: ", c.err);
     }
     ckh_scenario_run_free(&tmp);
     ckh__run_ctx_free(&c);
