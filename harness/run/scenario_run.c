@@ -88,7 +88,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     out->seed = seed;
     ckh_report_set(&out->replay, "%s run %s --seed %" PRIu64, o->argv0 ? o->argv0 : "ckh", sc->file, seed);
 
-    if ((rc = ckh__cmd_refuse_sim_only(sc, err, sizeof err)) != 0 ||
+    if ((rc = ckh_fault_check_mode(sc, CKH_FAULT_MODE_SIM, err, sizeof err)) != 0 ||
         (rc = ckh__run_reference(sc, seed, o, &r, err, sizeof err)) != 0)
         goto out_error;
     if (!r.ref_ok) {
@@ -143,7 +143,7 @@ int ckh_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_optio
     struct ckh_scenario_run r;
     if (ckh_scn_is_command_job(sc))
         return ckh__cmd_harness_replay(sc, opts, node_filter, op_filter, fp, msg, msglen);
-    if (ckh__cmd_refuse_sim_only(sc, msg, msglen) != 0)
+    if (ckh_fault_check_mode(sc, CKH_FAULT_MODE_SIM, msg, msglen) != 0)
         return CKH_EINVAL;
     memset(&r, 0, sizeof r);
     r.sc = sc;
