@@ -108,7 +108,6 @@
 
 #define DEFAULT_STACK_BYTES (256u * 1024u)
 
-
 enum stop_how { HOW_EXIT, HOW_KILL, HOW_CRASH, HOW_POWER };
 
 /* The handle's side of ckh_verrf: the message goes to sim->errmsg. */
@@ -617,8 +616,7 @@ static void record_fault(struct ckh_sim *sim, struct ckh__node *n, const struct 
                          const struct ckh_fault_action *act, int64_t source)
 {
     char what[64];
-    enum ckh_fault_kind k = act->kind;
-    snprintf(what, sizeof what, "%s:%s", ckh_op_name(op->kind), ckh_fault_action_name(k));
+    snprintf(what, sizeof what, "%s:%s", ckh_op_name(op->kind), ckh_fault_action_name(act->kind));
     uint64_t len = act->kind == CKH_FAULT_KILL_MID || act->kind == CKH_FAULT_SHORT_WRITE
                        ? act->keep_bytes
                    : act->kind == CKH_FAULT_DELAY  ? act->delay_ns
