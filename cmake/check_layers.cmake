@@ -16,12 +16,12 @@
 #     (ckh/sim.h, ckh/simfs.h, ckh/sim_testing.h): code under test never asks whether it runs
 #     in the simulator, and the layers below sim/ cannot depend on it;
 #   - reference/ must not include the real platform either (ckh/posix.h);
-#   - real/ (the real platform, beside sim/) must not include the
-#     simulator's implementation API (ckh/simfs.h, ckh/sim_testing.h); it
-#     may include ckh/sim.h for the fault-rule types only (the link check
-#     ckh_layer_link_real proves no simulator code is called), and only
-#     its rank program (real/rank_main.c, the executable joining the
-#     layers, as harness/cli/main.c does) may include harness/ headers.
+#   - real/ (the real platform, beside sim/) must not include the sim
+#     API either: its fault rules and matcher are ckh/fault_rule.h, below
+#     both (the link check ckh_layer_link_real proves no simulator code is
+#     called), and only its rank program (real/rank_main.c, the
+#     executable joining the layers, as harness/cli/main.c does) may
+#     include harness/ headers.
 #   - inside harness/, the wings are in data-flow order, each seeing only
 #     itself and the wings before it (no back edges):
 #       model   the scenario: grammar and fault descriptors
@@ -44,7 +44,7 @@ set(forbid_sim "")
 set(forbid_reference "${sim_api};ckh/posix.h")
 set(forbid_reports "${sim_api}")
 set(forbid_harness "")
-set(forbid_real "ckh/simfs.h;ckh/sim_testing.h")
+set(forbid_real "${sim_api}")
 
 set(wings "model;ckhfs;exec;judge;search;cli")
 

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,24 +12,15 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
-#include "ckh/rng.h"
-
-/* One rule's counters, as kept in the shared state file (fixed layout). */
-struct rule_state {
-    uint64_t matches;   /* ops matched so far (all processes) */
-    uint64_t fired;     /* times it fired */
-    uint8_t spent;      /* fired and not repeating */
-    uint8_t deferred;   /* due while another rule took the op */
-    uint8_t seeded;     /* rng below is seeded */
-    uint8_t pad[5];     /* zero */
-    struct ckh_rng rng; /* probability draws: ckh_seed_derive(seed, "fault/INDEX") */
-};
+#include "ckh/fault_rule.h"
+#include "ckh/fs.h"
 
 struct ckh_real_faults {
     uint64_t seed;                     /* the run's seed */
     struct ckh_real_rule *rules;       /* copies (strings borrowed) */
     size_t nrules;                     /* their count */
-    struct rule_state *state;          /* [nrules]: this process's copy of the counters */
+    struct ckh_fault_state *state;     /* [nrules]: this process's copy of the counters
+                                          (the matcher's, ckh/fault_rule.h: fixed layout) */
     int state_fd;                      /* the shared counters (-1: local only) */
     int log_fd;                        /* the firing log (-1: none) */
     char *notes_dir;                   /* notes to the launcher (owned; NULL: none) */
@@ -54,14 +44,6 @@ _Noreturn void ckh_real_faults_kill(void)
     }
 }
 
-static const char *action_name(enum ckh_fault_kind k)
-{
-    static const char *const names[] = {"none", "errno", "kill_before", "kill_after", "kill_mid",
-                                        "crash_before", "power_loss", "delay", "fsync_lost", "call",
-                                        "mismatch", "short_write"};
-    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
-}
-
 static bool action_supported(enum ckh_fault_kind k, bool simulated_disk)
 {
     if (k == CKH_FAULT_CRASH_BEFORE || k == CKH_FAULT_POWER_LOSS || k == CKH_FAULT_FSYNC_LOST ||
@@ -81,7 +63,7 @@ int ckh_real_faults_create(const struct ckh_real_faults_config *cfg, struct ckh_
         if (!action_supported(cfg->rules[i].rule.action.kind, cfg->notes_dir != NULL))
             return ckh_errf(msg, msglen, CKH_EINVAL, "fault %zu: %s cannot be carried out on the real "
                             "platform (it needs a simulated disk)", cfg->rules[i].fault + 1,
-                            action_name(cfg->rules[i].rule.action.kind));
+                            ckh_fault_action_name(cfg->rules[i].rule.action.kind));
     struct ckh_real_faults *f = calloc(1, sizeof *f);
     if (!f)
         return CKH_ENOMEM;
@@ -132,61 +114,10 @@ void ckh_real_faults_destroy(struct ckh_real_faults *f)
     free(f);
 }
 
-static bool action_fits(const struct ckh_fault_rule *r, enum ckh_op_kind k)
+/* Time for at_time_ns: wall-clock time since the process armed its rules. */
+static uint64_t now_ns(const struct ckh_real_faults *f)
 {
-    switch (r->action.kind) {
-    case CKH_FAULT_MISMATCH:
-        return k == CKH_OP_BARRIER || k == CKH_OP_BROADCAST || k == CKH_OP_ALLREDUCE ||
-               k == CKH_OP_ALLGATHER;
-    case CKH_FAULT_SHORT_WRITE:
-        return k == CKH_OP_WRITE || k == CKH_OP_PWRITE;
-    default:
-        return true;
-    }
-}
-
-/* The selectors only (no counters): sim/sched.c's rule_matches. */
-static bool rule_matches(const struct ckh_real_faults *f, const struct ckh_fault_rule *r,
-                         const struct ckh_op *op)
-{
-    if (r->node >= 0 && r->node != op->node)
-        return false;
-    if (r->kind >= 0 && r->kind != (int)op->kind)
-        return false;
-    if (r->path_glob && (!op->path || fnmatch(r->path_glob, op->path, 0) != 0))
-        return false;
-    if (r->phase && (!op->phase || strcmp(r->phase, op->phase) != 0))
-        return false;
-    if (r->epoch >= 0 && r->epoch != op->epoch)
-        return false;
-    if (r->step >= 0 && r->step != op->step)
-        return false;
-    return !r->at_time_ns || mono_ns() - f->t0_ns >= r->at_time_ns;
-}
-
-/* Counts a match and says whether the rule fires on it (sim/sched.c's
- * rule_fires, on the shared counters). */
-static bool rule_fires(const struct ckh_fault_rule *r, struct rule_state *s, bool taken)
-{
-    s->matches++;
-    bool due;
-    if (r->probability > 0) {
-        due = ckh_rng_unit(&s->rng) < r->probability;
-    } else {
-        uint64_t nth = r->nth ? r->nth : 1;
-        due = s->deferred || s->matches == nth || (r->repeat && s->matches > nth);
-    }
-    if (!due)
-        return false;
-    if (taken) {
-        if (r->probability == 0 && !r->repeat)
-            s->deferred = 1;
-        return false;
-    }
-    s->deferred = 0;
-    if (!r->repeat)
-        s->spent = 1;
-    return true;
+    return mono_ns() - f->t0_ns;
 }
 
 /* The shared counters: locked and read in, or written back and unlocked. */
@@ -216,7 +147,7 @@ static void log_firing(struct ckh_real_faults *f, size_t i, const struct ckh_op 
         return;
     char line[512];
     int n = snprintf(line, sizeof line, "fired %zu %zu %s %s %s\n", i, f->rules[i].fault,
-                     ckh_op_name(op->kind), action_name(act->kind), op->path ? op->path : "-");
+                     ckh_op_name(op->kind), ckh_fault_action_name(act->kind), op->path ? op->path : "-");
     if (n > (int)sizeof line - 1)
         n = (int)sizeof line - 1;
     if (write(f->log_fd, line, (size_t)n) != n)
@@ -250,11 +181,7 @@ static void with_launcher(struct ckh_real_faults *f, const struct ckh_op *op, si
         snprintf(name, sizeof name, "power.%d", f->run);
         leave_note(f, name, "");
         ckh_real_faults_kill();
-    case CKH_FAULT_FSYNC_LOST:
-        if (op->kind != CKH_OP_FSYNC && op->kind != CKH_OP_FDATASYNC) {
-            memset(act, 0, sizeof *act); /* as in the simulator: fired, nothing done */
-            return;
-        }
+    case CKH_FAULT_FSYNC_LOST: /* on fsync or fdatasync only (the matcher's M3) */
         snprintf(name, sizeof name, "note.%ld", (long)getpid());
         snprintf(text, sizeof text, "fsync_lost %s", op->path ? op->path : "");
         leave_note(f, name, text);
@@ -275,9 +202,10 @@ void ckh_real_faults_enter(struct ckh_real_faults *f, const struct ckh_op *op,
     memset(act, 0, sizeof *act);
     if (!f || !f->nrules)
         return;
+    const uint64_t now = now_ns(f);
     bool any = false;
     for (size_t i = 0; i < f->nrules && !any; i++)
-        any = action_fits(&f->rules[i].rule, op->kind) && rule_matches(f, &f->rules[i].rule, op);
+        any = ckh_fault_rule_selects(&f->rules[i].rule, op, now);
     if (!any)
         return;
     pthread_mutex_lock(&f->lock);
@@ -285,31 +213,16 @@ void ckh_real_faults_enter(struct ckh_real_faults *f, const struct ckh_op *op,
     size_t source = SIZE_MAX;
     for (size_t i = 0; i < f->nrules; i++) {
         const struct ckh_fault_rule *r = &f->rules[i].rule;
-        struct rule_state *s = &f->state[i];
-        if (s->spent || !action_fits(r, op->kind) || !rule_matches(f, r, op))
+        struct ckh_fault_state *s = &f->state[i];
+        if (!s->seeded) /* first selected here: no process has counted it yet */
+            ckh_fault_state_init(s, f->seed, i);
+        if (!ckh_fault_rule_match(r, s, op, now, act->kind != CKH_FAULT_NONE))
             continue;
-        if (!s->seeded) {
-            char name[48];
-            snprintf(name, sizeof name, "fault/%zu", i);
-            ckh_rng_seed(&s->rng, ckh_seed_derive(f->seed, name));
-            s->seeded = 1;
-        }
-        if (!rule_fires(r, s, act->kind != CKH_FAULT_NONE))
-            continue;
-        *act = r->action;
-        s->fired++;
+        *act = ckh_fault_rule_action(r, op->len);
         source = i;
-        if ((act->kind == CKH_FAULT_KILL_MID || act->kind == CKH_FAULT_SHORT_WRITE) &&
-            act->keep_bytes == 0 && r->keep_fraction > 0)
-            act->keep_bytes = (uint64_t)((double)op->len * r->keep_fraction);
-        if (act->kind == CKH_FAULT_SHORT_WRITE && act->keep_bytes == 0 && r->keep_fraction > 0 &&
-            op->len > 0)
-            act->keep_bytes = 1;
     }
     state_lock(f, false);
-    if ((act->kind == CKH_FAULT_KILL_MID || act->kind == CKH_FAULT_SHORT_WRITE) &&
-        act->keep_bytes > op->len)
-        act->keep_bytes = op->len;
+    ckh_fault_action_cap(act, op->len);
     if (source != SIZE_MAX)
         log_firing(f, source, op, act);
     if (source != SIZE_MAX)

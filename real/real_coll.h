@@ -59,8 +59,8 @@
 #include <stdbool.h>
 
 #include "ckh/env.h"
+#include "ckh/fault_rule.h"
 #include "ckh/op.h"
-#include "ckh/sim.h"
 
 /* The MPI implementation this object set was built against ("openmpi",
  * "mpich"). Static storage. */

@@ -34,7 +34,7 @@
 
 #include "ckh/env.h"
 #include "ckh/op.h"
-#include "ckh/sim.h"
+#include "ckh/fault_rule.h"
 #include "real_faults.h"
 
 struct ckh_real_env_config {

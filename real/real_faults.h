@@ -1,18 +1,19 @@
 /* The fault script of one real node (a process of ckh's real platform):
- * the simulator's fault rules (struct ckh_fault_rule of ckh/sim.h, the
- * type only: nothing of the simulator is linked), matched against the
- * operations the node asks of its filesystem and collectives, and carried
- * out on the process itself.
+ * fault rules (struct ckh_fault_rule of ckh/fault_rule.h: nothing of the
+ * simulator is included or linked), matched against the operations the
+ * node asks of its filesystem and collectives, and carried out on the
+ * process itself.
  *
- * Matching is the simulator's (sim/sched.c, "Faults"): a rule matches an
- * operation when each selector it sets matches (node index, op kind,
- * fnmatch of the path glob, the node's phase, epoch and step, time); every
- * match counts; it fires on its nth match (with `repeat` on every later
- * one too, deferred to the next match when an earlier rule took the op),
- * or with `probability` per match from the stream
- * ckh_seed_derive(seed, "fault/INDEX"). The first rule that fires gives
- * the action. Rules that cannot apply to an op (MISMATCH off the group
- * collectives, SHORT_WRITE off write/pwrite) do not match it.
+ * Matching is the one matcher's (ckh/fault_rule.h, M1 to M7), the same
+ * the simulator and command jobs call: a rule matches an operation when
+ * each selector it sets matches (node index, op kind, fnmatch of the path
+ * glob, the node's phase, epoch and step, time) and its action fits the
+ * op (MISMATCH the group collectives, FSYNC_LOST fsync and fdatasync,
+ * SHORT_WRITE write and pwrite); every match counts; it fires on its nth
+ * match (with `repeat` on every later one too, deferred to the next match
+ * when an earlier rule took the op), or with `probability` per match from
+ * the stream ckh_seed_derive(seed, "fault/INDEX"). The first rule that
+ * fires gives the action.
  *
  * What differs from the simulator:
  *   - time (at_time_ns) is wall-clock time since the node started, not
@@ -52,12 +53,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckh/fault_rule.h"
 #include "ckh/op.h"
-#include "ckh/sim.h"
 
 struct ckh_real_faults;
 
-/* One armed rule: the simulator's rule and the scenario fault it came from. */
+/* One armed rule: the rule and the scenario fault it came from. */
 struct ckh_real_rule {
     struct ckh_fault_rule rule; /* selectors and action (strings borrowed for the set's life) */
     size_t fault;               /* its index in the scenario (for the firing log) */

@@ -70,17 +70,11 @@
  *
  * Faults. ckh__sim_enter consults the rules in the order added, after the
  * op's latency has been charged (so at_time_ns and the trace refer to the
- * time the op takes effect). A rule matches when each of its set fields
- * matches (node, kind, fnmatch(path_glob, op->path, 0), phase, epoch, step,
- * now >= at_time_ns); every match is counted, even when another rule fires.
- * A rule fires on its nth match (nth 0 means 1), and with `repeat` on every
- * later match too (when an earlier rule already took that op, it fires on
- * its next match instead); a rule whose action cannot apply to an op
- * (MISMATCH off the group collectives, FSYNC_LOST off fsync,
- * SHORT_WRITE off write/pwrite) does not match it; with probability > 0
- * it fires on each match with that chance, drawn from its own stream
- * ckh_seed_derive(seed, "fault/INDEX"),
- * once unless `repeat`. The first rule that fires gives the action; then
+ * time the op takes effect), through the one matcher every mode shares
+ * (ckh/fault_rule.h, rules M1 to M7: selectors, counting, nth, repeat,
+ * probability streams ckh_seed_derive(seed, "fault/INDEX"), the first
+ * rule that fires gives the action); the simulator supplies the node's
+ * id, phase, epoch and step and virtual time. Then
  * the hook may change it. A FAULT trace line (path = op path, path2 =
  * "OP:ACTION", off = rule index or -1 for the hook, len = keep_bytes or
  * delay_ns, arg = err) precedes the op's own line. KILL_BEFORE,
@@ -99,7 +93,6 @@
  * node's allocator on every allocation (any action makes it fail);
  * rules of any other kind, including -1, never see allocations.
  */
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -114,12 +107,6 @@
 #include "sim_internal.h"
 
 #define DEFAULT_STACK_BYTES (256u * 1024u)
-
-static const char *const fault_names[] = {
-    "none", "errno", "kill_before", "kill_after", "kill_mid",
-    "crash_before", "power_loss", "delay", "fsync_lost", "call", "mismatch",
-    "short_write",
-};
 
 enum stop_how { HOW_EXIT, HOW_KILL, HOW_CRASH, HOW_POWER };
 
@@ -614,79 +601,22 @@ _Noreturn void ckh__sim_die(struct ckh_sim *sim, bool machine)
 
 /* ---- faults ---- */
 
-static bool rule_matches(const struct ckh_sim *sim, const struct ckh__fault *f,
-                         const struct ckh__node *n, const struct ckh_op *op)
+/* op as the matcher sees it: the node's id, phase, epoch and step. */
+static struct ckh_op op_of_node(const struct ckh__node *n, const struct ckh_op *op)
 {
-    const struct ckh_fault_rule *r = &f->rule;
-    if (r->node >= 0 && r->node != n->id)
-        return false;
-    if (r->kind >= 0 && r->kind != (int)op->kind)
-        return false;
-    if (f->path_glob != NULL && (op->path == NULL || fnmatch(f->path_glob, op->path, 0) != 0))
-        return false;
-    if (f->phase != NULL && (n->phase == NULL || strcmp(f->phase, n->phase) != 0))
-        return false;
-    if (r->epoch >= 0 && r->epoch != n->epoch)
-        return false;
-    if (r->step >= 0 && r->step != n->step)
-        return false;
-    if (r->at_time_ns != 0 && sim->now_ns < r->at_time_ns)
-        return false;
-    return true;
-}
-
-/* Counts a match of f and says whether f fires on it. `taken`: an earlier
- * rule already gave this op its action; f then does not fire here, and a
- * rule whose nth match this was fires on its next match instead of being
- * used up without effect. */
-static bool rule_fires(struct ckh__fault *f, bool taken)
-{
-    f->matches++;
-    bool due;
-    if (f->rule.probability > 0) {
-        due = ckh_rng_unit(&f->rng) < f->rule.probability;
-    } else {
-        uint64_t nth = f->rule.nth == 0 ? 1 : f->rule.nth;
-        due = f->deferred || f->matches == nth || (f->rule.repeat && f->matches > nth);
-    }
-    if (!due)
-        return false;
-    if (taken) {
-        if (f->rule.probability == 0 && !f->rule.repeat)
-            f->deferred = true;
-        return false;
-    }
-    f->deferred = false;
-    if (!f->rule.repeat)
-        f->spent = true;
-    return true;
-}
-
-/* Actions that only make sense on some operations: a rule with one of
- * them does not match other operations, so it is neither counted nor
- * used up there. */
-static bool action_fits(const struct ckh_fault_rule *r, enum ckh_op_kind k)
-{
-    switch (r->action.kind) {
-    case CKH_FAULT_MISMATCH:
-        return k == CKH_OP_BARRIER || k == CKH_OP_BROADCAST || k == CKH_OP_ALLREDUCE ||
-               k == CKH_OP_ALLGATHER;
-    case CKH_FAULT_FSYNC_LOST:
-        return k == CKH_OP_FSYNC || k == CKH_OP_FDATASYNC;
-    case CKH_FAULT_SHORT_WRITE:
-        return k == CKH_OP_WRITE || k == CKH_OP_PWRITE;
-    default:
-        return true;
-    }
+    struct ckh_op o = *op;
+    o.node = n->id;
+    o.phase = n->phase;
+    o.epoch = n->epoch;
+    o.step = n->step;
+    return o;
 }
 
 static void record_fault(struct ckh_sim *sim, struct ckh__node *n, const struct ckh_op *op,
                          const struct ckh_fault_action *act, int64_t source)
 {
     char what[64];
-    unsigned k = (unsigned)act->kind;
-    snprintf(what, sizeof what, "%s:%s", ckh_op_name(op->kind),
-             k < sizeof fault_names / sizeof fault_names[0] ? fault_names[k] : "?");
+    snprintf(what, sizeof what, "%s:%s", ckh_op_name(op->kind), ckh_fault_action_name(act->kind));
     uint64_t len = act->kind == CKH_FAULT_KILL_MID || act->kind == CKH_FAULT_SHORT_WRITE
                        ? act->keep_bytes
                    : act->kind == CKH_FAULT_DELAY  ? act->delay_ns
@@ -700,30 +630,15 @@ static void fault_eval(struct ckh_sim *sim, struct ckh__node *n, const struct ck
                        struct ckh_fault_action *act)
 {
     int64_t source = -1;
+    struct ckh_op o = op_of_node(n, op);
     for (size_t i = 0; i < sim->nfaults; i++) {
         struct ckh__fault *f = &sim->faults[i];
-        if (f->spent || f->rule.kind == CKH_OP_ALLOC || !action_fits(&f->rule, op->kind) ||
-            !rule_matches(sim, f, n, op))
+        if (!ckh_fault_rule_match(&f->rule, &f->state, &o, sim->now_ns, act->kind != CKH_FAULT_NONE))
             continue;
-        if (!rule_fires(f, act->kind != CKH_FAULT_NONE))
-            continue;
-        *act = f->rule.action;
-        f->fired++;
+        *act = ckh_fault_rule_action(&f->rule, op->len);
         source = (int64_t)i;
-        if ((act->kind == CKH_FAULT_KILL_MID || act->kind == CKH_FAULT_SHORT_WRITE) &&
-            act->keep_bytes == 0 && f->rule.keep_fraction > 0)
-            act->keep_bytes = (uint64_t)((double)op->len * f->rule.keep_fraction);
-        /* A short write by a fraction was not asked for 0 bytes. */
-        if (act->kind == CKH_FAULT_SHORT_WRITE && act->keep_bytes == 0 &&
-            f->rule.keep_fraction > 0 && op->len > 0)
-            act->keep_bytes = 1;
     }
     if (sim->hook != NULL) {
-        struct ckh_op o = *op;
-        o.node = n->id;
-        o.phase = n->phase;
-        o.epoch = n->epoch;
-        o.step = n->step;
         struct ckh_fault_action before = *act;
         sim->hook(sim->hook_ctx, &o, act);
         if (memcmp(&before, act, sizeof before) != 0)
@@ -731,13 +646,10 @@ static void fault_eval(struct ckh_sim *sim, struct ckh__node *n, const struct ck
         /* The hook bypasses ckh_sim_add_fault's checks. */
         if (act->kind == CKH_FAULT_ERRNO && act->err <= 0)
             act->err = EIO;
-        if ((act->kind == CKH_FAULT_CALL && act->call == NULL) ||
-            (unsigned)act->kind > CKH_FAULT_SHORT_WRITE)
+        if ((act->kind == CKH_FAULT_CALL && act->call == NULL) || (unsigned)act->kind >= CKH_FAULT__COUNT)
             memset(act, 0, sizeof *act);
     }
-    if ((act->kind == CKH_FAULT_KILL_MID || act->kind == CKH_FAULT_SHORT_WRITE) &&
-        act->keep_bytes > op->len)
-        act->keep_bytes = op->len;
+    ckh_fault_action_cap(act, op->len);
     if (act->kind != CKH_FAULT_NONE)
         record_fault(sim, n, op, act, source);
 }
@@ -746,16 +658,13 @@ bool ckh__sim_alloc_fault(struct ckh_sim *sim, struct ckh__node *n, uint64_t siz
 {
     if (!sim->alloc_faults)
         return false;
-    struct ckh_op op = {.kind = CKH_OP_ALLOC, .node = n->id, .len = size_bytes,
-                        .epoch = -1, .step = -1};
+    struct ckh_op alloc = {.kind = CKH_OP_ALLOC, .node = n->id, .len = size_bytes, .epoch = -1, .step = -1};
+    struct ckh_op op = op_of_node(n, &alloc);
     bool fail = false;
     for (size_t i = 0; i < sim->nfaults; i++) {
         struct ckh__fault *f = &sim->faults[i];
-        if (f->spent || f->rule.kind != CKH_OP_ALLOC || !rule_matches(sim, f, n, &op))
-            continue;
-        if (rule_fires(f, fail)) {
+        if (ckh_fault_rule_match(&f->rule, &f->state, &op, sim->now_ns, fail)) {
             fail = true;
-            f->fired++;
             record_fault(sim, n, &op, &f->rule.action, (int64_t)i);
         }
     }
@@ -1135,37 +1044,13 @@ int ckh_sim_node_id(const struct ckh_sim *sim, const char *name)
     return CKH_ENOTFOUND;
 }
 
-void ckh_fault_rule_init(struct ckh_fault_rule *r)
-{
-    if (r == NULL)
-        return;
-    memset(r, 0, sizeof *r);
-    r->node = -1;
-    r->kind = -1;
-    r->epoch = -1;
-    r->step = -1;
-    r->nth = 1;
-}
-
 int ckh_sim_add_fault(struct ckh_sim *sim, const struct ckh_fault_rule *rule)
 {
     if (sim == NULL || rule == NULL)
         return ckh__sim_err(sim, CKH_EINVAL, "ckh_sim_add_fault: NULL argument");
-    const struct ckh_fault_action *a = &rule->action;
-    if ((int)a->kind <= CKH_FAULT_NONE || a->kind > CKH_FAULT_SHORT_WRITE)
-        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: bad action kind %d", (int)a->kind);
-    if (a->kind == CKH_FAULT_CALL && a->call == NULL)
-        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: CALL needs a callback");
-    if (a->kind == CKH_FAULT_ERRNO && a->err <= 0)
-        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: ERRNO needs a positive errno, got %d", a->err);
-    if (rule->kind < -1 || rule->kind >= CKH_OP__COUNT)
-        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: bad op kind %d", rule->kind);
-    if (rule->node < -1)
-        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: bad node %d", rule->node);
-    if (!(rule->probability >= 0 && rule->probability <= 1))
-        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: probability must be in [0, 1]");
-    if (!(rule->keep_fraction >= 0 && rule->keep_fraction <= 1))
-        return ckh__sim_err(sim, CKH_EINVAL, "fault rule: keep_fraction must be in [0, 1]");
+    char msg[160];
+    if (ckh_fault_rule_check(rule, msg, sizeof msg) != 0)
+        return ckh__sim_err(sim, CKH_EINVAL, "%s", msg);
     /* The array holds the next power of two of nfaults: it doubles when
      * nfaults is one, so adding n rules copies O(n), not O(n^2). */
     if ((sim->nfaults & (sim->nfaults - 1)) == 0) {
@@ -1184,9 +1069,7 @@ int ckh_sim_add_fault(struct ckh_sim *sim, const struct ckh_fault_rule *rule)
         goto out_nomem;
     f->rule.path_glob = f->path_glob;
     f->rule.phase = f->phase;
-    char name[48];
-    snprintf(name, sizeof name, "fault/%zu", sim->nfaults);
-    ckh_rng_seed(&f->rng, ckh_seed_derive(sim->cfg.seed, name));
+    ckh_fault_state_init(&f->state, sim->cfg.seed, sim->nfaults);
     if (rule->kind == CKH_OP_ALLOC)
         sim->alloc_faults = true;
     sim->nfaults++;
@@ -1199,7 +1082,7 @@ out_nomem:
 
 uint64_t ckh_sim_fault_fired(const struct ckh_sim *sim, size_t rule)
 {
-    return sim != NULL && rule < sim->nfaults ? sim->faults[rule].fired : 0;
+    return sim != NULL && rule < sim->nfaults ? sim->faults[rule].state.fired : 0;
 }
 
 void ckh_sim_clear_faults(struct ckh_sim *sim)

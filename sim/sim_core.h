@@ -132,12 +132,8 @@ struct ckh__fault {
     struct ckh_fault_rule rule;      /* the rule (strings owned below) */
     char *path_glob;                 /* owned copy */
     char *phase;                     /* owned copy */
-    uint64_t matches;                /* matching ops seen */
-    bool spent;                      /* fired and not repeating */
-    bool deferred;                   /* its nth match was taken by an earlier rule:
-                                        fire on the next match */
-    uint64_t fired;                  /* times its action was applied */
-    struct ckh_rng rng;              /* probability draws */
+    struct ckh_fault_state state;    /* the matcher's counters and probability stream
+                                        (ckh/fault_rule.h) */
 };
 
 /* One arrival at a collective. */

@@ -672,8 +672,8 @@ START_TEST(test_sim_refuses_sigterm)
     ck_assert_int_eq(run(scenario("job: {workload: seed-pipeline}\n"
                                   "faults:\n  - {on: {op: fsync}, do: sigterm}\n"), &r),
                      CKH_EINVAL);
-    ck_assert_msg(strstr(r.message, "s.yaml:3:5: 'do: sigterm' needs a command job (job.command)"), "%s",
-                  r.message);
+    ck_assert_msg(strstr(r.message, "s.yaml:3:5: 'do: sigterm' is delivered only by command jobs (job.command), "
+                                    "not by the simulator: "), "%s", r.message);
     ckh_report_result_clear(&r);
 }
 END_TEST
@@ -704,8 +704,9 @@ static const struct {
     {"job: {command: [x]}\nfaults: [{on: {step: 3, nth: 2}, do: kill}]\n", 2, 30,
      "'on.nth' needs 'op' or 'path': a trigger on the program's progress (step, epoch or time alone) fires once"},
     {"job: {command: [x], nodes: 2}\nfaults: [{do: die-in-collective}]\n", 2, 15,
-     "'do: die-in-collective' cannot apply to a command job: its processes talk over their own network (gloo, "
-     "NCCL), which ckh does not see; kill a rank instead"},
+     "'do: die-in-collective' is delivered only by the simulator and the real platform (--platform real), not by "
+     "command jobs (job.command): a command job's processes talk over their own network (gloo, NCCL), which ckh "
+     "does not see; kill a rank instead"},
     {"job: {workload: seed-pipeline}\nverify: [x]\n", 2, 9,
      "'verify' applies to command jobs only (job.command); a simulated job's workload checks its own disks"},
     {"job: {workload: seed-pipeline}\nrestart: {scope: failed}\n", 2, 18,

@@ -2,6 +2,8 @@
  * grammar they take part in (harness/model/):
  *   - the registry lists one descriptor per action kind, in enum order,
  *     and the at-rest answer of each descriptor is what the runner does;
+ *   - each descriptor names the modes that deliver it; a mode refuses the
+ *     others in one wording, and an unknown node is worded once;
  *   - parse -> write -> parse gives an equal model for every fault and
  *     every key of every fault, and every key of the other sections;
  *   - the writer refuses a value the grammar cannot express (an errno no
@@ -212,6 +214,9 @@ START_TEST(test_registry)
         ck_assert(ops->summary && ops->summary[0] && ops->keys_doc && ops->meaning);
         /* Armed as a rule, applied at rest, or left to the adapter (gpu-oom). */
         ck_assert(!(ops->arm && ops->apply));
+        /* Some mode delivers it; changing data at rest needs simfs. */
+        ck_assert(ops->modes != 0 && (ops->modes & ~CKH_FAULT_MODES_ALL) == 0);
+        ck_assert(!ops->apply || (ops->needs & CKH_FAULT_NEEDS_DISK_MODEL));
     }
     ck_assert_uint_eq(n, CKH_SCN_ACT__COUNT);
     ck_assert_ptr_null(ckh_fault_find("explode"));
@@ -230,6 +235,72 @@ START_TEST(test_registry)
     ck_assert(!ckh_fault_arms_rule(&sc->faults[0]));
     ck_assert(!sc->faults[1].at_rest && ckh_fault_arms_rule(&sc->faults[1]));
     ck_assert(!sc->faults[2].at_rest && !ckh_fault_arms_rule(&sc->faults[2]));
+    ckh_scenario_free(sc);
+}
+END_TEST
+
+/* ---- modes ---- */
+
+static const char *test_node_name(const void *ctx, int i)
+{
+    (void)ctx;
+    static const char *const names[] = {"trainer_0", "trainer_1"};
+    return names[i];
+}
+
+/* Which modes deliver what; the one refusal, decided before any run;
+ * progress triggers follow acts_on_process; the unknown node's wording. */
+START_TEST(test_modes)
+{
+    char err[600];
+    struct ckh_scenario *sc = parse("job: {workload: w, nodes: 2}\nfaults:\n"
+                                    "  - {on: {op: fsync}, do: kill}\n"
+                                    "  - {on: {op: fsync}, do: sigterm}\n");
+    ck_assert_int_eq(ckh_fault_check_mode(sc, CKH_FAULT_MODE_COMMAND, err, sizeof err), 0);
+    ck_assert_int_eq(ckh_fault_check_mode(sc, CKH_FAULT_MODE_SIM, err, sizeof err), CKH_EINVAL);
+    ck_assert_str_eq(err, "4:5: 'do: sigterm' is delivered only by command jobs (job.command), not by the "
+                          "simulator: a workload job's nodes have no signal handler, so a SIGTERM to them is a "
+                          "kill (use 'do: kill', after a 'delay' for a grace period)");
+    ck_assert_int_eq(ckh_fault_check_mode(sc, CKH_FAULT_MODE_REAL, err, sizeof err), CKH_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "4:5: 'do: sigterm' is delivered only by command jobs (job.command), not "
+                                      "by the real platform (--platform real): "));
+    ckh_fault_refusal(ckh_fault_find("mismatch-collective"), CKH_FAULT_MODE_COMMAND, err, sizeof err);
+    ck_assert_str_eq(err, "'do: mismatch-collective' is delivered only by the simulator and the real platform "
+                          "(--platform real), not by command jobs (job.command): a command job's processes talk "
+                          "over their own network (gloo, NCCL), which ckh does not see; kill a rank instead");
+
+    /* Only what acts on the processes as a whole fires on progress alone. */
+    ck_assert_int_eq(ckh_fault_on_process(&sc->faults[0], NULL), CKH_FAULT_PROCESS_KILL);
+    uint64_t grace = 0;
+    ck_assert_int_eq(ckh_fault_on_process(&sc->faults[1], &grace), CKH_FAULT_PROCESS_PREEMPT);
+    ck_assert_uint_eq(grace, 30000000000ull);
+    ckh_scenario_free(sc);
+    sc = parse("job: {workload: w, nodes: 8}\nfaults:\n"
+               "  - {on: {step: 3}, do: kill, when: after}\n"
+               "  - {on: {step: 3}, do: crash}\n"
+               "  - {on: {step: 3}, do: corrupt, mode: bit-flip, path: /x, offset: 1}\n"
+               "  - {on: {node: 5, op: write}, do: kill}\n"
+               "  - {on: {node: worker_9, op: write}, do: kill}\n");
+    ck_assert(!ckh_scn_fault_is_progress_trigger(&sc->faults[0]));
+    ck_assert(ckh_scn_fault_is_progress_trigger(&sc->faults[1]));
+    ck_assert(!ckh_scn_fault_is_progress_trigger(&sc->faults[2]));
+
+    /* The rule every mode arms: an at-rest fault at a trigger is a CALL. */
+    struct ckh_fault_rule r;
+    ckh_fault_rule_of(&sc->faults[2], 1, &r);
+    ck_assert_int_eq(r.action.kind, CKH_FAULT_CALL);
+    ck_assert_int_eq(r.node, 1);
+    ck_assert_int_eq(r.step, 3);
+
+    int node = 7; /* the job's workload gives it two nodes */
+    ck_assert_int_eq(ckh_fault_node(&sc->faults[0], 2, test_node_name, NULL, &node, err, sizeof err), 0);
+    ck_assert_int_eq(node, -1);
+    ck_assert_int_eq(ckh_fault_node(&sc->faults[3], 2, test_node_name, NULL, &node, err, sizeof err), CKH_EINVAL);
+    ck_assert_str_eq(err, "6:5: the fault names node 5, which the job does not have (its nodes: trainer_0, "
+                          "trainer_1)");
+    ck_assert_int_eq(ckh_fault_node(&sc->faults[4], 2, test_node_name, NULL, &node, err, sizeof err), CKH_EINVAL);
+    ck_assert_str_eq(err, "7:5: the fault names node 'worker_9', which the job does not have (its nodes: "
+                          "trainer_0, trainer_1)");
     ckh_scenario_free(sc);
 }
 END_TEST
@@ -701,6 +772,7 @@ static Suite *faults_suite(void)
     Suite *s = suite_create("faults");
     TCase *tc = tcase_create("descriptors");
     tcase_add_test(tc, test_registry);
+    tcase_add_test(tc, test_modes);
     tcase_add_test(tc, test_latest_file_pointer);
     tcase_add_test(tc, test_remove_dir_root_empties);
     tcase_add_test(tc, test_round_trip_every_key);

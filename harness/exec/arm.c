@@ -12,32 +12,15 @@
 #include "ckh/err.h"
 #include "exec/run_ctx.h"
 
-/* The node a fault names: its index, -1 for any, -2 when the job has no
- * such node. */
-int ckh__run_fault_node(const struct ckh__run_ctx *c, const struct ckh_scn_fault *f)
+static const char *node_name(const void *ctx, int i)
 {
-    if (f->on.node_name) {
-        for (int i = 0; i < c->n; i++)
-            if (strcmp(c->names[i], f->on.node_name) == 0)
-                return i;
-        return -2;
-    }
-    return f->on.node < c->n ? f->on.node : -2;
+    const struct ckh__run_ctx *c = ctx;
+    return c->names[i];
 }
 
-/* "line:col: the fault names node 'x', which the job does not have
- * (its nodes: a, b, ...)". */
-int ckh__run_unknown_node(struct ckh__run_ctx *c, const struct ckh_scn_fault *f)
+int ckh__run_fault_node(struct ckh__run_ctx *c, const struct ckh_scn_fault *f, int *node)
 {
-    char nodes[256] = "";
-    size_t used = 0;
-    for (int i = 0; i < c->n && used < sizeof nodes; i++)
-        used += (size_t)snprintf(nodes + used, sizeof nodes - used, "%s%s", i ? ", " : "", c->names[i]);
-    if (f->on.node_name)
-        return ckh__run_fail(c, CKH_EINVAL, "%d:%d: the fault names node '%s', which the job does not "
-                             "have (its nodes: %s)", f->line, f->column, f->on.node_name, nodes);
-    return ckh__run_fail(c, CKH_EINVAL, "%d:%d: the fault names node %d, which the job does not "
-                         "have (its nodes: %s)", f->line, f->column, f->on.node, nodes);
+    return ckh_fault_node(f, c->n, node_name, c, node, c->err, sizeof c->err);
 }
 
 /* Applies fault `index` at rest now; it counts as fired when its change
@@ -60,22 +43,6 @@ static void call_at_trigger(void *ctx, const struct ckh_op *op)
     ckh__run_apply_at_rest(cc->rc, cc->index, on_node ? op->node : -1);
 }
 
-/* The rule for fault f with its trigger's selectors (run_ctx.h). */
-void ckh__run_rule_for(const struct ckh_scn_fault *f, int node, struct ckh_fault_rule *r)
-{
-    ckh_fault_rule_init(r);
-    r->node = node;
-    r->kind = f->on.op;
-    r->path_glob = f->on.path;
-    r->phase = f->on.phase;
-    r->epoch = f->on.epoch;
-    r->step = f->on.step;
-    r->nth = f->on.nth;
-    r->at_time_ns = f->on.time_ns;
-    r->probability = f->on.probability;
-    r->repeat = f->on.repeat;
-}
-
 /* Arms fault i on the simulator (or applies it now); see the top. */
 static int arm_one(struct ckh__run_ctx *c, size_t i, int node)
 {
@@ -91,14 +58,11 @@ static int arm_one(struct ckh__run_ctx *c, size_t i, int node)
     if (!ckh_fault_arms_rule(f))
         return 0;
     struct ckh_fault_rule r;
-    ckh__run_rule_for(f, node, &r);
-    if (ops->apply) { /* at rest, at its trigger */
+    ckh_fault_rule_of(f, node, &r);
+    if (r.action.kind == CKH_FAULT_CALL) { /* at rest, at its trigger */
         c->calls[i] = (struct ckh__run_call){.rc = c, .fault = f, .index = i};
-        r.action.kind = CKH_FAULT_CALL;
         r.action.call = call_at_trigger;
         r.action.call_ctx = &c->calls[i];
-    } else {
-        ops->arm(f, &r);
     }
     if (ckh_sim_add_fault(c->sim, &r) != 0)
         return ckh__run_fail(c, CKH_EINVAL, "%d:%d: %s", f->line, f->column, ckh_sim_errmsg(c->sim));
@@ -116,10 +80,8 @@ int ckh__run_arm_faults(struct ckh__run_ctx *c, int run)
         const struct ckh_scn_fault *f = &c->sc->faults[i];
         if (f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != run)
             continue;
-        int node = ckh__run_fault_node(c, f), rc;
-        if (node == -2)
-            return ckh__run_unknown_node(c, f);
-        if ((rc = arm_one(c, i, node)) != 0)
+        int node, rc;
+        if ((rc = ckh__run_fault_node(c, f, &node)) != 0 || (rc = arm_one(c, i, node)) != 0)
             return rc;
     }
     return 0;

@@ -503,7 +503,7 @@ static int record_run(struct ckh__cmd *c, bool hung, struct ckh_run_info *ri, co
     ri->completed = all_ok && !hung;
     ri->trace_end = c->ntrace;
     for (size_t k = 0; k < c->nrules; k++)
-        ri->faults_fired += c->rules[k].fired;
+        ri->faults_fired += c->rules[k].state.fired;
     return 0;
 }
 
@@ -702,12 +702,15 @@ int ckh__cmd_job_begin(const struct ckh_scenario *sc, struct ckh__cmd_job *je, c
 {
     char msg[512] = "";
     memset(je, 0, sizeof *je);
+    int rc = ckh_fault_check_mode(sc, CKH_FAULT_MODE_COMMAND, err, errlen);
+    if (rc != 0)
+        return rc;
     if (ckh_ckhfs_available(msg, sizeof msg) != 0)
         return ckh_errf(err, errlen, CKH_ELIMIT,
                         "FUSE cannot be used here: %s (command jobs serve their checkpoint directory over "
                         "FUSE; docs/SCENARIOS.md, \"Command jobs\")", msg);
     scenario_folder(sc, je->cwd, sizeof je->cwd);
-    int rc = ckh_tmp_make(je->dir, sizeof je->dir);
+    rc = ckh_tmp_make(je->dir, sizeof je->dir);
     if (rc) {
         je->dir[0] = '\0';
         return ckh_errf(err, errlen, CKH_EINTERNAL, "cannot create a folder under %s: %s", ckh_tmp_base(),

@@ -119,14 +119,11 @@ struct ckh__cmd_rule {
     struct ckh_fault_rule r;  /* selectors and action, as the descriptor arms them
                                  (path_glob borrowed from the scenario) */
     bool progress;            /* fires on progress or time (ckh_scn_fault_is_progress_trigger) */
-    bool sigterm;             /* a sigterm fault */
-    bool at_rest;             /* an at-rest fault applied at its trigger */
+    bool sigterm;             /* a preemption (its descriptor's acts_on_process) */
+    bool at_rest;             /* an at-rest fault applied at its trigger (a CALL rule) */
     uint64_t grace_ms;        /* sigterm: SIGKILL this long after */
-    struct ckh_rng rng;       /* probability draws: ckh_seed_derive(seed, "fault/INDEX") */
-    uint64_t matches;         /* ops matched */
-    uint64_t fired;           /* times it fired */
-    bool spent;               /* fired and not repeating */
-    bool deferred;            /* due while another rule took the op: fires on the next match */
+    struct ckh_fault_state state; /* the matcher's counters and its stream
+                                     ckh_seed_derive(seed, "fault/INDEX") (ckh/fault_rule.h) */
 };
 
 /* One line of the trace `ckh replay` prints. */
@@ -205,8 +202,9 @@ struct ckh__cmd_job {
 
 /* ---- command.c ---- */
 
-/* Starts a command job (FUSE usable: else CKH_ELIMIT, exit 3; a run
- * folder; signals watched; ckh a child subreaper). 0 or a code with err
+/* Starts a command job (every fault one a command job can deliver:
+ * else CKH_EINVAL, ckh_fault_check_mode; FUSE usable: else CKH_ELIMIT,
+ * exit 3; a run folder; signals watched; ckh a child subreaper). 0 or a code with err
  * set. ckh__cmd_job_end undoes it on every path (sweeps stale mounts,
  * removes the folder); a je that never started is a no-op there. */
 int ckh__cmd_job_begin(const struct ckh_scenario *sc, struct ckh__cmd_job *je, char *err, size_t errlen);

@@ -1,23 +1,22 @@
 /* The fault script on real processes (exec/command.h): the scenario's
  * faults, armed by the same descriptors as in the simulator
  * (harness/model/faults/), matched against the operations a program asks of a
- * ckhfs mount, or against its progress, and carried out on its processes
- * and disks.
+ * ckhfs mount by the one matcher every mode calls (ckh/fault_rule.h, M1
+ * to M7), or against its progress, and carried out on its processes and
+ * disks.
  *
- * Matching is the simulator's (sim/sched.c, "Faults"): a rule matches an
- * operation when each selector it sets matches (node, op, fnmatch of the
- * path glob on the scenario path, step and epoch, time); every match
- * counts; it fires on its nth match (with `repeat` on every later one
- * too, deferred to its next match when an earlier rule took the op), or
- * with `probability` per match from its own stream
- * ckh_seed_derive(seed, "fault/INDEX"). The first rule that fires gives
- * the action. What differs for real processes:
+ * What a command job supplies to the matcher, and what differs:
+ *   - the op as ckhfs reports it, its path as the scenario names it
+ *     ("/prefix" + the path on the disk); ckhfs hands over every write
+ *     as a pwrite and every read as a pread (the kernel gives each its
+ *     offset), so a rule on write or read is armed on pwrite or pread;
  *   - step and epoch are the node's latest result records (read from its
  *     result file before the operation is matched), time is wall-clock
- *     time since the run started;
- *   - a progress trigger (ckh_scn_fault_is_progress_trigger) fires once,
- *     when the node's records reach its step or epoch, or at its time,
- *     without waiting for an operation;
+ *     time since the run started; no phase (refused at parse time);
+ *   - a progress trigger (ckh_scn_fault_is_progress_trigger: a fault that
+ *     acts on the node's processes, with step, epoch or time alone) fires
+ *     once, when the node's records reach its step or epoch, or at its
+ *     time, without waiting for an operation;
  *   - actions become ckhfs verdicts: errno, a short write, a delay (wall
  *     clock), a kill before or after the op answers (SIGKILL to the node's
  *     process group from the server thread, before the answer); a
@@ -29,7 +28,6 @@
  *     disk from the server thread, which is the only one touching it then.
  */
 #include <errno.h>
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -67,27 +65,16 @@ static void rules_free(struct ckh__cmd *c)
     c->nrules = 0;
 }
 
-/* The node fault f names: its index, -1 for any, -2 when the job has none such. */
-static int fault_node(const struct ckh__cmd *c, const struct ckh_scn_fault *f)
+static const char *node_name(const void *ctx, int i)
 {
-    if (f->on.node_name) {
-        for (int i = 0; i < c->n; i++)
-            if (!strcmp(c->nodes[i].name, f->on.node_name))
-                return i;
-        return -2;
-    }
-    return f->on.node < c->n ? f->on.node : -2;
+    const struct ckh__cmd *c = ctx;
+    return c->nodes[i].name;
 }
 
-static int unknown_node(struct ckh__cmd *c, const struct ckh_scn_fault *f)
+/* ckhfs reports writes as pwrite and reads as pread (see the top). */
+static int kind_on_mount(int kind)
 {
-    char nodes[256] = "";
-    size_t used = 0;
-    for (int i = 0; i < c->n && used < sizeof nodes; i++)
-        used += (size_t)snprintf(nodes + used, sizeof nodes - used, "%s%s", i ? ", " : "", c->nodes[i].name);
-    return ckh__cmd_fail(c, CKH_EINVAL, "%s:%d:%d: the fault names node '%s', which the job does not have "
-                         "(its nodes: %s)", c->sc->file, f->line, f->column,
-                         f->on.node_name ? f->on.node_name : "?", nodes);
+    return kind == CKH_OP_WRITE ? CKH_OP_PWRITE : kind == CKH_OP_READ ? CKH_OP_PREAD : kind;
 }
 
 /* Applies at-rest fault `index` to the disks now (node -1: every node's). */
@@ -116,12 +103,13 @@ int ckh__cmd_arm(struct ckh__cmd *c, int run)
         return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
     for (size_t i = 0; i < sc->nfaults; i++) {
         const struct ckh_scn_fault *f = &sc->faults[i];
-        const struct ckh_fault_ops *ops = ckh_fault_of(f->act.kind);
         if (f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != run)
             continue;
-        int node = fault_node(c, f), rc;
-        if (node == -2)
-            return unknown_node(c, f);
+        int node, rc;
+        uint64_t grace_ns = 0;
+        char msg[sizeof c->err];
+        if ((rc = ckh_fault_node(f, c->n, node_name, c, &node, msg, sizeof msg)) != 0)
+            return ckh__cmd_fail(c, rc, "%s", msg);
         if (c->rec)
             c->rec->fault_armed[i] = true;
         if (ckh_fault_applied_between_runs(f)) {
@@ -132,30 +120,15 @@ int ckh__cmd_arm(struct ckh__cmd *c, int run)
         struct ckh__cmd_rule *r = &c->rules[c->nrules];
         memset(r, 0, sizeof *r);
         r->fault = i;
-        ckh_fault_rule_init(&r->r);
-        r->r.node = node;
-        r->r.kind = f->on.op;
-        r->r.path_glob = f->on.path;
-        r->r.epoch = f->on.epoch;
-        r->r.step = f->on.step;
-        r->r.nth = f->on.nth;
-        r->r.at_time_ns = f->on.time_ns;
-        r->r.probability = f->on.probability;
-        r->r.repeat = f->on.repeat;
+        ckh_fault_rule_of(f, node, &r->r);
+        r->r.kind = kind_on_mount(r->r.kind);
         r->progress = ckh_scn_fault_is_progress_trigger(f);
-        if (f->act.kind == CKH_SCN_ACT_SIGTERM) {
-            r->sigterm = true;
-            r->grace_ms = (f->act.u.sigterm.grace_ns + 999999) / 1000000;
-        } else if (ops->apply) {
-            r->at_rest = true;
-        } else if (ops->arm) {
-            ops->arm(f, &r->r);
-        } else {
-            continue; /* refused at parse time (devices, collectives) */
-        }
-        char name[32];
-        snprintf(name, sizeof name, "fault/%zu", c->nrules);
-        ckh_rng_seed(&r->rng, ckh_seed_derive(c->seed, name));
+        r->sigterm = ckh_fault_on_process(f, &grace_ns) == CKH_FAULT_PROCESS_PREEMPT;
+        r->grace_ms = (grace_ns + 999999) / 1000000;
+        r->at_rest = r->r.action.kind == CKH_FAULT_CALL;
+        if (r->r.action.kind == CKH_FAULT_NONE && !r->sigterm)
+            continue; /* refused before the run (the descriptor's modes) */
+        ckh_fault_state_init(&r->state, c->seed, c->nrules);
         c->nrules++;
     }
     return 0;
@@ -167,7 +140,7 @@ bool ckh__cmd_fault_fired(void *ctx)
     if (c->at_rest_applied)
         return true;
     for (size_t k = 0; k < c->nrules; k++)
-        if (c->rules[k].fired)
+        if (c->rules[k].state.fired)
             return true;
     return false;
 }
@@ -179,69 +152,6 @@ static uint64_t elapsed_ns(const struct ckh__cmd *c)
     return (ckh__cmd_now_ms() - c->run_t0_ms) * 1000000u;
 }
 
-/* The kernel hands ckhfs every write with its offset, whether the program
- * called write or pwrite (and every read likewise): on a mount the two
- * names select the same operations. */
-static bool same_kind(int want, int kind)
-{
-    bool w = want == CKH_OP_WRITE || want == CKH_OP_PWRITE, r = want == CKH_OP_READ || want == CKH_OP_PREAD;
-    return (w && (kind == CKH_OP_WRITE || kind == CKH_OP_PWRITE)) ||
-           (r && (kind == CKH_OP_READ || kind == CKH_OP_PREAD));
-}
-
-static bool rule_matches(const struct ckh__cmd *c, const struct ckh__cmd_rule *r, int node, int kind,
-                         const char *path)
-{
-    const struct ckh__cmd_progress *p = &c->nodes[node].prog;
-    if (r->r.node >= 0 && r->r.node != node)
-        return false;
-    if (r->r.kind >= 0 && r->r.kind != kind && !same_kind(r->r.kind, kind))
-        return false;
-    if (r->r.path_glob && (!path || fnmatch(r->r.path_glob, path, 0) != 0))
-        return false;
-    if (r->r.epoch >= 0 && r->r.epoch != p->epoch)
-        return false;
-    if (r->r.step >= 0 && r->r.step != p->step)
-        return false;
-    return !r->r.at_time_ns || elapsed_ns(c) >= r->r.at_time_ns;
-}
-
-/* Counts a match and says whether r fires on it (sim/sched.c's rule_fires). */
-static bool rule_fires(struct ckh__cmd_rule *r, bool taken)
-{
-    r->matches++;
-    bool due;
-    if (r->r.probability > 0) {
-        due = ckh_rng_unit(&r->rng) < r->r.probability;
-    } else {
-        uint64_t nth = r->r.nth ? r->r.nth : 1;
-        due = r->deferred || r->matches == nth || (r->r.repeat && r->matches > nth);
-    }
-    if (!due)
-        return false;
-    if (taken) {
-        if (r->r.probability == 0 && !r->r.repeat)
-            r->deferred = true;
-        return false;
-    }
-    r->deferred = false;
-    if (!r->r.repeat)
-        r->spent = true;
-    return true;
-}
-
-/* Actions that only make sense on some operations do not match others. */
-static bool action_fits(const struct ckh__cmd_rule *r, int kind)
-{
-    if (r->sigterm || r->at_rest)
-        return true;
-    switch (r->r.action.kind) {
-    case CKH_FAULT_FSYNC_LOST: return kind == CKH_OP_FSYNC || kind == CKH_OP_FDATASYNC;
-    case CKH_FAULT_SHORT_WRITE: return kind == CKH_OP_WRITE || kind == CKH_OP_PWRITE;
-    default: return true;
-    }
-}
-
 /* ---- carrying a fault out ---- */
 
 /* What rule r does, as a FAULT line names it ("kill_mid", "corrupt"). */
@@ -249,27 +159,16 @@ static const char *action_name(const struct ckh__cmd *c, const struct ckh__cmd_r
 {
     if (r->sigterm || r->at_rest)
         return ckh_scn_action_name(c->sc->faults[r->fault].act.kind);
-    switch (r->r.action.kind) {
-    case CKH_FAULT_ERRNO: return "errno";
-    case CKH_FAULT_KILL_BEFORE: return "kill_before";
-    case CKH_FAULT_KILL_AFTER: return "kill_after";
-    case CKH_FAULT_KILL_MID: return "kill_mid";
-    case CKH_FAULT_CRASH_BEFORE: return "crash_before";
-    case CKH_FAULT_POWER_LOSS: return "power_loss";
-    case CKH_FAULT_DELAY: return "delay";
-    case CKH_FAULT_FSYNC_LOST: return "fsync_lost";
-    case CKH_FAULT_SHORT_WRITE: return "short_write";
-    default: return "none";
-    }
+    return ckh_fault_action_name(r->r.action.kind);
 }
 
-/* Counts rule r's firing and writes its FAULT line: on node's op `kind` at
+/* Writes rule r's FAULT line (the matcher counted the firing in
+ * r->state; a progress trigger counts its own): on node's op `kind` at
  * path, or (kind < 0) on the node's progress. */
 static void fired(struct ckh__cmd *c, struct ckh__cmd_rule *r, int node, int kind, const char *path,
                   uint64_t len)
 {
     char what[96];
-    r->fired++;
     if (c->rec && !r->at_rest) /* an at-rest fault counts when its change lands */
         c->rec->fault_fired[r->fault]++;
     snprintf(what, sizeof what, "%s:%s", kind >= 0 ? ckh_op_name((enum ckh_op_kind)kind) : "progress",
@@ -309,13 +208,9 @@ static void crash(struct ckh__cmd *c, const struct ckh__cmd_rule *r, int i, bool
 /* Keeps of a write of len bytes under a kill-mid or short-write rule. */
 static uint64_t kept_bytes(const struct ckh__cmd_rule *r, uint64_t len)
 {
-    uint64_t keep = r->r.action.keep_bytes;
-    if (!keep && r->r.keep_fraction > 0) {
-        keep = (uint64_t)((double)len * r->r.keep_fraction);
-        if (r->r.action.kind == CKH_FAULT_SHORT_WRITE && keep == 0 && len > 0)
-            keep = 1;
-    }
-    return keep < len ? keep : len;
+    struct ckh_fault_action a = ckh_fault_rule_action(&r->r, len);
+    ckh_fault_action_cap(&a, len);
+    return a.keep_bytes;
 }
 
 /* Rule r fired on node's operation: its verdict into *act (lock held). */
@@ -408,13 +303,14 @@ void ckh__cmd_hook(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_ac
     if (ours && faults) {
         if (moved && ckh__cmd_progress_triggers(c, node))
             act->verdict = CKH_CKHFS_KILL;
+        const struct ckh__cmd_progress *p = &c->nodes[node].prog;
+        const struct ckh_op mop = {.kind = op->kind, .node = node, .path = op->path ? path : NULL,
+                                   .len = op->len, .epoch = p->epoch, .step = p->step};
+        const uint64_t now = elapsed_ns(c);
         struct ckh__cmd_rule *chosen = NULL;
         for (size_t k = 0; k < c->nrules && act->verdict == CKH_CKHFS_GO; k++) {
             struct ckh__cmd_rule *r = &c->rules[k];
-            if (r->spent || r->progress || !action_fits(r, (int)op->kind) ||
-                !rule_matches(c, r, node, (int)op->kind, op->path ? path : NULL))
-                continue;
-            if (rule_fires(r, chosen != NULL))
+            if (!r->progress && ckh_fault_rule_match(&r->r, &r->state, &mop, now, chosen != NULL))
                 chosen = r;
         }
         if (chosen)
@@ -455,13 +351,14 @@ bool ckh__cmd_progress_triggers(struct ckh__cmd *c, int i)
     bool killed = false;
     for (size_t k = 0; k < c->nrules; k++) {
         struct ckh__cmd_rule *r = &c->rules[k];
-        if (!r->progress || r->spent)
+        if (!r->progress || r->state.spent)
             continue;
-        for (int j = i < 0 ? 0 : i; j < (i < 0 ? c->n : i + 1) && !r->spent; j++) {
+        for (int j = i < 0 ? 0 : i; j < (i < 0 ? c->n : i + 1) && !r->state.spent; j++) {
             struct ckh__cmd_node *nd = &c->nodes[j];
             if (nd->pid <= 0 || nd->reaped || nd->killed_why || !progress_due(c, r, j))
                 continue;
-            r->spent = true;
+            r->state.spent = 1;
+            r->state.fired++;
             char at[64];
             if (r->r.step >= 0 || r->r.epoch >= 0)
                 snprintf(at, sizeof at, "step %" PRId64 " epoch %" PRId64, nd->prog.step, nd->prog.epoch);

@@ -55,16 +55,16 @@ int ckh__real_check(const struct ckh_scenario *sc, char *err, size_t errlen)
     if (ckh_scn_is_command_job(sc))
         return ckh_errf(err, errlen, CKH_EINVAL, "the real platform runs workload jobs; a command job's "
                         "programs are real processes already");
-    for (size_t i = 0; i < sc->nfaults; i++) {
-        const struct ckh_scn_fault *f = &sc->faults[i];
-        if (f->act.kind == CKH_SCN_ACT_SIGTERM)
-            return ckh_errf(err, errlen, CKH_EINVAL, "%d:%d: do: sigterm: sigterm applies to command jobs",
-                            f->line, f->column);
-    }
-    return 0;
+    return ckh_fault_check_mode(sc, CKH_FAULT_MODE_REAL, err, errlen);
 }
 
 /* ---- the fault rules of a run ---- */
+
+static const char *node_name(const void *ctx, int i)
+{
+    const char(*names)[CKH_NODE_NAME_LEN] = ctx;
+    return names[i];
+}
 
 int ckh__real_rules(const struct ckh_scenario *sc, int run, const char (*names)[CKH_NODE_NAME_LEN], int n,
                     struct ckh_fault_rule **rules, size_t **fault_of, size_t *nrules, char *err,
@@ -77,27 +77,13 @@ int ckh__real_rules(const struct ckh_scenario *sc, int run, const char (*names)[
         return CKH_ENOMEM;
     for (size_t i = 0; i < sc->nfaults; i++) {
         const struct ckh_scn_fault *f = &sc->faults[i];
-        const struct ckh_fault_ops *ops = ckh_fault_of(f->act.kind);
+        int node, rc;
         if ((f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != run) || !ckh_fault_arms_rule(f))
             continue;
-        int node = -1;
-        if (f->on.node_name) {
-            node = -2;
-            for (int k = 0; k < n && node == -2; k++)
-                if (!strcmp(names[k], f->on.node_name))
-                    node = k;
-        } else if (f->on.node >= 0) {
-            node = f->on.node < n ? f->on.node : -2;
-        }
-        if (node == -2)
-            return ckh_errf(err, errlen, CKH_EINVAL, "%d:%d: the fault names a node the job does not have",
-                            f->line, f->column);
-        struct ckh_fault_rule *r = &(*rules)[*nrules];
-        ckh__run_rule_for(f, node, r);
-        if (ops->apply) /* at rest, at its trigger: a CALL rule, as arm.c numbers it */
-            r->action.kind = CKH_FAULT_CALL;
-        else
-            ops->arm(f, r);
+        if ((rc = ckh_fault_node(f, n, node_name, names, &node, err, errlen)) != 0)
+            return rc;
+        /* An at-rest fault at its trigger is a CALL rule, as arm.c numbers it. */
+        ckh_fault_rule_of(f, node, &(*rules)[*nrules]);
         (*fault_of)[(*nrules)++] = i;
     }
     return 0;

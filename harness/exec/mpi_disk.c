@@ -51,12 +51,9 @@ bool ckh__real_uses_ckhfs(const struct ckh_scenario *sc)
     const char *force = getenv("CKH_REAL_FS");
     if (force && !strcmp(force, "ckhfs"))
         return true;
-    for (size_t i = 0; i < sc->nfaults; i++) {
-        enum ckh_scn_action_kind k = sc->faults[i].act.kind;
-        if (k == CKH_SCN_ACT_CRASH || k == CKH_SCN_ACT_POWER_LOSS || k == CKH_SCN_ACT_FSYNC_FAIL ||
-            ckh_scn_action_is_at_rest(k))
+    for (size_t i = 0; i < sc->nfaults; i++)
+        if (ckh_fault_of(sc->faults[i].act.kind)->needs & CKH_FAULT_NEEDS_DISK_MODEL)
             return true;
-    }
     return false;
 }
 
@@ -271,14 +268,17 @@ int ckh__real_disks_before_run(struct real_job *j)
         const struct ckh_scn_fault *f = &c->sc->faults[i];
         if (f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != j->run)
             continue;
-        j->power_armed |= f->act.kind == CKH_SCN_ACT_POWER_LOSS;
-        j->notes |= f->act.kind == CKH_SCN_ACT_FSYNC_FAIL ||
-                    (ckh_scn_action_is_at_rest(f->act.kind) && ckh_fault_arms_rule(f));
+        /* What the ranks carry out with the launcher (real/real_faults.h)
+         * follows from the rule each fault arms. */
+        struct ckh_fault_rule r;
+        ckh_fault_rule_of(f, -1, &r);
+        j->power_armed |= r.action.kind == CKH_FAULT_POWER_LOSS;
+        j->notes |= r.action.kind == CKH_FAULT_FSYNC_LOST || r.action.kind == CKH_FAULT_CALL;
         if (!ckh_fault_applied_between_runs(f))
             continue;
-        int node = ckh__run_fault_node(c, f);
-        if (node == -2)
-            return ckh__run_unknown_node(c, f);
+        int node;
+        if ((rc = ckh__run_fault_node(c, f, &node)) != 0)
+            return rc;
         if ((rc = ckh__run_apply_at_rest(c, i, node)) != 0)
             return c->err[0] ? rc : ckh__run_fail(c, rc, "%s", ckh_strerror(rc));
     }

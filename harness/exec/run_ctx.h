@@ -116,19 +116,14 @@ int ckh__run_verify_simfs_view(struct ckh__run_ctx *c, int v, bool *ok, char *de
 /* arm.c: arms the faults of run `run` (1-based) and applies the at-rest
  * faults that have no trigger. */
 int ckh__run_arm_faults(struct ckh__run_ctx *c, int run);
-/* arm.c: the node fault f names: its index, -1 for any, -2 when the job
- * has no such node (then ckh__run_unknown_node gives CKH_EINVAL with
- * "line:col: the fault names node 'x', which the job does not have (its
- * nodes: ...)" in c->err). */
-int ckh__run_fault_node(const struct ckh__run_ctx *c, const struct ckh_scn_fault *f);
-int ckh__run_unknown_node(struct ckh__run_ctx *c, const struct ckh_scn_fault *f);
+/* arm.c: the node fault f names among the job's nodes (ckh_fault_node):
+ * *node its index or -1 for any; 0, or CKH_EINVAL with the one wording in
+ * c->err. */
+int ckh__run_fault_node(struct ckh__run_ctx *c, const struct ckh_scn_fault *f, int *node);
 /* arm.c: applies fault `index` at rest now to node's disks (-1: every
  * node's), its firings counted into c->rec (when set), and notes
  * c->at_rest_applied. The fault's code (c->err says why). */
 int ckh__run_apply_at_rest(struct ckh__run_ctx *c, size_t index, int node);
-/* The rule of fault f on node (-1: any) with its trigger's selectors
- * only (action NONE); also the real platform's (exec/mpi.c). */
-void ckh__run_rule_for(const struct ckh_scn_fault *f, int node, struct ckh_fault_rule *r);
 /* The hook sees every op: it only tracks each node's progress. */
 void ckh__run_track_hook(void *ctx, const struct ckh_op *op, struct ckh_fault_action *act);
 

@@ -523,17 +523,11 @@ static bool sim_selects(const struct ckh_scenario *sc, const struct ckh_run_opti
     return true; /* what no other executor runs */
 }
 
-/* A simulated job refuses what only real processes can take (sigterm:
- * harness/model/faults/sigterm.c says why). */
+/* What the simulator cannot deliver (a fault whose descriptor's modes
+ * leave it out: sigterm), refused with the one wording every mode uses. */
 static int sim_check(const struct ckh_scenario *sc, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < sc->nfaults; i++)
-        if (sc->faults[i].act.kind == CKH_SCN_ACT_SIGTERM)
-            return ckh_errf(err, errlen, CKH_EINVAL,
-                            "%d:%d: 'do: sigterm' needs a command job (job.command): a simulated node has "
-                            "no signal handler, so a SIGTERM to it is a kill (use 'do: kill', after a "
-                            "'delay' for a grace period)", sc->faults[i].line, sc->faults[i].column);
-    return 0;
+    return ckh_fault_check_mode(sc, CKH_FAULT_MODE_SIM, err, errlen);
 }
 
 static int sim_faulted(void *job, const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,

@@ -10,6 +10,12 @@
  * describe it. Adding a fault = its file + its line in faults/list.h + its
  * test + its docs line (docs/ARCHITECTURE.md, "Faults as descriptors").
  *
+ * Modes: a descriptor says which modes of running can deliver it (the
+ * simulator, command jobs, the real platform), whether it acts on the
+ * node's processes as a whole, whether it needs simfs's disk model and
+ * whether it damages data; ckh_fault_check_mode refuses what a mode
+ * cannot deliver, in one wording, before any run.
+ *
  * At rest: a descriptor with `apply` changes data at rest. Without an op
  * trigger (struct ckh_scn_fault.at_rest) it is applied to the disks before
  * run `on.run` starts; with one it runs as a CALL rule at the trigger.
@@ -34,10 +40,27 @@ struct ckh__scn_reader; /* scenario/reader.h */
 struct yaml_node_s;     /* libyaml's yaml_node_t */
 struct ckh_rng;
 
-/* What a fault needs from the workload (adapters refuse what they lack). */
+/* What a fault needs from the workload (adapters refuse what they lack)
+ * and from the disks. */
 #define CKH_FAULT_NEEDS_DEVICES 1u     /* emulated GPUs */
 #define CKH_FAULT_NEEDS_LATEST 2u      /* a `latest` checkpoint pointer */
 #define CKH_FAULT_NEEDS_COLLECTIVES 4u /* ranks in a collective group */
+#define CKH_FAULT_NEEDS_DISK_MODEL 8u  /* simfs and its crash model (every at-rest fault too):
+                                          the real platform then serves its disks over ckhfs */
+
+/* The modes of running a job; each delivers faults its own way. */
+#define CKH_FAULT_MODE_SIM 1u     /* the simulator (a workload job) */
+#define CKH_FAULT_MODE_COMMAND 2u /* a command job: real programs over ckhfs (run/command*.c) */
+#define CKH_FAULT_MODE_REAL 4u    /* --platform real: rank programs under mpirun */
+#define CKH_FAULT_MODES_ALL (CKH_FAULT_MODE_SIM | CKH_FAULT_MODE_COMMAND | CKH_FAULT_MODE_REAL)
+
+/* How a fault acts on a node's processes as a whole, with no operation
+ * needed (so a command job may fire it on the program's progress alone). */
+enum ckh_fault_process {
+    CKH_FAULT_PROCESS_NONE = 0, /* it acts on an operation, or on data */
+    CKH_FAULT_PROCESS_KILL,     /* the processes die (a kill before, a crash, a power loss) */
+    CKH_FAULT_PROCESS_PREEMPT,  /* SIGTERM, then SIGKILL after a grace (sigterm) */
+};
 
 /* The disks of a job, for applying faults at rest (built by the runner). */
 struct ckh_fault_env {
@@ -72,8 +95,15 @@ struct ckh_fault_ops {
     const char *const *keys;        /* keys besides on/do, in the order hints list them */
     size_t nkeys;                   /* number of keys */
     unsigned needs;                 /* CKH_FAULT_NEEDS_* */
+    unsigned modes;                 /* CKH_FAULT_MODE_*: the modes that can deliver it;
+                                       the others refuse it before any run */
+    const char *modes_note;         /* why the other modes cannot, and what to use there
+                                       (ends the refusal; NULL: nothing to add) */
     bool touches_data;              /* may legitimately fail a save or damage data */
     bool fuzz_recoverable;          /* drawn in the fuzzer's recoverable tier too */
+    /* How the fault as parsed (a) acts on the node's processes; *grace_ns
+     * is set for PREEMPT. NULL: CKH_FAULT_PROCESS_NONE. */
+    enum ckh_fault_process (*acts_on_process)(const struct ckh_scn_action *a, uint64_t *grace_ns);
     /* Reads the fault's keys from its mapping n into f->act (f->on is
      * parsed already). NULL: no keys. 0 or CKH_EINVAL/CKH_ENOMEM with the
      * error located by the reader. */
@@ -106,6 +136,31 @@ const struct ckh_fault_ops *ckh_fault_find(const char *name);
 bool ckh_fault_applied_between_runs(const struct ckh_scn_fault *f);
 /* Whether arming f on a run adds a simulator rule (CALL rules included). */
 bool ckh_fault_arms_rule(const struct ckh_scn_fault *f);
+/* Fills r with f's trigger (its selectors, on node: an index or -1) and
+ * the action its descriptor arms: its `arm`, or CALL for an at-rest fault
+ * at its trigger (the caller sets call and call_ctx), or NONE when the
+ * descriptor arms nothing (the mode delivers the fault its own way:
+ * sigterm, gpu-oom). Strings are borrowed from f. The one way every mode
+ * turns a scenario fault into a rule of the matcher (ckh/fault_rule.h). */
+void ckh_fault_rule_of(const struct ckh_scn_fault *f, int node, struct ckh_fault_rule *r);
+/* How f acts on its node's processes (its descriptor's acts_on_process);
+ * *grace_ns (may be NULL) is set for PREEMPT. */
+enum ckh_fault_process ckh_fault_on_process(const struct ckh_scn_fault *f, uint64_t *grace_ns);
+/* Whether the mode (one CKH_FAULT_MODE_*) can deliver every fault of sc:
+ * 0, or CKH_EINVAL with, for the first fault it cannot, the one refusal
+ * "LINE:COL: " followed by ckh_fault_refusal's text in err. Every mode
+ * asks it before its first run; the caller prefixes the scenario's file. */
+int ckh_fault_check_mode(const struct ckh_scenario *sc, unsigned mode, char *err, size_t errlen);
+/* The refusal of ops by mode, without a location: "'do: NAME' is
+ * delivered only by MODES, not by MODE[: NOTE]". Returns CKH_EINVAL. */
+int ckh_fault_refusal(const struct ckh_fault_ops *ops, unsigned mode, char *err, size_t errlen);
+/* The node fault f names among a job's n nodes, node i named
+ * name_of(ctx, i): *node is its index, or -1 when f names none (any node).
+ * 0, or CKH_EINVAL with the one wording, "LINE:COL: the fault names node
+ * 'NAME' (or: node INDEX), which the job does not have (its nodes: a, b)",
+ * in err (the caller prefixes the scenario's file). */
+int ckh_fault_node(const struct ckh_scn_fault *f, int n, const char *(*name_of)(const void *ctx, int i),
+                   const void *ctx, int *node, char *err, size_t errlen);
 
 /* Appends fault kind k drawn at random to g: draws its run (1..3 in the
  * damaging tier, 1..2 otherwise), then calls its generate. */
@@ -151,6 +206,8 @@ int ckh__fault_parse_keep(struct ckh__scn_reader *p, const struct yaml_node_s *n
                           struct ckh_scn_fault *f);
 int ckh__fault_write_keep(FILE *out, const struct ckh_scn_action *a);
 void ckh__fault_arm_keep(const struct ckh_scn_fault *f, struct ckh_fault_rule *r);
+/* acts_on_process of crash and power-loss: the processes die (crash.c). */
+enum ckh_fault_process ckh__fault_on_process_kill(const struct ckh_scn_action *a, uint64_t *grace_ns);
 
 /* The `latest` pointer faults, dangling-latest and stale-latest (latest.c). */
 int ckh__fault_parse_latest(struct ckh__scn_reader *p, const struct yaml_node_s *n,

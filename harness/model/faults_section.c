@@ -167,29 +167,26 @@ static int parse_do(struct ckh__scn_reader *p, const yaml_node_t *n, const struc
 
 bool ckh_scn_fault_is_progress_trigger(const struct ckh_scn_fault *f)
 {
-    bool process_level = (f->act.kind == CKH_SCN_ACT_KILL && f->act.u.kill.when == CKH_SCN_KILL_BEFORE) ||
-                         f->act.kind == CKH_SCN_ACT_SIGTERM || f->act.kind == CKH_SCN_ACT_CRASH ||
-                         f->act.kind == CKH_SCN_ACT_POWER_LOSS;
-    return process_level && f->on.op < 0 && !f->on.path &&
+    return ckh_fault_on_process(f, NULL) != CKH_FAULT_PROCESS_NONE && f->on.op < 0 && !f->on.path &&
            (f->on.step >= 0 || f->on.epoch >= 0 || f->on.time_ns > 0);
 }
 
-/* What a command job cannot do with fault f: a fault on simulated devices
- * or collectives, a phase (real programs announce none), a progress
- * trigger that counts or draws (it fires once). */
+/* What a command job cannot do with fault f: a fault its mode cannot
+ * deliver (the descriptor's `modes`, in ckh_fault_refusal's wording; the
+ * job's mode is known here, so it is refused at its `do:`), a phase (real
+ * programs announce none), a progress trigger that counts or draws (it
+ * fires once). */
 static int check_command_fault(struct ckh__scn_reader *p, const yaml_node_t *n, const struct ckh_scn_fault *f,
                                const struct ckh_fault_ops *ops)
 {
     const yaml_node_t *on = ckh__scn_get(p, n, "on");
+    char why[400];
     if (!p->s->job.commands)
         return 0;
-    if (ops->needs & (CKH_FAULT_NEEDS_DEVICES | CKH_FAULT_NEEDS_COLLECTIVES))
-        return ckh__scn_fail(p, ckh__scn_get(p, n, "do"), CKH_EINVAL,
-                             "'do: %s' cannot apply to a command job: %s", ops->name,
-                             (ops->needs & CKH_FAULT_NEEDS_DEVICES)
-                                 ? "its processes have no emulated devices (ckh sees only their files)"
-                                 : "its processes talk over their own network (gloo, NCCL), which ckh "
-                                   "does not see; kill a rank instead");
+    if (!(ops->modes & CKH_FAULT_MODE_COMMAND)) {
+        ckh_fault_refusal(ops, CKH_FAULT_MODE_COMMAND, why, sizeof why);
+        return ckh__scn_fail(p, ckh__scn_get(p, n, "do"), CKH_EINVAL, "%s", why);
+    }
     if (f->on.phase)
         return ckh__scn_fail(p, ckh__scn_get(p, on, "phase"), CKH_EINVAL,
                              "'on.phase' does not apply to a command job: a real program announces no "

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "ckh/env.h"
+#include "ckh/fault_rule.h"
 #include "ckh/op.h"
 #include "ckh/simfs.h"
 
@@ -44,67 +45,8 @@ struct ckh_sim_config {
 };
 
 /* ---- faults ---- */
-enum ckh_fault_kind {
-    CKH_FAULT_NONE = 0,
-    CKH_FAULT_ERRNO,       /* the op fails with -err and has no effect */
-    CKH_FAULT_KILL_BEFORE, /* the node dies before the op (process kill) */
-    CKH_FAULT_KILL_AFTER,  /* the node dies right after the op completes */
-    CKH_FAULT_KILL_MID,    /* write: keep_bytes reach the page cache, then death */
-    CKH_FAULT_CRASH_BEFORE, /* the node's machine crashes before the op */
-    CKH_FAULT_POWER_LOSS,  /* every node dies, every disk applies its crash model */
-    CKH_FAULT_DELAY,       /* the op takes delay_ns more virtual time */
-    CKH_FAULT_FSYNC_LOST,  /* fsync: dirty data of the file is dropped, -EIO returned
-                              (Linux semantics: a retry then reports success) */
-    CKH_FAULT_CALL,        /* call(call_ctx, op) runs, then the op proceeds normally
-                              (the harness changes data at rest at a trigger) */
-    CKH_FAULT_MISMATCH,    /* collective: this rank joins a different collective than
-                              its peers (a barrier for anything else, an allreduce for a
-                              barrier), so the group mismatches */
-    CKH_FAULT_SHORT_WRITE, /* write/pwrite: only the first keep_bytes bytes are accepted
-                              and land; the op returns that short count (as a real
-                              pwrite may); the node lives on */
-};
-
-struct ckh_fault_action {
-    enum ckh_fault_kind kind; /* what happens */
-    int err;                  /* CKH_FAULT_ERRNO: positive errno (EIO, ENOSPC, ...) */
-    uint64_t keep_bytes;      /* CKH_FAULT_KILL_MID: bytes of the write that land;
-                                 CKH_FAULT_SHORT_WRITE: bytes the write accepts (0 with no
-                                 keep_fraction: a write of 0 bytes) */
-    uint64_t delay_ns;        /* CKH_FAULT_DELAY: extra virtual time */
-    void (*call)(void *ctx, const struct ckh_op *op); /* CKH_FAULT_CALL: the callback */
-    void *call_ctx;           /* CKH_FAULT_CALL: its context (borrowed) */
-    int crash_keep;           /* CRASH_BEFORE, POWER_LOSS: CKH_CRASH_KEEP_* */
-};
-
-/* What a machine crash or power loss keeps of each disk's unsynced state. */
-enum {
-    CKH_CRASH_KEEP_RANDOM = 0, /* the crash model draws per op from the disk's seed */
-    CKH_CRASH_KEEP_SYNCED,     /* every pending op is dropped: only durable state survives */
-    CKH_CRASH_KEEP_CACHE,      /* every pending op is applied (as far as the model allows) */
-};
-
-/* A scripted fault: fires on the nth (1-based) op that matches. */
-struct ckh_fault_rule {
-    int node;                  /* node id, -1: any */
-    int kind;                  /* enum ckh_op_kind, -1: any */
-    const char *path_glob;     /* fnmatch pattern on op->path, NULL: any (copied) */
-    const char *phase;         /* phase name, NULL: any (copied) */
-    int64_t epoch;             /* -1: any */
-    int64_t step;              /* -1: any */
-    uint64_t nth;              /* fire on this matching occurrence (0 or 1: first) */
-    uint64_t at_time_ns;       /* only ops at or after this virtual time (0: any) */
-    double probability;        /* 0: fire on the nth; else per matching op with this chance */
-    double keep_fraction;      /* KILL_MID, SHORT_WRITE: fraction of the write that lands
-                                  (if keep_bytes 0); a SHORT_WRITE fraction > 0 keeps at
-                                  least one byte */
-    bool repeat;               /* keep firing on every later match too */
-    struct ckh_fault_action action; /* what to do */
-};
-
-/* Sets every selector of r to "any" (node, kind, epoch, step -1), nth 1,
- * and the action to NONE; fill in what the rule needs afterwards. */
-void ckh_fault_rule_init(struct ckh_fault_rule *r);
+/* Rules, actions and the matcher: ckh/fault_rule.h (shared with the real
+ * platform and command jobs). */
 
 /* A hook consulted on every op after the rules; may set *act. */
 typedef void (*ckh_fault_hook)(void *ctx, const struct ckh_op *op, struct ckh_fault_action *act);

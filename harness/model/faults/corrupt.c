@@ -232,6 +232,8 @@ static void corrupt_generate(struct ckh_fault_gen *g)
 const struct ckh_fault_ops ckh__fault_corrupt = {
     .name = "corrupt",
     .kind = CKH_SCN_ACT_CORRUPT,
+    .needs = CKH_FAULT_NEEDS_DISK_MODEL,
+    .modes = CKH_FAULT_MODES_ALL,
     .summary = "damage a file at rest: bit-flip, truncate, zero-range, delete, older-version",
     .keys_doc = "`mode:` (required), `path:` (required), and per mode: `bit-flip`: `offset`, `bit` "
                 "0..7; `truncate`: `offset` (new length); `zero-range`: `offset`, `length` "

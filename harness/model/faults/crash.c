@@ -38,6 +38,13 @@ void ckh__fault_arm_keep(const struct ckh_scn_fault *f, struct ckh_fault_rule *r
                                                                 : CKH_CRASH_KEEP_RANDOM;
 }
 
+enum ckh_fault_process ckh__fault_on_process_kill(const struct ckh_scn_action *a, uint64_t *grace_ns)
+{
+    (void)a;
+    (void)grace_ns;
+    return CKH_FAULT_PROCESS_KILL;
+}
+
 static void crash_arm(const struct ckh_scn_fault *f, struct ckh_fault_rule *r)
 {
     r->action.kind = CKH_FAULT_CRASH_BEFORE;
@@ -53,6 +60,9 @@ static void crash_generate(struct ckh_fault_gen *g)
 const struct ckh_fault_ops ckh__fault_crash = {
     .name = "crash",
     .kind = CKH_SCN_ACT_CRASH,
+    .needs = CKH_FAULT_NEEDS_DISK_MODEL,
+    .modes = CKH_FAULT_MODES_ALL,
+    .acts_on_process = ckh__fault_on_process_kill,
     .summary = "crash a node's machine: its unsynced writes meet the crash model (keep: random|synced|cache)",
     .keys_doc = "`keep: random \\| synced \\| cache` (default `random`)",
     .meaning = "the node's machine crashes: its unsynced writes follow the crash model",

@@ -37,6 +37,7 @@ static void delay_generate(struct ckh_fault_gen *g)
 const struct ckh_fault_ops ckh__fault_delay = {
     .name = "delay",
     .kind = CKH_SCN_ACT_DELAY,
+    .modes = CKH_FAULT_MODES_ALL,
     .summary = "an operation takes longer (slow disk, slow rank)",
     .keys_doc = "`duration:` (required)",
     .meaning = "the op takes that much longer: a slow disk, or a slow rank that outlasts "

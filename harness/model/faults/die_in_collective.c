@@ -24,6 +24,9 @@ const struct ckh_fault_ops ckh__fault_die_in_collective = {
     .keys_doc = "—",
     .meaning = "the matched rank dies inside the collective",
     .needs = CKH_FAULT_NEEDS_COLLECTIVES,
+    .modes = CKH_FAULT_MODE_SIM | CKH_FAULT_MODE_REAL,
+    .modes_note = "a command job's processes talk over their own network (gloo, NCCL), which ckh does not "
+                  "see; kill a rank instead",
     .touches_data = false,
     .fuzz_recoverable = true,
     .arm = die_in_collective_arm,

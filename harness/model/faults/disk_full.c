@@ -86,6 +86,8 @@ static void disk_full_generate(struct ckh_fault_gen *g)
 const struct ckh_fault_ops ckh__fault_disk_full = {
     .name = "disk-full",
     .kind = CKH_SCN_ACT_DISK_FULL,
+    .needs = CKH_FAULT_NEEDS_DISK_MODEL,
+    .modes = CKH_FAULT_MODES_ALL,
     .summary = "the disk holding a path is full after N more bytes",
     .keys_doc = "`after:` size (default 0), `disk:` a disk name",
     .meaning = "the disk accepts only `after` more bytes, then ENOSPC",

@@ -46,6 +46,7 @@ static void errno_generate(struct ckh_fault_gen *g)
 const struct ckh_fault_ops ckh__fault_errno_fault = {
     .name = "errno",
     .kind = CKH_SCN_ACT_ERRNO,
+    .modes = CKH_FAULT_MODES_ALL,
     .summary = "fail an operation with EIO, ENOSPC, EDQUOT, EACCES, ENOENT or EROFS",
     .keys_doc = "`errno: EIO \\| ENOSPC \\| EDQUOT \\| EACCES \\| ENOENT \\| EROFS` (required)",
     .meaning = "the op fails with that error and has no effect",

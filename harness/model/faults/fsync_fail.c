@@ -33,6 +33,8 @@ static void fsync_fail_generate(struct ckh_fault_gen *g)
 const struct ckh_fault_ops ckh__fault_fsync_fail = {
     .name = "fsync-fail",
     .kind = CKH_SCN_ACT_FSYNC_FAIL,
+    .needs = CKH_FAULT_NEEDS_DISK_MODEL,
+    .modes = CKH_FAULT_MODES_ALL,
     .summary = "fsync fails with Linux semantics: dirty data dropped, retry succeeds",
     .keys_doc = "—",
     .meaning = "Linux semantics: the file's dirty data is dropped, fsync returns EIO, a retry "

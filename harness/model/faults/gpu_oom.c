@@ -13,5 +13,7 @@ const struct ckh_fault_ops ckh__fault_gpu_oom = {
                "one rank's state (5x its weights) in the faulted runs, so loading every rank onto "
                "one device runs it out of memory",
     .needs = CKH_FAULT_NEEDS_DEVICES,
+    .modes = CKH_FAULT_MODE_SIM | CKH_FAULT_MODE_REAL,
+    .modes_note = "a command job's processes have no emulated devices (ckh sees only their files)",
     /* not fuzzed: it needs a device-memory budget */
 };

@@ -123,6 +123,14 @@ static void kill_generate(struct ckh_fault_gen *g)
     ckh_fault_gen_trigger(g, op, g->run, false);
 }
 
+/* A kill before the op ends the process as a whole; after it or in the
+ * middle of a write it needs the op. */
+static enum ckh_fault_process kill_on_process(const struct ckh_scn_action *a, uint64_t *grace_ns)
+{
+    (void)grace_ns;
+    return a->u.kill.when == CKH_SCN_KILL_BEFORE ? CKH_FAULT_PROCESS_KILL : CKH_FAULT_PROCESS_NONE;
+}
+
 const struct ckh_fault_ops ckh__fault_kill = {
     .name = "kill",
     .kind = CKH_SCN_ACT_KILL,
@@ -132,6 +140,8 @@ const struct ckh_fault_ops ckh__fault_kill = {
     .meaning = "the node's process dies at the op",
     .keys = keys,
     .nkeys = sizeof keys / sizeof keys[0],
+    .modes = CKH_FAULT_MODES_ALL,
+    .acts_on_process = kill_on_process,
     .fuzz_recoverable = true,
     .parse = kill_parse,
     .write = kill_write,

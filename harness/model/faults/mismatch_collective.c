@@ -25,6 +25,9 @@ const struct ckh_fault_ops ckh__fault_mismatch_collective = {
     .keys_doc = "—",
     .meaning = "the matched rank issues a different collective than its peers",
     .needs = CKH_FAULT_NEEDS_COLLECTIVES,
+    .modes = CKH_FAULT_MODE_SIM | CKH_FAULT_MODE_REAL,
+    .modes_note = "a command job's processes talk over their own network (gloo, NCCL), which ckh does not "
+                  "see; kill a rank instead",
     .touches_data = true,
     .fuzz_recoverable = true,
     .arm = mismatch_collective_arm,

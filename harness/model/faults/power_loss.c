@@ -20,6 +20,9 @@ static void power_loss_generate(struct ckh_fault_gen *g)
 const struct ckh_fault_ops ckh__fault_power_loss = {
     .name = "power-loss",
     .kind = CKH_SCN_ACT_POWER_LOSS,
+    .needs = CKH_FAULT_NEEDS_DISK_MODEL,
+    .modes = CKH_FAULT_MODES_ALL,
+    .acts_on_process = ckh__fault_on_process_kill,
     .summary = "kill every node at once; every disk applies its crash model (keep: as for crash)",
     .keys_doc = "`keep:` as for `crash`",
     .meaning = "every node dies, every disk applies its crash model",

@@ -1,10 +1,14 @@
-/* The fault registry: every descriptor of faults/list.h, in its order,
- * the way harness/judge/oracle.c lists the oracles. */
+/* The fault registry: every descriptor of model/fault_list.h, in its order,
+ * the way harness/judge/oracle.c lists the oracles; and what every mode
+ * of running asks of a scenario fault through its descriptor: its rule,
+ * its node, whether the mode can deliver it. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ckh/assert.h"
-#include "model/fault.h"
+#include "ckh/err.h"
 #include "ckh/rng.h"
+#include "model/fault.h"
 
 static const struct ckh_fault_ops *const faults[] = {
 #define CKH__FAULT_REF(e, id) &ckh__fault_##id,
@@ -18,6 +22,9 @@ const struct ckh_fault_ops *ckh_fault_at(size_t i)
     if (i >= sizeof faults / sizeof faults[0])
         return NULL;
     CKH_ASSERT(faults[i]->kind == (enum ckh_scn_action_kind)i); /* list order is enum order */
+    CKH_ASSERT(faults[i]->modes != 0 && (faults[i]->modes & ~CKH_FAULT_MODES_ALL) == 0);
+    /* Changing data at rest is changing simfs's disks. */
+    CKH_ASSERT(!faults[i]->apply || (faults[i]->needs & CKH_FAULT_NEEDS_DISK_MODEL));
     return faults[i];
 }
 
@@ -55,6 +62,106 @@ bool ckh_fault_arms_rule(const struct ckh_scn_fault *f)
 {
     const struct ckh_fault_ops *ops = ckh_fault_of(f->act.kind);
     return ops && !ckh_fault_applied_between_runs(f) && (ops->arm || ops->apply);
+}
+
+void ckh_fault_rule_of(const struct ckh_scn_fault *f, int node, struct ckh_fault_rule *r)
+{
+    const struct ckh_fault_ops *ops = ckh_fault_of(f->act.kind);
+    CKH_ASSERT(ops != NULL && node >= -1);
+    ckh_fault_rule_init(r);
+    r->node = node;
+    r->kind = f->on.op;
+    r->path_glob = f->on.path;
+    r->phase = f->on.phase;
+    r->epoch = f->on.epoch;
+    r->step = f->on.step;
+    r->nth = f->on.nth;
+    r->at_time_ns = f->on.time_ns;
+    r->probability = f->on.probability;
+    r->repeat = f->on.repeat;
+    if (!ckh_fault_arms_rule(f))
+        return;
+    if (ops->apply) /* at rest, at its trigger */
+        r->action.kind = CKH_FAULT_CALL;
+    else
+        ops->arm(f, r);
+}
+
+enum ckh_fault_process ckh_fault_on_process(const struct ckh_scn_fault *f, uint64_t *grace_ns)
+{
+    const struct ckh_fault_ops *ops = ckh_fault_of(f->act.kind);
+    uint64_t grace = 0;
+    enum ckh_fault_process how = ops && ops->acts_on_process ? ops->acts_on_process(&f->act, &grace)
+                                                             : CKH_FAULT_PROCESS_NONE;
+    if (grace_ns)
+        *grace_ns = grace;
+    return how;
+}
+
+/* ---- what a mode can deliver ---- */
+
+static const char *mode_name(unsigned mode)
+{
+    switch (mode) {
+    case CKH_FAULT_MODE_SIM: return "the simulator";
+    case CKH_FAULT_MODE_COMMAND: return "command jobs (job.command)";
+    case CKH_FAULT_MODE_REAL: return "the real platform (--platform real)";
+    default: return "?";
+    }
+}
+
+int ckh_fault_refusal(const struct ckh_fault_ops *ops, unsigned mode, char *err, size_t errlen)
+{
+    CKH_ASSERT(ops != NULL && !(ops->modes & mode));
+    char can[160] = "";
+    size_t used = 0, k = 0;
+    for (unsigned m = CKH_FAULT_MODE_SIM; m <= CKH_FAULT_MODE_REAL; m <<= 1)
+        if ((ops->modes & m) && used < sizeof can)
+            used += (size_t)snprintf(can + used, sizeof can - used, "%s%s", k++ ? " and " : "", mode_name(m));
+    return ckh_errf(err, errlen, CKH_EINVAL, "'do: %s' is delivered only by %s, not by %s%s%s", ops->name, can,
+                    mode_name(mode), ops->modes_note ? ": " : "", ops->modes_note ? ops->modes_note : "");
+}
+
+int ckh_fault_check_mode(const struct ckh_scenario *sc, unsigned mode, char *err, size_t errlen)
+{
+    CKH_ASSERT(mode == CKH_FAULT_MODE_SIM || mode == CKH_FAULT_MODE_COMMAND || mode == CKH_FAULT_MODE_REAL);
+    for (size_t i = 0; i < sc->nfaults; i++) {
+        const struct ckh_scn_fault *f = &sc->faults[i];
+        const struct ckh_fault_ops *ops = ckh_fault_of(f->act.kind);
+        char why[400];
+        if (ops->modes & mode)
+            continue;
+        ckh_fault_refusal(ops, mode, why, sizeof why);
+        return ckh_errf(err, errlen, CKH_EINVAL, "%d:%d: %s", f->line, f->column, why);
+    }
+    return 0;
+}
+
+/* ---- the node a fault names ---- */
+
+int ckh_fault_node(const struct ckh_scn_fault *f, int n, const char *(*name_of)(const void *ctx, int i),
+                   const void *ctx, int *node, char *err, size_t errlen)
+{
+    CKH_ASSERT(f != NULL && name_of != NULL && node != NULL && n >= 0);
+    if (f->on.node_name) {
+        for (int i = 0; i < n; i++)
+            if (strcmp(name_of(ctx, i), f->on.node_name) == 0) {
+                *node = i;
+                return 0;
+            }
+    } else if (f->on.node < n) {
+        *node = f->on.node < 0 ? -1 : f->on.node;
+        return 0;
+    }
+    char nodes[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < n && used < sizeof nodes; i++)
+        used += (size_t)snprintf(nodes + used, sizeof nodes - used, "%s%s", i ? ", " : "", name_of(ctx, i));
+    if (f->on.node_name)
+        return ckh_errf(err, errlen, CKH_EINVAL, "%d:%d: the fault names node '%s', which the job does not "
+                        "have (its nodes: %s)", f->line, f->column, f->on.node_name, nodes);
+    return ckh_errf(err, errlen, CKH_EINVAL, "%d:%d: the fault names node %d, which the job does not have "
+                    "(its nodes: %s)", f->line, f->column, f->on.node, nodes);
 }
 
 void ckh_fault_generate(const struct ckh_fault_ops *ops, struct ckh_fault_gen *g)

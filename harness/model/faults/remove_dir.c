@@ -75,6 +75,8 @@ static void remove_dir_generate(struct ckh_fault_gen *g)
 const struct ckh_fault_ops ckh__fault_remove_dir = {
     .name = "remove-dir",
     .kind = CKH_SCN_ACT_REMOVE_DIR,
+    .needs = CKH_FAULT_NEEDS_DISK_MODEL,
+    .modes = CKH_FAULT_MODES_ALL,
     .summary = "a directory is missing at start or removed during the run",
     .keys_doc = "`path:` (required)",
     .meaning = "remove a directory tree",

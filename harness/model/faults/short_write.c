@@ -82,6 +82,7 @@ static void short_write_generate(struct ckh_fault_gen *g)
 const struct ckh_fault_ops ckh__fault_short_write = {
     .name = "short-write",
     .kind = CKH_SCN_ACT_SHORT_WRITE,
+    .modes = CKH_FAULT_MODES_ALL,
     .summary = "a write accepts only part of its bytes and returns the short count",
     .keys_doc = "`bytes:` size accepted, or `fraction:` 0..1 of the write (default 0.5; a "
                 "fraction > 0 accepts at least one byte)",

@@ -5,11 +5,12 @@
  * (a node that ends its job within the grace, with its final record,
  * completed).
  *
- * Command jobs only (harness/exec/command_fault.c carries it out). A
- * simulated node is a C function with no signal handler: a SIGTERM to it
- * could only be a kill some virtual time later, which `delay` and `kill`
- * already express exactly, so the simulated runner refuses it by name
- * (harness/judge/scenario_run.c) rather than pretend. */
+ * Command jobs only (harness/exec/command_fault.c carries it out, as a
+ * PREEMPT on the node's processes). A simulated node is a C function with
+ * no signal handler: a SIGTERM to it could only be a kill some virtual
+ * time later, which `delay` and `kill` already express exactly, so the
+ * simulator and the real platform refuse it by name (`modes`,
+ * ckh_fault_check_mode) rather than pretend. */
 #include <inttypes.h>
 
 #include "ckh/err.h"
@@ -35,6 +36,12 @@ static int sigterm_write(FILE *out, const struct ckh_scn_action *a)
     return 0;
 }
 
+static enum ckh_fault_process sigterm_on_process(const struct ckh_scn_action *a, uint64_t *grace_ns)
+{
+    *grace_ns = a->u.sigterm.grace_ns;
+    return CKH_FAULT_PROCESS_PREEMPT;
+}
+
 const struct ckh_fault_ops ckh__fault_sigterm = {
     .name = "sigterm",
     .kind = CKH_SCN_ACT_SIGTERM,
@@ -44,6 +51,10 @@ const struct ckh_fault_ops ckh__fault_sigterm = {
                "`grace` (a scheduler's preemption)",
     .keys = keys,
     .nkeys = sizeof keys / sizeof keys[0],
+    .modes = CKH_FAULT_MODE_COMMAND,
+    .modes_note = "a workload job's nodes have no signal handler, so a SIGTERM to them is a kill (use "
+                  "'do: kill', after a 'delay' for a grace period)",
+    .acts_on_process = sigterm_on_process,
     .parse = sigterm_parse,
     .write = sigterm_write,
 };
