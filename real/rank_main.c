@@ -49,6 +49,7 @@
 #include "exec/mpi.h"
 #include "exec/mpi_fs.h"
 #include "exec/workloads.h"
+#include "model/fault.h"
 #include "search/fuzz.h"
 
 #define MSG 1024
@@ -244,7 +245,7 @@ static int arm(struct rank *k, char *msg)
     size_t *fault_of = NULL, nrules = 0;
     int rc = 0;
     if (!k->a.reference &&
-        (rc = ckh__real_rules(k->sc, k->a.run, (const char(*)[CKH_NODE_NAME_LEN])k->names, k->n, &rules,
+        (rc = ckh_fault_rules_of_run(k->sc, k->a.run, k->n, ckh_node_name_at, k->names, &rules,
                               &fault_of, &nrules, msg, MSG)) != 0)
         return rc;
     struct ckh_real_rule *rr = calloc(nrules + 1, sizeof *rr);

@@ -58,36 +58,6 @@ int ckh__real_check(const struct ckh_scenario *sc, char *err, size_t errlen)
     return ckh_fault_check_mode(sc, CKH_FAULT_MODE_REAL, err, errlen);
 }
 
-/* ---- the fault rules of a run ---- */
-
-static const char *node_name(const void *ctx, int i)
-{
-    const char(*names)[CKH_NODE_NAME_LEN] = ctx;
-    return names[i];
-}
-
-int ckh__real_rules(const struct ckh_scenario *sc, int run, const char (*names)[CKH_NODE_NAME_LEN], int n,
-                    struct ckh_fault_rule **rules, size_t **fault_of, size_t *nrules, char *err,
-                    size_t errlen)
-{
-    *rules = calloc(sc->nfaults + 1, sizeof **rules);
-    *fault_of = calloc(sc->nfaults + 1, sizeof **fault_of);
-    *nrules = 0;
-    if (!*rules || !*fault_of)
-        return CKH_ENOMEM;
-    for (size_t i = 0; i < sc->nfaults; i++) {
-        const struct ckh_scn_fault *f = &sc->faults[i];
-        int node, rc;
-        if ((f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != run) || !ckh_fault_arms_rule(f))
-            continue;
-        if ((rc = ckh_fault_node(f, n, node_name, names, &node, err, errlen)) != 0)
-            return rc;
-        /* An at-rest fault at its trigger is a CALL rule, as arm.c numbers it. */
-        ckh_fault_rule_of(f, node, &(*rules)[*nrules]);
-        (*fault_of)[(*nrules)++] = i;
-    }
-    return 0;
-}
 
 /* ---- finding MPI ---- */
 

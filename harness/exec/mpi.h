@@ -71,16 +71,6 @@ int ckh__real_check(const struct ckh_scenario *sc, char *err, size_t errlen);
  * "ckhfs" (forced, for measuring; "posix" never). */
 bool ckh__real_uses_ckhfs(const struct ckh_scenario *sc);
 
-/* The fault rules of run `run` (1-based), in the simulator's order (rule
- * INDEX is its position, as ckh_sim_add_fault numbers them; an at-rest
- * fault with a trigger is a CALL rule, as in arm.c), over the
- * job's n node names: *rules and *fault_of (the scenario fault of each
- * rule) are malloc'd arrays of *nrules entries (the caller frees both;
- * path globs and phases are borrowed from sc). CKH_EINVAL for a fault
- * naming a node the job does not have, CKH_ENOMEM. */
-int ckh__real_rules(const struct ckh_scenario *sc, int run, const char (*names)[CKH_NODE_NAME_LEN], int n,
-                    struct ckh_fault_rule **rules, size_t **fault_of, size_t *nrules, char *err,
-                    size_t errlen);
 
 
 /* The rank program of MPI implementation mpi (NULL: the first of

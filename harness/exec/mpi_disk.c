@@ -299,7 +299,7 @@ static int crashes_of_run(struct real_job *j, bool *crashed, bool *power, int *k
 {
     struct ckh_fault_rule *rules = NULL;
     size_t *fault_of = NULL, nrules = 0;
-    int rc = ckh__real_rules(j->c.sc, j->run, (const char(*)[CKH_NODE_NAME_LEN])j->c.names, j->c.n, &rules,
+    int rc = ckh_fault_rules_of_run(j->c.sc, j->run, j->c.n, ckh_node_name_at, j->c.names, &rules,
                              &fault_of, &nrules, j->c.err, sizeof j->c.err);
     for (int i = 0; i < j->c.n && rc == 0; i++) {
         char path[PATH_MAX], line[CKH_PATH_MAX + 128];

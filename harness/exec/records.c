@@ -656,3 +656,9 @@ int ckh_records_collect(struct ckh_records *s, const char *const *names, const i
     free(live);
     return err;
 }
+
+const char *ckh_node_name_at(const void *names, int i)
+{
+    const char(*table)[CKH_NODE_NAME_LEN] = names;
+    return table[i];
+}

@@ -29,6 +29,10 @@
 #define CKH_NODE_NAME_LEN 64
 #define CKH_BLOBS_LEN 1024
 
+/* Name i of a table of node names, char names[][CKH_NODE_NAME_LEN] (ctx):
+ * the node_name callback of ckh_fault_node and ckh_fault_rules_of_run. */
+const char *ckh_node_name_at(const void *names, int i);
+
 /* One node's generic outcome. */
 struct ckh_node_result {
     char node[CKH_NODE_NAME_LEN]; /* node name */

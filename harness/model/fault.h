@@ -221,4 +221,16 @@ void ckh__fault_generate_latest(struct ckh_fault_gen *g);
 CKH_FAULT_LIST(CKH__FAULT_DECL)
 #undef CKH__FAULT_DECL
 
+/* The fault rules of run `run` (1-based), in the simulator's order (rule
+ * INDEX is its position, as ckh_sim_add_fault numbers them; an at-rest
+ * fault with a trigger is a CALL rule, as in arm.c), over the
+ * job's n nodes, node i named node_name(names, i): *rules and *fault_of (the scenario fault of each
+ * rule) are malloc'd arrays of *nrules entries (the caller frees both;
+ * path globs and phases are borrowed from sc). CKH_EINVAL for a fault
+ * naming a node the job does not have, CKH_ENOMEM. */
+int ckh_fault_rules_of_run(const struct ckh_scenario *sc, int run, int n,
+                           const char *(*node_name)(const void *ctx, int i), const void *names,
+                           struct ckh_fault_rule **rules, size_t **fault_of, size_t *nrules, char *err,
+                           size_t errlen);
+
 #endif

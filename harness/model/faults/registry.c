@@ -3,6 +3,7 @@
  * of running asks of a scenario fault through its descriptor: its rule,
  * its node, whether the mode can deliver it. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ckh/assert.h"
@@ -169,4 +170,30 @@ void ckh_fault_generate(const struct ckh_fault_ops *ops, struct ckh_fault_gen *g
     g->run = g->damaging ? (uint32_t)ckh_fault_gen_pick(g, 1, 3) : (uint32_t)ckh_fault_gen_pick(g, 1, 2);
     if (ops->generate)
         ops->generate(g);
+}
+
+/* ---- the rules of a run ---- */
+
+int ckh_fault_rules_of_run(const struct ckh_scenario *sc, int run, int n,
+                           const char *(*node_name)(const void *ctx, int i), const void *names,
+                           struct ckh_fault_rule **rules, size_t **fault_of, size_t *nrules, char *err,
+                           size_t errlen)
+{
+    *rules = calloc(sc->nfaults + 1, sizeof **rules);
+    *fault_of = calloc(sc->nfaults + 1, sizeof **fault_of);
+    *nrules = 0;
+    if (!*rules || !*fault_of)
+        return CKH_ENOMEM;
+    for (size_t i = 0; i < sc->nfaults; i++) {
+        const struct ckh_scn_fault *f = &sc->faults[i];
+        int node, rc;
+        if ((f->on.run != CKH_SCN_RUN_ANY && (int)f->on.run != run) || !ckh_fault_arms_rule(f))
+            continue;
+        if ((rc = ckh_fault_node(f, n, node_name, names, &node, err, errlen)) != 0)
+            return rc;
+        /* An at-rest fault at its trigger is a CALL rule, as arm.c numbers it. */
+        ckh_fault_rule_of(f, node, &(*rules)[*nrules]);
+        (*fault_of)[(*nrules)++] = i;
+    }
+    return 0;
 }
