@@ -338,12 +338,22 @@ struct posix_env {
 
 #define PENV_OF(field, p) ((struct posix_env *)((char *)(p)-offsetof(struct posix_env, field)))
 
-static uint64_t pc_now(struct ckh_clock *c)
+uint64_t ckh_posix_now_ns(void)
 {
-    (void)c;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ckh_posix_now_ms(void)
+{
+    return ckh_posix_now_ns() / 1000000u;
+}
+
+static uint64_t pc_now(struct ckh_clock *c)
+{
+    (void)c;
+    return ckh_posix_now_ns();
 }
 
 static int pc_sleep(struct ckh_clock *c, uint64_t ns)

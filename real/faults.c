@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "ckh/rng.h"
 
 /* One rule's counters, as kept in the shared state file (fixed layout). */
@@ -38,13 +39,6 @@ struct ckh_real_faults {
     uint64_t t0_ns;                    /* when the process armed its rules */
     pthread_mutex_t lock;              /* one evaluation at a time within the process */
 };
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* at_time_ns: wall-clock time on real machines */
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 _Noreturn void ckh_real_faults_kill(void)
 {
@@ -110,7 +104,7 @@ int ckh_real_faults_create(const struct ckh_real_faults_config *cfg, struct ckh_
         goto out_free;
     }
     pthread_mutex_init(&f->lock, NULL);
-    f->t0_ns = mono_ns();
+    f->t0_ns = ckh_posix_now_ns();
     *out = f;
     return 0;
 out_free:
@@ -161,7 +155,7 @@ static bool rule_matches(const struct ckh_real_faults *f, const struct ckh_fault
         return false;
     if (r->step >= 0 && r->step != op->step)
         return false;
-    return !r->at_time_ns || mono_ns() - f->t0_ns >= r->at_time_ns;
+    return !r->at_time_ns || ckh_posix_now_ns() - f->t0_ns >= r->at_time_ns;
 }
 
 /* Counts a match and says whether the rule fires on it (sim/sched.c's

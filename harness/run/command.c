@@ -36,15 +36,9 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "run/run_ctx.h"
 #include "run/tmpdir.h"
-
-uint64_t ckh__cmd_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* time limits and wall-clock triggers only */
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 int ckh__cmd_fail(struct ckh__cmd *c, int code, const char *fmt, ...)
 {
@@ -352,7 +346,7 @@ static int run_processes(struct ckh__cmd *c, bool *hung)
     int rc = mount_all(c);
     if (rc)
         return rc;
-    c->run_t0_ms = ckh__cmd_now_ms();
+    c->run_t0_ms = ckh_posix_now_ms();
     for (int i = 0; i < c->n && rc == 0; i++)
         if (c->nodes[i].start)
             rc = ckh__cmd_spawn_node(c, i);
@@ -1026,7 +1020,7 @@ static void hang_first(struct ckh_report_result *out)
 int ckh__cmd_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options *o,
                          struct ckh_report_result *out)
 {
-    uint64_t t0 = ckh__cmd_now_ms();
+    uint64_t t0 = ckh_posix_now_ms();
     uint64_t seed = o->seed_set ? o->seed : sc->seed;
     struct ckh_scenario_run r, r2;
     struct ckh__cmd c, c2;
@@ -1063,7 +1057,7 @@ int ckh__cmd_harness_run(const struct ckh_scenario *sc, const struct ckh_run_opt
     out->restarts = r.nruns ? (uint32_t)r.nruns - 1 : 0;
     ckh__run_judge(&r, out);
     hang_first(out);
-    out->wall_ms = ckh__cmd_now_ms() - t0;
+    out->wall_ms = ckh_posix_now_ms() - t0;
     ckh__cmd_free(&c);
     ckh_scenario_run_free(&r);
     ckh__cmd_job_end(&je);
@@ -1074,7 +1068,7 @@ out_error:
     ckh_report_set(&out->message, "%s%s%s", strncmp(err, sc->file, strlen(sc->file)) ? sc->file : "",
                    strncmp(err, sc->file, strlen(sc->file)) ? (err[0] >= '0' && err[0] <= '9' ? ":" : ": ") : "",
                    err[0] ? err : ckh_strerror(rc));
-    out->wall_ms = ckh__cmd_now_ms() - t0;
+    out->wall_ms = ckh_posix_now_ms() - t0;
     ckh__cmd_free(&c);
     ckh_scenario_run_free(&r);
     ckh__cmd_job_end(&je);

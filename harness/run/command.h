@@ -272,8 +272,6 @@ int ckh__cmd_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_
 int ckh__cmd_refuse_sim_only(const struct ckh_scenario *sc, char *err, size_t errlen);
 /* Records what went wrong in c->err (first failure wins); returns code. */
 int ckh__cmd_fail(struct ckh__cmd *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Monotonic milliseconds (time limits and wall-clock triggers only). */
-uint64_t ckh__cmd_now_ms(void);
 
 /* ---- command_proc.c ---- */
 

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "faults/fault.h"
 #include "run/platform_real_fs.h"
 #include "run/platform_real_internal.h"
@@ -535,10 +536,9 @@ static pid_t launch_plain(struct real_job *j, int node)
 static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t limit_ns, bool *hung,
                      bool *late)
 {
-    struct timespec t0, now;
     const uint64_t start_ns = start_timeout_ns();
     bool start_checked = false;
-    clock_gettime(CLOCK_MONOTONIC, &t0); /* the run's wall-clock limit */
+    const uint64_t t0_ns = ckh_posix_now_ns(); /* the run's wall-clock limit */
     size_t left = np;
     for (size_t i = 0; i < np; i++)
         if (p[i].pid <= 0) {
@@ -563,9 +563,7 @@ static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t lim
                 kill(-p[i].pid, SIGKILL); /* whatever of its group is left */
             }
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        uint64_t el = (uint64_t)(now.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)now.tv_nsec -
-                      (uint64_t)t0.tv_nsec;
+        uint64_t el = ckh_posix_now_ns() - t0_ns;
         char none[8];
         if (left > 0 && !start_checked && el > start_ns) {
             /* The start deadline: a node that has not joined by now never
@@ -1074,17 +1072,10 @@ int ckh__real_execute(const struct ckh_scenario *sc, uint64_t seed, unsigned mod
 
 /* ---- the verdict ---- */
 
-static uint64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* the report's wall time */
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 int ckh__real_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options *o,
                           struct ckh_report_result *out)
 {
-    uint64_t t0 = wall_ms();
+    uint64_t t0 = ckh_posix_now_ms();
     uint64_t seed = o->seed_set ? o->seed : sc->seed;
     struct ckh_scenario_run r;
     char err[1200] = "";
@@ -1118,14 +1109,14 @@ int ckh__real_harness_run(const struct ckh_scenario *sc, const struct ckh_run_op
     if (sc->expect.ndetect && sc->job.ndefects && out->verdict == CKH_VERDICT_PASS &&
         (rc = ckh__run_control_check(sc, seed, &r, out, err, sizeof err)) != 0)
         goto out_error;
-    out->wall_ms = wall_ms() - t0;
+    out->wall_ms = ckh_posix_now_ms() - t0;
     ckh_scenario_run_free(&r);
     return 0;
 out_error:
     out->verdict = CKH_VERDICT_ERROR;
     ckh_report_set(&out->message, "%s%s%s", sc->file, err[0] >= '0' && err[0] <= '9' ? ":" : ": ",
                    err[0] ? err : ckh_strerror(rc));
-    out->wall_ms = wall_ms() - t0;
+    out->wall_ms = ckh_posix_now_ms() - t0;
     ckh_scenario_run_free(&r);
     return rc;
 }

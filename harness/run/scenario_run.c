@@ -17,17 +17,11 @@
 #include <time.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "run/command.h"
 #include "run/platform_real.h"
 #include "run/run_ctx.h"
 #include "search/fuzz.h"
-
-static uint64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* Without faults and defects the job must complete: a scenario whose
  * reference fails judges nothing (bad input). */
@@ -65,7 +59,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
 {
     struct ckh_run_options dflt = {0};
     const struct ckh_run_options *o = opts ? opts : &dflt;
-    uint64_t t0 = wall_ms();
+    uint64_t t0 = ckh_posix_now_ms();
     uint64_t seed = o->seed_set ? o->seed : sc->seed;
     struct ckh_scenario_run r;
     struct ckh__run_ctx c;
@@ -117,7 +111,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     if (sc->expect.ndetect && sc->job.ndefects && out->verdict == CKH_VERDICT_PASS &&
         (rc = ckh__run_control_check(sc, seed, &r, out, err, sizeof err)) != 0)
         goto out_error;
-    out->wall_ms = wall_ms() - t0;
+    out->wall_ms = ckh_posix_now_ms() - t0;
     ckh__run_ctx_free(&c);
     ckh_scenario_run_free(&r);
     return 0;
@@ -127,7 +121,7 @@ out_error:
     /* A message that starts with "line:column:" joins its file directly. */
     ckh_report_set(&out->message, "%s%s%s", sc->file,
                    err[0] >= '0' && err[0] <= '9' ? ":" : ": ", err[0] ? err : ckh_strerror(rc));
-    out->wall_ms = wall_ms() - t0;
+    out->wall_ms = ckh_posix_now_ms() - t0;
     ckh__run_ctx_free(&c);
     ckh_scenario_run_free(&r);
     return rc;

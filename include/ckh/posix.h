@@ -27,4 +27,14 @@ int ckh_posix_env_create(const char *root_dir, uint64_t seed, const char *node_n
 /* Frees an env made by ckh_posix_env_create; NULL is a no-op. */
 void ckh_posix_env_destroy(struct ckh_env *env);
 
+/* The one reading of the real monotonic clock (CLOCK_MONOTONIC), in
+ * nanoseconds since an arbitrary start: the real platform's clock and
+ * deadlines, and the harness's time limits, progress lines and wall
+ * times. Never an input to a result: the simulator's time is virtual, and
+ * the code under test (reference/, which may not include this header)
+ * reads time only through env->clock. */
+uint64_t ckh_posix_now_ns(void);
+/* ckh_posix_now_ns in whole milliseconds. */
+uint64_t ckh_posix_now_ms(void);
+
 #endif
