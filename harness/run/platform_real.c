@@ -43,6 +43,7 @@
 #include "run/tmpdir.h"
 
 #define LAUNCH_ARGS_MAX 48
+#define RANK_FILE_BYTES_MAX (1ull << 30) /* a rank's status or result file past 1 GiB is not read */
 
 bool ckh__real_selected(const struct ckh_scenario *sc, bool forced)
 {
@@ -714,34 +715,7 @@ static int launch_run(struct real_job *j, bool *hung)
 /* The whole file at path (NUL-terminated) into *buf; -errno. */
 static int slurp(const char *path, char **buf, size_t *n)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -errno;
-    size_t cap = 4096, len = 0;
-    char *b = malloc(cap);
-    while (b) {
-        size_t got = fread(b + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0)
-            break;
-        if (cap - len - 1 == 0) {
-            char *nb = realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (!b)
-        return CKH_ENOMEM;
-    b[len] = '\0';
-    *buf = b;
-    *n = len;
-    return 0;
+    return ckh_posix_read_file(path, RANK_FILE_BYTES_MAX, NULL, buf, n);
 }
 
 /* A rank program that stopped on bad input or its environment left
