@@ -40,18 +40,6 @@
 #include "run/run_ctx.h"
 #include "run/tmpdir.h"
 
-int ckh__cmd_fail(struct ckh__cmd *c, int code, const char *fmt, ...)
-{
-    if (c->err_code)
-        return code; /* the first failure is the one to report */
-    va_list ap;
-    va_start(ap, fmt);
-    ckh_verrf(c->err, sizeof c->err, code, fmt, ap);
-    va_end(ap);
-    c->err_code = code;
-    return code;
-}
-
 /* ---- set-up ---- */
 
 /* The program node `name` runs: its own entry, else the default. */

@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ckh/err.h"
 #include "ckh/rng.h"
 #include "ckh/sim.h"
 #include "faults/fault.h"
@@ -183,7 +184,7 @@ struct ckh__cmd {
     size_t ntrace, captrace;         /* its length and capacity */
     pthread_mutex_t lock;            /* see the top of the file */
     bool lock_ready;                 /* lock initialised */
-    char err[1024];                  /* what went wrong (located where possible) */
+    char err[CKH_ERRMSG_BYTES];      /* what went wrong (located where possible) */
     int err_code;                    /* its code (0: none) */
     /* Called first for every operation a process of the job asks of a
      * mount (server thread, lock held, the mount's disk usable directly),
@@ -270,8 +271,10 @@ int ckh__cmd_harness_replay(const struct ckh_scenario *sc, const struct ckh_run_
  * harness/faults/sigterm.c says why): CKH_EINVAL with "line:col: ..." in
  * err, else 0. */
 int ckh__cmd_refuse_sim_only(const struct ckh_scenario *sc, char *err, size_t errlen);
-/* Records what went wrong in c->err (first failure wins); returns code. */
-int ckh__cmd_fail(struct ckh__cmd *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Records what went wrong in c->err (CKH_ERRF; the first failure wins);
+ * returns code. */
+#define ckh__cmd_fail(c, code, ...)                                                                \
+    ((c)->err_code ? (code) : ((c)->err_code = CKH_ERRF((c)->err, (code), __VA_ARGS__)))
 
 /* ---- command_proc.c ---- */
 

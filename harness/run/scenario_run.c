@@ -63,7 +63,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     uint64_t seed = o->seed_set ? o->seed : sc->seed;
     struct ckh_scenario_run r;
     struct ckh__run_ctx c;
-    char err[600] = "";
+    char err[CKH_ERRMSG_BYTES] = "";
     int rc;
     memset(&r, 0, sizeof r);
     memset(&c, 0, sizeof c);
