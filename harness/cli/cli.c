@@ -108,8 +108,10 @@ static int cmd_list(int argc, char **argv)
     }
     if (all || strcmp(what, "savers") == 0) {
         known = true;
-        printf("savers:\n  %-28s %s\n", "atomic-dir",
-               "checkpoint folders with a latest symlink, keep_last, sync_any/sync_all/async");
+        printf("savers:\n");
+        const char *summary = NULL;
+        for (size_t i = 0; ckh_savers_at(i, &summary); i++)
+            printf("  %-28s %s\n", ckh_savers_at(i, NULL)->name, summary);
         /* `ckh list savers LIB.so ...`: what those plugins are. */
         for (int a = 2; what && a < argc; a++) {
             const void *t = NULL;
