@@ -1,5 +1,6 @@
 /* The real platform (ckh's "Net2" side): POSIX files under a root
- * directory, CLOCK_MONOTONIC, seeded named streams, stderr logging.
+ * directory, CLOCK_MONOTONIC, seeded named streams, stderr logging; and
+ * the one monotonic clock and whole-file reader of the harness and real/.
  *
  * Every fs path is checked with ckh_path_check and prefixed with the root,
  * and symlinks are kept inside it (absolute targets are rooted, ".." in
@@ -7,6 +8,7 @@
  * Errors are -errno.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -325,6 +327,61 @@ void ckh_posix_fs_destroy(struct ckh_fs *fs)
     free(pfs);
 }
 
+/* ---- whole files ---- */
+
+/* The open regular file fd of size bytes into a new NUL-terminated buffer. */
+static int read_fd(int fd, size_t size, struct ckh_alloc *alloc, char **buf, size_t *len)
+{
+    char *b = ckh_malloc(alloc, size + 1);
+    if (!b)
+        return CKH_ENOMEM;
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, b + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = -errno;
+            ckh_free(alloc, b);
+            return e;
+        }
+        if (r == 0)
+            break; /* the file shrank while read: keep what is there */
+        got += (size_t)r;
+    }
+    b[got] = '\0';
+    *buf = b;
+    *len = got;
+    return 0;
+}
+
+int ckh_posix_read_file(const char *path, size_t max_bytes, struct ckh_alloc *alloc, char **buf,
+                        size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int e = -errno;
+        if (fd >= 0)
+            close(fd);
+        return e;
+    }
+    int rc;
+    if (S_ISDIR(st.st_mode))
+        rc = -EISDIR;
+    else if (!S_ISREG(st.st_mode))
+        rc = CKH_EUNSUPPORTED;
+    else if ((uint64_t)st.st_size > max_bytes)
+        rc = CKH_ELIMIT;
+    else
+        rc = read_fd(fd, (size_t)st.st_size, alloc, buf, len);
+    close(fd);
+    return rc;
+}
+
 /* ---- clock, rand, node ---- */
 
 struct posix_env {
@@ -338,12 +395,22 @@ struct posix_env {
 
 #define PENV_OF(field, p) ((struct posix_env *)((char *)(p)-offsetof(struct posix_env, field)))
 
-static uint64_t pc_now(struct ckh_clock *c)
+uint64_t ckh_posix_now_ns(void)
 {
-    (void)c;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ckh_posix_now_ms(void)
+{
+    return ckh_posix_now_ns() / 1000000u;
+}
+
+static uint64_t pc_now(struct ckh_clock *c)
+{
+    (void)c;
+    return ckh_posix_now_ns();
 }
 
 static int pc_sleep(struct ckh_clock *c, uint64_t ns)

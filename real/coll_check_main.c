@@ -25,13 +25,7 @@
 
 #include "real_coll.h"
 #include "real_nccl.h"
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* a benchmark's timing */
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "ckh/posix.h"
 
 /* One f32 sum all-reduce of buf: on the host collectives, or on the
  * device buffer through gpu when there is one. */
@@ -58,11 +52,11 @@ static int bench(struct ckh_coll *c, struct ckh_gpu *gpu, int rank, size_t bytes
     for (long i = 0; i < iters / 10 + 1; i++)
         if (reduce(c, gpu, buf, bytes / 4) != 0)
             goto out;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = ckh_posix_now_ns();
     for (long i = 0; i < iters; i++)
         if (reduce(c, gpu, buf, bytes / 4) != 0)
             goto out;
-    uint64_t t = now_ns() - t0;
+    uint64_t t = ckh_posix_now_ns() - t0;
     if (rank == 0)
         printf("allreduce %zu %.0f\n", bytes, (double)t / (double)iters);
     code = 0;

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "real_faults.h"
 
 #ifndef CKH_MPI_NAME
@@ -83,16 +84,9 @@ void ckh_real_mpi_finalize(struct ckh_coll *c)
 
 /* ---- polling with a deadline ---- */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* deadlines of real collectives */
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t deadline_of(uint64_t timeout_ns)
 {
-    uint64_t t = now_ns();
+    uint64_t t = ckh_posix_now_ns();
     return timeout_ns == 0 || timeout_ns > UINT64_MAX - t ? UINT64_MAX : t + timeout_ns;
 }
 
@@ -224,7 +218,7 @@ static int exchange(struct real_coll *c, const struct hdr *mine, const void *pay
             sent = sends_done(reqs, w, &rc);
         if (rc == 0 && missing == 0 && sent && !mismatch)
             break;
-        if (rc == 0 && now_ns() >= deadline)
+        if (rc == 0 && ckh_posix_now_ns() >= deadline)
             rc = mismatch ? CKH_EMISMATCH : CKH_ETIMEOUT;
         if (!progress)
             idle(&spins);
@@ -417,7 +411,7 @@ static int p2p_send(struct real_coll *c, const void *buf, size_t size, int peer,
     while (rc == 0 && !flag) {
         if (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             rc = CKH_EPEER_DEAD;
-        else if (!flag && now_ns() >= deadline)
+        else if (!flag && ckh_posix_now_ns() >= deadline)
             rc = CKH_ETIMEOUT;
         else if (!flag)
             idle(&spins);
@@ -460,7 +454,7 @@ static int p2p_recv(struct real_coll *c, void *buf, size_t size, int peer, int t
             free(msg);
             break;
         }
-        if (now_ns() >= deadline) {
+        if (ckh_posix_now_ns() >= deadline) {
             rc = CKH_ETIMEOUT;
             break;
         }

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "real_faults.h"
 
 /* ---- the libraries ---- */
@@ -188,13 +189,6 @@ static int grow_dev(void **p, size_t *have, size_t want)
 
 /* ---- calls with a deadline ---- */
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* collective deadlines are wall-clock on real machines */
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 enum { NCCL_IN_PROGRESS = 7 }; /* ncclInProgress: not an error */
 
 /* The communicator is unusable: aborted now, every later call refused. */
@@ -222,7 +216,7 @@ static int wait_stream(struct nccl_coll *c, uint64_t t0, uint64_t timeout_ns)
         nccl_result ae = 0;
         if (lib.async_error && lib.async_error(c->comm, &ae) == 0 && ae != 0 && ae != NCCL_IN_PROGRESS)
             return fail_comm(c, CKH_EPEER_DEAD);
-        if (timeout_ns && mono_ns() - t0 > timeout_ns)
+        if (timeout_ns && ckh_posix_now_ns() - t0 > timeout_ns)
             return fail_comm(c, CKH_ETIMEOUT);
         if (spins > 1000) {
             struct timespec ts = {.tv_nsec = 50000};
@@ -235,7 +229,7 @@ static int wait_stream(struct nccl_coll *c, uint64_t t0, uint64_t timeout_ns)
  * or device memory when on_device (then it goes out as it is). */
 static int gather(struct nccl_coll *c, const void *send, bool on_device, size_t bytes, uint64_t timeout_ns)
 {
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = ckh_posix_now_ns();
     size_t all = bytes * (size_t)c->world;
     int rc;
     if ((!on_device && (rc = grow_dev(&c->dsend, &c->dsend_bytes, bytes)) != 0) ||

@@ -294,9 +294,7 @@ static const struct ckh_fs_ops shim_fs_ops = {
 static uint64_t c_now(struct ckh_clock *c)
 {
     (void)c;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return ckh_posix_now_ns();
 }
 
 static int c_sleep(struct ckh_clock *c, uint64_t ns)

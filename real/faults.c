@@ -14,6 +14,7 @@
 #include "ckh/err.h"
 #include "ckh/fault_rule.h"
 #include "ckh/fs.h"
+#include "ckh/posix.h"
 
 struct ckh_real_faults {
     uint64_t seed;                     /* the run's seed */
@@ -28,13 +29,6 @@ struct ckh_real_faults {
     uint64_t t0_ns;                    /* when the process armed its rules */
     pthread_mutex_t lock;              /* one evaluation at a time within the process */
 };
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* at_time_ns: wall-clock time on real machines */
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 _Noreturn void ckh_real_faults_kill(void)
 {
@@ -92,7 +86,7 @@ int ckh_real_faults_create(const struct ckh_real_faults_config *cfg, struct ckh_
         goto out_free;
     }
     pthread_mutex_init(&f->lock, NULL);
-    f->t0_ns = mono_ns();
+    f->t0_ns = ckh_posix_now_ns();
     *out = f;
     return 0;
 out_free:
@@ -117,7 +111,7 @@ void ckh_real_faults_destroy(struct ckh_real_faults *f)
 /* Time for at_time_ns: wall-clock time since the process armed its rules. */
 static uint64_t now_ns(const struct ckh_real_faults *f)
 {
-    return mono_ns() - f->t0_ns;
+    return ckh_posix_now_ns() - f->t0_ns;
 }
 
 /* The shared counters: locked and read in, or written back and unlocked. */

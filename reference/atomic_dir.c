@@ -113,7 +113,7 @@ struct ckh_adir {
     int rank;                        /* collective rank */
     int world;                       /* world size */
     uint64_t next_n;                 /* async: least number of the next folder (V3) */
-    char errmsg[512];                /* last error */
+    char errmsg[CKH_ERRMSG_BYTES];   /* last error */
 };
 
 struct folder {
@@ -122,17 +122,6 @@ struct folder {
     bool committed;  /* marker present */
     char *name;      /* basename (malloc'd from env->alloc) */
 };
-
-static int dfail(struct ckh_adir *d, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int dfail(struct ckh_adir *d, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    code = ckh_verrf(d->errmsg, sizeof d->errmsg, code, fmt, ap);
-    va_end(ap);
-    return code;
-}
 
 static bool sync_mode(const struct ckh_adir *d)
 {
@@ -149,7 +138,7 @@ static int sync_dir(struct ckh_adir *d, const char *dir)
     if (no_fsync(d))
         return 0;
     int rc = ckh_fs_fsync_dir(d->env->fs, dir);
-    return rc ? dfail(d, rc, "fsync directory '%s': %s", dir, ckh_strerror(rc)) : 0;
+    return rc ? CKH_ERRF(d->errmsg, rc, "fsync directory '%s': %s", dir, ckh_strerror(rc)) : 0;
 }
 
 /* "D/<base>" into buf (D "/" gives "/<base>"). */
@@ -208,8 +197,8 @@ static int adir_agree(struct ckh_adir *d, const struct ckh_adir_config *cfg, int
     rc = ckh_coll_allgather(env->coll, mine, all, sizeof mine, cfg->timeout_ns);
     for (int r = 0; !rc && !status && r < d->world; r++)
         if (all[5 * r + 4])
-            status = dfail(d, all[5 * r + 4], "rank %d could not set up its view of '%s': %s", r,
-                           d->out_dir, ckh_strerror(all[5 * r + 4]));
+            status = CKH_ERRF(d->errmsg, all[5 * r + 4], "rank %d could not set up its view of '%s': %s", r,
+                              d->out_dir, ckh_strerror(all[5 * r + 4]));
     if (!rc && status) {
         ckh_free(env->alloc, all);
         ckh_node_logf(env->node, "atomic directory '%s': %s", d->name, d->errmsg);
@@ -252,7 +241,7 @@ static int adir_make_dir(struct ckh_adir *d)
         return 0;
     rc = ckh_fs_mkdirs(env->fs, d->out_dir);
     if (rc)
-        return dfail(d, rc, "mkdir '%s': %s", d->out_dir, ckh_strerror(rc));
+        return CKH_ERRF(d->errmsg, rc, "mkdir '%s': %s", d->out_dir, ckh_strerror(rc));
     snprintf(dir, sizeof dir, "%s", d->out_dir);
     while (!rc && strcmp(dir, "/") != 0 && !no_fsync(d)) {
         char parent[CKH_PATH_MAX + 1];
@@ -270,7 +259,7 @@ static int probe_scan(struct ckh_adir *d, const char *prefix, bool *seen)
     struct ckh_listing l = {0};
     int rc = ckh_atomic_listdir(d->env->fs, d->env->alloc, d->out_dir, &l);
     if (rc)
-        return dfail(d, rc, "listdir '%s': %s", d->out_dir, ckh_strerror(rc));
+        return CKH_ERRF(d->errmsg, rc, "listdir '%s': %s", d->out_dir, ckh_strerror(rc));
     size_t plen = strlen(prefix);
     for (size_t i = 0; i < l.count; i++) {
         const char *nm = l.entries[i].name;
@@ -302,12 +291,12 @@ static int check_leaders(struct ckh_adir *d, const int32_t *leaders)
     for (int r = 0; r < d->world; r++) {
         int l = leaders[r];
         if (l < 0)
-            return dfail(d, l, "rank %d could not probe its view of '%s': %s", r, d->out_dir,
-                         ckh_strerror(l));
+            return CKH_ERRF(d->errmsg, l, "rank %d could not probe its view of '%s': %s", r, d->out_dir,
+                            ckh_strerror(l));
         if (l >= d->world || leaders[l] != l)
-            return dfail(d, CKH_EMISMATCH,
-                         "ranks disagree on who shares the disk of '%s' (rank %d names rank %d)",
-                         d->out_dir, r, l);
+            return CKH_ERRF(d->errmsg, CKH_EMISMATCH,
+                            "ranks disagree on who shares the disk of '%s' (rank %d names rank %d)",
+                            d->out_dir, r, l);
     }
     return 0;
 }
@@ -328,7 +317,7 @@ static int adir_probe(struct ckh_adir *d, uint64_t nonce)
         struct ckh_file *f = NULL;
         status = ckh_fs_open(env->fs, probe, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_TRUNC, &f);
         if (status) {
-            dfail(d, status, "create probe '%s': %s", probe, ckh_strerror(status));
+            CKH_ERRF(d->errmsg, status, "create probe '%s': %s", probe, ckh_strerror(status));
         } else {
             made = true;
             ckh_file_close(f);
@@ -336,17 +325,17 @@ static int adir_probe(struct ckh_adir *d, uint64_t nonce)
     }
     int rc = ckh_coll_barrier(env->coll, d->timeout_ns);
     if (rc) {
-        status = dfail(d, rc, "barrier after the probes: %s", ckh_strerror(rc));
+        status = CKH_ERRF(d->errmsg, rc, "barrier after the probes: %s", ckh_strerror(rc));
         goto out;
     }
     if (!status)
         status = probe_scan(d, prefix, seen);
     int32_t mine = status ? status : view_leader_of(d, seen);
     if (!status && !seen[d->rank])
-        mine = dfail(d, CKH_EMISMATCH, "probe '%s' is not in the listing of '%s'", probe, d->out_dir);
+        mine = CKH_ERRF(d->errmsg, CKH_EMISMATCH, "probe '%s' is not in the listing of '%s'", probe, d->out_dir);
     rc = ckh_coll_allgather(env->coll, &mine, leaders, sizeof mine, d->timeout_ns);
     if (rc) {
-        status = dfail(d, rc, "all-gather of the view leaders: %s", ckh_strerror(rc));
+        status = CKH_ERRF(d->errmsg, rc, "all-gather of the view leaders: %s", ckh_strerror(rc));
         goto out;
     }
     if (!status)
@@ -473,7 +462,7 @@ static int scan_folders(struct ckh_adir *d, struct folder **out, size_t *count)
     struct ckh_listing l = {0};
     int rc = ckh_atomic_listdir(d->env->fs, d->env->alloc, d->out_dir, &l);
     if (rc)
-        return dfail(d, rc, "listdir '%s': %s", d->out_dir, ckh_strerror(rc));
+        return CKH_ERRF(d->errmsg, rc, "listdir '%s': %s", d->out_dir, ckh_strerror(rc));
     struct folder *f = ckh_calloc(d->env->alloc, l.count ? l.count : 1, sizeof *f);
     size_t n = 0;
     if (!f) {
@@ -518,13 +507,13 @@ static int read_pointer(struct ckh_adir *d, char *buf, size_t n)
     if (len == -ENOENT || len == CKH_ENOTFOUND)
         return 0;
     if (len < 0)
-        return dfail(d, (int)len, "readlink '%s': %s", d->link_path, ckh_strerror((int)len));
+        return CKH_ERRF(d->errmsg, (int)len, "readlink '%s': %s", d->link_path, ckh_strerror((int)len));
     if ((size_t)len >= sizeof target)
-        return dfail(d, CKH_ECORRUPT, "pointer '%s' target too long", d->link_path);
+        return CKH_ERRF(d->errmsg, CKH_ECORRUPT, "pointer '%s' target too long", d->link_path);
     const char *base = strrchr(target, '/');
     base = base ? base + 1 : target;
     if (strlen(base) >= n)
-        return dfail(d, CKH_ECORRUPT, "pointer '%s' target too long", d->link_path);
+        return CKH_ERRF(d->errmsg, CKH_ECORRUPT, "pointer '%s' target too long", d->link_path);
     strcpy(buf, base);
     return 0;
 }
@@ -545,13 +534,13 @@ static int remove_tree(struct ckh_adir *d, const char *path, bool top)
             if (rc)
                 return rc;
         } else if (rc != -ENOENT) {
-            return dfail(d, rc, "unlink '%s': %s", marker, ckh_strerror(rc));
+            return CKH_ERRF(d->errmsg, rc, "unlink '%s': %s", marker, ckh_strerror(rc));
         }
     }
     struct ckh_listing l = {0};
     rc = ckh_atomic_listdir(fs, d->env->alloc, path, &l);
     if (rc)
-        return dfail(d, rc, "listdir '%s': %s", path, ckh_strerror(rc));
+        return CKH_ERRF(d->errmsg, rc, "listdir '%s': %s", path, ckh_strerror(rc));
     for (size_t i = 0; i < l.count && !rc; i++) {
         char child[CKH_PATH_MAX + 1];
         if (ckh_path_join(child, sizeof child, path, l.entries[i].name)) {
@@ -565,14 +554,14 @@ static int remove_tree(struct ckh_adir *d, const char *path, bool top)
         if (rc == -ENOENT)
             rc = 0;
         if (rc)
-            dfail(d, rc, "removing '%s': %s", child, ckh_strerror(rc));
+            CKH_ERRF(d->errmsg, rc, "removing '%s': %s", child, ckh_strerror(rc));
     }
     ckh_atomic_listing_free(d->env->alloc, &l);
     if (rc)
         return rc;
     rc = ckh_fs_rmdir(fs, path);
     if (rc && rc != -ENOENT)
-        return dfail(d, rc, "rmdir '%s': %s", path, ckh_strerror(rc));
+        return CKH_ERRF(d->errmsg, rc, "rmdir '%s': %s", path, ckh_strerror(rc));
     return 0;
 }
 
@@ -596,7 +585,7 @@ static int remove_leftovers(struct ckh_adir *d, bool *removed)
     struct ckh_listing l = {0};
     rc = ckh_atomic_listdir(fs, d->env->alloc, d->out_dir, &l);
     if (rc)
-        return dfail(d, rc, "listdir '%s': %s", d->out_dir, ckh_strerror(rc));
+        return CKH_ERRF(d->errmsg, rc, "listdir '%s': %s", d->out_dir, ckh_strerror(rc));
     for (size_t i = 0; i < l.count && !rc; i++) {
         const char *nm = l.entries[i].name;
         if ((strncmp(nm, tmp_prefix, strlen(tmp_prefix)) != 0 &&
@@ -610,7 +599,7 @@ static int remove_leftovers(struct ckh_adir *d, bool *removed)
         if (rc == -ENOENT)
             rc = 0;
         if (rc)
-            dfail(d, rc, "unlink '%s': %s", p, ckh_strerror(rc));
+            CKH_ERRF(d->errmsg, rc, "unlink '%s': %s", p, ckh_strerror(rc));
         *removed = true;
     }
     ckh_atomic_listing_free(d->env->alloc, &l);
@@ -683,15 +672,15 @@ static int move_pointer(struct ckh_adir *d, const char *folder)
         int len = snprintf(tmp, sizeof tmp, "%s.tmp.%s.%016" PRIx64, d->link_path, d->at.node,
                            ckh_rng_next(&d->at.rng));
         if (len < 0 || (size_t)len >= sizeof tmp)
-            return dfail(d, CKH_EINVAL, "path too long for '%s'", d->link_path);
+            return CKH_ERRF(d->errmsg, CKH_EINVAL, "path too long for '%s'", d->link_path);
         rc = ckh_fs_symlink(d->env->fs, folder, tmp);
     }
     if (rc)
-        return dfail(d, rc, "symlink '%s': %s", tmp, ckh_strerror(rc));
+        return CKH_ERRF(d->errmsg, rc, "symlink '%s': %s", tmp, ckh_strerror(rc));
     rc = ckh_fs_rename(d->env->fs, tmp, d->link_path);
     if (rc) {
         ckh_fs_unlink(d->env->fs, tmp);
-        return dfail(d, rc, "rename '%s' -> '%s': %s", tmp, d->link_path, ckh_strerror(rc));
+        return CKH_ERRF(d->errmsg, rc, "rename '%s' -> '%s': %s", tmp, d->link_path, ckh_strerror(rc));
     }
     return sync_dir(d, d->out_dir);
 }
@@ -706,9 +695,9 @@ static int agree_status(struct ckh_adir *d, int status, const char *what)
     int32_t st = status ? -status : 0;
     int rc = ckh_coll_allreduce(d->env->coll, &st, 1, CKH_DT_I32, CKH_RED_MAX, d->timeout_ns);
     if (rc)
-        return dfail(d, rc, "all-reduce after %s: %s", what, ckh_strerror(rc));
+        return CKH_ERRF(d->errmsg, rc, "all-reduce after %s: %s", what, ckh_strerror(rc));
     if (st && !status)
-        return dfail(d, -st, "another rank failed to %s: %s", what, ckh_strerror(-st));
+        return CKH_ERRF(d->errmsg, -st, "another rank failed to %s: %s", what, ckh_strerror(-st));
     return status;
 }
 
@@ -720,7 +709,7 @@ static int vote_force(struct ckh_adir *d, bool *force)
                                 d->strategy == CKH_ADIR_SYNC_ANY ? CKH_RED_MAX : CKH_RED_MIN,
                                 d->timeout_ns);
     if (rc)
-        return dfail(d, rc, "force_save vote: %s", ckh_strerror(rc));
+        return CKH_ERRF(d->errmsg, rc, "force_save vote: %s", ckh_strerror(rc));
     *force = vote != 0;
     return 0;
 }
@@ -742,10 +731,10 @@ static int next_number(struct ckh_adir *d, uint64_t *next)
     int64_t v[2] = {status ? 0 : (int64_t)*next, status ? -(int64_t)status : 0};
     int rc = ckh_coll_allreduce(d->env->coll, v, 2, CKH_DT_I64, CKH_RED_MAX, d->timeout_ns);
     if (rc)
-        return dfail(d, rc, "all-reduce of the next number: %s", ckh_strerror(rc));
+        return CKH_ERRF(d->errmsg, rc, "all-reduce of the next number: %s", ckh_strerror(rc));
     if (v[1] && !status)
-        return dfail(d, (int)-v[1], "another rank failed to clean up its view: %s",
-                     ckh_strerror((int)-v[1]));
+        return CKH_ERRF(d->errmsg, (int)-v[1], "another rank failed to clean up its view: %s",
+                        ckh_strerror((int)-v[1]));
     *next = (uint64_t)v[0];
     return status;
 }
@@ -769,11 +758,11 @@ int ckh_adir_prepare(struct ckh_adir *d, bool force_save, char *buf, size_t n)
                        strcmp(d->out_dir, "/") == 0 ? "" : d->out_dir, d->name, next,
                        force ? "_force" : "");
     if (len < 0 || (size_t)len >= sizeof folder)
-        status = dfail(d, CKH_EINVAL, "folder path too long");
+        status = CKH_ERRF(d->errmsg, CKH_EINVAL, "folder path too long");
     if (!status && d->is_leader) {
         status = ckh_fs_mkdir(d->env->fs, folder);
         if (status)
-            dfail(d, status, "mkdir '%s': %s", folder, ckh_strerror(status));
+            CKH_ERRF(d->errmsg, status, "mkdir '%s': %s", folder, ckh_strerror(status));
         if (!status && ckh_defect_on(d->defects, CKH_DEFECT_POINTER_BEFORE_DATA))
             status = move_pointer(d, folder);
     }
@@ -783,7 +772,7 @@ int ckh_adir_prepare(struct ckh_adir *d, bool force_save, char *buf, size_t n)
     if (status)
         return status;
     if (strlen(folder) >= n)
-        return dfail(d, CKH_EINVAL, "buffer too small for '%s'", folder);
+        return CKH_ERRF(d->errmsg, CKH_EINVAL, "buffer too small for '%s'", folder);
     strcpy(buf, folder);
     return 0;
 }
@@ -831,11 +820,11 @@ static int commit_view(struct ckh_adir *d, const char *folder, uint64_t num, boo
     char content[64];
     int len = snprintf(content, sizeof content, "%" PRIu64 "\n", num);
     if (!status && ckh_path_join(marker, sizeof marker, folder, CKH_ADIR_COMMIT_MARKER))
-        status = dfail(d, CKH_EINVAL, "path too long in '%s'", folder);
+        status = CKH_ERRF(d->errmsg, CKH_EINVAL, "path too long in '%s'", folder);
     if (!status) {
         status = ckh_atomic_save(&d->at, marker, content, (size_t)len);
         if (status)
-            dfail(d, status, "commit marker: %s", d->at.errmsg);
+            CKH_ERRF(d->errmsg, status, "commit marker: %s", d->at.errmsg);
     }
     if (!status)
         status = sync_dir(d, d->out_dir);
@@ -852,14 +841,14 @@ int ckh_adir_commit(struct ckh_adir *d, const char *folder)
     uint64_t num;
     bool force;
     if (!parse_folder(d, base, &num, &force))
-        return dfail(d, CKH_EINVAL, "'%s' is not a folder of saver '%s'", folder, d->name);
+        return CKH_ERRF(d->errmsg, CKH_EINVAL, "'%s' is not a folder of saver '%s'", folder, d->name);
     bool sync = sync_mode(d);
     bool early = ckh_defect_on(d->defects, CKH_DEFECT_RETENTION_DELETES_LIVE);
     int rc, status = 0;
     if (sync) {
         rc = ckh_coll_barrier(d->env->coll, d->timeout_ns);
         if (rc)
-            return dfail(d, rc, "barrier before commit: %s", ckh_strerror(rc));
+            return CKH_ERRF(d->errmsg, rc, "barrier before commit: %s", ckh_strerror(rc));
     }
     if (d->is_leader)
         status = commit_view(d, folder, num, early);
@@ -915,7 +904,7 @@ static int resolve_latest(struct ckh_adir *d, char *buf, size_t n, uint64_t *num
         uint64_t best = 0;
         rc = scan_folders(d, &f, &nf);
         if (rc == -ENOENT) /* the output directory is not there (yet) */
-            return dfail(d, CKH_ENOTFOUND, "no pointer '%s' and no output directory", d->link_path);
+            return CKH_ERRF(d->errmsg, CKH_ENOTFOUND, "no pointer '%s' and no output directory", d->link_path);
         if (rc)
             return rc;
         for (size_t i = 0; i < nf; i++)
@@ -925,28 +914,28 @@ static int resolve_latest(struct ckh_adir *d, char *buf, size_t n, uint64_t *num
             }
         free_folders(d, f, nf);
         if (!base[0])
-            return dfail(d, CKH_ENOTFOUND, "no pointer '%s' and no committed folder", d->link_path);
+            return CKH_ERRF(d->errmsg, CKH_ENOTFOUND, "no pointer '%s' and no committed folder", d->link_path);
     }
     char folder[CKH_PATH_MAX + 1], marker[CKH_PATH_MAX + 1];
     if (ckh_path_join(folder, sizeof folder, d->out_dir, base) ||
         ckh_path_join(marker, sizeof marker, folder, CKH_ADIR_COMMIT_MARKER))
-        return dfail(d, CKH_ECORRUPT, "pointer target too long");
+        return CKH_ERRF(d->errmsg, CKH_ECORRUPT, "pointer target too long");
     struct ckh_stat st;
     rc = ckh_fs_stat(d->env->fs, folder, &st);
     if (rc || st.type != CKH_FT_DIR)
-        return dfail(d, CKH_ECORRUPT, "pointer '%s' names '%s', which does not exist",
-                     d->link_path, folder);
+        return CKH_ERRF(d->errmsg, CKH_ECORRUPT, "pointer '%s' names '%s', which does not exist",
+                        d->link_path, folder);
     if (!ckh_fs_exists(d->env->fs, marker))
-        return dfail(d, CKH_ECORRUPT, "pointer '%s' names '%s', which was never committed",
-                     d->link_path, folder);
+        return CKH_ERRF(d->errmsg, CKH_ECORRUPT, "pointer '%s' names '%s', which was never committed",
+                        d->link_path, folder);
     bool force = false;
     if (!parse_folder(d, base, num, &force))
-        return dfail(d, CKH_ECORRUPT, "pointer '%s' names '%s', not a folder of saver '%s'",
-                     d->link_path, folder, d->name);
+        return CKH_ERRF(d->errmsg, CKH_ECORRUPT, "pointer '%s' names '%s', not a folder of saver '%s'",
+                        d->link_path, folder, d->name);
     if (check_marker(d, folder, *num))
-        return dfail(d, CKH_ECORRUPT, "the commit marker of '%s' is damaged", folder);
+        return CKH_ERRF(d->errmsg, CKH_ECORRUPT, "the commit marker of '%s' is damaged", folder);
     if (strlen(folder) >= n)
-        return dfail(d, CKH_EINVAL, "buffer too small for '%s'", folder);
+        return CKH_ERRF(d->errmsg, CKH_EINVAL, "buffer too small for '%s'", folder);
     strcpy(buf, folder);
     return 0;
 }
@@ -1009,15 +998,15 @@ static int resume_walk(struct ckh_adir *d, int64_t *cand, char *name, size_t nam
         struct view_numbers v;
         int status = view_numbers(d, *cand, &v);
         if (status)
-            dfail(d, status, "listing '%s': %s", d->out_dir, ckh_strerror(status));
+            CKH_ERRF(d->errmsg, status, "listing '%s': %s", d->out_dir, ckh_strerror(status));
         int64_t w[4] = {v.has ? 1 : 0, v.below, -(int64_t)v.max_seen, status};
         int rc = ckh_coll_allreduce(d->env->coll, w, 4, CKH_DT_I64, CKH_RED_MIN, d->timeout_ns);
         if (rc)
-            return dfail(d, rc, "all-reduce of the resume candidate: %s", ckh_strerror(rc));
+            return CKH_ERRF(d->errmsg, rc, "all-reduce of the resume candidate: %s", ckh_strerror(rc));
         if (w[3])
             return status ? status
-                          : dfail(d, (int)w[3], "another rank cannot list its checkpoints: %s",
-                                  ckh_strerror((int)w[3]));
+                          : CKH_ERRF(d->errmsg, (int)w[3], "another rank cannot list its checkpoints: %s",
+                                     ckh_strerror((int)w[3]));
         if (d->strategy == CKH_ADIR_ASYNC)
             d->next_n = (uint64_t)-w[2] + 1;
         if (*cand < 0)
@@ -1039,7 +1028,7 @@ int ckh_adir_resume(struct ckh_adir *d, char *buf, size_t n)
     int own = resolve_latest(d, folder, sizeof folder, &num);
     if (d->world == 1) {
         if (own == 0 && strlen(folder) >= n)
-            return dfail(d, CKH_EINVAL, "buffer too small for '%s'", folder);
+            return CKH_ERRF(d->errmsg, CKH_EINVAL, "buffer too small for '%s'", folder);
         if (own == 0)
             strcpy(buf, folder);
         return own;
@@ -1047,20 +1036,20 @@ int ckh_adir_resume(struct ckh_adir *d, char *buf, size_t n)
     int64_t v[2] = {own ? -1 : (int64_t)num, own && own != CKH_ENOTFOUND ? own : 0};
     int rc = ckh_coll_allreduce(d->env->coll, v, 2, CKH_DT_I64, CKH_RED_MIN, d->timeout_ns);
     if (rc)
-        return dfail(d, rc, "all-reduce of the latest checkpoints: %s", ckh_strerror(rc));
+        return CKH_ERRF(d->errmsg, rc, "all-reduce of the latest checkpoints: %s", ckh_strerror(rc));
     if (v[1])
         return own && own != CKH_ENOTFOUND
                    ? own
-                   : dfail(d, (int)v[1], "another rank cannot resume from its latest checkpoint: %s",
-                           ckh_strerror((int)v[1]));
+                   : CKH_ERRF(d->errmsg, (int)v[1], "another rank cannot resume from its latest checkpoint: %s",
+                              ckh_strerror((int)v[1]));
     int64_t cand = v[0];
     if ((rc = resume_walk(d, &cand, name, sizeof name)) != 0)
         return rc;
     if (cand < 0)
-        return dfail(d, CKH_ENOTFOUND, "no checkpoint of '%s' is committed in every rank's view",
-                     d->name);
+        return CKH_ERRF(d->errmsg, CKH_ENOTFOUND, "no checkpoint of '%s' is committed in every rank's view",
+                        d->name);
     if (ckh_path_join(folder, sizeof folder, d->out_dir, name) || strlen(folder) >= n)
-        return dfail(d, CKH_EINVAL, "buffer too small for '%s/%s'", d->out_dir, name);
+        return CKH_ERRF(d->errmsg, CKH_EINVAL, "buffer too small for '%s/%s'", d->out_dir, name);
     strcpy(buf, folder);
     return 0;
 }

@@ -23,17 +23,6 @@
 
 #include "ckh/err.h"
 
-static int afail(struct ckh_atomic *a, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int afail(struct ckh_atomic *a, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    code = ckh_verrf(a->errmsg, sizeof a->errmsg, code, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
 int ckh_atomic_init(struct ckh_atomic *a, struct ckh_env *env, const struct ckh_defect_set *defects)
 {
     if (!a || !env || !env->fs)
@@ -121,16 +110,16 @@ int ckh_atomic_clean_stale(struct ckh_atomic *a, const char *path)
         return CKH_EINVAL;
     int rc = ckh_path_check(path);
     if (rc)
-        return afail(a, rc, "bad path '%s'", path);
+        return CKH_ERRF(a->errmsg, rc, "bad path '%s'", path);
     char dir[CKH_PATH_MAX + 1], prefix[CKH_PATH_MAX + 64], fixed[CKH_PATH_MAX + 8];
     if (ckh_path_dirname(path, dir, sizeof dir) ||
         ckh_atomic_tmp_prefix(strrchr(path, '/') + 1, a->node, prefix, sizeof prefix))
-        return afail(a, CKH_EINVAL, "path too long: '%s'", path);
+        return CKH_ERRF(a->errmsg, CKH_EINVAL, "path too long: '%s'", path);
     snprintf(fixed, sizeof fixed, "%s.temp", strrchr(path, '/') + 1);
     struct ckh_listing l = {0};
     rc = ckh_atomic_listdir(a->fs, a->alloc, dir, &l);
     if (rc)
-        return afail(a, rc, "listdir '%s': %s", dir, ckh_strerror(rc));
+        return CKH_ERRF(a->errmsg, rc, "listdir '%s': %s", dir, ckh_strerror(rc));
     size_t plen = strlen(prefix);
     int removed = 0;
     for (size_t i = 0; i < l.count; i++) {
@@ -145,7 +134,7 @@ int ckh_atomic_clean_stale(struct ckh_atomic *a, const char *path)
         rc = ckh_fs_unlink(a->fs, full);
         if (rc && rc != -ENOENT) {
             ckh_atomic_listing_free(a->alloc, &l);
-            return afail(a, rc, "unlink stale '%s': %s", full, ckh_strerror(rc));
+            return CKH_ERRF(a->errmsg, rc, "unlink stale '%s': %s", full, ckh_strerror(rc));
         }
         removed += rc == 0;
     }
@@ -178,21 +167,21 @@ static int write_sync_close(struct ckh_atomic *a, struct ckh_file *f, const char
 {
     int rc = writer(ctx, f);
     if (rc) {
-        afail(a, rc, "writing '%s': %s", fpath, ckh_strerror(rc));
+        CKH_ERRF(a->errmsg, rc, "writing '%s': %s", fpath, ckh_strerror(rc));
         ckh_file_close(f);
         return rc;
     }
     if (!no_fsync(a)) {
         rc = ckh_file_fsync(f);
         if (rc) {
-            afail(a, rc, "fsync '%s': %s", fpath, ckh_strerror(rc));
+            CKH_ERRF(a->errmsg, rc, "fsync '%s': %s", fpath, ckh_strerror(rc));
             ckh_file_close(f);
             return rc;
         }
     }
     rc = ckh_file_close(f);
     if (rc)
-        return afail(a, rc, "close '%s': %s", fpath, ckh_strerror(rc));
+        return CKH_ERRF(a->errmsg, rc, "close '%s': %s", fpath, ckh_strerror(rc));
     return 0;
 }
 
@@ -203,16 +192,16 @@ int ckh_atomic_save_with(struct ckh_atomic *a, const char *path, ckh_atomic_writ
         return CKH_EINVAL;
     int rc = ckh_path_check(path);
     if (rc)
-        return afail(a, rc, "bad path '%s'", path);
+        return CKH_ERRF(a->errmsg, rc, "bad path '%s'", path);
     char dir[CKH_PATH_MAX + 1];
     if (ckh_path_dirname(path, dir, sizeof dir))
-        return afail(a, CKH_EINVAL, "bad path '%s'", path);
+        return CKH_ERRF(a->errmsg, CKH_EINVAL, "bad path '%s'", path);
     struct ckh_file *f = NULL;
 
     if (ckh_defect_on(a->defects, CKH_DEFECT_OVERWRITE_IN_PLACE)) {
         rc = ckh_fs_open(a->fs, path, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_TRUNC, &f);
         if (rc)
-            return afail(a, rc, "open '%s': %s", path, ckh_strerror(rc));
+            return CKH_ERRF(a->errmsg, rc, "open '%s': %s", path, ckh_strerror(rc));
         return write_sync_close(a, f, path, writer, ctx);
     }
 
@@ -229,24 +218,24 @@ int ckh_atomic_save_with(struct ckh_atomic *a, const char *path, ckh_atomic_writ
         for (int attempt = 0; attempt < 8 && rc == -EEXIST; attempt++) {
             snprintf(tmp, sizeof tmp, "%s.tmp.%s.%016" PRIx64, path, a->node, ckh_rng_next(&a->rng));
             if (strlen(tmp) > CKH_PATH_MAX)
-                return afail(a, CKH_EINVAL, "path too long for a temporary: '%s'", path);
+                return CKH_ERRF(a->errmsg, CKH_EINVAL, "path too long for a temporary: '%s'", path);
             rc = ckh_fs_open(a->fs, tmp, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_EXCL, &f);
         }
     }
     if (rc)
-        return afail(a, rc, "create temporary '%s': %s", tmp, ckh_strerror(rc));
+        return CKH_ERRF(a->errmsg, rc, "create temporary '%s': %s", tmp, ckh_strerror(rc));
     rc = write_sync_close(a, f, tmp, writer, ctx);
     if (rc)
         goto out_unlink_tmp;
     rc = ckh_fs_rename(a->fs, tmp, path);
     if (rc) {
-        afail(a, rc, "rename '%s' -> '%s': %s", tmp, path, ckh_strerror(rc));
+        CKH_ERRF(a->errmsg, rc, "rename '%s' -> '%s': %s", tmp, path, ckh_strerror(rc));
         goto out_unlink_tmp;
     }
     if (!no_fsync(a)) {
         rc = ckh_fs_fsync_dir(a->fs, dir);
         if (rc)
-            return afail(a, rc, "fsync directory '%s': %s", dir, ckh_strerror(rc));
+            return CKH_ERRF(a->errmsg, rc, "fsync directory '%s': %s", dir, ckh_strerror(rc));
     }
     return 0;
 

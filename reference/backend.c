@@ -1,6 +1,8 @@
-/* The checkpoint backend registry and the wrappers around the backend ops
- * table (include/ckh/backend.h): argument checks live here, once, so every
- * backend (built in or plugged in) sees only valid node names and epochs.
+/* The checkpoint backend registry (the built-in backends listed in
+ * backend_list.h, plugins' added at run time) and the wrappers around the
+ * backend ops table (include/ckh/backend.h): argument checks live here,
+ * once, so every backend (built in or plugged in) sees only valid node
+ * names and epochs.
  */
 #include "ckh/backend.h"
 
@@ -8,27 +10,39 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend_list.h"
 #include "ckh/err.h"
 
-#define REGISTRY_MAX 16
+#define REGISTRY_MAX 16 /* built-in and registered backends together */
 
-static const struct ckh_backend_ops *registry[REGISTRY_MAX] = {&ckh_minidb_ops};
-static size_t registry_count = 1;
+/* The built-in backends of backend_list.h, in its order. */
+static const struct ckh_backend_ops *const builtins[] = {
+#define CKH__BACKEND_REF(id) &ckh_##id##_ops,
+    CKH_BACKEND_LIST(CKH__BACKEND_REF)
+#undef CKH__BACKEND_REF
+};
+#define NBUILTINS (sizeof builtins / sizeof builtins[0])
+_Static_assert(NBUILTINS <= REGISTRY_MAX, "room for the built-in backends");
+
+/* Backends registered at run time (plugins), after the built-in ones. */
+static const struct ckh_backend_ops *added[REGISTRY_MAX - NBUILTINS];
+static size_t added_count;
 
 int ckh_backend_find(const char *name, const struct ckh_backend_ops **out, char *msg, size_t msglen)
 {
     char known[256] = "";
+    const struct ckh_backend_ops *ops;
     if (!name || !out)
         return ckh_errf(msg, msglen, CKH_EINVAL, "backend name or output is NULL");
-    for (size_t i = 0; i < registry_count; i++) {
-        if (strcmp(registry[i]->name, name) == 0) {
-            *out = registry[i];
+    for (size_t i = 0; (ops = ckh_backend_at(i)) != NULL; i++) {
+        if (strcmp(ops->name, name) == 0) {
+            *out = ops;
             return 0;
         }
-        if (strlen(known) + strlen(registry[i]->name) + 3 < sizeof known) {
+        if (strlen(known) + strlen(ops->name) + 3 < sizeof known) {
             if (known[0])
                 strcat(known, ", ");
-            strcat(known, registry[i]->name);
+            strcat(known, ops->name);
         }
     }
     return ckh_errf(msg, msglen, CKH_ENOTFOUND, "unknown checkpoint backend '%s' (known: %s)", name,
@@ -37,21 +51,24 @@ int ckh_backend_find(const char *name, const struct ckh_backend_ops **out, char 
 
 const struct ckh_backend_ops *ckh_backend_at(size_t i)
 {
-    return i < registry_count ? registry[i] : NULL;
+    if (i < NBUILTINS)
+        return builtins[i];
+    return i - NBUILTINS < added_count ? added[i - NBUILTINS] : NULL;
 }
 
 int ckh_backend_register(const struct ckh_backend_ops *ops)
 {
+    const struct ckh_backend_ops *known;
     if (!ops || !ops->name || !ops->name[0])
         return CKH_EINVAL;
     if (ops->version < 1 || ops->version > CKH_BACKEND_ABI_VERSION)
         return CKH_EVERSION;
-    for (size_t i = 0; i < registry_count; i++)
-        if (strcmp(registry[i]->name, ops->name) == 0)
+    for (size_t i = 0; (known = ckh_backend_at(i)) != NULL; i++)
+        if (strcmp(known->name, ops->name) == 0)
             return CKH_EEXISTS;
-    if (registry_count == REGISTRY_MAX)
+    if (added_count == sizeof added / sizeof added[0])
         return CKH_ELIMIT;
-    registry[registry_count++] = ops;
+    added[added_count++] = ops;
     return 0;
 }
 

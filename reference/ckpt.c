@@ -139,19 +139,8 @@ struct ckh_ckpt {
     char *single_name;          /* single: the node name (owned) */
     struct node_mgr *nodes;     /* node managers, in init order */
     size_t nnodes;              /* their number */
-    char errmsg[768];           /* last error */
+    char errmsg[CKH_ERRMSG_BYTES]; /* last error */
 };
-
-static int ck_fail(struct ckh_ckpt *ck, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int ck_fail(struct ckh_ckpt *ck, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    code = ckh_verrf(ck->errmsg, sizeof ck->errmsg, code, fmt, ap);
-    va_end(ap);
-    return code;
-}
 
 static int ckpt_create(struct ckh_env *env, const char *prefix, const char *node_name,
                        const char *db_type, struct ckh_meta *meta, bool single,
@@ -252,27 +241,27 @@ static int set_nodes(struct ckh_ckpt *ck, const char *const *nodes, size_t n)
     size_t want = ck->single ? 1 : n;
     int rc;
     if (ck->single && n > 1)
-        return ck_fail(ck, CKH_EINVAL, "a single-node checkpoint manager supports one node, got %zu", n);
+        return CKH_ERRF(ck->errmsg, CKH_EINVAL, "a single-node checkpoint manager supports one node, got %zu", n);
     if (ck->nnodes > 0) {
         if (!ck->single) {
             bool same = ck->nnodes == n;
             for (size_t i = 0; same && i < n; i++)
                 same = strcmp(ck->nodes[i].node, nodes[i]) == 0;
             if (!same)
-                return ck_fail(ck, CKH_EINVAL, "init called again with different nodes");
+                return CKH_ERRF(ck->errmsg, CKH_EINVAL, "init called again with different nodes");
         }
         return 0;
     }
     ckh_free(ck->alloc, ck->nodes); /* what a failed earlier call left */
     ck->nodes = ckh_calloc(ck->alloc, want ? want : 1, sizeof *ck->nodes);
     if (!ck->nodes)
-        return ck_fail(ck, CKH_ENOMEM, "no memory for node managers");
+        return CKH_ERRF(ck->errmsg, CKH_ENOMEM, "no memory for node managers");
     for (size_t i = 0; i < want; i++) {
         const char *name = ck->single ? ck->single_name : nodes[i];
         if ((rc = ckh_node_name_check(name)) != 0)
-            return ck_fail(ck, rc, "bad node name '%s'", name ? name : "(null)");
+            return CKH_ERRF(ck->errmsg, rc, "bad node name '%s'", name ? name : "(null)");
         if (!(ck->nodes[i].node = ckh_strdup(ck->alloc, name)))
-            return ck_fail(ck, CKH_ENOMEM, "no memory for node managers");
+            return CKH_ERRF(ck->errmsg, CKH_ENOMEM, "no memory for node managers");
         ck->nodes[i].stat.node = ck->nodes[i].node;
         ck->nodes[i].stat.epoch = -1;
         ck->nnodes = i + 1;
@@ -287,14 +276,14 @@ static int nm_take_blobs(struct ckh_ckpt *ck, struct node_mgr *nm, const struct 
     nm_clear_blobs(ck, nm);
     nm->blobs = ckh_calloc(ck->alloc, total ? total : 1, sizeof *nm->blobs);
     if (!nm->blobs)
-        return ck_fail(ck, CKH_ENOMEM, "no memory for the blob list of '%s'", nm->node);
+        return CKH_ERRF(ck->errmsg, CKH_ENOMEM, "no memory for the blob list of '%s'", nm->node);
     for (size_t i = 0; i < total; i++) {
         const char *name = ckh_ws_at(ws, i)->name;
         if (!ck->single && !(strncmp(name, nm->node, plen) == 0 && name[plen] == '/'))
             continue;
         if (!(nm->blobs[n] = ckh_strdup(ck->alloc, name))) {
             nm->nblobs = n;
-            return ck_fail(ck, CKH_ENOMEM, "no memory for the blob list of '%s'", nm->node);
+            return CKH_ERRF(ck->errmsg, CKH_ENOMEM, "no memory for the blob list of '%s'", nm->node);
         }
         n++;
     }
@@ -321,7 +310,7 @@ static int stat_end(struct ckh_ckpt *ck, struct node_mgr *nm, uint64_t t0, int r
     nm->stat.duration_ns = ckh_clock_now_ns(ck->env->clock) - t0;
     nm->stat.result = rc;
     if (rc != 0 && rc != CKH_ENOTFOUND)
-        ck_fail(ck, rc, "%s", ckh_backend_errmsg(ck->backend));
+        CKH_ERRF(ck->errmsg, rc, "%s", ckh_backend_errmsg(ck->backend));
     return rc;
 }
 
@@ -334,7 +323,7 @@ static int nm_load(struct ckh_ckpt *ck, struct ckh_session *s, struct node_mgr *
     stat_begin(ck, nm, op, epoch, &t0);
     rc = ckh_backend_load(ck->backend, nm->node, epoch, s->ws, names, count, flags, NULL);
     if (rc == CKH_ENOTFOUND || rc == -ENOENT)
-        ck_fail(ck, rc, "%s", ckh_backend_errmsg(ck->backend));
+        CKH_ERRF(ck->errmsg, rc, "%s", ckh_backend_errmsg(ck->backend));
     return stat_end(ck, nm, t0, rc);
 }
 
@@ -343,7 +332,7 @@ int ckh_ckpt_init(struct ckh_ckpt *ck, struct ckh_session *s, const char *const 
 {
     int rc;
     if (!ck || !s || !s->ws || (!nodes && n > 0))
-        return ck ? ck_fail(ck, CKH_EINVAL, "init: NULL argument") : CKH_EINVAL;
+        return ck ? CKH_ERRF(ck->errmsg, CKH_EINVAL, "init: NULL argument") : CKH_EINVAL;
     if ((rc = set_nodes(ck, nodes, n)) != 0)
         return rc;
     for (size_t i = 0; i < ck->nnodes; i++) {
@@ -365,13 +354,13 @@ int ckh_ckpt_load(struct ckh_ckpt *ck, struct ckh_session *s, int64_t epoch)
     if (!ck || !s || !s->ws)
         return CKH_EINVAL;
     if (ck->nnodes == 0)
-        return ck_fail(ck, CKH_ESTATE, "init must be called first");
+        return CKH_ERRF(ck->errmsg, CKH_ESTATE, "init must be called first");
     for (size_t i = 0; i < ck->nnodes; i++) {
         struct node_mgr *nm = &ck->nodes[i];
         if (!nm_local(ck, s, nm))
             continue;
         if (!nm->inited) /* a NULL blob list would mean "every blob" */
-            return ck_fail(ck, CKH_ESTATE, "node '%s': init must run before load", nm->node);
+            return CKH_ERRF(ck->errmsg, CKH_ESTATE, "node '%s': init must run before load", nm->node);
         rc = nm_load(ck, s, nm, epoch, "checkpoint_load", (const char *const *)nm->blobs,
                      nm->nblobs, 0);
         if (rc != 0)
@@ -399,10 +388,10 @@ int ckh_ckpt_sync(struct ckh_ckpt *ck, struct ckh_session *s, int64_t epoch)
             continue;
         if ((rc = ckh_backend_db_name(ck->backend, ck->nodes[i].node, epoch, name, sizeof name)) != 0 ||
             (rc = ckh_path_dirname(name, dir, sizeof dir)) != 0)
-            return ck_fail(ck, rc, "no directory for the checkpoint of '%s', epoch %" PRId64,
-                           ck->nodes[i].node, epoch);
+            return CKH_ERRF(ck->errmsg, rc, "no directory for the checkpoint of '%s', epoch %" PRId64,
+                            ck->nodes[i].node, epoch);
         if ((rc = ckh_fs_fsync_dir(ck->env->fs, dir)) != 0)
-            return ck_fail(ck, rc, "cannot sync %s holding %s: %s", dir, name, ckh_strerror(rc));
+            return CKH_ERRF(ck->errmsg, rc, "cannot sync %s holding %s: %s", dir, name, ckh_strerror(rc));
     }
     return 0;
 }
@@ -413,19 +402,19 @@ int ckh_ckpt_save(struct ckh_ckpt *ck, struct ckh_session *s, int64_t epoch)
     if (!ck || !s || !s->ws)
         return CKH_EINVAL;
     if (ck->nnodes == 0)
-        return ck_fail(ck, CKH_ESTATE, "init must be called first");
+        return CKH_ERRF(ck->errmsg, CKH_ESTATE, "init must be called first");
     for (size_t i = 0; i < ck->nnodes; i++) {
         struct node_mgr *nm = &ck->nodes[i];
         uint64_t t0;
         if (!nm_local(ck, s, nm))
             continue;
         if (!nm->inited) /* a NULL blob list would save every node's blobs */
-            return ck_fail(ck, CKH_ESTATE, "node '%s': init must run before save", nm->node);
+            return CKH_ERRF(ck->errmsg, CKH_ESTATE, "node '%s': init must run before save", nm->node);
         stat_begin(ck, nm, "checkpoint_save", epoch, &t0);
         rc = ckh_backend_save(ck->backend, nm->node, epoch, s->ws,
                               (const char *const *)nm->blobs, nm->nblobs);
         if ((rc = stat_end(ck, nm, t0, rc)) != 0)
-            return ck_fail(ck, rc, "%s", ckh_backend_errmsg(ck->backend));
+            return CKH_ERRF(ck->errmsg, rc, "%s", ckh_backend_errmsg(ck->backend));
     }
     return 0;
 }
@@ -443,7 +432,7 @@ int ckh_ckpt_load_blobs_locally(struct ckh_ckpt *ck, struct ckh_session *s,
         struct node_mgr *nm = &ck->nodes[i];
         bool exists = false;
         if ((rc = ckh_backend_exists(ck->backend, nm->node, epoch, &exists)) != 0)
-            return ck_fail(ck, rc, "%s", ckh_backend_errmsg(ck->backend));
+            return CKH_ERRF(ck->errmsg, rc, "%s", ckh_backend_errmsg(ck->backend));
         if (!exists) {
             char name[CKH_PATH_MAX];
             ckh_backend_db_name(ck->backend, nm->node, epoch, name, sizeof name);
@@ -480,7 +469,7 @@ int ckh_ckpt_write_metadata(struct ckh_ckpt *ck, struct ckh_session *s, int64_t 
         if (!nm_local(ck, s, &ck->nodes[i]))
             continue;
         if ((rc = ckh_meta_write(ck->meta, ck->nodes[i].node, epoch)) != 0)
-            return ck_fail(ck, rc, "cannot record epoch %" PRId64, epoch);
+            return CKH_ERRF(ck->errmsg, rc, "cannot record epoch %" PRId64, epoch);
     }
     return 0;
 }

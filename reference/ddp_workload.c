@@ -68,17 +68,6 @@ struct trainer {
     uint64_t *ids;                     /* [rec->per_step] sample ids of the step being recorded */
 };
 
-static int tfail(struct trainer *t, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int tfail(struct trainer *t, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    code = ckh_verrf(t->rr->errmsg, sizeof t->rr->errmsg, code, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
 static uint64_t rng_digest(const struct ckh_rng *r)
 {
     return ckh_hash64(CKH_HASH_INIT, r->s, sizeof r->s);
@@ -110,8 +99,8 @@ static int dev_copy(struct trainer *t, void *dst, const void *src, uint64_t byte
                     const char *what)
 {
     int rc = ckh_gpu_copy(t->gpu, dst, src, bytes, dir);
-    return rc ? tfail(t, rc, "rank %d: copying %s %s the device: %s", t->rank, what,
-                      dir == CKH_GPU_TO_HOST ? "from" : "to", ckh_strerror(rc))
+    return rc ? CKH_ERRF(t->rr->errmsg, rc, "rank %d: copying %s %s the device: %s", t->rank, what,
+                         dir == CKH_GPU_TO_HOST ? "from" : "to", ckh_strerror(rc))
               : 0;
 }
 
@@ -122,9 +111,9 @@ static int dev_oom(struct trainer *t, int dev, const char *key)
     uint64_t used = ckh_ddp_dev_used(&t->rec->devices, dev), cap = t->rec->devices.capacity_bytes;
     if (t->gpu)
         ckh_gpu_mem(t->gpu, dev, &used, &cap);
-    return tfail(t, CKH_EOOM_DEVICE,
-                 "rank %d: GPU %d out of memory loading '%s' (%" PRIu64 " bytes in use of %" PRIu64 ")",
-                 t->rank, dev, key, used, cap);
+    return CKH_ERRF(t->rr->errmsg, CKH_EOOM_DEVICE,
+                    "rank %d: GPU %d out of memory loading '%s' (%" PRIu64 " bytes in use of %" PRIu64 ")",
+                    t->rank, dev, key, used, cap);
 }
 
 /* The model's device copies on this rank's device: the gradients and the
@@ -139,22 +128,24 @@ static int dev_setup(struct trainer *t)
         largest = m->count[i] > largest ? m->count[i] : largest;
     int rc = 0;
     if (!(t->scratch = ckh_calloc(t->env->alloc, largest, sizeof(float))))
-        return tfail(t, CKH_ENOMEM, "no memory for a tensor's host copy");
+        return CKH_ERRF(t->rr->errmsg, CKH_ENOMEM, "no memory for a tensor's host copy");
     for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++)
         rc = ckh_gpu_alloc(t->gpu, t->rank, m->count[i] * sizeof(float), &t->dgrad[i]);
     if (!rc)
         rc = ckh_gpu_prepare(t->gpu, largest * sizeof(float));
     if (!rc && t->cfg->device_capacity_bytes &&
         (rc = ckh_gpu_limit(t->gpu, t->rank, t->cfg->device_capacity_bytes)) != 0)
-        return tfail(t, rc, "rank %d: GPU %d: holding back what is free beyond gpu_memory (%" PRIu64 " bytes): %s",
-                     t->rank, t->rank, t->cfg->device_capacity_bytes, ckh_strerror(rc));
+        return CKH_ERRF(t->rr->errmsg, rc,
+                        "rank %d: GPU %d: holding back what is free beyond gpu_memory (%" PRIu64 " bytes): %s",
+                        t->rank, t->rank, t->cfg->device_capacity_bytes, ckh_strerror(rc));
     for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++)
         if ((rc = ckh_gpu_alloc(t->gpu, t->rank, m->count[i] * sizeof(float), &t->dparam[i])) == 0)
             rc = ckh_gpu_alloc(t->gpu, t->rank, m->count[i] * sizeof(float), &t->dmom[i]);
     if (rc == CKH_EOOM_DEVICE)
-        return tfail(t, rc, "rank %d: GPU %d out of memory for the model", t->rank, t->rank);
+        return CKH_ERRF(t->rr->errmsg, rc, "rank %d: GPU %d out of memory for the model", t->rank, t->rank);
     if (rc)
-        return tfail(t, rc, "rank %d: GPU %d: allocating the model: %s", t->rank, t->rank, ckh_strerror(rc));
+        return CKH_ERRF(t->rr->errmsg, rc, "rank %d: GPU %d: allocating the model: %s", t->rank, t->rank,
+                        ckh_strerror(rc));
     return 0;
 }
 
@@ -225,7 +216,7 @@ static int save_sd(struct trainer *t, const char *folder, const char *file, stru
     if (!rc) {
         rc = ckh_atomic_save(&t->at, path, buf, n);
         if (rc)
-            tfail(t, rc, "saving %s: %s", path, t->at.errmsg);
+            CKH_ERRF(t->rr->errmsg, rc, "saving %s: %s", path, t->at.errmsg);
     }
     ckh_free(t->env->alloc, buf);
     return rc;
@@ -305,7 +296,7 @@ static int record_save(struct trainer *t, int rc, const char *what)
     if (rc)
         t->rr->saves_failed++;
     int r = ckh_record_save(t->env->record, &rs);
-    return r ? tfail(t, r, "recording the save of step %" PRId64 ": %s", t->step, ckh_strerror(r))
+    return r ? CKH_ERRF(t->rr->errmsg, r, "recording the save of step %" PRId64 ": %s", t->step, ckh_strerror(r))
              : 0;
 }
 
@@ -323,7 +314,7 @@ static int write_and_vote(struct trainer *t, const char *folder, int32_t *failed
     int32_t any = wrc;
     int rc = ckh_coll_allreduce(t->env->coll, &any, 1, CKH_DT_I32, CKH_RED_MIN, t->cfg->timeout_ns);
     if (rc)
-        return tfail(t, rc, "vote on checkpoint files: %s", ckh_strerror(rc));
+        return CKH_ERRF(t->rr->errmsg, rc, "vote on checkpoint files: %s", ckh_strerror(rc));
     if (!wrc)
         *failed = any;
     return 0;
@@ -350,7 +341,7 @@ static int save_checkpoint(struct trainer *t)
     if ((rc = write_and_vote(t, folder, &failed)) != 0) {
         snprintf(what, sizeof what, "%s not committed: %s", folder, t->rr->errmsg);
         int r = record_save(t, rc, what);
-        return r ? r : tfail(t, rc, "%s", what);
+        return r ? r : CKH_ERRF(t->rr->errmsg, rc, "%s", what);
     }
     if (failed) {
         snprintf(what, sizeof what, "%s not committed: %s", folder,
@@ -383,11 +374,11 @@ static int read_sd(struct trainer *t, const char *folder, const char *file, stru
     ckh_ddp_sd_init(sd, t->env->alloc);
     int rc = ckh_atomic_read(t->env->fs, t->env->alloc, path, &buf, &n);
     if (rc)
-        return tfail(t, rc, "reading '%s': %s", path, ckh_strerror(rc));
+        return CKH_ERRF(t->rr->errmsg, rc, "reading '%s': %s", path, ckh_strerror(rc));
     rc = ckh_ddp_sd_parse(sd, buf, n);
     ckh_free(t->env->alloc, buf);
     if (rc)
-        return tfail(t, rc, "parsing '%s': %s", path, ckh_strerror(rc));
+        return CKH_ERRF(t->rr->errmsg, rc, "parsing '%s': %s", path, ckh_strerror(rc));
     return 0;
 }
 
@@ -395,7 +386,7 @@ static int get_i64(struct trainer *t, const struct ckh_ddp_sd *sd, const char *k
 {
     const struct ckh_ddp_sd_entry *e = ckh_ddp_sd_find(sd, key);
     if (!e || e->size_bytes != sizeof *v)
-        return tfail(t, CKH_ENOTFOUND, "checkpoint lacks '%s'", key);
+        return CKH_ERRF(t->rr->errmsg, CKH_ENOTFOUND, "checkpoint lacks '%s'", key);
     memcpy(v, e->data, sizeof *v);
     return 0;
 }
@@ -424,7 +415,7 @@ static int stage(struct trainer *t, int dev, const struct ckh_ddp_sd_entry *e, c
     if (rc == CKH_EOOM_DEVICE)
         return dev_oom(t, dev, key);
     if (rc)
-        return tfail(t, rc, "rank %d: GPU %d: loading '%s': %s", t->rank, dev, key, ckh_strerror(rc));
+        return CKH_ERRF(t->rr->errmsg, rc, "rank %d: GPU %d: loading '%s': %s", t->rank, dev, key, ckh_strerror(rc));
     if (t->gpu && (rc = dev_copy(t, *dptr, e->data, e->size_bytes, CKH_GPU_TO_DEVICE, key)) != 0) {
         ckh_gpu_free(t->gpu, *dptr);
         *dptr = NULL;
@@ -443,13 +434,13 @@ static int load_model(struct trainer *t, const char *folder)
     rc = ckh_ddp_match_keys(&sd, ckh_ddp_param_names, CKH_DDP_NPARAM, t->cfg->keymode, idx, msg,
                             sizeof msg);
     if (rc) {
-        tfail(t, rc, "loading the model: %s", msg);
+        CKH_ERRF(t->rr->errmsg, rc, "loading the model: %s", msg);
         goto out;
     }
     for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
         const struct ckh_ddp_sd_entry *e = &sd.entries[idx[i]];
         if (e->dtype != CKH_DT_F32 || e->size_bytes != t->model.count[i] * sizeof(float)) {
-            rc = tfail(t, CKH_EMISMATCH, "model tensor '%s' has the wrong shape", e->key);
+            rc = CKH_ERRF(t->rr->errmsg, CKH_EMISMATCH, "model tensor '%s' has the wrong shape", e->key);
             break;
         }
         int dev = target_device(t, e->device);
@@ -480,7 +471,7 @@ static int load_train(struct trainer *t, const char *folder)
         snprintf(key, sizeof key, "optim.momentum.%s", ckh_ddp_param_names[i]);
         const struct ckh_ddp_sd_entry *e = ckh_ddp_sd_find(&sd, key);
         if (!e || e->size_bytes != t->model.count[i] * sizeof(float)) {
-            rc = tfail(t, CKH_EMISMATCH, "optimizer state lacks '%s'", key);
+            rc = CKH_ERRF(t->rr->errmsg, CKH_EMISMATCH, "optimizer state lacks '%s'", key);
             break;
         }
         /* The momentum buffer is adopted where it was loaded. */
@@ -500,7 +491,7 @@ static int load_train(struct trainer *t, const char *folder)
     }
     const struct ckh_ddp_sd_entry *lr = rc ? NULL : ckh_ddp_sd_find(&sd, "optim.lr");
     if (!rc && (!lr || lr->size_bytes != sizeof t->lr))
-        rc = tfail(t, CKH_ENOTFOUND, "checkpoint lacks 'optim.lr'");
+        rc = CKH_ERRF(t->rr->errmsg, CKH_ENOTFOUND, "checkpoint lacks 'optim.lr'");
     if (!rc)
         memcpy(&t->lr, lr->data, sizeof t->lr);
     if (!rc)
@@ -511,7 +502,7 @@ static int load_train(struct trainer *t, const char *folder)
         rc = get_i64(t, &sd, "epoch", &t->epoch);
     const struct ckh_ddp_sd_entry *smp = rc ? NULL : ckh_ddp_sd_find(&sd, "sampler");
     if (!rc && !smp)
-        rc = tfail(t, CKH_ENOTFOUND, "checkpoint lacks the sampler state");
+        rc = CKH_ERRF(t->rr->errmsg, CKH_ENOTFOUND, "checkpoint lacks the sampler state");
     if (!rc) {
         /* The world the checkpoint was saved under (state format in
          * sampler.h: magic, kind, world): load_rng needs it. */
@@ -520,15 +511,15 @@ static int load_train(struct trainer *t, const char *folder)
         /* Another world size without resharding: refuse it by name,
          * before anything of the checkpoint is adopted. */
         if (!t->cfg->reshard && t->saved_world > 0 && t->saved_world != t->world)
-            rc = tfail(t, CKH_EMISMATCH,
-                       "checkpoint %s was saved by %d ranks; this job has %d and resharding is off",
-                       folder, t->saved_world, t->world);
+            rc = CKH_ERRF(t->rr->errmsg, CKH_EMISMATCH,
+                          "checkpoint %s was saved by %d ranks; this job has %d and resharding is off",
+                          folder, t->saved_world, t->world);
     }
     if (!rc) {
         rc = ckh_dsampler_load_defects(&t->sampler, smp->data, smp->size_bytes, t->cfg->reshard,
                                        t->def);
         if (rc)
-            tfail(t, rc, "sampler: %s", t->sampler.errmsg);
+            CKH_ERRF(t->rr->errmsg, rc, "sampler: %s", t->sampler.errmsg);
     }
     if (!rc) {
         if (ckh_defect_on(t->def, CKH_DEFECT_RESUME_EPOCH_FROM_START))
@@ -564,7 +555,7 @@ static int load_rng(struct trainer *t, const char *folder)
         return rc;
     const struct ckh_ddp_sd_entry *e = ckh_ddp_sd_find(&sd, "rng.dropout");
     if (!e || e->size_bytes != sizeof t->rng.s)
-        rc = tfail(t, CKH_ENOTFOUND, "'%s' lacks rng.dropout", file);
+        rc = CKH_ERRF(t->rr->errmsg, CKH_ENOTFOUND, "'%s' lacks rng.dropout", file);
     else
         memcpy(t->rng.s, e->data, sizeof t->rng.s);
     ckh_ddp_sd_fini(&sd);
@@ -579,12 +570,12 @@ static int agree_loaded(struct trainer *t, bool voted)
     int64_t v[2] = {voted ? t->step : INT64_MIN, voted ? -t->step : INT64_MIN};
     int rc = ckh_coll_allreduce(t->env->coll, v, 2, CKH_DT_I64, CKH_RED_MAX, t->cfg->timeout_ns);
     if (rc)
-        return tfail(t, rc, "all-reduce after load: %s", ckh_strerror(rc));
+        return CKH_ERRF(t->rr->errmsg, rc, "all-reduce after load: %s", ckh_strerror(rc));
     if (voted && v[0] != -v[1])
-        return tfail(t, CKH_EMISMATCH,
-                     "ranks resumed from different steps (%" PRId64 " to %" PRId64
-                     "): their savers' latest checkpoints disagree",
-                     -v[1], v[0]);
+        return CKH_ERRF(t->rr->errmsg, CKH_EMISMATCH,
+                        "ranks resumed from different steps (%" PRId64 " to %" PRId64
+                        "): their savers' latest checkpoints disagree",
+                        -v[1], v[0]);
     return 0;
 }
 
@@ -596,7 +587,7 @@ static int record_resume(struct trainer *t, bool restored)
         return 0;
     struct ckh_rec_resume rr = {.step = restored ? t->step : 0, .epoch = restored ? t->epoch : 0};
     int rc = ckh_record_resume(t->env->record, &rr);
-    return rc ? tfail(t, rc, "recording the resume: %s", ckh_strerror(rc)) : 0;
+    return rc ? CKH_ERRF(t->rr->errmsg, rc, "recording the resume: %s", ckh_strerror(rc)) : 0;
 }
 
 static int load_checkpoint(struct trainer *t)
@@ -607,7 +598,7 @@ static int load_checkpoint(struct trainer *t)
     int rc = ckh_saver_resume(t->saver, folder, sizeof folder);
     bool have = rc == 0;
     if (rc && rc != CKH_ENOTFOUND)
-        rc = tfail(t, rc, "latest checkpoint: %s", ckh_saver_errmsg(t->saver));
+        rc = CKH_ERRF(t->rr->errmsg, rc, "latest checkpoint: %s", ckh_saver_errmsg(t->saver));
     else
         rc = 0;
     if (have) {
@@ -681,7 +672,7 @@ static int allreduce_grads(struct trainer *t, int64_t slot)
                                     CKH_RED_SUM, t->cfg->timeout_ns);
         }
         if (rc) {
-            tfail(t, rc, "gradient all-reduce at step %" PRId64 ": %s", slot, ckh_strerror(rc));
+            CKH_ERRF(t->rr->errmsg, rc, "gradient all-reduce at step %" PRId64 ": %s", slot, ckh_strerror(rc));
             break;
         }
         if (t->gpu)
@@ -705,7 +696,7 @@ static int record_step(struct trainer *t, int64_t slot, const struct ckh_ddp_ste
                                     .ndigests = sizeof dg / sizeof dg[0], .values = &lr,
                                     .nvalues = 1, .samples = t->ids, .nsamples = n};
     int rc = ckh_record_step(t->env->record, &rs);
-    return rc ? tfail(t, rc, "recording step %" PRId64 ": %s", slot, ckh_strerror(rc)) : 0;
+    return rc ? CKH_ERRF(t->rr->errmsg, rc, "recording step %" PRId64 ": %s", slot, ckh_strerror(rc)) : 0;
 }
 
 /* The final record: epochs and steps done, a digest of the final state,
@@ -722,7 +713,7 @@ static int record_final(struct trainer *t)
                                      .digest = ckh_hash64(CKH_HASH_INIT, parts, sizeof parts),
                                      .values = values, .nvalues = 2};
     int rc = ckh_record_final(t->env->record, &rf);
-    return rc ? tfail(t, rc, "recording the end: %s", ckh_strerror(rc)) : 0;
+    return rc ? CKH_ERRF(t->rr->errmsg, rc, "recording the end: %s", ckh_strerror(rc)) : 0;
 }
 
 /* The optimizer step `slot`, then its bookkeeping: the epoch may end, the
@@ -754,7 +745,7 @@ static int end_step(struct trainer *t, int64_t slot, uint64_t len_max, bool *epo
     if (t->saver && due)
         rc = save_checkpoint(t);
     if (!rc && c->halt_after_step > 0 && t->step == c->halt_after_step)
-        rc = tfail(t, CKH_EKILLED, "halted after step %" PRId64, t->step);
+        rc = CKH_ERRF(t->rr->errmsg, CKH_EKILLED, "halted after step %" PRId64, t->step);
     return rc;
 }
 
@@ -763,7 +754,7 @@ static int train(struct trainer *t)
     const struct ckh_ddp_config *c = t->cfg;
     float *x = ckh_calloc(t->env->alloc, c->in_dim + c->out_dim, sizeof *x);
     if (!x)
-        return tfail(t, CKH_ENOMEM, "no memory for a sample");
+        return CKH_ERRF(t->rr->errmsg, CKH_ENOMEM, "no memory for a sample");
     float *y = x + c->in_dim;
     int rc = 0;
     float scale = 1.0f / (float)((uint64_t)c->batch * c->accum * (uint64_t)t->world);
@@ -774,7 +765,7 @@ static int train(struct trainer *t)
             int64_t slot = t->step + 1;
             bool epoch_end = false;
             if ((uint64_t)slot > t->rec->max_steps) {
-                rc = tfail(t, CKH_ELIMIT, "more steps than the record holds");
+                rc = CKH_ERRF(t->rr->errmsg, CKH_ELIMIT, "more steps than the record holds");
                 break;
             }
             uint32_t *ids = t->rr->samples + (uint64_t)slot * t->rec->per_step;
@@ -801,11 +792,11 @@ static int run(struct trainer *t)
     const struct ckh_ddp_config *c = t->cfg;
     int rc = ckh_ddp_model_init(&t->model, t->env->alloc, c, t->rank);
     if (rc)
-        return tfail(t, rc, "model init: %s", ckh_strerror(rc));
+        return CKH_ERRF(t->rr->errmsg, rc, "model init: %s", ckh_strerror(rc));
     if (t->gpu)
         rc = dev_setup(t);
     else if ((rc = ckh_ddp_dev_alloc(&t->rec->devices, t->rank, t->rank, 2 * ckh_ddp_model_bytes(&t->model))) != 0)
-        tfail(t, rc, "rank %d: GPU %d out of memory for the model", t->rank, t->rank);
+        CKH_ERRF(t->rr->errmsg, rc, "rank %d: GPU %d out of memory for the model", t->rank, t->rank);
     if (!rc && t->gpu)
         rc = dev_push(t);
     if (rc)
@@ -817,7 +808,7 @@ static int run(struct trainer *t)
     rc = ckh_dsampler_init(&t->sampler, t->env->alloc, c->samples, t->world, t->rank,
                            ckh_seed_derive(c->seed, "ddp-sampler"), c->drop_last);
     if (rc) {
-        tfail(t, rc, "sampler init");
+        CKH_ERRF(t->rr->errmsg, rc, "sampler init");
         goto out_model;
     }
     ckh_rng_seed(&t->rng, ckh_seed_derive(c->seed, "ddp-dropout") ^ ckh_mix64((uint64_t)t->rank + 1));
@@ -826,7 +817,7 @@ static int run(struct trainer *t)
         goto out_sampler;
     t->ids = ckh_calloc(t->env->alloc, t->rec->per_step ? t->rec->per_step : 1, sizeof *t->ids);
     if (!t->ids) {
-        rc = tfail(t, CKH_ENOMEM, "no memory for the sample ids of a step");
+        rc = CKH_ERRF(t->rr->errmsg, CKH_ENOMEM, "no memory for the sample ids of a step");
         goto out_sampler;
     }
     if (c->ckpt_dir) {
@@ -841,7 +832,7 @@ static int run(struct trainer *t)
         const struct ckh_saver_ops *ops = c->saver ? c->saver : &ckh_atomic_dir_saver_ops;
         rc = ckh_saver_create(ops, t->env, &sc, &t->saver);
         if (rc) {
-            tfail(t, rc, "checkpoint saver '%s': %s", ops->name ? ops->name : "?", ckh_strerror(rc));
+            CKH_ERRF(t->rr->errmsg, rc, "checkpoint saver '%s': %s", ops->name ? ops->name : "?", ckh_strerror(rc));
             goto out_ids;
         }
         rc = load_checkpoint(t);

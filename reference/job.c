@@ -58,19 +58,8 @@ struct ckh_job {
     struct name_set all_nodes;               /* every group's nodes */
     void **owned;                            /* freed with the job */
     size_t nowned;                           /* their number */
-    char errmsg[256];                        /* last error */
+    char errmsg[CKH_ERRMSG_BYTES];           /* last error */
 };
-
-static int job_fail(struct ckh_job *job, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int job_fail(struct ckh_job *job, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    code = ckh_verrf(job->errmsg, sizeof job->errmsg, code, fmt, ap);
-    va_end(ap);
-    return code;
-}
 
 int ckh_job_create(struct ckh_alloc *a, struct ckh_job **out)
 {
@@ -149,15 +138,15 @@ int ckh_job_add_task(struct ckh_job *job, enum ckh_group g, const char *node, co
     if (!job)
         return CKH_EINVAL;
     if ((int)g < 0 || g >= CKH_GROUP__COUNT || !fn)
-        return job_fail(job, CKH_EINVAL, "bad group %d or NULL task function", (int)g);
+        return CKH_ERRF(job->errmsg, CKH_EINVAL, "bad group %d or NULL task function", (int)g);
     if ((rc = ckh_node_name_check(node)) != 0)
-        return job_fail(job, rc, "bad node name '%s'", node ? node : "(null)");
+        return CKH_ERRF(job->errmsg, rc, "bad node name '%s'", node ? node : "(null)");
     grp = &job->groups[g];
     if (grp->count == grp->cap) {
         size_t ncap = grp->cap ? grp->cap * 2 : 8;
         struct job_task *nt = ckh_realloc(job->alloc, grp->tasks, ncap * sizeof *nt);
         if (!nt)
-            return job_fail(job, CKH_ENOMEM, "no memory for a task");
+            return CKH_ERRF(job->errmsg, CKH_ENOMEM, "no memory for a task");
         grp->tasks = nt;
         grp->cap = ncap;
     }
@@ -169,7 +158,7 @@ int ckh_job_add_task(struct ckh_job *job, enum ckh_group g, const char *node, co
         (g == CKH_GROUP_INIT && set_add(job->alloc, &job->init_nodes, node) != 0)) {
         ckh_free(job->alloc, t.node);
         ckh_free(job->alloc, t.name);
-        return job_fail(job, CKH_ENOMEM, "no memory for a task");
+        return CKH_ERRF(job->errmsg, CKH_ENOMEM, "no memory for a task");
     }
     grp->tasks[grp->count++] = t;
     return 0;
@@ -187,7 +176,7 @@ int ckh_job_own(struct ckh_job *job, void *p)
         return CKH_EINVAL;
     no = ckh_realloc(job->alloc, job->owned, (job->nowned + 1) * sizeof *no);
     if (!no)
-        return job_fail(job, CKH_ENOMEM, "no memory");
+        return CKH_ERRF(job->errmsg, CKH_ENOMEM, "no memory");
     job->owned = no;
     job->owned[job->nowned++] = p;
     return 0;
@@ -200,17 +189,17 @@ int ckh_job_add_stop_condition(struct ckh_job *job, const char *node, const char
     if (!job)
         return CKH_EINVAL;
     if (ckh_node_name_check(node) != 0 || !blob || !blob[0])
-        return job_fail(job, CKH_EINVAL, "bad stop condition");
+        return CKH_ERRF(job->errmsg, CKH_EINVAL, "bad stop condition");
     ns = ckh_realloc(job->alloc, job->stops, (job->nstops + 1) * sizeof *ns);
     if (!ns)
-        return job_fail(job, CKH_ENOMEM, "no memory");
+        return CKH_ERRF(job->errmsg, CKH_ENOMEM, "no memory");
     job->stops = ns;
     st.node = ckh_strdup(job->alloc, node);
     st.blob = ckh_strdup(job->alloc, blob);
     if (!st.node || !st.blob) {
         ckh_free(job->alloc, st.node);
         ckh_free(job->alloc, st.blob);
-        return job_fail(job, CKH_ENOMEM, "no memory");
+        return CKH_ERRF(job->errmsg, CKH_ENOMEM, "no memory");
     }
     job->stops[job->nstops++] = st;
     return 0;
@@ -223,11 +212,11 @@ int ckh_job_set_nodes_to_checkpoint(struct ckh_job *job, const char *const *node
         return CKH_EINVAL;
     for (size_t i = 0; i < n; i++)
         if ((rc = ckh_node_name_check(nodes[i])) != 0)
-            return job_fail(job, rc, "bad node name to checkpoint");
+            return CKH_ERRF(job->errmsg, rc, "bad node name to checkpoint");
     set_free(job->alloc, &job->explicit_ckpt);
     for (size_t i = 0; i < n; i++)
         if (set_add(job->alloc, &job->explicit_ckpt, nodes[i]) != 0)
-            return job_fail(job, CKH_ENOMEM, "no memory");
+            return CKH_ERRF(job->errmsg, CKH_ENOMEM, "no memory");
     job->has_explicit = n > 0;
     return 0;
 }
@@ -298,10 +287,10 @@ int ckh_job_epoch_limiter(struct ckh_job *job, const char *node, int64_t num_epo
     if (!job)
         return CKH_EINVAL;
     if (num_epochs < 1 || ckh_node_name_check(node) != 0)
-        return job_fail(job, CKH_EINVAL, "epoch limiter needs a node and num_epochs >= 1");
+        return CKH_ERRF(job->errmsg, CKH_EINVAL, "epoch limiter needs a node and num_epochs >= 1");
     l = ckh_calloc(job->alloc, 1, sizeof *l);
     if (!l)
-        return job_fail(job, CKH_ENOMEM, "no memory");
+        return CKH_ERRF(job->errmsg, CKH_ENOMEM, "no memory");
     l->num_epochs = num_epochs;
     snprintf(l->counter, sizeof l->counter, "%s/epoch_counter", node);
     snprintf(l->reached, sizeof l->reached, "%s/epoch_limit_reached", node);
@@ -330,7 +319,7 @@ int ckh_job_run_group(struct ckh_job *job, struct ckh_session *s, enum ckh_group
         ckh_node_phase(s->env->node, phase, epoch, (int64_t)i);
         rc = t->fn(s, t->node, t->arg);
         if (rc < 0)
-            return job_fail(job, rc, "task '%s' on node '%s' (%s, epoch %" PRId64 ") failed: %s",
+            return CKH_ERRF(job->errmsg, rc, "task '%s' on node '%s' (%s, epoch %" PRId64 ") failed: %s",
                             t->name, t->node, phase, epoch, ckh_strerror(rc));
     }
     return 0;

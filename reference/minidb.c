@@ -103,15 +103,6 @@ const char ckh__mdb_magic[8] = {'C', 'K', 'H', 'M', 'I', 'N', 'D', 'B'};
 const char ckh__mdb_rec_magic[4] = {'B', 'L', 'O', 'B'};
 static const char END_MAGIC[8] = {'C', 'K', 'H', 'M', 'D', 'E', 'N', 'D'};
 
-int ckh__mdb_fail(struct minidb *m, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    code = ckh_verrf(m->base.errmsg, sizeof m->base.errmsg, code, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
 uint32_t ckh__mdb_crc_u32(uint32_t crc, uint32_t v)
 {
     unsigned char b[4];
@@ -319,7 +310,7 @@ static int mdb_exists(struct ckh_backend *b, const char *node, int64_t epoch, bo
     struct ckh_stat st;
     int rc = ckh_db_name(m->prefix, node, epoch, path, sizeof path);
     if (rc != 0)
-        return ckh__mdb_fail(m, rc, "minidb: checkpoint name for node '%s' too long", node);
+        return CKH_ERRF(m->base.errmsg, rc, "minidb: checkpoint name for node '%s' too long", node);
     rc = ckh_fs_stat(m->fs, path, &st);
     if (rc == 0 && st.type == CKH_FT_NONE)
         rc = -ENOENT;
@@ -328,7 +319,7 @@ static int mdb_exists(struct ckh_backend *b, const char *node, int64_t epoch, bo
         return 0;
     }
     if (rc != 0)
-        return ckh__mdb_fail(m, rc, "minidb: cannot stat '%s': %s", path, ckh_strerror(rc));
+        return CKH_ERRF(m->base.errmsg, rc, "minidb: cannot stat '%s': %s", path, ckh_strerror(rc));
     *out = st.type == CKH_FT_FILE;
     return 0;
 }
@@ -369,11 +360,11 @@ static int mdb_list_epochs(struct ckh_backend *b, const char *node, int64_t **ep
     if (is_missing(rc))
         return 0;
     if (rc != 0)
-        return ckh__mdb_fail(m, rc, "minidb: cannot list '%s': %s", m->prefix, ckh_strerror(rc));
+        return CKH_ERRF(m->base.errmsg, rc, "minidb: cannot list '%s': %s", m->prefix, ckh_strerror(rc));
     v = ckh_calloc(m->alloc, l.count ? l.count : 1, sizeof *v);
     if (!v) {
         ckh_fs_listing_free(&l);
-        return ckh__mdb_fail(m, CKH_ENOMEM, "minidb: no memory to list '%s'", m->prefix);
+        return CKH_ERRF(m->base.errmsg, CKH_ENOMEM, "minidb: no memory to list '%s'", m->prefix);
     }
     for (size_t i = 0; i < l.count; i++)
         if (l.entries[i].type == CKH_FT_FILE && parse_epoch(l.entries[i].name, node, &v[n]))
@@ -395,15 +386,15 @@ static int mdb_remove(struct ckh_backend *b, const char *node, int64_t epoch)
     char path[CKH_PATH_MAX];
     int rc = ckh_db_name(m->prefix, node, epoch, path, sizeof path);
     if (rc != 0)
-        return ckh__mdb_fail(m, rc, "minidb: checkpoint name for node '%s' too long", node);
+        return CKH_ERRF(m->base.errmsg, rc, "minidb: checkpoint name for node '%s' too long", node);
     rc = ckh_fs_unlink(m->fs, path);
     if (is_missing(rc))
-        return ckh__mdb_fail(m, CKH_ENOTFOUND, "minidb: no checkpoint '%s' to remove", path);
+        return CKH_ERRF(m->base.errmsg, CKH_ENOTFOUND, "minidb: no checkpoint '%s' to remove", path);
     if (rc != 0)
-        return ckh__mdb_fail(m, rc, "minidb: cannot remove '%s': %s", path, ckh_strerror(rc));
+        return CKH_ERRF(m->base.errmsg, rc, "minidb: cannot remove '%s': %s", path, ckh_strerror(rc));
     rc = ckh_fs_fsync_dir(m->fs, m->prefix);
     if (rc != 0)
-        return ckh__mdb_fail(m, rc, "minidb: fsync of '%s' after removing '%s' failed: %s", m->prefix,
+        return CKH_ERRF(m->base.errmsg, rc, "minidb: fsync of '%s' after removing '%s' failed: %s", m->prefix,
                     path, ckh_strerror(rc));
     return 0;
 }

@@ -92,15 +92,15 @@ struct load_rec {
 
 static int read_failed(struct load_job *lj, int rc)
 {
-    return ckh__mdb_fail(lj->m, rc, "minidb: read of '%s' failed: %s", lj->path, ckh_strerror(rc));
+    return CKH_ERRF(lj->m->base.errmsg, rc, "minidb: read of '%s' failed: %s", lj->path, ckh_strerror(rc));
 }
 
 /* A failed read inside a record: past the end of the file is corruption. */
 static int rec_read_failed(struct load_job *lj, int rc)
 {
     if (rc == CKH_ETRUNCATED)
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT,
-                             "minidb: '%s': a record runs past the end of the file", lj->path);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT,
+                        "minidb: '%s': a record runs past the end of the file", lj->path);
     return read_failed(lj, rc);
 }
 
@@ -111,21 +111,21 @@ static int load_open(struct load_job *lj)
     struct ckh_stat st;
     int rc;
     if ((rc = ckh_db_name(m->prefix, lj->node, lj->epoch, lj->path, sizeof lj->path)) != 0)
-        return ckh__mdb_fail(m, rc, "minidb: checkpoint name for node '%s' too long", lj->node);
+        return CKH_ERRF(m->base.errmsg, rc, "minidb: checkpoint name for node '%s' too long", lj->node);
     for (size_t i = 0; lj->names && i < lj->count; i++)
         if (!lj->names[i])
-            return ckh__mdb_fail(m, CKH_EINVAL, "minidb: blob name %zu is NULL", i);
+            return CKH_ERRF(m->base.errmsg, CKH_EINVAL, "minidb: blob name %zu is NULL", i);
     if ((rc = ckh_fs_stat(m->fs, lj->path, &st)) != 0)
-        return ckh__mdb_fail(m, rc, "minidb: cannot stat '%s': %s", lj->path, ckh_strerror(rc));
+        return CKH_ERRF(m->base.errmsg, rc, "minidb: cannot stat '%s': %s", lj->path, ckh_strerror(rc));
     if (st.type != CKH_FT_FILE)
-        return ckh__mdb_fail(m, CKH_EFOREIGN, "minidb: '%s' is not a regular file", lj->path);
+        return CKH_ERRF(m->base.errmsg, CKH_EFOREIGN, "minidb: '%s' is not a regular file", lj->path);
     lj->r.size = st.size_bytes;
     if ((rc = ckh_fs_open(m->fs, lj->path, CKH_O_RDONLY, &lj->r.f)) != 0)
-        return ckh__mdb_fail(m, rc, "minidb: cannot open '%s': %s", lj->path, ckh_strerror(rc));
+        return CKH_ERRF(m->base.errmsg, rc, "minidb: cannot open '%s': %s", lj->path, ckh_strerror(rc));
     lj->r.buf = ckh_malloc(m->alloc, MDB_CHUNK);
     lj->seen = ckh_calloc(m->alloc, lj->count ? lj->count : 1, sizeof *lj->seen);
     if (!lj->r.buf || !lj->seen)
-        return ckh__mdb_fail(m, CKH_ENOMEM, "minidb: no memory to load '%s'", lj->path);
+        return CKH_ERRF(m->base.errmsg, CKH_ENOMEM, "minidb: no memory to load '%s'", lj->path);
     return 0;
 }
 
@@ -141,11 +141,11 @@ static int load_magic(struct load_job *lj)
     if (k > 0 && (rc = r_read(&lj->r, 0, p, k)) != 0)
         return read_failed(lj, rc);
     if (memcmp(p, ckh__mdb_magic, k) != 0)
-        return ckh__mdb_fail(lj->m, CKH_EFOREIGN, "minidb: '%s' is not a minidb file (bad magic)",
-                             lj->path);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_EFOREIGN, "minidb: '%s' is not a minidb file (bad magic)",
+                        lj->path);
     if (k < 8)
-        return ckh__mdb_fail(lj->m, CKH_ETRUNCATED, "minidb: '%s' is truncated (%" PRIu64 " bytes)",
-                             lj->path, lj->r.size);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ETRUNCATED, "minidb: '%s' is truncated (%" PRIu64 " bytes)",
+                        lj->path, lj->r.size);
     return 0;
 }
 
@@ -156,21 +156,21 @@ static int check_header(struct load_job *lj, const unsigned char *fx)
     const struct mdb_header *h = &lj->h;
     const char *path = lj->path;
     if (lj->r.size < h->file_bytes)
-        return ckh__mdb_fail(lj->m, CKH_ETRUNCATED,
-                             "minidb: '%s' is truncated: %" PRIu64 " of %" PRIu64 " bytes", path,
-                             lj->r.size, h->file_bytes);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ETRUNCATED,
+                        "minidb: '%s' is truncated: %" PRIu64 " of %" PRIu64 " bytes", path,
+                        lj->r.size, h->file_bytes);
     if (lj->r.size > h->file_bytes)
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT,
-                             "minidb: '%s' has %" PRIu64 " bytes, header says %" PRIu64, path,
-                             lj->r.size, h->file_bytes);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT,
+                        "minidb: '%s' has %" PRIu64 " bytes, header says %" PRIu64, path,
+                        lj->r.size, h->file_bytes);
     if (h->file_bytes < (uint64_t)h->header_bytes + MDB_FOOTER ||
         (uint64_t)h->nrecords > (h->file_bytes - h->header_bytes) / (MDB_REC_FIXED + 9))
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT, "minidb: '%s': impossible record count %" PRIu32,
-                             path, h->nrecords);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT, "minidb: '%s': impossible record count %" PRIu32,
+                        path, h->nrecords);
     if ((uint64_t)h->epoch != (uint64_t)lj->epoch || h->node_len != strlen(lj->node) ||
         memcmp(fx + MDB_HDR_FIXED, lj->node, h->node_len) != 0)
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT,
-                             "minidb: '%s' holds another node's or epoch's checkpoint", path);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT,
+                        "minidb: '%s' holds another node's or epoch's checkpoint", path);
     return 0;
 }
 
@@ -180,32 +180,32 @@ static int load_header(struct load_job *lj)
     unsigned char fx[MDB_HDR_MAX];
     int rc;
     if (lj->r.size < MDB_HDR_FIXED + 4)
-        return ckh__mdb_fail(lj->m, CKH_ETRUNCATED, "minidb: '%s' is truncated in its header",
-                             lj->path);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ETRUNCATED, "minidb: '%s' is truncated in its header",
+                        lj->path);
     if ((rc = r_read(&lj->r, 0, fx, MDB_HDR_FIXED)) != 0)
         return read_failed(lj, rc);
     ckh__mdb_header_decode(fx, h);
     if (h->version != MDB_VERSION)
-        return ckh__mdb_fail(lj->m, CKH_EVERSION,
-                             "minidb: '%s' has format version %" PRIu32 ", expected %u", lj->path,
-                             h->version, MDB_VERSION);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_EVERSION,
+                        "minidb: '%s' has format version %" PRIu32 ", expected %u", lj->path,
+                        h->version, MDB_VERSION);
     if (h->node_len > CKH_NODE_NAME_MAX || h->header_bytes != MDB_HDR_FIXED + h->node_len + 4)
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT, "minidb: '%s' has a corrupt header", lj->path);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT, "minidb: '%s' has a corrupt header", lj->path);
     if (lj->r.size < h->header_bytes)
-        return ckh__mdb_fail(lj->m, CKH_ETRUNCATED, "minidb: '%s' is truncated in its header",
-                             lj->path);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ETRUNCATED, "minidb: '%s' is truncated in its header",
+                        lj->path);
     if ((rc = r_read(&lj->r, MDB_HDR_FIXED, fx + MDB_HDR_FIXED, h->node_len + 4)) != 0)
         return read_failed(lj, rc);
     if (ckh_crc32c(0, fx, MDB_HDR_FIXED + h->node_len) != ckh_get_le32(fx + MDB_HDR_FIXED + h->node_len))
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT, "minidb: '%s': header checksum mismatch",
-                             lj->path);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT, "minidb: '%s': header checksum mismatch",
+                        lj->path);
     if ((rc = check_header(lj, fx)) != 0)
         return rc;
     lj->file_crc = ckh__mdb_crc_u32(0, ckh_get_le32(fx + MDB_HDR_FIXED + h->node_len));
     lj->off = h->header_bytes;
     lj->staged = ckh_calloc(lj->m->alloc, h->nrecords ? h->nrecords : 1, sizeof *lj->staged);
     if (!lj->staged)
-        return ckh__mdb_fail(lj->m, CKH_ENOMEM, "minidb: no memory to load '%s'", lj->path);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ENOMEM, "minidb: no memory to load '%s'", lj->path);
     return 0;
 }
 
@@ -221,25 +221,25 @@ static int check_desc(struct load_job *lj, uint32_t i, const struct load_rec *lr
     if (ckh_shape_elems(d->ndim, d->shape, &elems) != 0 || elems > UINT64_MAX / es ||
         elems * es != d->size_bytes || memchr(lr->name, '\0', d->name_len) ||
         d->data_bytes != (d->storage == ST_DESCRIBED ? 0 : d->size_bytes))
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT, "minidb: '%s': record %" PRIu32 " is inconsistent",
-                             lj->path, i);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT, "minidb: '%s': record %" PRIu32 " is inconsistent",
+                        lj->path, i);
     if (d->storage != ST_INLINE && d->size_bytes > MDB_DESCRIBED_MAX - lj->described)
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT,
-                             "minidb: '%s': blob '%s' claims %" PRIu64 " described bytes, more than "
-                             "a file may describe (%llu in all)",
-                             lj->path, lr->name, d->size_bytes,
-                             (unsigned long long)MDB_DESCRIBED_MAX);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT,
+                        "minidb: '%s': blob '%s' claims %" PRIu64 " described bytes, more than "
+                        "a file may describe (%llu in all)",
+                        lj->path, lr->name, d->size_bytes,
+                        (unsigned long long)MDB_DESCRIBED_MAX);
     if (d->storage != ST_INLINE)
         lj->described += d->size_bytes;
     lj->off += fixed + d->name_len + 8;
     if (lj->off + d->data_bytes > lj->h.file_bytes - MDB_FOOTER || lj->off + d->data_bytes < lj->off)
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT, "minidb: '%s': record %" PRIu32 " overruns the file",
-                             lj->path, i);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT, "minidb: '%s': record %" PRIu32 " overruns the file",
+                        lj->path, i);
     lj->file_crc = ckh__mdb_crc_u32(lj->file_crc, lr->rcrc);
     for (size_t j = 0; j < lj->nstaged; j++)
         if (strcmp(lj->staged[j].name, lr->name) == 0)
-            return ckh__mdb_fail(lj->m, CKH_ECORRUPT, "minidb: '%s': blob '%s' appears twice",
-                                 lj->path, lr->name);
+            return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT, "minidb: '%s': blob '%s' appears twice",
+                            lj->path, lr->name);
     return 0;
 }
 
@@ -257,8 +257,8 @@ static int read_desc(struct load_job *lj, uint32_t i, struct load_rec *lr)
     if (memcmp(lr->raw, ckh__mdb_rec_magic, 4) != 0 || d->storage > ST_GENERATED ||
         ckh_dtype_size((enum ckh_dtype)d->dtype) == 0 || d->ndim > CKH_BLOB_MAX_DIMS ||
         d->name_len == 0 || d->name_len > CKH_BLOB_NAME_MAX || d->reserved != 0)
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT, "minidb: '%s': record %" PRIu32 " is corrupt",
-                             lj->path, i);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT, "minidb: '%s': record %" PRIu32 " is corrupt",
+                        lj->path, i);
     fixed = MDB_REC_FIXED + 8 * d->ndim;
     if ((rc = r_read(&lj->r, lj->off + MDB_REC_FIXED, lr->raw + MDB_REC_FIXED, 8 * d->ndim)) != 0 ||
         (rc = r_read(&lj->r, lj->off + fixed, lr->name, d->name_len)) != 0 ||
@@ -268,8 +268,8 @@ static int read_desc(struct load_job *lj, uint32_t i, struct load_rec *lr)
     lr->data_crc = ckh_get_le32(tail);
     lr->rcrc = ckh_crc32c(ckh_crc32c(ckh_crc32c(0, lr->raw, fixed), lr->name, d->name_len), tail, 4);
     if (lr->rcrc != ckh_get_le32(tail + 4))
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT, "minidb: '%s': record %" PRIu32 " checksum mismatch",
-                             lj->path, i);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT, "minidb: '%s': record %" PRIu32 " checksum mismatch",
+                        lj->path, i);
     ckh__mdb_desc_decode_shape(lr->raw, d);
     return check_desc(lj, i, lr, fixed);
 }
@@ -283,11 +283,11 @@ static int verify_generator(struct load_job *lj, const struct load_rec *lr, stru
     int rc;
     bl->gen = lr->d.gen;
     if ((rc = ckh__mdb_gen_crc(lj->m, &bl->gen, bl->size_bytes, &crc)) != 0)
-        return ckh__mdb_fail(lj->m, rc, "minidb: no memory to verify '%s'", lj->path);
+        return CKH_ERRF(lj->m->base.errmsg, rc, "minidb: no memory to verify '%s'", lj->path);
     if (crc != lr->data_crc)
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT,
-                             "minidb: '%s': blob '%s' generator does not match its checksum",
-                             lj->path, lr->name);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT,
+                        "minidb: '%s': blob '%s' generator does not match its checksum",
+                        lj->path, lr->name);
     if (lr->d.storage != ST_GENERATED)
         return 0;
     for (uint64_t pos = 0; pos < lr->d.data_bytes;) {
@@ -298,9 +298,9 @@ static int verify_generator(struct load_job *lj, const struct load_rec *lr, stru
         pos += q;
     }
     if (c2 != lr->data_crc)
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT,
-                             "minidb: '%s': bytes of blob '%s' do not match their checksum",
-                             lj->path, lr->name);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT,
+                        "minidb: '%s': bytes of blob '%s' do not match their checksum",
+                        lj->path, lr->name);
     return 0;
 }
 
@@ -312,8 +312,8 @@ static int read_inline(struct load_job *lj, const struct load_rec *lr, struct ck
     uint32_t crc = 0;
     int rc;
     if (bl->size_bytes > SIZE_MAX || !(data = ckh_malloc(lj->wa, (size_t)bl->size_bytes)))
-        return ckh__mdb_fail(lj->m, CKH_ENOMEM, "minidb: no memory for blob '%s' of '%s'", lr->name,
-                             lj->path);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ENOMEM, "minidb: no memory for blob '%s' of '%s'", lr->name,
+                        lj->path);
     for (uint64_t pos = 0; pos < bl->size_bytes; pos += MDB_STREAM_PIECE) {
         size_t k = bl->size_bytes - pos < MDB_STREAM_PIECE ? (size_t)(bl->size_bytes - pos)
                                                            : MDB_STREAM_PIECE;
@@ -325,8 +325,8 @@ static int read_inline(struct load_job *lj, const struct load_rec *lr, struct ck
     }
     if (crc != lr->data_crc) {
         ckh_free(lj->wa, data);
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT, "minidb: '%s': data of blob '%s' checksum mismatch",
-                             lj->path, lr->name);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT, "minidb: '%s': data of blob '%s' checksum mismatch",
+                        lj->path, lr->name);
     }
     bl->data = data;
     return 0;
@@ -356,8 +356,8 @@ static int load_record(struct load_job *lj, uint32_t i)
         return rc;
     if (!(bl.name = ckh_strdup(lj->wa, lr.name))) {
         ckh_free(lj->wa, bl.data);
-        return ckh__mdb_fail(lj->m, CKH_ENOMEM, "minidb: no memory for blob '%s' of '%s'", lr.name,
-                             lj->path);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ENOMEM, "minidb: no memory for blob '%s' of '%s'", lr.name,
+                        lj->path);
     }
     CKH_ASSERT(lj->nstaged < lj->h.nrecords);
     lj->staged[lj->nstaged++] = bl;
@@ -373,14 +373,14 @@ static int load_footer(struct load_job *lj)
     uint64_t at = lj->h.file_bytes - MDB_FOOTER;
     int rc;
     if (lj->off != at)
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT,
-                             "minidb: '%s': records end at %" PRIu64 ", footer at %" PRIu64,
-                             lj->path, lj->off, at);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT,
+                        "minidb: '%s': records end at %" PRIu64 ", footer at %" PRIu64,
+                        lj->path, lj->off, at);
     if ((rc = r_read(&lj->r, lj->off, foot, MDB_FOOTER)) != 0)
         return read_failed(lj, rc);
     if (!ckh__mdb_footer_check(foot, lj->h.nrecords, lj->file_crc))
-        return ckh__mdb_fail(lj->m, CKH_ECORRUPT, "minidb: '%s': footer or file checksum mismatch",
-                             lj->path);
+        return CKH_ERRF(lj->m->base.errmsg, CKH_ECORRUPT, "minidb: '%s': footer or file checksum mismatch",
+                        lj->path);
     return 0;
 }
 
@@ -391,12 +391,12 @@ static int load_commit(struct load_job *lj, struct ckh_ws *ws, unsigned flags, s
     int rc;
     for (size_t i = 0; lj->names && i < lj->count; i++)
         if (!lj->seen[i] && !(flags & CKH_LOAD_ALLOW_MISSING))
-            return ckh__mdb_fail(lj->m, CKH_ENOTFOUND, "minidb: '%s' has no blob '%s'", lj->path,
-                                 lj->names[i]);
+            return CKH_ERRF(lj->m->base.errmsg, CKH_ENOTFOUND, "minidb: '%s' has no blob '%s'", lj->path,
+                            lj->names[i]);
     for (size_t i = 0; i < lj->nstaged; i++)
         if ((rc = ckh_ws_adopt(ws, &lj->staged[i])) != 0)
-            return ckh__mdb_fail(lj->m, rc, "minidb: cannot add blob '%s' of '%s' to the workspace",
-                                 lj->staged[i].name, lj->path);
+            return CKH_ERRF(lj->m->base.errmsg, rc, "minidb: cannot add blob '%s' of '%s' to the workspace",
+                            lj->staged[i].name, lj->path);
     if (loaded)
         *loaded = lj->nstaged;
     return 0;

@@ -117,22 +117,22 @@ static int collect(struct minidb *m, const struct ckh_ws *ws, const char *const 
     size_t n = names ? count : ckh_ws_count(ws);
     const struct ckh_blob **v = ckh_calloc(m->alloc, n ? n : 1, sizeof *v);
     if (!v)
-        return ckh__mdb_fail(m, CKH_ENOMEM, "minidb: no memory to list %zu blobs", n);
+        return CKH_ERRF(m->base.errmsg, CKH_ENOMEM, "minidb: no memory to list %zu blobs", n);
     for (size_t i = 0; i < n; i++) {
         if (names) {
             if (!names[i]) {
                 ckh_free(m->alloc, v);
-                return ckh__mdb_fail(m, CKH_EINVAL, "minidb: blob name %zu is NULL", i);
+                return CKH_ERRF(m->base.errmsg, CKH_EINVAL, "minidb: blob name %zu is NULL", i);
             }
             v[i] = ckh_ws_find(ws, names[i]);
             if (!v[i]) {
                 ckh_free(m->alloc, v);
-                return ckh__mdb_fail(m, CKH_ENOTFOUND, "minidb: no blob '%s' to save", names[i]);
+                return CKH_ERRF(m->base.errmsg, CKH_ENOTFOUND, "minidb: no blob '%s' to save", names[i]);
             }
             for (size_t j = 0; j < i; j++)
                 if (v[j] == v[i]) {
                     ckh_free(m->alloc, v);
-                    return ckh__mdb_fail(m, CKH_EINVAL, "minidb: blob '%s' named twice", names[i]);
+                    return CKH_ERRF(m->base.errmsg, CKH_EINVAL, "minidb: blob '%s' named twice", names[i]);
                 }
         } else {
             v[i] = ckh_ws_at(ws, i);
@@ -154,7 +154,7 @@ static int remove_stale_temps(struct minidb *m, const char *stem)
     if (rc == -ENOENT || rc == -ENOTDIR)
         return 0;
     if (rc != 0)
-        return ckh__mdb_fail(m, rc, "minidb: cannot list '%s': %s", m->prefix, ckh_strerror(rc));
+        return CKH_ERRF(m->base.errmsg, rc, "minidb: cannot list '%s': %s", m->prefix, ckh_strerror(rc));
     for (size_t i = 0; i < l.count && rc == 0; i++) {
         const char *nm = l.entries[i].name;
         size_t nl = strlen(nm);
@@ -167,7 +167,7 @@ static int remove_stale_temps(struct minidb *m, const char *stem)
         if (rc == -ENOENT)
             rc = 0;
         else if (rc != 0)
-            ckh__mdb_fail(m, rc, "minidb: cannot remove the stale temporary '%s': %s", p, ckh_strerror(rc));
+            CKH_ERRF(m->base.errmsg, rc, "minidb: cannot remove the stale temporary '%s': %s", p, ckh_strerror(rc));
     }
     ckh_fs_listing_free(&l);
     return rc;
@@ -206,7 +206,7 @@ static int save_names(struct save_job *sv)
     struct minidb *m = sv->m;
     int rc;
     if ((rc = ckh_db_name(m->prefix, sv->node, sv->epoch, sv->path, sizeof sv->path)) != 0)
-        return ckh__mdb_fail(m, rc, "minidb: checkpoint name for node '%s' too long", sv->node);
+        return CKH_ERRF(m->base.errmsg, rc, "minidb: checkpoint name for node '%s' too long", sv->node);
     /* Temporaries are ".<node>.<epoch>.<tag>.tmp": named after their owner
      * so that a restarted node can remove what an earlier incarnation left
      * behind, and tagged so that a name is never reused (the tag stream
@@ -217,7 +217,7 @@ static int save_names(struct save_job *sv)
     sv->tag = ckh_mix64(ckh_rng_next(&m->rng) ^
                         ckh_hash64(CKH_HASH_INIT, sv->path, strlen(sv->path)));
     if (tmp_name(sv) != 0)
-        return ckh__mdb_fail(m, CKH_EINVAL, "minidb: temporary name for '%s' too long", sv->path);
+        return CKH_ERRF(m->base.errmsg, CKH_EINVAL, "minidb: temporary name for '%s' too long", sv->path);
     return 0;
 }
 
@@ -229,11 +229,11 @@ static int save_plan(struct save_job *sv)
     uint64_t described = 0;
     int rc;
     if (sv->n > UINT32_MAX)
-        return ckh__mdb_fail(m, CKH_ELIMIT, "minidb: too many blobs for '%s'", sv->path);
+        return CKH_ERRF(m->base.errmsg, CKH_ELIMIT, "minidb: too many blobs for '%s'", sv->path);
     sv->data_crcs = ckh_calloc(m->alloc, sv->n ? sv->n : 1, sizeof *sv->data_crcs);
     sv->w.buf = ckh_malloc(m->alloc, MDB_CHUNK);
     if (!sv->data_crcs || !sv->w.buf)
-        return ckh__mdb_fail(m, CKH_ENOMEM, "minidb: no memory to save '%s'", sv->path);
+        return CKH_ERRF(m->base.errmsg, CKH_ENOMEM, "minidb: no memory to save '%s'", sv->path);
     sv->file_bytes = MDB_HDR_FIXED + strlen(sv->node) + 4 + MDB_FOOTER;
     for (size_t i = 0; i < sv->n; i++) {
         const struct ckh_blob *bl = sv->blobs[i];
@@ -241,13 +241,13 @@ static int save_plan(struct save_job *sv)
         if (rec_storage(m, bl) != ST_DESCRIBED)
             sv->file_bytes += bl->size_bytes;
         if (bl->described && bl->size_bytes > MDB_DESCRIBED_MAX - described)
-            return ckh__mdb_fail(m, CKH_ELIMIT,
-                                 "minidb: '%s' would describe more than %llu bytes in all",
-                                 sv->path, (unsigned long long)MDB_DESCRIBED_MAX);
+            return CKH_ERRF(m->base.errmsg, CKH_ELIMIT,
+                            "minidb: '%s' would describe more than %llu bytes in all",
+                            sv->path, (unsigned long long)MDB_DESCRIBED_MAX);
         if (bl->described) {
             described += bl->size_bytes;
             if ((rc = ckh__mdb_gen_crc(m, &bl->gen, bl->size_bytes, &sv->data_crcs[i])) != 0)
-                return ckh__mdb_fail(m, rc, "minidb: no memory to checksum '%s'", bl->name);
+                return CKH_ERRF(m->base.errmsg, rc, "minidb: no memory to checksum '%s'", bl->name);
         } else if (bl->size_bytes < MDB_STREAM_MIN) {
             sv->data_crcs[i] = ckh_crc32c(0, bl->data, (size_t)bl->size_bytes);
         } /* else: checksummed while streaming it out (write_streamed) */
@@ -267,8 +267,8 @@ static int save_create(struct save_job *sv)
         rc = ckh_fs_open(m->fs, sv->tmp, fl, &sv->w.f);
     }
     if (rc != 0)
-        return ckh__mdb_fail(m, rc, "minidb: cannot create '%s' for '%s': %s", sv->tmp, sv->path,
-                             ckh_strerror(rc));
+        return CKH_ERRF(m->base.errmsg, rc, "minidb: cannot create '%s' for '%s': %s", sv->tmp, sv->path,
+                        ckh_strerror(rc));
     return 0;
 }
 
@@ -396,28 +396,28 @@ static int save_commit(struct save_job *sv)
     struct minidb *m = sv->m;
     int rc = 0;
     if (sv->w.off != sv->file_bytes)
-        rc = ckh__mdb_fail(m, CKH_EINTERNAL,
-                           "minidb: wrote %" PRIu64 " bytes to '%s', planned %" PRIu64, sv->w.off,
-                           sv->tmp, sv->file_bytes);
+        rc = CKH_ERRF(m->base.errmsg, CKH_EINTERNAL,
+                      "minidb: wrote %" PRIu64 " bytes to '%s', planned %" PRIu64, sv->w.off,
+                      sv->tmp, sv->file_bytes);
     else if ((rc = ckh_file_fsync(sv->w.f)) != 0)
-        ckh__mdb_fail(m, rc, "minidb: fsync of '%s' failed: %s", sv->tmp, ckh_strerror(rc));
+        CKH_ERRF(m->base.errmsg, rc, "minidb: fsync of '%s' failed: %s", sv->tmp, ckh_strerror(rc));
     if (rc != 0) {
         ckh_file_close(sv->w.f);
         ckh_fs_unlink(m->fs, sv->tmp);
         return rc;
     }
     if ((rc = ckh_file_close(sv->w.f)) != 0)
-        ckh__mdb_fail(m, rc, "minidb: close of '%s' failed: %s", sv->tmp, ckh_strerror(rc));
+        CKH_ERRF(m->base.errmsg, rc, "minidb: close of '%s' failed: %s", sv->tmp, ckh_strerror(rc));
     else if ((rc = ckh_fs_rename(m->fs, sv->tmp, sv->path)) != 0)
-        ckh__mdb_fail(m, rc, "minidb: rename of '%s' to '%s' failed: %s", sv->tmp, sv->path,
-                      ckh_strerror(rc));
+        CKH_ERRF(m->base.errmsg, rc, "minidb: rename of '%s' to '%s' failed: %s", sv->tmp, sv->path,
+                 ckh_strerror(rc));
     if (rc != 0) {
         ckh_fs_unlink(m->fs, sv->tmp);
         return rc;
     }
     if ((rc = ckh_fs_fsync_dir(m->fs, m->prefix)) != 0) /* in place; durability unknown */
-        ckh__mdb_fail(m, rc, "minidb: fsync of directory '%s' after writing '%s' failed: %s",
-                      m->prefix, sv->path, ckh_strerror(rc));
+        CKH_ERRF(m->base.errmsg, rc, "minidb: fsync of directory '%s' after writing '%s' failed: %s",
+                 m->prefix, sv->path, ckh_strerror(rc));
     return rc;
 }
 
@@ -436,8 +436,8 @@ int ckh__mdb_save(struct ckh_backend *b, const char *node, int64_t epoch, const 
     if ((rc = save_plan(&sv)) != 0 || (rc = save_create(&sv)) != 0)
         goto out_free;
     if ((rc = save_write(&sv)) != 0) {
-        ckh__mdb_fail(m, rc, "minidb: write to '%s' (for '%s') failed: %s", sv.tmp, sv.path,
-                      ckh_strerror(rc));
+        CKH_ERRF(m->base.errmsg, rc, "minidb: write to '%s' (for '%s') failed: %s", sv.tmp, sv.path,
+                 ckh_strerror(rc));
         ckh_file_close(sv.w.f);
         ckh_fs_unlink(m->fs, sv.tmp);
         goto out_free;

@@ -355,37 +355,47 @@ static int psv_build(const struct ckh_workload_spec *spec, struct ckh_job *job)
 
 /* ---- registry ---- */
 
-static const struct ckh_workload workloads[] = {
-    {
-        .name = "seed-pipeline",
-        .description = "per node: dataset 0..9, 3 records per epoch into total=100, stop at end of data",
-        .node_count = pipe_count,
-        .node_name = pipe_name,
-        .build_job = pipe_build,
-        .node_main = ckh_workload_node_main,
-    },
-    {
-        .name = "param-server",
-        .description = "trainers and parameter servers; shards downloaded to trainer_0 after training",
-        .collective = true,
-        .node_count = psv_count,
-        .node_name = psv_name,
-        .build_job = psv_build,
-        .node_main = ckh_workload_node_main,
-    },
+static const struct ckh_workload seed_pipeline = {
+    .name = "seed-pipeline",
+    .description = "per node: dataset 0..9, 3 records per epoch into total=100, stop at end of data",
+    .node_count = pipe_count,
+    .node_name = pipe_name,
+    .build_job = pipe_build,
+    .node_main = ckh_workload_node_main,
+};
+
+static const struct ckh_workload param_server = {
+    .name = "param-server",
+    .description = "trainers and parameter servers; shards downloaded to trainer_0 after training",
+    .collective = true,
+    .node_count = psv_count,
+    .node_name = psv_name,
+    .build_job = psv_build,
+    .node_main = ckh_workload_node_main,
+};
+
+/* The epoch workloads, one line each, in listing order. */
+#define EPOCH_WORKLOAD_LIST(X)                                                 \
+    X(seed_pipeline)                                                           \
+    X(param_server)
+
+static const struct ckh_workload *const workloads[] = {
+#define EPOCH_WORKLOAD_REF(id) &id,
+    EPOCH_WORKLOAD_LIST(EPOCH_WORKLOAD_REF)
+#undef EPOCH_WORKLOAD_REF
 };
 
 const struct ckh_workload *ckh_epoch_workload_find(const char *name)
 {
     for (size_t i = 0; name && i < sizeof workloads / sizeof workloads[0]; i++)
-        if (strcmp(workloads[i].name, name) == 0)
-            return &workloads[i];
+        if (strcmp(workloads[i]->name, name) == 0)
+            return workloads[i];
     return NULL;
 }
 
 const struct ckh_workload *ckh_epoch_workload_at(size_t i)
 {
-    return i < sizeof workloads / sizeof workloads[0] ? &workloads[i] : NULL;
+    return i < sizeof workloads / sizeof workloads[0] ? workloads[i] : NULL;
 }
 
 /* ---- results ---- */

@@ -18,19 +18,8 @@ struct ckh_ws {
     struct ckh_blob *blobs;  /* sorted by name */
     size_t count;            /* blobs in use */
     size_t cap;              /* blobs allocated */
-    char errmsg[256];        /* last error */
+    char errmsg[CKH_ERRMSG_BYTES]; /* last error */
 };
-
-static int ws_fail(struct ckh_ws *ws, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int ws_fail(struct ckh_ws *ws, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    code = ckh_verrf(ws->errmsg, sizeof ws->errmsg, code, fmt, ap);
-    va_end(ap);
-    return code;
-}
 
 int ckh_ws_create(struct ckh_alloc *a, struct ckh_ws **out)
 {
@@ -118,11 +107,11 @@ static int check_name(struct ckh_ws *ws, const char *name)
 {
     size_t len;
     if (!name)
-        return ws_fail(ws, CKH_EINVAL, "blob name is NULL");
+        return CKH_ERRF(ws->errmsg, CKH_EINVAL, "blob name is NULL");
     len = strlen(name);
     if (len == 0 || len > CKH_BLOB_NAME_MAX)
-        return ws_fail(ws, CKH_EINVAL, "blob name length %zu not in 1..%d", len,
-                       CKH_BLOB_NAME_MAX);
+        return CKH_ERRF(ws->errmsg, CKH_EINVAL, "blob name length %zu not in 1..%d", len,
+                        CKH_BLOB_NAME_MAX);
     return 0;
 }
 
@@ -133,9 +122,9 @@ static int fill_meta(struct ckh_ws *ws, struct ckh_blob *b, enum ckh_dtype dtype
     uint64_t elems;
     size_t es = ckh_dtype_size(dtype);
     if (es == 0)
-        return ws_fail(ws, CKH_EINVAL, "unknown dtype %d", (int)dtype);
+        return CKH_ERRF(ws->errmsg, CKH_EINVAL, "unknown dtype %d", (int)dtype);
     if (ckh_shape_elems(ndim, shape, &elems) != 0 || elems > UINT64_MAX / es)
-        return ws_fail(ws, CKH_EINVAL, "bad shape (ndim %u)", ndim);
+        return CKH_ERRF(ws->errmsg, CKH_EINVAL, "bad shape (ndim %u)", ndim);
     memset(b, 0, sizeof *b);
     b->dtype = dtype;
     b->ndim = ndim;
@@ -160,10 +149,10 @@ int ckh_ws_adopt(struct ckh_ws *ws, struct ckh_blob *b)
         if ((rc = fill_meta(ws, &meta, b->dtype, b->ndim, b->shape)) != 0)
             return rc;
         if (meta.size_bytes != b->size_bytes)
-            return ws_fail(ws, CKH_EINVAL, "blob '%s': %llu bytes, its shape says %llu", b->name,
-                           (unsigned long long)b->size_bytes, (unsigned long long)meta.size_bytes);
+            return CKH_ERRF(ws->errmsg, CKH_EINVAL, "blob '%s': %llu bytes, its shape says %llu", b->name,
+                            (unsigned long long)b->size_bytes, (unsigned long long)meta.size_bytes);
         if (!b->described && b->size_bytes && !b->data)
-            return ws_fail(ws, CKH_EINVAL, "blob '%s' has no data", b->name);
+            return CKH_ERRF(ws->errmsg, CKH_EINVAL, "blob '%s' has no data", b->name);
     }
     at = ws_search(ws, b->name);
     if (at >= 0) {
@@ -175,7 +164,7 @@ int ckh_ws_adopt(struct ckh_ws *ws, struct ckh_blob *b)
             size_t ncap = ws->cap ? ws->cap * 2 : 16;
             struct ckh_blob *nb = ckh_realloc(ws->alloc, ws->blobs, ncap * sizeof *nb);
             if (!nb)
-                return ws_fail(ws, CKH_ENOMEM, "no memory for blob '%s'", b->name);
+                return CKH_ERRF(ws->errmsg, CKH_ENOMEM, "no memory for blob '%s'", b->name);
             ws->blobs = nb;
             ws->cap = ncap;
         }
@@ -197,18 +186,18 @@ int ckh_ws_set(struct ckh_ws *ws, const char *name, enum ckh_dtype dtype, uint32
     if ((rc = check_name(ws, name)) != 0 || (rc = fill_meta(ws, &b, dtype, ndim, shape)) != 0)
         return rc;
     if (b.size_bytes > 0 && !data)
-        return ws_fail(ws, CKH_EINVAL, "blob '%s': data is NULL", name);
+        return CKH_ERRF(ws->errmsg, CKH_EINVAL, "blob '%s': data is NULL", name);
     if (b.size_bytes > SIZE_MAX)
-        return ws_fail(ws, CKH_EINVAL, "blob '%s': too large to store", name);
+        return CKH_ERRF(ws->errmsg, CKH_EINVAL, "blob '%s': too large to store", name);
     b.name = ckh_strdup(ws->alloc, name);
     if (!b.name)
-        return ws_fail(ws, CKH_ENOMEM, "no memory for blob '%s'", name);
+        return CKH_ERRF(ws->errmsg, CKH_ENOMEM, "no memory for blob '%s'", name);
     if (b.size_bytes > 0) {
         b.data = ckh_malloc(ws->alloc, (size_t)b.size_bytes);
         if (!b.data) {
             ckh_free(ws->alloc, b.name);
-            return ws_fail(ws, CKH_ENOMEM, "no memory for %llu bytes of blob '%s'",
-                           (unsigned long long)b.size_bytes, name);
+            return CKH_ERRF(ws->errmsg, CKH_ENOMEM, "no memory for %llu bytes of blob '%s'",
+                            (unsigned long long)b.size_bytes, name);
         }
         memcpy(b.data, data, (size_t)b.size_bytes);
     }
@@ -226,14 +215,14 @@ int ckh_ws_set_gen(struct ckh_ws *ws, const char *name, enum ckh_dtype dtype, ui
     if (!ws)
         return CKH_EINVAL;
     if (!gen)
-        return ws_fail(ws, CKH_EINVAL, "generator is NULL");
+        return CKH_ERRF(ws->errmsg, CKH_EINVAL, "generator is NULL");
     if ((rc = check_name(ws, name)) != 0 || (rc = fill_meta(ws, &b, dtype, ndim, shape)) != 0)
         return rc;
     b.described = true;
     b.gen = *gen;
     b.name = ckh_strdup(ws->alloc, name);
     if (!b.name)
-        return ws_fail(ws, CKH_ENOMEM, "no memory for blob '%s'", name);
+        return CKH_ERRF(ws->errmsg, CKH_ENOMEM, "no memory for blob '%s'", name);
     rc = ckh_ws_adopt(ws, &b);
     if (rc != 0)
         ckh_blob_release(ws->alloc, &b);
@@ -281,7 +270,7 @@ int ckh_ws_remove(struct ckh_ws *ws, const char *name)
         return CKH_EINVAL;
     at = ws_search(ws, name);
     if (at < 0)
-        return ws_fail(ws, CKH_ENOTFOUND, "no blob '%s'", name);
+        return CKH_ERRF(ws->errmsg, CKH_ENOTFOUND, "no blob '%s'", name);
     ckh_blob_release(ws->alloc, &ws->blobs[at]);
     memmove(&ws->blobs[at], &ws->blobs[at + 1],
             (ws->count - (size_t)at - 1) * sizeof *ws->blobs);
@@ -297,7 +286,7 @@ int ckh_ws_copy(struct ckh_ws *ws, const char *src, const char *dst)
         return CKH_EINVAL;
     b = ckh_ws_find(ws, src);
     if (!b)
-        return ws_fail(ws, CKH_ENOTFOUND, "no blob '%s' to copy", src);
+        return CKH_ERRF(ws->errmsg, CKH_ENOTFOUND, "no blob '%s' to copy", src);
     if (strcmp(src, dst) == 0)
         return 0;
     copy = *b; /* b may move when dst is inserted: keep a shallow copy */

@@ -763,22 +763,12 @@ void ckh__sim_leave(struct ckh_sim *sim, const struct ckh_op *op, int64_t result
     }
 }
 
-uint64_t ckh__sim_now_ns(struct ckh_sim *sim)
-{
-    return sim != NULL ? sim->now_ns : 0;
-}
-
 struct ckh_alloc *ckh__sim_node_alloc(struct ckh_sim *sim, int node)
 {
     if (sim == NULL || node < 0 || node >= sim->nnodes)
         return NULL;
     struct ckh__node *n = sim->nodes[node];
     return n->state == CKH_NODE_RUNNING ? &n->alloc : NULL;
-}
-
-int ckh__sim_current_node(struct ckh_sim *sim)
-{
-    return sim != NULL && sim->cur != NULL ? sim->cur->node->id : -1;
 }
 
 struct ckh__node *ckh__sim_cur_node(const struct ckh_sim *sim)
@@ -804,11 +794,6 @@ void ckh__sim_wake(struct ckh_sim *sim, int node)
     struct ckh__node *n = ckh__sim_node(sim, node);
     if (n != NULL)
         ckh__sched_thread_wake(sim, n->dev_waiter);
-}
-
-uint64_t ckh__sim_subseed(struct ckh_sim *sim, const char *name)
-{
-    return ckh_seed_derive(sim != NULL ? sim->cfg.seed : 0, name != NULL ? name : "");
 }
 
 /* ---- public API ---- */

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckh/err.h"
 #include "ckh/env.h"
 #include "ckh/op.h"
 #include "ckh/rng.h"
@@ -235,7 +236,7 @@ struct ckh_sim {
 
     struct ckh__coll_state coll;     /* collectives */
     struct ckh__trace trace;         /* trace */
-    char errmsg[256];                /* last error */
+    char errmsg[CKH_ERRMSG_BYTES];   /* last error */
 };
 
 /* sched.c */

@@ -42,12 +42,6 @@ void ckh__sim_leave(struct ckh_sim *sim, const struct ckh_op *op, int64_t result
  * subjected to the crash model. */
 _Noreturn void ckh__sim_die(struct ckh_sim *sim, bool machine);
 
-/* Virtual time now, in ns. */
-uint64_t ckh__sim_now_ns(struct ckh_sim *sim);
-
-/* The id of the node that is running (-1 outside any node). */
-int ckh__sim_current_node(struct ckh_sim *sim);
-
 /* Blocks the running node until ckh__sim_wake(sim, node) is called or the
  * absolute virtual deadline passes (UINT64_MAX: none). Returns 0 when woken,
  * CKH_ETIMEOUT at the deadline. `what` describes the pending operation for
@@ -61,9 +55,5 @@ void ckh__sim_wake(struct ckh_sim *sim, int node);
 /* The accounting allocator of node id's current incarnation (memory from
  * it is freed when the node dies), or NULL outside a running node. */
 struct ckh_alloc *ckh__sim_node_alloc(struct ckh_sim *sim, int node);
-
-/* A stream of the simulation's seeded randomness for a component, e.g.
- * the crash-model choices of a disk. Stable for (seed, name). */
-uint64_t ckh__sim_subseed(struct ckh_sim *sim, const char *name);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckh/err.h"
 #include "ckh/fs.h"
 #include "ckh/rng.h"
 #include "ckh/sim.h"
@@ -192,7 +193,7 @@ struct ckh_simfs {
     size_t nfaults;               /* number of injected faults */
     struct sf_view direct;        /* ckh_simfs_fs view */
     struct sf_mount direct_mount; /* its single mount "/" */
-    char errmsg[256];             /* last error description */
+    char errmsg[CKH_ERRMSG_BYTES]; /* last error description */
 };
 
 /* ---- sim/simfs.c, used by sim/simfs_view.c ---- */

@@ -1,4 +1,5 @@
-/* The `ckh` command: verbs run (cli_run.c), list, replay, fuzz
+/* The `ckh` command, its verbs listed once in cli/verbs.h (one table
+ * dispatches them and prints the help): run (cli_run.c), list, replay, fuzz
  * (search/fuzz.c), shrink (search/shrink.c), validate-backend
  * (search/validate.c), help, version.
  *
@@ -32,6 +33,7 @@
 #include "exec/pool.h"
 #include "exec/runner.h"
 #include "model/scenario.h"
+#include "cli/verbs.h"
 #include "search/fuzz.h"
 #include "search/shrink.h"
 
@@ -108,8 +110,10 @@ static int cmd_list(int argc, char **argv)
     }
     if (all || strcmp(what, "savers") == 0) {
         known = true;
-        printf("savers:\n  %-28s %s\n", "atomic-dir",
-               "checkpoint folders with a latest symlink, keep_last, sync_any/sync_all/async");
+        printf("savers:\n");
+        const char *summary = NULL;
+        for (size_t i = 0; ckh_savers_at(i, &summary); i++)
+            printf("  %-28s %s\n", ckh_savers_at(i, NULL)->name, summary);
         /* `ckh list savers LIB.so ...`: what those plugins are. */
         for (int a = 2; what && a < argc; a++) {
             const void *t = NULL;
@@ -239,29 +243,120 @@ static int cmd_replay(int argc, char **argv)
                                                                   : CKH_EXIT_INTERNAL;
 }
 
+/* ---- the verbs (cli/verbs.h) ---- */
+
+static int verb_run(int argc, char **argv, const char *argv0)
+{
+    return ckh__cli_run(argc, argv, argv0);
+}
+
+static int verb_list(int argc, char **argv, const char *argv0)
+{
+    (void)argv0;
+    return cmd_list(argc, argv);
+}
+
+static int verb_replay(int argc, char **argv, const char *argv0)
+{
+    (void)argv0;
+    return cmd_replay(argc, argv);
+}
+
+static int verb_validate_backend(int argc, char **argv, const char *argv0)
+{
+    (void)argv0;
+    return ckh_validate_main(argc, argv);
+}
+
+static int verb_explore(int argc, char **argv, const char *argv0)
+{
+    return ckh__cli_explore(argc, argv, argv0);
+}
+
+static int verb_fuzz(int argc, char **argv, const char *argv0)
+{
+    (void)argv0;
+    return ckh_fuzz_main(argc, argv);
+}
+
+static int verb_shrink(int argc, char **argv, const char *argv0)
+{
+    (void)argv0;
+    return ckh_shrink_main(argc, argv);
+}
+
+static int verb_help(int argc, char **argv, const char *argv0);
+
+static int verb_version(int argc, char **argv, const char *argv0)
+{
+    (void)argc, (void)argv, (void)argv0;
+    printf("ckh %s\n", CKH_VERSION_STRING);
+    return CKH_EXIT_OK;
+}
+
+/* One verb: what dispatches it and its line in the help. */
+struct verb {
+    const char *name;     /* as typed */
+    const char *aliases;  /* other spellings, space-separated ("" none) */
+    const char *synopsis; /* the help line's left column */
+    const char *summary;  /* its right column ("\n" continues it) */
+    int (*run)(int argc, char **argv, const char *argv0); /* argv[0]: the verb */
+};
+
+static const struct verb verbs[] = {
+#define CKH__VERB_ROW(id, name, aliases, synopsis, summary) {name, aliases, synopsis, summary, verb_##id},
+    CKH_VERB_LIST(CKH__VERB_ROW)
+#undef CKH__VERB_ROW
+};
+
+/* Whether word is one of the space-separated words of list. */
+static bool in_words(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; n && (p = strstr(p, word)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+static const struct verb *verb_find(const char *word)
+{
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (strcmp(verbs[i].name, word) == 0 || in_words(verbs[i].aliases, word))
+            return &verbs[i];
+    return NULL;
+}
+
 /* ---- entry ---- */
 
 static void print_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: ckh <command> [options]\n"
-            "\n"
-            "ckh runs checkpoint/resume code in a deterministic simulator, injects\n"
-            "failures, resumes the job and checks it against reference results.\n"
-            "\n"
-            "commands:\n"
-            "  run PATH...             run scenario files or folders (ckh run --help)\n"
-            "  list [CATEGORY]         workloads, backends, savers, faults, defects, oracles, scenarios\n"
-            "  replay FILE --seed N    print the trace of one scenario's faulted job\n"
-            "  validate-backend LIB    put a backend plugin through the fault catalogue and\n"
-            "                          every crash state of its save protocol\n"
-            "  explore FILE            check every crash state of a real program's run\n"
-            "  fuzz                    random fault schedules over many seeds, failures shrunk\n"
-            "  shrink FILE             minimize a failing scenario to its essential faults\n"
-            "  help [COMMAND]          this help, or a command's\n"
-            "  version                 ckh's version (also --version)\n"
-            "\n"
-            "Reference: docs/CLI.md. Scenario format: docs/SCENARIOS.md.\n");
+    fputs("usage: ckh <command> [options]\n"
+          "\n"
+          "ckh runs checkpoint/resume code in a deterministic simulator, injects\n"
+          "failures, resumes the job and checks it against reference results.\n"
+          "\n"
+          "commands:\n",
+          f);
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+        const char *line = verbs[i].summary;
+        fprintf(f, "  %-24s", verbs[i].synopsis);
+        for (const char *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1)
+            fprintf(f, "%.*s\n  %-24s", (int)(nl - line), line, "");
+        fprintf(f, "%s\n", line);
+    }
+    fputs("\n"
+          "Reference: docs/CLI.md. Scenario format: docs/SCENARIOS.md.\n",
+          f);
+}
+
+/* `ckh help [COMMAND]` (also -h, --help): the help, or COMMAND's. */
+static int verb_help(int argc, char **argv, const char *argv0)
+{
+    if (argc > 1 && strcmp(argv[0], "help") == 0)
+        return ckh_cli_main(3, (char *[]){(char *)argv0, argv[1], (char *)"--help", NULL});
+    print_usage(stdout);
+    return CKH_EXIT_OK;
 }
 
 int ckh_cli_main(int argc, char **argv)
@@ -271,32 +366,10 @@ int ckh_cli_main(int argc, char **argv)
         print_usage(stderr);
         return CKH_EXIT_BAD_INPUT;
     }
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
-        if (argc > 2 && strcmp(cmd, "help") == 0)
-            return ckh_cli_main(3, (char *[]){(char *)argv0, argv[2], (char *)"--help", NULL});
-        print_usage(stdout);
-        return CKH_EXIT_OK;
-    }
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-        printf("ckh %s\n", CKH_VERSION_STRING);
-        return CKH_EXIT_OK;
-    }
-    if (strcmp(cmd, "run") == 0)
-        return ckh__cli_run(argc - 1, argv + 1, argv0);
-    if (strcmp(cmd, "list") == 0)
-        return cmd_list(argc - 1, argv + 1);
-    if (strcmp(cmd, "replay") == 0)
-        return cmd_replay(argc - 1, argv + 1);
-    if (strcmp(cmd, "validate-backend") == 0)
-        return ckh_validate_main(argc - 1, argv + 1);
-    if (strcmp(cmd, "explore") == 0)
-        return ckh__cli_explore(argc - 1, argv + 1, argv0);
-    if (strcmp(cmd, "fuzz") == 0)
-        return ckh_fuzz_main(argc - 1, argv + 1);
-    if (strcmp(cmd, "shrink") == 0)
-        return ckh_shrink_main(argc - 1, argv + 1);
-    fprintf(stderr, "ckh: unknown command '%s'\n", cmd);
+    const struct verb *v = verb_find(argv[1]);
+    if (v)
+        return v->run(argc - 1, argv + 1, argv0);
+    fprintf(stderr, "ckh: unknown command '%s'\n", argv[1]);
     print_usage(stderr);
     return CKH_EXIT_BAD_INPUT;
 }

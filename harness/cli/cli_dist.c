@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "ckh/rng.h"
 #include "ckh/version.h"
 #include "cli/cli.h"
@@ -584,13 +585,6 @@ static int read_part(const struct ckh_dist_merge *m, uint32_t r, struct ckh_dist
     return rc;
 }
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* the merge's time limit only */
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void fmt_ms(uint64_t ms, char *buf, size_t n)
 {
     if (ms % 60000u == 0)
@@ -642,7 +636,7 @@ int ckh_dist_collect(const struct ckh_dist_merge *m, uint64_t timeout_ms,
     *parts = NULL;
     if (!p)
         return ckh_errf(msg, n, CKH_ENOMEM, "out of memory");
-    uint64_t deadline = mono_ms() + timeout_ms;
+    uint64_t deadline = ckh_posix_now_ms() + timeout_ms;
     unsigned poll_ms = POLL_MS_MIN;
     int rc = 0;
     for (;;) {
@@ -658,7 +652,7 @@ int ckh_dist_collect(const struct ckh_dist_merge *m, uint64_t timeout_ms,
             rc = -EINTR;
             break;
         }
-        if (mono_ms() >= deadline) {
+        if (ckh_posix_now_ms() >= deadline) {
             rc = missing_message(m, p, timeout_ms, msg, n);
             break;
         }
@@ -705,7 +699,7 @@ int ckh_dist_await_merge(const struct ckh_dist_merge *m, uint64_t timeout_ms, in
     snprintf(name, sizeof name, "part.%u", m->rank);
     path_of(part, sizeof part, m->dir, name);
     path_of(done, sizeof done, m->dir, "merge-done");
-    uint64_t deadline = mono_ms() + (timeout_ms ? timeout_ms : CKH_DIST_MERGE_TIMEOUT_MS_DEFAULT);
+    uint64_t deadline = ckh_posix_now_ms() + (timeout_ms ? timeout_ms : CKH_DIST_MERGE_TIMEOUT_MS_DEFAULT);
     unsigned poll_ms = POLL_MS_MIN;
     for (;;) {
         struct stat st;
@@ -717,7 +711,7 @@ int ckh_dist_await_merge(const struct ckh_dist_merge *m, uint64_t timeout_ms, in
             return 0;
         if (ckh_pool_interrupted())
             return -EINTR;
-        if (mono_ms() >= deadline)
+        if (ckh_posix_now_ms() >= deadline)
             return CKH_ETIMEOUT;
         struct timespec ts = {0, (long)poll_ms * 1000000L};
         nanosleep(&ts, NULL);

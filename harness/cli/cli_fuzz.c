@@ -49,6 +49,7 @@
 #include "ckh/backend.h"
 #include "ckh/defects.h"
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "cli/cli_dist.h"
 #include "cli/opt.h"
 #include "cli/wire.h"
@@ -96,13 +97,6 @@ struct fuzz_total {
     size_t cap;                           /* allocated */
     int rc;                               /* first failure of the parent */
 };
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* only --time and the summary, never a result */
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* ---- options ---- */
 
@@ -362,7 +356,7 @@ static bool seed_more(void *ctx, uint64_t j)
 {
     const struct seeds *s = ctx;
     (void)j;
-    return !s->p->deadline_ms || mono_ms() < s->p->deadline_ms;
+    return !s->p->deadline_ms || ckh_posix_now_ms() < s->p->deadline_ms;
 }
 
 static int cmp_seed(const void *a, const void *b)
@@ -831,7 +825,7 @@ static int fuzz_merge(const struct fuzz_plan *p, struct fuzz_total *t, int rc, u
         qsort(s.v, s.n, sizeof *s.v, cmp_shrunk);
     list_failures(t);
     shrink_apply(p, t, &s);
-    summary(p, t, mono_ms() - t0);
+    summary(p, t, ckh_posix_now_ms() - t0);
     shrunk_set_free(&s);
     return t->errors ? 3 : t->failed ? 1 : 0;
 }
@@ -902,17 +896,17 @@ int ckh_fuzz_main(int argc, char **argv)
         return st;
     if (p.deadline_ms) {
         p.count = UINT64_MAX;
-        p.deadline_ms += mono_ms();
+        p.deadline_ms += ckh_posix_now_ms();
     }
     if (ckh_pool_signals_install() != 0) {
         fprintf(stderr, "ckh fuzz: cannot catch signals: %s\n", strerror(errno));
         return 3;
     }
-    uint64_t t0 = mono_ms();
+    uint64_t t0 = ckh_posix_now_ms();
     struct fuzz_total t;
     memset(&t, 0, sizeof t);
     int rc = run_seeds(&p, &t);
-    uint64_t wall = mono_ms() - t0;
+    uint64_t wall = ckh_posix_now_ms() - t0;
     if (p.d.world > 1) {
         st = p.d.rank ? fuzz_deliver(&p, &t, rc) : fuzz_merge(&p, &t, rc, t0);
     } else if (rc != 0 && rc != -EINTR) {

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "cli/cli.h"
 #include "cli/cli_dist.h"
 #include "cli/cli_load.h"
@@ -220,9 +221,7 @@ static void run_done(void *ctx, uint64_t k, const struct ckh_pool_result *r)
     show_result(c, s);
     c->prog.elapsed_ms = 0;
     if (c->tty) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        c->prog.elapsed_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u - c->t0;
+        c->prog.elapsed_ms = ckh_posix_now_ms() - c->t0;
         ckh_report_progress_print(stderr, &c->prog, c->tty);
     }
 }
@@ -393,9 +392,7 @@ static int run_scenarios(struct run_ctx *c, const char *tmp)
     c->tty = !c->deferred && isatty(STDERR_FILENO) != 0;
     c->color = !c->deferred && isatty(STDOUT_FILENO) != 0 && !getenv("NO_COLOR");
     c->prog.total = c->nslots;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* the progress line only */
-    c->t0 = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    c->t0 = ckh_posix_now_ms(); /* the progress line only */
     c->limits = (struct ckh_pool_limits){SCENARIO_WALL_LIMIT_S, a->mem_bytes};
     static const struct ckh_pool_ops ops = {.run = run_job, .done = run_done, .more = run_more};
     struct ckh_pool_config cfg = {.workers = a->jobs, .njobs = c->nrunnable, .limits = c->limits,

@@ -36,27 +36,9 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "exec/run_ctx.h"
 #include "exec/tmpdir.h"
-
-uint64_t ckh__cmd_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* time limits and wall-clock triggers only */
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-int ckh__cmd_fail(struct ckh__cmd *c, int code, const char *fmt, ...)
-{
-    if (c->err_code)
-        return code; /* the first failure is the one to report */
-    va_list ap;
-    va_start(ap, fmt);
-    ckh_verrf(c->err, sizeof c->err, code, fmt, ap);
-    va_end(ap);
-    c->err_code = code;
-    return code;
-}
 
 /* ---- set-up ---- */
 
@@ -349,7 +331,7 @@ static int run_processes(struct ckh__cmd *c, bool *hung)
     int rc = mount_all(c);
     if (rc)
         return rc;
-    c->run_t0_ms = ckh__cmd_now_ms();
+    c->run_t0_ms = ckh_posix_now_ms();
     for (int i = 0; i < c->n && rc == 0; i++)
         if (c->nodes[i].start)
             rc = ckh__cmd_spawn_node(c, i);

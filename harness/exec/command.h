@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ckh/err.h"
 #include "ckh/rng.h"
 #include "ckh/sim.h"
 #include "model/fault.h"
@@ -181,7 +182,7 @@ struct ckh__cmd {
     size_t ntrace, captrace;         /* its length and capacity */
     pthread_mutex_t lock;            /* see the top of the file */
     bool lock_ready;                 /* lock initialised */
-    char err[1024];                  /* what went wrong (located where possible) */
+    char err[CKH_ERRMSG_BYTES];      /* what went wrong (located where possible) */
     int err_code;                    /* its code (0: none) */
     /* Called first for every operation a process of the job asks of a
      * mount (server thread, lock held, the mount's disk usable directly),
@@ -259,10 +260,10 @@ int ckh__cmd_reference_incomplete(const struct ckh__cmd *c, char *err, size_t er
  * already located in the scenario file; returns the code. */
 int ckh__cmd_take_err(const struct ckh__cmd *c, int rc, const char *what, char *err, size_t errlen);
 
-/* Records what went wrong in c->err (first failure wins); returns code. */
-int ckh__cmd_fail(struct ckh__cmd *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Monotonic milliseconds (time limits and wall-clock triggers only). */
-uint64_t ckh__cmd_now_ms(void);
+/* Records what went wrong in c->err (CKH_ERRF; the first failure wins);
+ * returns code. */
+#define ckh__cmd_fail(c, code, ...)                                                                \
+    ((c)->err_code ? (code) : ((c)->err_code = CKH_ERRF((c)->err, (code), __VA_ARGS__)))
 
 /* ---- command_proc.c ---- */
 

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "exec/command.h"
 #include "exec/workloads.h"
 
@@ -149,7 +150,7 @@ bool ckh__cmd_fault_fired(void *ctx)
 
 static uint64_t elapsed_ns(const struct ckh__cmd *c)
 {
-    return (ckh__cmd_now_ms() - c->run_t0_ms) * 1000000u;
+    return (ckh_posix_now_ms() - c->run_t0_ms) * 1000000u;
 }
 
 /* ---- carrying a fault out ---- */
@@ -188,7 +189,7 @@ static void preempt(struct ckh__cmd *c, const struct ckh__cmd_rule *r, int i)
     if (nd->pid <= 0 || nd->reaped)
         return;
     nd->preempted = true;
-    nd->kill_at_ms = ckh__cmd_now_ms() + r->grace_ms;
+    nd->kill_at_ms = ckh_posix_now_ms() + r->grace_ms;
     kill(-nd->pid, SIGTERM);
 }
 

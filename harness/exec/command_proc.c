@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "exec/command.h"
 
 extern char **environ;
@@ -591,14 +592,14 @@ static void reap_strays(uint64_t until)
         for (size_t k = 0; k < n; k++)
             while (waitpid(found[k], NULL, 0) < 0 && errno == EINTR)
                 ;
-        if (n == 0 || ckh__cmd_now_ms() >= until)
+        if (n == 0 || ckh_posix_now_ms() >= until)
             return;
     }
 }
 
 void ckh__cmd_kill_all(struct ckh__cmd *c)
 {
-    uint64_t until = ckh__cmd_now_ms() + GROUP_KILL_WAIT_MS;
+    uint64_t until = ckh_posix_now_ms() + GROUP_KILL_WAIT_MS;
     pthread_mutex_lock(&c->lock);
     for (int i = 0; i < c->n; i++)
         ckh__cmd_kill_locked(c, i, "ckh stopped the job");
@@ -608,7 +609,7 @@ void ckh__cmd_kill_all(struct ckh__cmd *c)
             reap_node(c, i);
             left |= c->nodes[i].pid > 0 && !c->nodes[i].group_gone;
         }
-        if (!left || ckh__cmd_now_ms() >= until)
+        if (!left || ckh_posix_now_ms() >= until)
             break;
         pthread_mutex_unlock(&c->lock);
         poll(NULL, 0, 2);
@@ -630,7 +631,7 @@ static bool node_failed(const struct ckh__cmd_node *nd)
  * rule, the time limit. Returns true when every started node is gone. */
 static bool look(struct ckh__cmd *c, uint64_t deadline, bool *hung)
 {
-    uint64_t now = ckh__cmd_now_ms();
+    uint64_t now = ckh_posix_now_ms();
     bool done = true, failed = false;
     for (int i = 0; i < c->n; i++) {
         struct ckh__cmd_node *nd = &c->nodes[i];
@@ -678,8 +679,8 @@ int ckh__cmd_wait_run(struct ckh__cmd *c, bool *hung)
         /* A killed process that never goes (stuck in the kernel) is left
          * behind rather than waited for forever. */
         if (*hung && !give_up)
-            give_up = ckh__cmd_now_ms() + GROUP_KILL_WAIT_MS;
-        if (give_up && ckh__cmd_now_ms() >= give_up)
+            give_up = ckh_posix_now_ms() + GROUP_KILL_WAIT_MS;
+        if (give_up && ckh_posix_now_ms() >= give_up)
             return ckh__cmd_fail(c, CKH_EINTERNAL, "processes of the job did not end after SIGKILL");
         poll(NULL, 0, WAIT_POLL_MS);
     }
@@ -728,7 +729,7 @@ int ckh__cmd_run_verify(struct ckh__cmd *c, int node, int *status, char *out, si
                            strerror(exec_err));
         goto out;
     }
-    uint64_t deadline = ckh__cmd_now_ms() + c->sc->job.timeout_ns / 1000000u;
+    uint64_t deadline = ckh_posix_now_ms() + c->sc->job.timeout_ns / 1000000u;
     for (;;) {
         int st = 0;
         pid_t r = waitpid(pid, &st, WNOHANG);
@@ -736,7 +737,7 @@ int ckh__cmd_run_verify(struct ckh__cmd *c, int node, int *status, char *out, si
             *status = st;
             break;
         }
-        if (ckh__cmd_interrupted() || ckh__cmd_now_ms() >= deadline || (r < 0 && errno != EINTR))
+        if (ckh__cmd_interrupted() || ckh_posix_now_ms() >= deadline || (r < 0 && errno != EINTR))
             break;
         poll(NULL, 0, WAIT_POLL_MS);
     }

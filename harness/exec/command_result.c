@@ -19,6 +19,7 @@
 
 #include "ckh/err.h"
 #include "ckh/fs.h"
+#include "ckh/posix.h"
 #include "ckh/rng.h"
 #include "exec/command.h"
 #include "exec/run_ctx.h"
@@ -115,38 +116,18 @@ bool ckh__cmd_progress_refresh(struct ckh__cmd *c, int i)
  * its last line lacks one (a program that exited completed that line). */
 static int slurp(const char *path, bool add_nl, char **out, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int e = -errno;
-        if (fd >= 0)
-            close(fd);
-        return e;
-    }
-    if ((uint64_t)st.st_size > RESULT_BYTES_MAX) {
-        close(fd);
-        return CKH_ELIMIT;
-    }
-    char *b = malloc((size_t)st.st_size + 2);
-    size_t got = 0;
+    int rc = ckh_posix_read_file(path, RESULT_BYTES_MAX, NULL, out, len);
+    if (rc || !add_nl || !*len || (*out)[*len - 1] == '\n')
+        return rc;
+    char *b = realloc(*out, *len + 2);
     if (!b) {
-        close(fd);
+        free(*out);
+        *out = NULL;
         return CKH_ENOMEM;
     }
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, b + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (add_nl && got && b[got - 1] != '\n')
-        b[got++] = '\n';
-    b[got] = '\0';
+    b[(*len)++] = '\n';
+    b[*len] = '\0';
     *out = b;
-    *len = got;
     return 0;
 }
 

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "model/fault.h"
 #include "exec/mpi_fs.h"
 #include "exec/mpi_internal.h"
@@ -42,6 +43,7 @@
 #include "exec/tmpdir.h"
 
 #define LAUNCH_ARGS_MAX 48
+#define RANK_FILE_BYTES_MAX (1ull << 30) /* a rank's status or result file past 1 GiB is not read */
 
 bool ckh__real_selected(const struct ckh_scenario *sc, bool forced)
 {
@@ -452,10 +454,9 @@ static pid_t launch_plain(struct real_job *j, int node)
 static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t limit_ns, bool *hung,
                      bool *late)
 {
-    struct timespec t0, now;
     const uint64_t start_ns = start_timeout_ns();
     bool start_checked = false;
-    clock_gettime(CLOCK_MONOTONIC, &t0); /* the run's wall-clock limit */
+    const uint64_t t0_ns = ckh_posix_now_ns(); /* the run's wall-clock limit */
     size_t left = np;
     for (size_t i = 0; i < np; i++)
         if (p[i].pid <= 0) {
@@ -480,9 +481,7 @@ static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t lim
                 kill(-p[i].pid, SIGKILL); /* whatever of its group is left */
             }
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        uint64_t el = (uint64_t)(now.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)now.tv_nsec -
-                      (uint64_t)t0.tv_nsec;
+        uint64_t el = ckh_posix_now_ns() - t0_ns;
         char none[8];
         if (left > 0 && !start_checked && el > start_ns) {
             /* The start deadline: a node that has not joined by now never
@@ -633,34 +632,7 @@ static int launch_run(struct real_job *j, bool *hung)
 /* The whole file at path (NUL-terminated) into *buf; -errno. */
 static int slurp(const char *path, char **buf, size_t *n)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -errno;
-    size_t cap = 4096, len = 0;
-    char *b = malloc(cap);
-    while (b) {
-        size_t got = fread(b + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0)
-            break;
-        if (cap - len - 1 == 0) {
-            char *nb = realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (!b)
-        return CKH_ENOMEM;
-    b[len] = '\0';
-    *buf = b;
-    *n = len;
-    return 0;
+    return ckh_posix_read_file(path, RANK_FILE_BYTES_MAX, NULL, buf, n);
 }
 
 /* A rank program that stopped on bad input or its environment left

@@ -42,6 +42,7 @@
 #include "ckh/env.h"
 #include "ckh/err.h"
 #include "ckh/fs.h"
+#include "ckh/posix.h"
 #include "ckh/record.h"
 #include "ckh/rng.h"
 #include "ckh/saver.h"
@@ -349,13 +350,6 @@ static const char *signal_name(int sig)
     }
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* The child of the probe: load, check, answer, exit without running any
  * of the parent's exit handlers. */
 static void probe_child(int fd, const char *path, enum ckh_plugin_kind kind)
@@ -379,7 +373,7 @@ static int probe_read(int fd, uint64_t deadline, struct probe_answer *a, size_t 
 {
     *got = 0;
     for (;;) {
-        uint64_t t = now_ms();
+        uint64_t t = ckh_posix_now_ms();
         if (t >= deadline)
             return CKH_ETIMEOUT;
         struct pollfd pf = {.fd = fd, .events = POLLIN};
@@ -410,7 +404,7 @@ static int probe_reap(pid_t pid, uint64_t deadline, int *status)
             return 0;
         if (r < 0 && errno != EINTR)
             return CKH_EINTERNAL;
-        if (deadline == 0 || now_ms() >= deadline)
+        if (deadline == 0 || ckh_posix_now_ms() >= deadline)
             break;
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
@@ -448,7 +442,7 @@ int ckh_plugin_probe(const char *path, enum ckh_plugin_kind kind, unsigned timeo
     }
     close(fds[1]);
     memset(&a, 0, sizeof(a));
-    uint64_t deadline = now_ms() + (timeout_ms ? timeout_ms : PROBE_DEFAULT_MS);
+    uint64_t deadline = ckh_posix_now_ms() + (timeout_ms ? timeout_ms : PROBE_DEFAULT_MS);
     int rc = probe_read(fds[0], deadline, &a, &got);
     close(fds[0]);
     rc = probe_reap(pid, rc == 0 ? deadline : 0, &status);

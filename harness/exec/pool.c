@@ -27,6 +27,7 @@
 
 #include "ckh/assert.h"
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "exec/worker.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -252,13 +253,6 @@ struct pool {
                                           check sees it reachable */
 };
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* only time limits, never a result */
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static int start_job(struct pool *p, struct slot *s)
 {
     int fds[2];
@@ -295,7 +289,7 @@ static int start_job(struct pool *p, struct slot *s)
 #endif
     s->index = p->next++;
     unsigned wall = p->cfg->limits.wall_s;
-    s->deadline = wall ? mono_ms() + (uint64_t)wall * 1000u : 0;
+    s->deadline = wall ? ckh_posix_now_ms() + (uint64_t)wall * 1000u : 0;
     p->running++;
     return 0;
 }
@@ -375,7 +369,7 @@ static void kill_all(struct pool *p)
     for (unsigned i = 0; i < p->nslots; i++)
         if (p->slots[i].pid)
             kill(p->slots[i].pid, SIGTERM);
-    uint64_t until = mono_ms() + TERM_GRACE_MS;
+    uint64_t until = ckh_posix_now_ms() + TERM_GRACE_MS;
     for (;;) {
         bool left = false;
         for (unsigned i = 0; i < p->nslots; i++) {
@@ -388,7 +382,7 @@ static void kill_all(struct pool *p)
             else
                 left = true;
         }
-        if (!left || mono_ms() >= until)
+        if (!left || ckh_posix_now_ms() >= until)
             break;
         poll(NULL, 0, 10);
     }
@@ -422,7 +416,7 @@ static int poll_round(struct pool *p, struct pollfd *pfd)
 {
     unsigned n = 0;
     int timeout = -1;
-    uint64_t now = mono_ms();
+    uint64_t now = ckh_posix_now_ms();
     for (unsigned i = 0; i < p->nslots; i++) {
         struct slot *s = &p->slots[i];
         if (!s->pid)

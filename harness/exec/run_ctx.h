@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckh/err.h"
 #include "model/fault.h"
 #include "exec/exec.h"
 #include "exec/records.h"
@@ -73,12 +74,11 @@ struct ckh__run_ctx {
     bool step_based;                     /* progress counted in steps (training jobs) */
     int world_first;                     /* ranks of run 1 */
     int world_restart;                   /* ranks of runs 2.. (world_first: unchanged) */
-    char err[512];                       /* set-up error */
+    char err[CKH_ERRMSG_BYTES];          /* set-up error */
 };
 
-/* Formats the run's error message (c->err) with ckh_verrf; returns code. */
-int ckh__run_fail(struct ckh__run_ctx *c, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Formats the run's error message (c->err, CKH_ERRF); returns code. */
+#define ckh__run_fail(c, code, ...) CKH_ERRF((c)->err, (code), __VA_ARGS__)
 
 /* runner.c: what the job asks of the workload c->wl that it cannot do
  * (defect switches, devices, a latest pointer, collectives,

@@ -1,4 +1,5 @@
-/* The one workload registry and the resolution of a scenario's names
+/* The one workload and saver registry (the lists are exec/workload_list.h
+ * and exec/saver_list.h) and the resolution of a scenario's names
  * (exec/workloads.h). */
 #include <errno.h>
 #include <limits.h>
@@ -12,11 +13,24 @@
 #include "ckh/rng.h"
 #include "exec/plugin.h"
 #include "exec/workloads.h"
+#include "exec/saver_list.h"
+#include "exec/workload_list.h"
 
+/* The built-in workloads of exec/workload_list.h, in its order. */
 static const struct ckh_workload_ops *const builtins[] = {
-    &ckh_seed_pipeline_workload,
-    &ckh_param_server_workload,
-    &ckh_ddp_train_workload,
+#define CKH__WORKLOAD_REF(id) &ckh_##id##_workload,
+    CKH_WORKLOAD_LIST(CKH__WORKLOAD_REF)
+#undef CKH__WORKLOAD_REF
+};
+
+/* The built-in savers of exec/saver_list.h, in its order. */
+static const struct {
+    const struct ckh_saver_ops *ops; /* the saver's table */
+    const char *summary;             /* its line in `ckh list savers` */
+} savers[] = {
+#define CKH__SAVER_REF(id, summary) {&ckh_##id##_saver_ops, summary},
+    CKH_SAVER_LIST(CKH__SAVER_REF)
+#undef CKH__SAVER_REF
 };
 
 const struct ckh_workload_ops *ckh_workloads_at(size_t i)
@@ -29,6 +43,23 @@ const struct ckh_workload_ops *ckh_workloads_find(const char *name)
     for (size_t i = 0; name && ckh_workloads_at(i); i++)
         if (strcmp(ckh_workloads_at(i)->name, name) == 0)
             return ckh_workloads_at(i);
+    return NULL;
+}
+
+const struct ckh_saver_ops *ckh_savers_at(size_t i, const char **summary)
+{
+    if (i >= sizeof savers / sizeof savers[0])
+        return NULL;
+    if (summary)
+        *summary = savers[i].summary;
+    return savers[i].ops;
+}
+
+const struct ckh_saver_ops *ckh_savers_find(const char *name)
+{
+    for (size_t i = 0; name && ckh_savers_at(i, NULL); i++)
+        if (strcmp(ckh_savers_at(i, NULL)->name, name) == 0)
+            return ckh_savers_at(i, NULL);
     return NULL;
 }
 
@@ -255,11 +286,14 @@ static int resolve_saver(const struct ckh_scenario *sc, struct ckh_resolved *out
                         "'%s' would be ignored; remove job.saver",
                         sc->file, out->workload->name, name);
     if (!ckh_scn_is_plugin_path(name)) {
-        if (strcmp(name, ckh_atomic_dir_saver_ops.name) != 0)
-            return ckh_errf(msg, msglen, CKH_EINVAL, "%s: job.saver: unknown saver '%s' (known: %s)", sc->file,
-                            name, ckh_atomic_dir_saver_ops.name);
-        out->saver = &ckh_atomic_dir_saver_ops;
-        return 0;
+        out->saver = ckh_savers_find(name);
+        if (out->saver)
+            return 0;
+        char known[256] = "";
+        for (size_t i = 0, at = 0; ckh_savers_at(i, NULL) && at < sizeof known; i++)
+            at += (size_t)snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", ckh_savers_at(i, NULL)->name);
+        return ckh_errf(msg, msglen, CKH_EINVAL, "%s: job.saver: unknown saver '%s' (known: %s)", sc->file, name,
+                        known);
     }
     const void *t = NULL;
     uint64_t d = 0;

@@ -35,10 +35,18 @@ enum {
 };
 #define CKH_RUN_REFERENCE (CKH_RUN_NO_DEFECTS | CKH_RUN_NO_FAULTS)
 
-/* The built-in workloads, in listing order; NULL past the end. */
+/* The built-in workloads (exec/workload_list.h), in listing order; NULL
+ * past the end. */
 const struct ckh_workload_ops *ckh_workloads_at(size_t i);
 /* A built-in workload by name; NULL if none. */
 const struct ckh_workload_ops *ckh_workloads_find(const char *name);
+
+/* The built-in savers (exec/saver_list.h), in listing order; NULL past the
+ * end. *summary (when summary is not NULL) gets the saver's line for
+ * `ckh list savers`; both live as long as the program. */
+const struct ckh_saver_ops *ckh_savers_at(size_t i, const char **summary);
+/* A built-in saver by name; NULL if none. */
+const struct ckh_saver_ops *ckh_savers_find(const char *name);
 
 /* A workload by name: a built-in, or a plugin library (loaded once per
  * process; a relative path is relative to scenario_file's folder, or to

@@ -5,40 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/posix.h"
 #include "ckh/ref.h"
 #include "judge/oracle.h"
+
+#define GOLDEN_BYTES_MAX (64u << 20) /* a larger golden file is not read */
 
 static bool applies(const struct ckh_scenario_run *r)
 {
     return r->sc->expect.golden != NULL;
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0)
-            break;
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-            } else {
-                buf = nb;
-            }
-        }
-    }
-    fclose(f);
-    if (buf)
-        buf[len] = '\0';
-    return buf;
 }
 
 static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int64_t *divergent)
@@ -46,8 +21,9 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
     (void)divergent;
     char msg[512];
     const char *path = r->golden_path;
-    char *text = slurp(path);
-    if (!text) {
+    char *text = NULL;
+    size_t len = 0;
+    if (ckh_posix_read_file(path, GOLDEN_BYTES_MAX, NULL, &text, &len) != 0) {
         snprintf(detail, n, "cannot read golden file %s", path);
         return false;
     }

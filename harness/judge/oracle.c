@@ -1,19 +1,15 @@
-/* The oracle registry and helpers shared by the *_check.c files. */
+/* The oracle registry (the list is judge/oracle_list.h) and the helpers
+ * shared by the *_check.c files. */
 #include <string.h>
 
 #include "model/fault.h"
 #include "judge/oracle.h"
 
-/* resume-equivalence runs before reference, golden and values: when a
- * resumed run diverges, the first failing oracle (whose detail heads the
- * verdict line) names the step and quantity where it began, not only the
- * end state that differs. */
+/* The oracles of judge/oracle_list.h, in its order. */
 static const struct ckh_oracle_ops *const oracles[] = {
-    &ckh__oracle_faults_fired,    &ckh__oracle_outcome,     &ckh__oracle_liveness,
-    &ckh__oracle_hang,            &ckh__oracle_resume,      &ckh__oracle_reference,
-    &ckh__oracle_golden,          &ckh__oracle_values,      &ckh__oracle_lost_work,
-    &ckh__oracle_committed,       &ckh__oracle_no_corrupt_load, &ckh__oracle_determinism,
-    &ckh__oracle_reshard,         &ckh__oracle_saves,       &ckh__oracle_restarts,
+#define CKH__ORACLE_REF(id) &ckh__oracle_##id,
+    CKH_ORACLE_LIST(CKH__ORACLE_REF)
+#undef CKH__ORACLE_REF
 };
 
 const struct ckh_oracle_ops *ckh_oracle_at(size_t i)

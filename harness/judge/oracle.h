@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "exec/runner.h"
+#include "judge/oracle_list.h"
 
 struct ckh_oracle_ops {
     const char *name;        /* stable name, used in scenarios (expect.oracles) */
@@ -26,7 +27,7 @@ struct ckh_oracle_ops {
     bool (*check)(const struct ckh_scenario_run *r, char *detail, size_t n, int64_t *divergent);
 };
 
-/* The oracles, in the order they run; NULL past the end. */
+/* The oracles, in the order they run (judge/oracle_list.h); NULL past the end. */
 const struct ckh_oracle_ops *ckh_oracle_at(size_t i);
 const struct ckh_oracle_ops *ckh_oracle_find(const char *name);
 
@@ -49,20 +50,9 @@ bool ckh_oracle_resizes(const struct ckh_scenario_run *r);
  * compare.ignore: the comparisons with the reference run leave it out. */
 bool ckh_oracle_ignored(const struct ckh_scenario_run *r, const char *name);
 
-extern const struct ckh_oracle_ops ckh__oracle_faults_fired;
-extern const struct ckh_oracle_ops ckh__oracle_outcome;
-extern const struct ckh_oracle_ops ckh__oracle_reference;
-extern const struct ckh_oracle_ops ckh__oracle_golden;
-extern const struct ckh_oracle_ops ckh__oracle_values;
-extern const struct ckh_oracle_ops ckh__oracle_liveness;
-extern const struct ckh_oracle_ops ckh__oracle_lost_work;
-extern const struct ckh_oracle_ops ckh__oracle_committed;
-extern const struct ckh_oracle_ops ckh__oracle_no_corrupt_load;
-extern const struct ckh_oracle_ops ckh__oracle_hang;
-extern const struct ckh_oracle_ops ckh__oracle_resume;
-extern const struct ckh_oracle_ops ckh__oracle_determinism;
-extern const struct ckh_oracle_ops ckh__oracle_reshard;
-extern const struct ckh_oracle_ops ckh__oracle_saves;
-extern const struct ckh_oracle_ops ckh__oracle_restarts;
+/* The descriptors (private to harness/; listed by oracle.c). */
+#define CKH__ORACLE_DECL(id) extern const struct ckh_oracle_ops ckh__oracle_##id;
+CKH_ORACLE_LIST(CKH__ORACLE_DECL)
+#undef CKH__ORACLE_DECL
 
 #endif

@@ -19,16 +19,8 @@
 #include <string.h>
 
 #include "ckh/err.h"
-#include <time.h>
+#include "ckh/posix.h"
 #include "exec/exec.h"
-
-/* Monotonic milliseconds: the report's wall time only. */
-static uint64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* A job restarted with another world size is judged by the reshard
  * oracle (every sample exactly once per epoch across the ranks, from the
@@ -88,7 +80,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     static const struct ckh_run_options dflt = {0};
     const struct ckh_run_options *o = opts ? opts : &dflt;
     const struct ckh_executor *ex = ckh_exec_select(sc, o);
-    uint64_t t0 = wall_ms();
+    uint64_t t0 = ckh_posix_now_ms();
     uint64_t seed = o->seed_set ? o->seed : sc->seed;
     struct ckh_scenario_run r;
     void *job = NULL;
@@ -118,7 +110,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
                        named ? "" : (err[0] >= '0' && err[0] <= '9' ? ":" : ": "),
                        err[0] ? err : ckh_strerror(rc));
     }
-    out->wall_ms = wall_ms() - t0;
+    out->wall_ms = ckh_posix_now_ms() - t0;
     ckh_scenario_run_free(&r);
     if (ex->end)
         ex->end(job);

@@ -32,14 +32,6 @@ const char *ckh_scn_enum_name(const struct ckh_scn_enum *e, int v)
     return e && v >= 0 && (size_t)v < e->n ? e->names[v] : NULL;
 }
 
-int ckh_scn_enum_find(const struct ckh_scn_enum *e, const char *name)
-{
-    for (size_t i = 0; e && name && i < e->n; i++)
-        if (strcmp(e->names[i], name) == 0)
-            return (int)i;
-    return -1;
-}
-
 int ckh_scn_errno_value(int i)
 {
     return i >= 0 && (size_t)i < ckh_scn_errnos.n ? errno_values[i] : 0;

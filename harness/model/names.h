@@ -30,9 +30,6 @@ extern const struct ckh_scn_enum ckh_scn_platforms;     /* enum ckh_scn_platform
 /* names[v], or NULL when v is outside the table. */
 const char *ckh_scn_enum_name(const struct ckh_scn_enum *e, int v);
 
-/* The index of name in e, or -1. */
-int ckh_scn_enum_find(const struct ckh_scn_enum *e, const char *name);
-
 /* The errno value of ckh_scn_errnos' entry i (0 when out of range). */
 int ckh_scn_errno_value(int i);
 

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 
 #include "ckh/err.h"
+#include "ckh/posix.h"
 #include "model/reader.h"
 
 /* ---- the root ---- */
@@ -285,59 +286,20 @@ static int read_fail(struct ckh_scn_error *e, const char *path, int code, const 
     return ckh_errf(e->msg, sizeof(e->msg), code, fmt, arg);
 }
 
-/* Reads the whole open regular file fd of size bytes into *buf. */
-static int read_fd(int fd, size_t size, struct ckh_alloc *alloc, char **buf, size_t *len)
-{
-    char *b = ckh_malloc(alloc, size + 1);
-    if (!b)
-        return CKH_ENOMEM;
-    size_t got = 0;
-    while (got < size) {
-        ssize_t r = read(fd, b + got, size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = -errno;
-            ckh_free(alloc, b);
-            return e;
-        }
-        if (r == 0)
-            break; /* the file shrank while read: parse what is there */
-        got += (size_t)r;
-    }
-    b[got] = '\0';
-    *buf = b;
-    *len = got;
-    return 0;
-}
-
 int ckh_scn_read_file(const char *path, struct ckh_alloc *alloc, char **buf, size_t *len,
                       struct ckh_scn_error *e)
 {
     if (!alloc)
         alloc = ckh_alloc_system();
-    *buf = NULL;
-    *len = 0;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int code = -errno;
-        if (fd >= 0)
-            close(fd);
-        return read_fail(e, path, code, "cannot open: %s", strerror(-code));
+    int rc = ckh_posix_read_file(path, CKH_SCN_FILE_BYTES_MAX, alloc, buf, len);
+    switch (rc) {
+    case 0: return 0;
+    case -EISDIR: return read_fail(e, path, CKH_EINVAL, "%s", "is a folder, not a scenario file");
+    case CKH_EUNSUPPORTED: return read_fail(e, path, rc, "%s", "not a regular file or folder");
+    case CKH_ELIMIT: return read_fail(e, path, rc, "%s", "larger than 64 MiB, the limit for a scenario file");
+    case CKH_ENOMEM: return read_fail(e, path, rc, "cannot read: %s", ckh_strerror(rc));
+    default: return read_fail(e, path, rc, "cannot open: %s", strerror(-rc));
     }
-    int rc;
-    if (S_ISDIR(st.st_mode))
-        rc = read_fail(e, path, CKH_EINVAL, "%s", "is a folder, not a scenario file");
-    else if (!S_ISREG(st.st_mode))
-        rc = read_fail(e, path, CKH_EUNSUPPORTED, "%s", "not a regular file or folder");
-    else if ((uint64_t)st.st_size > CKH_SCN_FILE_BYTES_MAX)
-        rc = read_fail(e, path, CKH_ELIMIT, "%s", "larger than 64 MiB, the limit for a scenario file");
-    else if ((rc = read_fd(fd, (size_t)st.st_size, alloc, buf, len)) != 0)
-        rc = read_fail(e, path, rc, "cannot read: %s", ckh_strerror(rc));
-    close(fd);
-    return rc;
 }
 
 int ckh_scenario_parse_file(const char *path, const struct ckh_scn_options *opts,

@@ -185,20 +185,9 @@ static const char *const vuln_names[] = {
     CKH_VULN_MAP(CKH__VULN_NAME)
 #undef CKH__VULN_NAME
 };
-static const char *const vuln_descs[] = {
-#define CKH__VULN_DESC(e, s, d) d,
-    CKH_VULN_MAP(CKH__VULN_DESC)
-#undef CKH__VULN_DESC
-};
-
 const char *ckh_vuln_name(enum ckh_vuln_kind k)
 {
     return (unsigned)k < CKH_VULN__COUNT ? vuln_names[k] : "?";
-}
-
-const char *ckh_vuln_describe(enum ckh_vuln_kind k)
-{
-    return (unsigned)k < CKH_VULN__COUNT ? vuln_descs[k] : "?";
 }
 
 void ckh_explore_result_free(struct ckh_explore_result *r)

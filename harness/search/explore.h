@@ -61,8 +61,6 @@ enum ckh_vuln_kind {
 
 /* Stable name ("rename-before-data"); "?" out of range. Static storage. */
 const char *ckh_vuln_name(enum ckh_vuln_kind k);
-/* One-line meaning of a kind. Static storage. */
-const char *ckh_vuln_describe(enum ckh_vuln_kind k);
 
 /* One finding. Plain value (fixed buffers) so that a forked child can send
  * it through a pipe. */

@@ -398,7 +398,7 @@ static void work(const struct xp_run *w, unsigned worker, uint64_t *next, struct
         size_t i = (size_t)__atomic_fetch_add(next, 1, __ATOMIC_SEQ_CST);
         if (i >= w->st->n || ckh__cmd_interrupted())
             return;
-        if (w->deadline_ms && ckh__cmd_now_ms() >= w->deadline_ms)
+        if (w->deadline_ms && ckh_posix_now_ms() >= w->deadline_ms)
             return;
         check_one(w, worker, i, &slots[i]);
         if (slots[i].rc)
@@ -590,7 +590,7 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     uint64_t seed = o->seed_set ? o->seed : sc->seed;
     ref.seed = seed;
 
-    uint64_t t0 = ckh__cmd_now_ms();
+    uint64_t t0 = ckh_posix_now_ms();
     if ((rc = ckh__cmd_job_begin(sc, &je, err, errlen)) != 0)
         goto out;
     struct ckh__cmd_watch watch = {.on_op = rec_op, .on_end = rec_end, .ctx = &x};
@@ -600,7 +600,7 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
         rc = ckh_errf(err, errlen, rc ? rc : CKH_ENOMEM, "recording the run: out of memory");
         goto out;
     }
-    out->record_ms = ckh__cmd_now_ms() - t0;
+    out->record_ms = ckh_posix_now_ms() - t0;
     out->ops = x.nops;
     out->crash_points = x.npts;
 
@@ -623,14 +623,14 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     if (o->keep_dir && (rc = keep_state(st.v[0].disk, o->keep_dir, err, errlen)) != 0)
         goto out;
 
-    uint64_t t1 = ckh__cmd_now_ms();
+    uint64_t t1 = ckh_posix_now_ms();
     struct xp_run w = {.sc = sc, .seed = seed, .je = &je, .rec = &x, .st = &st, .ref = &ref,
                        .check = check, .deadline_ms = limit_ms ? t0 + limit_ms : 0};
     if ((rc = check_all(&w, o->jobs ? o->jobs : 1, &slots)) != 0) {
         ckh_errf(err, errlen, rc, "checking crash states: %s", ckh_strerror(rc));
         goto out;
     }
-    out->check_ms = ckh__cmd_now_ms() - t1;
+    out->check_ms = ckh_posix_now_ms() - t1;
     if (ckh__cmd_interrupted()) {
         rc = ckh_errf(err, errlen, -EINTR, "interrupted by signal %d", ckh__cmd_interrupted());
         goto out;
@@ -675,7 +675,7 @@ out:
 int ckh_explore_program_verdict(const struct ckh_scenario *sc, const struct ckh_run_options *ro,
                                 struct ckh_report_result *out)
 {
-    uint64_t t0 = ckh__cmd_now_ms();
+    uint64_t t0 = ckh_posix_now_ms();
     const char *argv0 = ro->argv0 ? ro->argv0 : "ckh";
     struct ckh_xprog_options o = {.seed_set = ro->seed_set, .seed = ro->seed, .jobs = 1, .argv0 = argv0,
                                   .source_dir = ro->source_dir};
@@ -687,7 +687,7 @@ int ckh_explore_program_verdict(const struct ckh_scenario *sc, const struct ckh_
     out->seed = seed;
     ckh_report_set(&out->replay, "%s explore %s --seed %" PRIu64, argv0, sc->file, seed);
     int rc = ckh_explore_program(sc, &o, &r, err, sizeof err);
-    out->wall_ms = ckh__cmd_now_ms() - t0;
+    out->wall_ms = ckh_posix_now_ms() - t0;
     if (rc) {
         out->verdict = CKH_VERDICT_ERROR;
         ckh_report_set(&out->message, "%s", err);

@@ -63,4 +63,18 @@ int ckh_errf(char *buf, size_t n, int code, const char *fmt, ...)
 int ckh_verrf(char *buf, size_t n, int code, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
 
+/* The size of the error-message array a handle keeps (the harness's run
+ * and command contexts, the simulator's handles, the private handles of
+ * the code under test). The structs of include/ckh/ keep the sizes they
+ * were published with: plugins are built against them. */
+#define CKH_ERRMSG_BYTES 1024
+
+/* ckh_errf into a handle's message array, its size taken from its type,
+ * so that no handle needs a formatting wrapper of its own:
+ * `return CKH_ERRF(h->errmsg, CKH_EINVAL, "...", ...);`. msg must be an
+ * array, never a pointer (the build refuses a pointer). */
+#define CKH_ERRF(msg, code, ...)                                                                   \
+    ckh_errf((msg), sizeof(msg) + 0 * sizeof(char[CKH__IS_ARRAY(msg) ? 1 : -1]), (code), __VA_ARGS__)
+#define CKH__IS_ARRAY(a) (!__builtin_types_compatible_p(__typeof__(a), __typeof__(&(a)[0])))
+
 #endif

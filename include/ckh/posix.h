@@ -6,8 +6,10 @@
 #ifndef CKH_POSIX_H
 #define CKH_POSIX_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "ckh/alloc.h"
 #include "ckh/env.h"
 
 /* A struct ckh_fs whose path "/x/y" is the real file root_dir/x/y. Paths
@@ -26,5 +28,26 @@ int ckh_posix_env_create(const char *root_dir, uint64_t seed, const char *node_n
                          struct ckh_env **out);
 /* Frees an env made by ckh_posix_env_create; NULL is a no-op. */
 void ckh_posix_env_destroy(struct ckh_env *env);
+
+/* The one reading of the real monotonic clock (CLOCK_MONOTONIC), in
+ * nanoseconds since an arbitrary start: the real platform's clock and
+ * deadlines, and the harness's time limits, progress lines and wall
+ * times. Never an input to a result: the simulator's time is virtual, and
+ * the code under test (reference/, which may not include this header)
+ * reads time only through env->clock. */
+uint64_t ckh_posix_now_ns(void);
+/* ckh_posix_now_ns in whole milliseconds. */
+uint64_t ckh_posix_now_ms(void);
+
+/* The one whole-file reader: the regular file at path (a real path, not
+ * under an fs root) into *buf, NUL-terminated, its length in *len. The
+ * buffer comes from alloc and the caller frees it with ckh_free(alloc,
+ * *buf) (alloc NULL: the system allocator, whose buffers free() releases). Opening never waits (a FIFO is
+ * refused, not read). Errors, with *buf NULL: -errno from open, fstat or
+ * read; -EISDIR for a folder; CKH_EUNSUPPORTED for anything else that is
+ * not a regular file; CKH_ELIMIT when it holds more than max_bytes;
+ * CKH_ENOMEM. A file that shrinks while read is read as far as it goes. */
+int ckh_posix_read_file(const char *path, size_t max_bytes, struct ckh_alloc *alloc, char **buf,
+                        size_t *len);
 
 #endif

@@ -2,9 +2,12 @@
 #include "support/files.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include "ckh/posix.h"
 
 void ckh_test_temp_path(const char *name, char *buf, size_t n)
 {
@@ -16,17 +19,7 @@ void ckh_test_temp_path(const char *name, char *buf, size_t n)
 
 char *ckh_test_slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-    long size = ftell(f);
-    ck_assert_int_ge(size, 0);
-    rewind(f);
-    char *buf = malloc((size_t)size + 1);
-    ck_assert_ptr_nonnull(buf);
-    *len = fread(buf, 1, (size_t)size, f);
-    ck_assert_uint_eq(*len, (size_t)size);
-    buf[*len] = '\0';
-    fclose(f);
+    char *buf = NULL;
+    ck_assert_int_eq(ckh_posix_read_file(path, SIZE_MAX, NULL, &buf, len), 0);
     return buf;
 }
