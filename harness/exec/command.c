@@ -20,6 +20,9 @@
  * docs/SCENARIOS.md ("What is deterministic") says the same to users.
  */
 #include "exec/command.h"
+#include "exec/command_fault.h"
+#include "exec/command_proc.h"
+#include "exec/command_result.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -137,6 +140,7 @@ int ckh__cmd_init(struct ckh__cmd *c, const struct ckh_scenario *sc, uint64_t se
     c->seed = seed;
     c->mode = mode;
     c->cwd = cwd;
+    c->on_progress = ckh__cmd_progress_triggers;
     snprintf(c->dir, sizeof c->dir, "%s", dir);
     pthread_mutex_init(&c->lock, NULL);
     c->lock_ready = true;

@@ -36,7 +36,9 @@
 
 #include "ckh/err.h"
 #include "ckh/posix.h"
-#include "exec/command.h"
+#include "exec/command_fault.h"
+#include "exec/command_proc.h"
+#include "exec/command_result.h"
 #include "exec/workloads.h"
 
 /* ---- the trace ---- */

@@ -42,7 +42,8 @@
 
 #include "ckh/err.h"
 #include "ckh/posix.h"
-#include "exec/command.h"
+#include "exec/command_proc.h"
+#include "exec/command_result.h"
 
 extern char **environ;
 
@@ -639,13 +640,13 @@ static bool look(struct ckh__cmd *c, uint64_t deadline, bool *hung)
             continue;
         reap_node(c, i);
         if (!nd->reaped && ckh__cmd_progress_refresh(c, i))
-            ckh__cmd_progress_triggers(c, i);
+            c->on_progress(c, i);
         if (!nd->reaped && nd->kill_at_ms && now >= nd->kill_at_ms)
             ckh__cmd_kill_locked(c, i, "the sigterm grace ran out");
         failed |= node_failed(nd);
         done &= nd->group_gone;
     }
-    ckh__cmd_progress_triggers(c, -1);
+    c->on_progress(c, -1);
     /* torchrun's elastic agent: a failed worker stops every worker. */
     if (failed && c->sc->restart.scope == CKH_SCN_RESTART_ALL)
         for (int i = 0; i < c->n; i++)

@@ -21,7 +21,7 @@
 #include "ckh/fs.h"
 #include "ckh/posix.h"
 #include "ckh/rng.h"
-#include "exec/command.h"
+#include "exec/command_result.h"
 #include "exec/run_ctx.h"
 
 #define READ_CHUNK (64u * 1024u)

@@ -43,7 +43,7 @@
 #include "ckh/simfs.h"
 #include "model/fault.h"
 #include "exec/tmpdir.h"
-#include "exec/command.h"
+#include "exec/command_fault.h"
 #include "exec/mpi_internal.h"
 
 bool ckh__real_uses_ckhfs(const struct ckh_scenario *sc)

@@ -31,6 +31,8 @@
 #include "ckh/err.h"
 #include "ckh/posix.h"
 #include "exec/command.h"
+#include "exec/command_proc.h"
+#include "exec/command_result.h"
 #include "exec/worker.h"
 #include "search/explore_internal.h"
 #include "search/explore_program.h"
