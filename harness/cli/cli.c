@@ -39,12 +39,7 @@
 
 /* ---- ckh list ---- */
 
-static void print_usage_list(FILE *f)
-{
-    fprintf(f, "usage: ckh list [workloads [LIB.so...]|backends|savers [LIB.so...]|faults|defects|oracles|scenarios [PATH]]\n"
-               "\n"
-               "Lists what ckh knows; with no argument, everything (scenarios from ./scenarios).\n");
-}
+/* ---- `ckh list`: one category table prints the usage and the lists ---- */
 
 static int list_scenarios(const char *dir)
 {
@@ -73,6 +68,121 @@ static int list_scenarios(const char *dir)
     return code;
 }
 
+/* `ckh list workloads [LIB.so...]`: the built-in workloads, then what
+ * the plugin libraries named after the category are. */
+static int list_workloads(int argc, char **argv, bool all)
+{
+    printf("workloads:\n");
+    for (size_t i = 0; ckh_workloads_at(i); i++)
+        printf("  %-28s %s\n", ckh_workloads_at(i)->name, ckh_workloads_at(i)->description);
+    for (int a = 2; !all && a < argc; a++) {
+        const struct ckh_workload_ops *wl = NULL;
+        char msg[512] = "";
+        if (ckh_workloads_lookup(argv[a], NULL, &wl, msg, sizeof msg) != 0) {
+            fprintf(stderr, "ckh list: %s\n", msg);
+            return CKH_EXIT_BAD_INPUT;
+        }
+        printf("  %-28s %s\n  %-28s plugin %s, ABI version %d:%s%s%s%s%s%s\n", wl->name, wl->description, "",
+               argv[a], wl->version, wl->flags & CKH_WL_COLLECTIVE ? " collective" : "",
+               wl->flags & CKH_WL_STEP_BASED ? " step-based" : " epoch-based",
+               wl->flags & CKH_WL_USES_BACKEND ? " backend" : "", wl->flags & CKH_WL_USES_SAVER ? " saver" : "",
+               wl->latest_link ? " latest-pointer" : "", wl->set_world ? " resizable" : "");
+    }
+    return CKH_EXIT_OK;
+}
+
+static int list_backends(int argc, char **argv, bool all)
+{
+    (void)argc, (void)argv, (void)all;
+    printf("backends:\n");
+    for (size_t i = 0; ckh_backend_at(i); i++)
+        printf("  %-28s version %d\n", ckh_backend_at(i)->name, ckh_backend_at(i)->version);
+    return CKH_EXIT_OK;
+}
+
+/* `ckh list savers [LIB.so...]`: as workloads. */
+static int list_savers(int argc, char **argv, bool all)
+{
+    printf("savers:\n");
+    const char *summary = NULL;
+    for (size_t i = 0; ckh_savers_at(i, &summary); i++)
+        printf("  %-28s %s\n", ckh_savers_at(i, NULL)->name, summary);
+    for (int a = 2; !all && a < argc; a++) {
+        const void *t = NULL;
+        char msg[512] = "";
+        if (ckh_workloads_plugin(argv[a], NULL, CKH_PLUGIN_SAVER, &t, msg, sizeof msg) != 0) {
+            fprintf(stderr, "ckh list: %s\n", msg);
+            return CKH_EXIT_BAD_INPUT;
+        }
+        const struct ckh_saver_ops *sv = t;
+        printf("  %-28s plugin %s, ABI version %d:%s%s%s%s\n", sv->name, argv[a], sv->version,
+               sv->check ? " check" : "", sv->latest_path ? " latest-pointer" : "",
+               sv->resume ? " resume" : "", sv->view_leader ? " view-leader" : "");
+    }
+    return CKH_EXIT_OK;
+}
+
+static int list_faults(int argc, char **argv, bool all)
+{
+    (void)argc, (void)argv, (void)all;
+    printf("faults:\n");
+    for (size_t i = 0; ckh_fault_at(i); i++) /* the descriptors (harness/model/faults/) */
+        printf("  %-28s %s\n", ckh_fault_at(i)->name, ckh_fault_at(i)->summary);
+    return CKH_EXIT_OK;
+}
+
+static int list_defects(int argc, char **argv, bool all)
+{
+    (void)argc, (void)argv, (void)all;
+    printf("defects:\n");
+    for (int i = 0; i < CKH_DEFECT__COUNT; i++)
+        printf("  %-36s [%s] %s\n", ckh_defect_name((enum ckh_defect)i), ckh_defect_component((enum ckh_defect)i),
+               ckh_defect_desc((enum ckh_defect)i));
+    return CKH_EXIT_OK;
+}
+
+static int list_oracles(int argc, char **argv, bool all)
+{
+    (void)argc, (void)argv, (void)all;
+    printf("oracles:\n");
+    for (size_t i = 0; ckh_oracle_at(i); i++)
+        printf("  %-28s %s\n", ckh_oracle_at(i)->name, ckh_oracle_at(i)->description);
+    return CKH_EXIT_OK;
+}
+
+/* `ckh list scenarios [PATH]`; with everything, ./scenarios when it is there. */
+static int list_scenarios_of(int argc, char **argv, bool all)
+{
+    const char *dir = !all && argc > 2 ? argv[2] : "scenarios";
+    struct stat st;
+    if (all && stat(dir, &st) != 0)
+        return CKH_EXIT_OK;
+    return list_scenarios(dir);
+}
+
+/* The categories of `ckh list`, in the order everything is listed. */
+static const struct {
+    const char *name;  /* the category */
+    const char *args;  /* what may follow it in the usage line */
+    int (*print)(int argc, char **argv, bool all);
+} list_categories[] = {
+    {"workloads", " [LIB.so...]", list_workloads}, {"backends", "", list_backends},
+    {"savers", " [LIB.so...]", list_savers},       {"faults", "", list_faults},
+    {"defects", "", list_defects},                 {"oracles", "", list_oracles},
+    {"scenarios", " [PATH]", list_scenarios_of},
+};
+#define NLIST_CATEGORIES (sizeof list_categories / sizeof list_categories[0])
+
+static void print_usage_list(FILE *f)
+{
+    fprintf(f, "usage: ckh list [");
+    for (size_t i = 0; i < NLIST_CATEGORIES; i++)
+        fprintf(f, "%s%s%s", i ? "|" : "", list_categories[i].name, list_categories[i].args);
+    fprintf(f, "]\n"
+               "\n"
+               "Lists what ckh knows; with no argument, everything (scenarios from ./scenarios).\n");
+}
+
 static int cmd_list(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : NULL;
@@ -80,82 +190,14 @@ static int cmd_list(int argc, char **argv)
         print_usage_list(stdout);
         return CKH_EXIT_OK;
     }
-    bool all = what == NULL;
-    bool known = all;
-    if (all || strcmp(what, "workloads") == 0) {
+    bool known = false;
+    for (size_t i = 0; i < NLIST_CATEGORIES; i++) {
+        if (what && strcmp(what, list_categories[i].name) != 0)
+            continue;
         known = true;
-        printf("workloads:\n");
-        for (size_t i = 0; ckh_workloads_at(i); i++)
-            printf("  %-28s %s\n", ckh_workloads_at(i)->name, ckh_workloads_at(i)->description);
-        /* `ckh list workloads LIB.so ...`: what those plugins are. */
-        for (int a = 2; what && a < argc; a++) {
-            const struct ckh_workload_ops *wl = NULL;
-            char msg[512] = "";
-            if (ckh_workloads_lookup(argv[a], NULL, &wl, msg, sizeof msg) != 0) {
-                fprintf(stderr, "ckh list: %s\n", msg);
-                return CKH_EXIT_BAD_INPUT;
-            }
-            printf("  %-28s %s\n  %-28s plugin %s, ABI version %d:%s%s%s%s%s%s\n", wl->name, wl->description, "",
-                   argv[a], wl->version, wl->flags & CKH_WL_COLLECTIVE ? " collective" : "",
-                   wl->flags & CKH_WL_STEP_BASED ? " step-based" : " epoch-based",
-                   wl->flags & CKH_WL_USES_BACKEND ? " backend" : "", wl->flags & CKH_WL_USES_SAVER ? " saver" : "",
-                   wl->latest_link ? " latest-pointer" : "", wl->set_world ? " resizable" : "");
-        }
-    }
-    if (all || strcmp(what, "backends") == 0) {
-        known = true;
-        printf("backends:\n");
-        for (size_t i = 0; ckh_backend_at(i); i++)
-            printf("  %-28s version %d\n", ckh_backend_at(i)->name, ckh_backend_at(i)->version);
-    }
-    if (all || strcmp(what, "savers") == 0) {
-        known = true;
-        printf("savers:\n");
-        const char *summary = NULL;
-        for (size_t i = 0; ckh_savers_at(i, &summary); i++)
-            printf("  %-28s %s\n", ckh_savers_at(i, NULL)->name, summary);
-        /* `ckh list savers LIB.so ...`: what those plugins are. */
-        for (int a = 2; what && a < argc; a++) {
-            const void *t = NULL;
-            char msg[512] = "";
-            if (ckh_workloads_plugin(argv[a], NULL, CKH_PLUGIN_SAVER, &t, msg, sizeof msg) != 0) {
-                fprintf(stderr, "ckh list: %s\n", msg);
-                return CKH_EXIT_BAD_INPUT;
-            }
-            const struct ckh_saver_ops *sv = t;
-            printf("  %-28s plugin %s, ABI version %d:%s%s%s%s\n", sv->name, argv[a], sv->version,
-                   sv->check ? " check" : "", sv->latest_path ? " latest-pointer" : "",
-                   sv->resume ? " resume" : "", sv->view_leader ? " view-leader" : "");
-        }
-    }
-    if (all || strcmp(what, "faults") == 0) {
-        known = true;
-        printf("faults:\n");
-        for (size_t i = 0; ckh_fault_at(i); i++) /* the descriptors (harness/model/faults/) */
-            printf("  %-28s %s\n", ckh_fault_at(i)->name, ckh_fault_at(i)->summary);
-    }
-    if (all || strcmp(what, "defects") == 0) {
-        known = true;
-        printf("defects:\n");
-        for (int i = 0; i < CKH_DEFECT__COUNT; i++)
-            printf("  %-36s [%s] %s\n", ckh_defect_name((enum ckh_defect)i),
-                   ckh_defect_component((enum ckh_defect)i), ckh_defect_desc((enum ckh_defect)i));
-    }
-    if (all || strcmp(what, "oracles") == 0) {
-        known = true;
-        printf("oracles:\n");
-        for (size_t i = 0; ckh_oracle_at(i); i++)
-            printf("  %-28s %s\n", ckh_oracle_at(i)->name, ckh_oracle_at(i)->description);
-    }
-    if (all || strcmp(what, "scenarios") == 0) {
-        known = true;
-        const char *dir = !all && argc > 2 ? argv[2] : "scenarios";
-        struct stat st;
-        if (!all || stat(dir, &st) == 0) {
-            int rc = list_scenarios(dir);
-            if (rc != CKH_EXIT_OK)
-                return rc;
-        }
+        int rc = list_categories[i].print(argc, argv, what == NULL);
+        if (rc != CKH_EXIT_OK)
+            return rc;
     }
     if (!known) {
         fprintf(stderr, "ckh list: unknown category '%s'\n", what);

@@ -753,6 +753,52 @@ int ckh__cmd_reference_incomplete(const struct ckh__cmd *c, char *err, size_t er
                     why[0] ? why : "no node completed");
 }
 
+/* The job hangs without any fault: that run (tmp's, taken over) is what
+ * the oracles judge (hang, outcome), and no faulted job needs to hang
+ * again. */
+static int take_hung_reference(struct ckh_scenario_run *tmp, struct ckh_scenario_run *r)
+{
+    int rc = ckh__run_job_copy(&r->got, &tmp->got.r);
+    r->runs = tmp->runs;
+    r->nruns = tmp->nruns;
+    tmp->runs = NULL;
+    tmp->nruns = 0;
+    r->hang_seen = r->timeout_seen = true;
+    r->world = tmp->world;
+    r->world_restart = tmp->world_restart;
+    return rc;
+}
+
+/* A completed reference run (tmp, of execution c) becomes r->ref with the
+ * checkpoint directory's file digests; *gap is the largest gap between
+ * its saves. Saves that left nothing under $CKH_CKPT_DIR are refused. */
+static int keep_reference(struct ckh__cmd *c, const struct ckh_scenario_run *tmp, struct ckh_scenario_run *r,
+                          int64_t *gap, char *err, size_t errlen)
+{
+    uint64_t saves = 0;
+    int rc;
+    *gap = 0;
+    for (int i = 0; i < c->n; i++) {
+        saves += c->nodes[i].prog.saves_ok;
+        if (c->nodes[i].prog.save_gap_max > *gap)
+            *gap = c->nodes[i].prog.save_gap_max;
+    }
+    r->ref_ok = true;
+    if ((rc = ckh__run_job_copy(&r->ref, &tmp->got.r)) != 0 || (rc = ckh__cmd_add_file_digests(c, &r->ref)) != 0) {
+        ckh__cmd_take_err(c, rc, "reference run: ", err, errlen);
+        return rc;
+    }
+    size_t files = 0;
+    for (size_t i = 0; i < r->ref.r.nfinal_values; i++)
+        files += !strncmp(r->ref.r.final_values[i].name, "file:", 5);
+    if (saves && !files)
+        return ckh_errf(err, errlen, CKH_EINVAL,
+                        "the reference run recorded %" PRIu64 " successful save%s but left nothing under "
+                        "$CKH_CKPT_DIR: the program writes its checkpoints elsewhere, where ckh's crash model "
+                        "and faults never reach them", saves, saves == 1 ? "" : "s");
+    return 0;
+}
+
 /* The reference run into r->ref, with its checks: nothing written outside
  * the mount, saves that left files in the checkpoint directory. A
  * reference run that hangs (*hung) is the judged run itself: its runs and
@@ -784,16 +830,7 @@ static int reference_run(const struct ckh_scenario *sc, uint64_t seed, const str
         goto out;
     }
     if (!tmp.completed && tmp.hang_seen) {
-        /* The job hangs without any fault: that run is what the oracles
-         * judge (hang, outcome), and no faulted job needs to hang again. */
-        rc = ckh__run_job_copy(&r->got, &tmp.got.r);
-        r->runs = tmp.runs;
-        r->nruns = tmp.nruns;
-        tmp.runs = NULL;
-        tmp.nruns = 0;
-        r->hang_seen = r->timeout_seen = true;
-        r->world = tmp.world;
-        r->world_restart = tmp.world_restart;
+        rc = take_hung_reference(&tmp, r);
         *hung = true;
         goto out;
     }
@@ -806,26 +843,7 @@ static int reference_run(const struct ckh_scenario *sc, uint64_t seed, const str
                  "$CKH_CKPT_DIR meet ckh's crash model and faults (docs/SCENARIOS.md, \"Command jobs\")", msg);
         goto out;
     }
-    uint64_t saves = 0;
-    *gap = 0;
-    for (int i = 0; i < c.n; i++) {
-        saves += c.nodes[i].prog.saves_ok;
-        if (c.nodes[i].prog.save_gap_max > *gap)
-            *gap = c.nodes[i].prog.save_gap_max;
-    }
-    r->ref_ok = true;
-    if ((rc = ckh__run_job_copy(&r->ref, &tmp.got.r)) != 0 || (rc = ckh__cmd_add_file_digests(&c, &r->ref)) != 0) {
-        ckh__cmd_take_err(&c, rc, "reference run: ", err, errlen);
-        goto out;
-    }
-    size_t files = 0;
-    for (size_t i = 0; i < r->ref.r.nfinal_values; i++)
-        files += !strncmp(r->ref.r.final_values[i].name, "file:", 5);
-    if (saves && !files)
-        rc = ckh_errf(err, errlen, CKH_EINVAL,
-                      "the reference run recorded %" PRIu64 " successful save%s but left nothing under "
-                      "$CKH_CKPT_DIR: the program writes its checkpoints elsewhere, where ckh's crash model "
-                      "and faults never reach them", saves, saves == 1 ? "" : "s");
+    rc = keep_reference(&c, &tmp, r, gap, err, errlen);
 out:
     ckh__cmd_snapshot_free(snap);
     ckh_scenario_run_free(&tmp);

@@ -178,6 +178,32 @@ static int scenario_file(struct real_job *j)
     return rc ? ckh__run_fail(&j->c, rc, "cannot write the scenario for the ranks: %s", ckh_strerror(rc)) : 0;
 }
 
+/* Without ckhfs: every disk folder of every node, then the checkpoint
+ * directory on the disk that holds it. */
+static int make_disk_folders(struct real_job *j)
+{
+    struct ckh__run_ctx *c = &j->c;
+    const struct ckh_scenario *sc = c->sc;
+    int rc;
+    for (int i = 0; i < c->n; i++) {
+        /* Every disk folder of the node, then the checkpoint directory
+         * on the disk that holds it. */
+        char disk[PATH_MAX];
+        struct ckh_fs *fs = NULL;
+        for (size_t d = 0; d < sc->job.ndisks; d++)
+            if (ckh__real_disk_dir(disk, sizeof disk, j->dir, "disks", sc, d, c->names[i]) != 0 ||
+                ckh_tmp_mkdirs(disk) != 0)
+                return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the disk folder %s", disk);
+        if ((rc = ckh__real_node_fs(j->dir, sc, c->names[i], false, &fs)) == 0)
+            rc = ckh_fs_mkdirs(fs, sc->job.checkpoint_dir);
+        ckh__real_fs_destroy(fs);
+        if (rc != 0)
+            return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the checkpoint folder %s of %s: %s",
+                                 sc->job.checkpoint_dir, c->names[i], ckh_strerror(rc));
+    }
+    return 0;
+}
+
 /* The workload instance (for its nodes, ranks, verify), the folders, the
  * disks and their checkpoint directory, the record store. */
 static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t seed, unsigned mode)
@@ -243,22 +269,8 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     j->ckhfs = ckh__real_uses_ckhfs(sc);
     if (j->ckhfs && (rc = ckh__real_disks_init(j)) != 0)
         return rc;
-    for (int i = 0; i < c->n && !j->ckhfs; i++) {
-        /* Every disk folder of the node, then the checkpoint directory
-         * on the disk that holds it. */
-        char disk[PATH_MAX];
-        struct ckh_fs *fs = NULL;
-        for (size_t d = 0; d < sc->job.ndisks; d++)
-            if (ckh__real_disk_dir(disk, sizeof disk, j->dir, "disks", sc, d, c->names[i]) != 0 ||
-                ckh_tmp_mkdirs(disk) != 0)
-                return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the disk folder %s", disk);
-        if ((rc = ckh__real_node_fs(j->dir, sc, c->names[i], false, &fs)) == 0)
-            rc = ckh_fs_mkdirs(fs, sc->job.checkpoint_dir);
-        ckh__real_fs_destroy(fs);
-        if (rc != 0)
-            return ckh__run_fail(c, CKH_EINTERNAL, "cannot create the checkpoint folder %s of %s: %s",
-                                 sc->job.checkpoint_dir, c->names[i], ckh_strerror(rc));
-    }
+    if (!j->ckhfs && (rc = make_disk_folders(j)) != 0)
+        return rc;
     return scenario_file(j);
 }
 
