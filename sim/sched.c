@@ -626,6 +626,16 @@ static void record_fault(struct ckh_sim *sim, struct ckh__node *n, const struct 
 }
 
 /* Fills *act from the rules and the hook for op by node n. */
+/* Field by field: the struct's padding is not part of an action (a copy
+ * made by value need not carry it, and comparing it reads undefined
+ * bytes). */
+static bool action_equal(const struct ckh_fault_action *a, const struct ckh_fault_action *b)
+{
+    return a->kind == b->kind && a->err == b->err && a->keep_bytes == b->keep_bytes &&
+           a->delay_ns == b->delay_ns && a->call == b->call && a->call_ctx == b->call_ctx &&
+           a->crash_keep == b->crash_keep;
+}
+
 static void fault_eval(struct ckh_sim *sim, struct ckh__node *n, const struct ckh_op *op,
                        struct ckh_fault_action *act)
 {
@@ -641,7 +651,7 @@ static void fault_eval(struct ckh_sim *sim, struct ckh__node *n, const struct ck
     if (sim->hook != NULL) {
         struct ckh_fault_action before = *act;
         sim->hook(sim->hook_ctx, &o, act);
-        if (memcmp(&before, act, sizeof before) != 0)
+        if (!action_equal(&before, act))
             source = -1;
         /* The hook bypasses ckh_sim_add_fault's checks. */
         if (act->kind == CKH_FAULT_ERRNO && act->err <= 0)
