@@ -16,10 +16,9 @@
 set -uo pipefail
 ckh=$(realpath "${1:?usage: test_explore_program.sh CKH SOURCE_DIR}")
 src=$(realpath "${2:?usage: test_explore_program.sh CKH SOURCE_DIR}")
-if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-    echo "test_explore_program: SKIP: FUSE is not available (/dev/fuse, fusermount3)"
-    exit 77
-fi
+ckh_test_name=test_explore_program
+. "$src/tests/support/skip.sh"
+ckh_fuse_missing && ckh_skip "$fuse_why"
 work=$(mktemp -d "${TMPDIR:-/tmp}/ckh-explore.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export TMPDIR=$work/tmp # ckh's run folders (and mounts) go here, apart from other tests'
