@@ -23,8 +23,16 @@ check_one() {
   echo $? > "$build/memcheck-$name.rc"
 }
 
+# The longest under valgrind first (test_real_coll alone takes about half
+# the stage), so that the stage does not end with one of them running
+# alone; then the rest in name order.
+long="test_real_coll test_command test_cli test_explore"
 tests=()
+for n in $long; do
+  [ -x "$build/$n" ] && [ -f "$build/$n" ] && tests+=("$build/$n")
+done
 for t in "$build"/test_*; do
+  case " $long " in *" $(basename "$t") "*) continue ;; esac
   [ -x "$t" ] && [ -f "$t" ] && tests+=("$t")
 done
 running=0
@@ -39,7 +47,7 @@ done
 wait
 
 status=0
-for t in "${tests[@]}"; do
+for t in $(printf '%s\n' "${tests[@]}" | sort); do
   name=$(basename "$t")
   rc=$(cat "$build/memcheck-$name.rc" 2>/dev/null)
   if [ "$rc" = 0 ]; then
@@ -48,8 +56,10 @@ for t in "${tests[@]}"; do
     echo "memcheck: $name skipped:"
     grep -E '^[A-Za-z0-9_.-]+: SKIPPED' "$build/memcheck-$name.out" | sort -u | sed 's/^/  /'
   else
-    echo "memcheck: $name FAILED (see $build/memcheck-$name.log)"
-    tail -n 30 "$build/memcheck-$name.log"
+    echo "memcheck: $name FAILED, exit status $rc (see $build/memcheck-$name.log)"
+    grep -v -e '^--[0-9]*-- ' "$build/memcheck-$name.log" | tail -n 30
+    echo "  the test's own output, its end:"
+    tail -n 15 "$build/memcheck-$name.out" | sed 's/^/  /'
     status=1
   fi
   rm -f "$build/memcheck-$name.rc" "$build/memcheck-$name.out"
