@@ -12,7 +12,8 @@
 #             suite and the short integration tests; not the long
 #             integration tests (see long_integration), which gcc and asan run
 #   fuzz      build-fuzz/ (clang, libFuzzer, ASan + UBSan): each fuzz target
-#             for CKH_FUZZ_SECONDS (default 30) from its seed corpus
+#             for CKH_FUZZ_SECONDS (default 20: three targets, a minute
+#             in all, within the 15-minute budget) from its seed corpus
 #             (scripts/fuzz.sh; CKH_FUZZ=0 skips)
 # A failing stage does not stop the later ones; the summary lists each
 # stage's time and result. Exit status 0 only if all pass. After each CTest
@@ -83,7 +84,7 @@ fuzz_short() {
   # Configures only: fuzz.sh builds the fuzz targets, not the whole tree.
   cmake -S "$CKH_ROOT" -B "$CKH_ROOT/build-fuzz" -DCMAKE_C_COMPILER=clang -DCKH_FUZZERS=ON \
     -DCKH_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  bash "$CKH_ROOT/scripts/fuzz.sh" "$CKH_ROOT/build-fuzz" "${CKH_FUZZ_SECONDS:-30}"
+  bash "$CKH_ROOT/scripts/fuzz.sh" "$CKH_ROOT/build-fuzz" "${CKH_FUZZ_SECONDS:-20}"
 }
 
 stage gcc gcc_tests
