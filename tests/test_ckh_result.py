@@ -3,8 +3,9 @@
 applies before writing, its digests, and the environment helpers. That ckh's
 C reader accepts its lines field for field is tests/test_result_protocol.c.
 
-Run by CTest with /usr/bin/python3 (test `ckh_result_py`); the tensor cases
-run when torch can be imported and are skipped, saying so, otherwise.
+Run by CTest with /usr/bin/python3: test `ckh_result_py` runs Writer, Digests
+and Environment, `ckh_result_py_torch` the tensor cases (TensorDigests), which
+are skipped, saying so, where torch cannot be imported: exit 77, CTest's skip.
 """
 
 import hashlib
@@ -291,4 +292,11 @@ class Environment(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=1)
+    # Exit 77, CTest's skip (SKIP_RETURN_CODE), when every test that ran was
+    # skipped (TensorDigests without torch), each reason printed.
+    result = unittest.main(verbosity=1, exit=False).result
+    for test, why in result.skipped:
+        print("test_ckh_result: SKIPPED %s: %s" % (test.id(), why))
+    if not result.wasSuccessful():
+        sys.exit(1)
+    sys.exit(77 if result.testsRun and len(result.skipped) == result.testsRun else 0)

@@ -11,7 +11,8 @@
  *
  * Every child arms alarm() and Check's timeout covers each test, so a
  * request the server never answers fails the test instead of hanging it.
- * Tests are skipped (pass with a note) where FUSE is not available.
+ * Every case is skipped (CKH_SKIP, tests/support/skip.h: CTest shows the
+ * test skipped, with the reason) where FUSE is not available.
  */
 #include <check.h>
 #include <dirent.h>
@@ -38,6 +39,7 @@
 #include "ckh/simfs.h"
 #include "ckhfs/ckhfs.h"
 #include "exec/tmpdir.h"
+#include "support/skip.h"
 
 /* ------------------------------------------------------------------ fixture */
 
@@ -103,14 +105,13 @@ static void arm(enum ckh_op_kind kind, const char *path, int nth, struct ckh_ckh
     T.ctx.armed = true;
 }
 
-static bool fuse_usable(void)
-{
-    char msg[256];
-    if (ckh_ckhfs_available(msg, sizeof msg) == 0)
-        return true;
-    fprintf(stderr, "test_ckhfs: skipped: %s\n", msg);
-    return false;
-}
+/* Skips the running case where FUSE cannot be used, saying why. */
+#define NEED_FUSE()                                                                                \
+    do {                                                                                           \
+        char why_[256];                                                                            \
+        if (ckh_ckhfs_available(why_, sizeof why_) != 0)                                           \
+            CKH_SKIP("%s", why_);                                                                  \
+    } while (0)
 
 /* Whether a ckhfs mount is listed at path (this process's mount table). */
 static bool mounted_at(const char *path)
@@ -378,8 +379,7 @@ static int child_basic(const char *m, const char *arg)
 
 START_TEST(test_basic_ops_reach_simfs)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     up(CKH_CRASH_POSIX_WEAK, false);
     run_ok(0, child_basic, NULL);
     char p[2048];
@@ -453,16 +453,14 @@ static void crash_case(enum ckh_crash_model model)
 
 START_TEST(test_crash_posix_weak)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     crash_case(CKH_CRASH_POSIX_WEAK);
 }
 END_TEST
 
 START_TEST(test_crash_ext4_ordered)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     crash_case(CKH_CRASH_EXT4_ORDERED);
 }
 END_TEST
@@ -489,8 +487,7 @@ static int child_sync_append(const char *m, const char *arg)
 
 START_TEST(test_sync_and_append)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     up(CKH_CRASH_POSIX_WEAK, false);
     run_ok(0, child_sync_append, NULL);
     char p[1024];
@@ -554,8 +551,7 @@ static int child_threaded(const char *m, const char *arg)
 
 START_TEST(test_nodes_by_pid)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     up(CKH_CRASH_POSIX_WEAK, true);
     run_ok(0, child_write_unsynced, "/n0");
     run_ok(1, child_write_unsynced, "/n1");
@@ -636,8 +632,7 @@ static int child_open_refused(const char *m, const char *arg)
 
 START_TEST(test_hook_errno)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     up(CKH_CRASH_POSIX_WEAK, true);
     arm(CKH_OP_PWRITE, "/e", 1,
         (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_ERRNO, .err = ENOSPC});
@@ -689,8 +684,7 @@ static int child_delay(const char *m, const char *arg)
 
 START_TEST(test_hook_short_and_delay)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     up(CKH_CRASH_POSIX_WEAK, false);
     arm(CKH_OP_PWRITE, NULL, 1, (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_SHORT, .keep = 10});
     run_ok(0, child_short, NULL);
@@ -744,16 +738,14 @@ static void kill_case(enum ckh_ckhfs_verdict v, uint64_t size_after)
 
 START_TEST(test_hook_kill_before)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     kill_case(CKH_CKHFS_KILL, 8192);
 }
 END_TEST
 
 START_TEST(test_hook_kill_after)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     kill_case(CKH_CKHFS_KILL_AFTER, 12288);
 }
 END_TEST
@@ -785,8 +777,7 @@ static int child_traced(const char *m, const char *arg)
 
 START_TEST(test_trace)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     up(CKH_CRASH_POSIX_WEAK, true);
     pid_t pid = spawn_as(0, child_traced, NULL);
     ck_assert_int_eq(wait_status(pid), 0);
@@ -881,8 +872,7 @@ static int child_refused(const char *m, const char *arg)
 
 START_TEST(test_refused_and_unseen_ops)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     up(CKH_CRASH_POSIX_WEAK, false);
     run_ok(0, child_refused, NULL);
     char buf[4200];
@@ -920,8 +910,7 @@ static int child_busy(const char *m, const char *arg)
 
 START_TEST(test_unmount_busy)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     up(CKH_CRASH_POSIX_WEAK, false);
     int ready[2], go[2];
     ck_assert_int_eq(pipe(ready), 0);
@@ -972,8 +961,7 @@ static void killed_ckh(const char *base, int report)
 
 START_TEST(test_sweep_stale_mounts)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     /* A live mount of this process, outside the swept folder. */
     up(CKH_CRASH_POSIX_WEAK, false);
     char base[PATH_MAX + 8];
@@ -1014,8 +1002,7 @@ END_TEST
 
 START_TEST(test_sweep_stale_direct)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     up(CKH_CRASH_POSIX_WEAK, false);
     int rep[2];
     ck_assert_int_eq(pipe(rep), 0);
@@ -1044,8 +1031,7 @@ END_TEST
 
 START_TEST(test_mount_errors)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     char msg[256] = "";
     ck_assert_int_eq(ckh_ckhfs_available(msg, sizeof msg), 0);
     ck_assert_str_eq(msg, "");
@@ -1114,8 +1100,7 @@ static int child_big(const char *m, const char *arg)
 
 START_TEST(test_big_file_memory)
 {
-    if (!fuse_usable())
-        return;
+    NEED_FUSE();
     up(CKH_CRASH_POSIX_WEAK, true);
     long before = rss_kib();
     run_ok(0, child_big, "write");
@@ -1223,9 +1208,5 @@ int main(int argc, char **argv)
         perror("test_ckhfs: own path");
         return 1;
     }
-    SRunner *sr = srunner_create(ckhfs_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0;
+    return ckh_test_run(ckhfs_suite());
 }

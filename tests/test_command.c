@@ -10,7 +10,9 @@
  * and `ckh replay` do, or through the ckh command for exit statuses.
  * After each test nothing of it may be mounted or running: the teardown
  * checks the mount table, and tests that start processes check their pids.
- * Tests pass with a note where FUSE cannot be used.
+ * The cases that need FUSE are tagged "fuse" (CTest entry
+ * test_command_fuse) and skipped, saying why, where it cannot be used
+ * (tests/support/skip.h).
  */
 #include <check.h>
 #include <errno.h>
@@ -32,6 +34,7 @@
 #include "exec/runner.h"
 #include "model/scenario.h"
 #include "judge/judge.h"
+#include "support/skip.h"
 
 #ifndef CKH_CMD_SAVER
 #define CKH_CMD_SAVER "build/programs/cmd_saver"
@@ -50,14 +53,6 @@ static char pidfile[300];
 
 /* ---- fixture ---- */
 
-static bool fuse_ok(void)
-{
-    char msg[256];
-    if (ckh_ckhfs_available(msg, sizeof msg) == 0)
-        return true;
-    fprintf(stderr, "test_command: skipped: %s\n", msg);
-    return false;
-}
 
 /* Mounts of ckhfs this process left (its temporary folders hold its pid). */
 static int leftover_mounts(void)
@@ -160,10 +155,13 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Skips the running case where FUSE cannot be used, saying why (the cases
+ * that use it are tagged "fuse": CTest entry test_command_fuse). */
 #define NEED_FUSE()                                                                                \
     do {                                                                                           \
-        if (!fuse_ok())                                                                            \
-            return;                                                                                \
+        char why_[256];                                                                            \
+        if (ckh_ckhfs_available(why_, sizeof why_) != 0)                                           \
+            CKH_SKIP("%s", why_);                                                                  \
     } while (0)
 
 /* ---- jobs that complete ---- */
@@ -428,10 +426,8 @@ START_TEST(test_fuse_missing)
     NEED_FUSE();
     ckh_scenario_free(scenario("job:\n  command: [\"%s\"]\n", CKH_CMD_SAVER));
     int st = without_fuse(harness_without_fuse);
-    if (st < 0) {
-        fprintf(stderr, "test_command: no private mount namespace here (not root?): FUSE-missing case not run\n");
-        return;
-    }
+    if (st < 0)
+        CKH_SKIP("no private mount namespace without /dev/fuse can be made here (it needs root)");
     ck_assert_int_eq(st, 0);
     ck_assert_int_eq(without_fuse(cli_without_fuse), 3); /* the environment's limit */
 }
@@ -864,8 +860,15 @@ static Suite *command_suite(void)
     tcase_add_test(badin, test_reference_fails);
     tcase_add_test(badin, test_fuse_missing);
     tcase_add_test(badin, test_cli_exit_status);
-    tcase_add_test(badin, test_sim_refuses_sigterm);
     suite_add_tcase(s, badin);
+    /* The cases above run real programs on ckhfs (FUSE): a CTest entry of
+     * their own, skipped where FUSE cannot be used (CMakeLists.txt). */
+    tcase_set_tags(jobs, "fuse");
+    tcase_set_tags(badin, "fuse");
+    TCase *sim = tcase_create("sim");
+    tcase_add_checked_fixture(sim, setup, teardown);
+    tcase_add_test(sim, test_sim_refuses_sigterm);
+    suite_add_tcase(s, sim);
     TCase *grammar = tcase_create("grammar");
     tcase_add_loop_test(grammar, test_grammar_errors, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(grammar, test_round_trip);
@@ -876,9 +879,5 @@ static Suite *command_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(command_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ckh_test_run(command_suite());
 }

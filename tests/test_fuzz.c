@@ -20,6 +20,7 @@
 #include "search/shrink.h"
 #include "cli/cli.h"
 #include "judge/judge.h"
+#include "support/skip.h"
 
 static bool valgrind(void)
 {
@@ -216,10 +217,8 @@ static int run_file(const char *text, struct ckh_report_result *rr)
 
 START_TEST(test_planted_defect_found_and_shrunk)
 {
-    if (!ckh_workloads_find("ddp-train")) {
-        fprintf(stderr, "test_fuzz: SKIP planted defect: no ddp-train adapter\n");
-        return;
-    }
+    if (!ckh_workloads_find("ddp-train"))
+        CKH_SKIP("no ddp-train adapter in this build");
     struct ckh_fuzz_config cfg = {.workload = "ddp-train", .defect = "rng-not-saved"};
     uint64_t found = 0;
     struct ckh_fuzz_seed_result r;
@@ -408,9 +407,5 @@ static Suite *fuzz_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(fuzz_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ckh_test_run(fuzz_suite());
 }

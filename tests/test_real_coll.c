@@ -29,9 +29,12 @@
  *     (tests/fakegpu/, built with this test): ddp-train's records, device
  *     memory out on an unmapped load, a rank dying in the all-reduce.
  *
- * Skips (exit 77, a message on stderr) when no MPI was built and
- * installed; the ckhfs cases skip (a message each) without FUSE. Both are
- * on this project's machines and on CI. */
+ * Skips (exit 77, CTest's skip, the reason on stderr) when no MPI was
+ * built and installed; without Open MPI (MPICH only) its cases are skipped
+ * one by one (CKH_SKIP, tests/support/skip.h). The cases whose disks are
+ * on ckhfs are tagged "fuse", CTest entry test_real_coll_fuse, skipped
+ * where FUSE cannot be used. MPI and FUSE are on this project's machines
+ * and on CI. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -53,11 +56,28 @@
 #include "search/fuzz.h"
 #include "support/files.h"
 #include "judge/judge.h"
+#include "support/skip.h"
 
 #define TIMEOUT_NS 500000000ull
 
 static const char *const mpis[] = {"openmpi", "mpich"};
 static bool have[2];
+static char missing[2][512]; /* why mpis[i] cannot be used, where !have[i] */
+
+/* Skips the running case (tests/support/skip.h) without MPI mpis[mi]. */
+#define NEED_MPI(mi)                                                                               \
+    do {                                                                                           \
+        if (!have[mi])                                                                             \
+            CKH_SKIP("%s", missing[mi]);                                                           \
+    } while (0)
+/* Skips the running case where FUSE cannot be used (the cases tagged
+ * "fuse": CTest entry test_real_coll_fuse). */
+#define NEED_FUSE()                                                                                \
+    do {                                                                                           \
+        char why_[256];                                                                            \
+        if (ckh_ckhfs_available(why_, sizeof why_) != 0)                                           \
+            CKH_SKIP("%s", why_);                                                                  \
+    } while (0)
 
 /* ---- collectives ---- */
 
@@ -105,8 +125,6 @@ static size_t last_record(const unsigned char *b, size_t n, int32_t *rc)
 
 static void check_coll(int mi, int world)
 {
-    if (!have[mi])
-        return;
     char exe[1024], launcher[1024], err[512], out[256], cmd[2400];
     ck_assert_int_eq(ckh__real_find_mpi(mpis[mi], exe, sizeof exe, launcher, sizeof launcher, err, sizeof err), 0);
     char *slash = strrchr(exe, '/');
@@ -152,6 +170,7 @@ static void check_coll(int mi, int world)
 
 START_TEST(test_coll_bit_identical)
 {
+    NEED_MPI(_i / 2);
     check_coll(_i / 2, _i % 2 ? 4 : 2);
 }
 END_TEST
@@ -218,8 +237,7 @@ static const char *const jobs[] = {
 START_TEST(test_workload_equals_sim)
 {
     int mi = _i / 4;
-    if (!have[mi])
-        return;
+    NEED_MPI(mi);
     setenv("CKH_MPI", mpis[mi], 1);
     struct ckh_scenario *sc = parse(jobs[_i % 4]);
     struct ckh_scenario_run sim, real;
@@ -255,8 +273,7 @@ static const char *const faulted[] = {
 
 START_TEST(test_faulted_passes)
 {
-    if (!have[0])
-        return;
+    NEED_MPI(0);
     setenv("CKH_MPI", "openmpi", 1);
     struct ckh_scenario *sc = parse(faulted[_i]);
     struct ckh_run_options o = {.real_platform = true};
@@ -388,13 +405,8 @@ static void judge_both(const struct ckh_scenario *sc, const char *what, bool cou
 
 START_TEST(test_on_disk_equals_sim)
 {
-    if (!have[0])
-        return;
-    char msg[256];
-    if (ckh_ckhfs_available(msg, sizeof msg) != 0) {
-        fprintf(stderr, "test_real_coll: ckhfs cases skipped: %s\n", msg);
-        return;
-    }
+    NEED_MPI(0);
+    NEED_FUSE();
     setenv("CKH_MPI", "openmpi", 1);
     struct ckh_scenario *sc = parse(on_disk[_i]);
     ck_assert(ckh__real_uses_ckhfs(sc));
@@ -465,8 +477,7 @@ static void env_fails(const char *want, const char *want2)
 
 START_TEST(test_environment)
 {
-    if (!have[0])
-        return;
+    NEED_MPI(0);
     snprintf(env_dir, sizeof env_dir, "/tmp/ckh-test-real-env-%ld-XXXXXX", (long)getpid());
     ck_assert(mkdtemp(env_dir) != NULL);
     setenv("CKH_MPI", "openmpi", 1);
@@ -521,8 +532,7 @@ END_TEST
  * behind CKH_NCCL_LIB. */
 START_TEST(test_nccl)
 {
-    if (!have[0])
-        return;
+    NEED_MPI(0);
     setenv("CKH_MPI", "openmpi", 1);
     if (_i == 0)
         setenv("CKH_NCCL_LIB", "/nonexistent/libnccl.so.2", 1);
@@ -583,33 +593,54 @@ static const char *const library[] = {
 
 /* The scenario, its simulated course and verdict, its real course and
  * verdict: equal. */
-START_TEST(test_library_equals_sim)
+/* The library's scenarios by whether they put a disk on ckhfs (FUSE):
+ * [0] those that do not, [1] those that do (main sorts them). */
+static int lib_idx[2][sizeof library / sizeof library[0]], nlib[2];
+
+static struct ckh_scenario *parse_library(int i)
 {
-    if (!have[0])
-        return;
     const char *root = getenv("CKH_SOURCE_DIR");
-    char path[1024], msg[256];
-    snprintf(path, sizeof path, "%s/%s", root ? root : ".", library[_i]);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root ? root : ".", library[i]);
     struct ckh_scn_options so;
     struct ckh_scn_error e;
     struct ckh_scenario *sc = NULL;
     ckh_fuzz_scn_options(&so);
-    ck_assert_msg(ckh_scenario_parse_file(path, &so, &sc, &e) == 0, "%s", e.msg);
-    if (ckh__real_uses_ckhfs(sc) && ckh_ckhfs_available(msg, sizeof msg) != 0) {
-        fprintf(stderr, "test_real_coll: %s skipped: %s\n", library[_i], msg);
-        ckh_scenario_free(sc);
-        return;
+    if (ckh_scenario_parse_file(path, &so, &sc, &e) != 0) {
+        ck_assert_msg(0, "%s", e.msg);
+        return NULL;
     }
+    return sc;
+}
+
+static void library_case(int i)
+{
+    struct ckh_scenario *sc = parse_library(i);
     setenv("CKH_MPI", "openmpi", 1);
     struct ckh_report_result sim_out, real_out;
     /* A power loss with keep: random may leave other pending sets on the
      * real disks (docs/REAL.md, "Crash timing"): its verdict only. */
-    judge_both(sc, library[_i], !strstr(library[_i], "power-loss"), &sim_out, &real_out);
-    ck_assert_msg(sim_out.verdict == CKH_VERDICT_PASS, "%s: %s", library[_i], sim_out.message ? sim_out.message : "");
+    judge_both(sc, library[i], !strstr(library[i], "power-loss"), &sim_out, &real_out);
+    ck_assert_msg(sim_out.verdict == CKH_VERDICT_PASS, "%s: %s", library[i], sim_out.message ? sim_out.message : "");
     ckh_report_result_clear(&sim_out);
     ckh_report_result_clear(&real_out);
     ckh_scenario_free(sc);
     unsetenv("CKH_MPI");
+}
+
+START_TEST(test_library_equals_sim)
+{
+    NEED_MPI(0);
+    library_case(lib_idx[0][_i]);
+}
+END_TEST
+
+/* The same for the library's scenarios with a disk on ckhfs. */
+START_TEST(test_library_on_ckhfs_equals_sim)
+{
+    NEED_MPI(0);
+    NEED_FUSE();
+    library_case(lib_idx[1][_i]);
 }
 END_TEST
 
@@ -681,8 +712,7 @@ static const char *const nccl_jobs[] = {
  * unmapped load fails on cudaMalloc of GPU 0); no device is exit 3. */
 START_TEST(test_nccl_fake)
 {
-    if (!have[0])
-        return;
+    NEED_MPI(0);
     char dir[256];
     int n = (int)(sizeof nccl_jobs / sizeof nccl_jobs[0]);
     fake_gpus(_i == n ? 0 : 4, 1u << 30, dir, sizeof dir);
@@ -739,11 +769,17 @@ START_TEST(test_refusals)
     char err[512] = "";
     ck_assert_int_eq(ckh__real_check(sc, err, sizeof err), 0);
     ckh_scenario_free(sc);
-    /* A disk mounted elsewhere than "/" with ckhfs faults runs now (its
-     * own mount); the scenario the platform once refused passes. */
-    if (!have[0] || ckh_ckhfs_available(err, sizeof err) != 0)
-        return;
+}
+END_TEST
+
+/* A disk mounted elsewhere than "/" with ckhfs faults runs now (its own
+ * mount); the scenario the platform once refused passes. */
+START_TEST(test_disk_elsewhere_runs)
+{
+    NEED_MPI(0);
+    NEED_FUSE();
     setenv("CKH_MPI", "openmpi", 1);
+    struct ckh_scenario *sc;
     sc = parse("job: {workload: seed-pipeline, nodes: 1, platform: real,\n"
                "      checkpoint_dir: /data/ckpt, disks: [{name: d, mount: /data}]}\n"
                "faults:\n  - on: {op: pwrite, phase: save, epoch: 2}\n    do: crash\n"
@@ -761,32 +797,46 @@ END_TEST
 
 int main(void)
 {
-    char exe[1024], launcher[1024], err[512];
+    char exe[1024], launcher[1024];
     for (int i = 0; i < 2; i++)
-        have[i] = ckh__real_find_mpi(mpis[i], exe, sizeof exe, launcher, sizeof launcher, err, sizeof err) == 0;
-    if (!have[0] && !have[1]) {
-        fprintf(stderr, "test_real_coll: skipped: %s\n", err);
-        return 77;
+        have[i] = ckh__real_find_mpi(mpis[i], exe, sizeof exe, launcher, sizeof launcher, missing[i],
+                                     sizeof missing[i]) == 0;
+    if (!have[0] && !have[1]) { /* every case needs one (but test_refusals): all skipped */
+        fprintf(stderr, "test_real_coll: SKIPPED every case: %s\n", missing[0]);
+        return CKH_TEST_SKIPPED;
     }
-    for (int i = 0; i < 2; i++)
-        if (!have[i])
-            fprintf(stderr, "test_real_coll: %s not available, its cases pass without running\n", mpis[i]);
+    for (size_t i = 0; i < sizeof library / sizeof library[0]; i++) {
+        const char *root = getenv("CKH_SOURCE_DIR");
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", root ? root : ".", library[i]);
+        struct ckh_scn_options so;
+        struct ckh_scn_error e;
+        struct ckh_scenario *sc = NULL;
+        ckh_fuzz_scn_options(&so);
+        /* One that does not parse fails in the first group. */
+        int on_ckhfs = ckh_scenario_parse_file(path, &so, &sc, &e) == 0 && ckh__real_uses_ckhfs(sc);
+        lib_idx[on_ckhfs][nlib[on_ckhfs]++] = (int)i;
+        ckh_scenario_free(sc);
+    }
     Suite *s = suite_create("real");
     TCase *tc = tcase_create("real");
     tcase_set_timeout(tc, 240);
     tcase_add_loop_test(tc, test_coll_bit_identical, 0, 4);
     tcase_add_loop_test(tc, test_workload_equals_sim, 0, 8);
     tcase_add_loop_test(tc, test_faulted_passes, 0, 3);
-    tcase_add_loop_test(tc, test_on_disk_equals_sim, 0, (int)(sizeof on_disk / sizeof on_disk[0]));
     tcase_add_loop_test(tc, test_environment, 0, 4);
     tcase_add_loop_test(tc, test_nccl, 0, 2);
     tcase_add_loop_test(tc, test_nccl_fake, 0, (int)(sizeof nccl_jobs / sizeof nccl_jobs[0]) + 1);
-    tcase_add_loop_test(tc, test_library_equals_sim, 0, (int)(sizeof library / sizeof library[0]));
+    tcase_add_loop_test(tc, test_library_equals_sim, 0, nlib[0]);
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    /* The real platform's disks on ckhfs: CTest entry test_real_coll_fuse. */
+    TCase *fs = tcase_create("ckhfs");
+    tcase_set_timeout(fs, 240);
+    tcase_set_tags(fs, "fuse");
+    tcase_add_loop_test(fs, test_on_disk_equals_sim, 0, (int)(sizeof on_disk / sizeof on_disk[0]));
+    tcase_add_loop_test(fs, test_library_on_ckhfs_equals_sim, 0, nlib[1]);
+    tcase_add_test(fs, test_disk_elsewhere_runs);
+    suite_add_tcase(s, fs);
+    return ckh_test_run(s);
 }

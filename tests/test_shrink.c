@@ -14,6 +14,7 @@
 #include "search/shrink.h"
 #include "cli/cli.h"
 #include "judge/judge.h"
+#include "support/skip.h"
 
 static char *write_str(const struct ckh_scenario *sc)
 {
@@ -139,10 +140,8 @@ static void replay(const char *text, struct ckh_report_result *rr)
 
 START_TEST(test_shrink_hand_written)
 {
-    if (!ckh_workloads_find("ddp-train")) {
-        fprintf(stderr, "test_shrink: SKIP: no ddp-train adapter\n");
-        return;
-    }
+    if (!ckh_workloads_find("ddp-train"))
+        CKH_SKIP("no ddp-train adapter in this build");
     struct ckh_report_result before;
     replay(failing, &before);
     ck_assert_int_eq(before.verdict, CKH_VERDICT_FAIL);
@@ -210,9 +209,5 @@ static Suite *shrink_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(shrink_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return ckh_test_run(shrink_suite());
 }
