@@ -58,6 +58,7 @@ START_TEST(test_pipeline_passes)
     ck_assert_ptr_nonnull(oracle(&r, "values"));
     ck_assert_ptr_null(oracle(&r, "lost-work")); /* no crash: does not apply */
     ck_assert_str_eq(r.replay, "ckh run t.yaml --seed 1");
+    ck_assert_uint_gt(r.virtual_ns, 0); /* the simulated time the report shows */
     ckh_report_result_clear(&r);
 }
 END_TEST
