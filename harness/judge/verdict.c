@@ -223,6 +223,7 @@ void ckh__run_verdict(const struct ckh_scenario_run *r, struct ckh_report_result
 {
     out->runs = (uint32_t)r->nruns;
     out->restarts = r->nruns ? (uint32_t)r->nruns - 1 : 0;
+    out->virtual_ns = r->virtual_ns;
     ckh__run_judge(r, out);
     hang_first(r, out);
 }
