@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ckh/alloc.h"
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/fs.h"
 
@@ -102,6 +103,7 @@ int64_t ckh_file_pwrite_gen(struct ckh_file *f, const struct ckh_gen *g, uint64_
             rc = -EIO;
             break;
         }
+        CKH_ASSERT((uint64_t)rc <= len);
         done += (uint64_t)rc;
     }
     free(buf);
@@ -216,6 +218,7 @@ int ckh_file_write_all(struct ckh_file *f, const void *buf, size_t n)
             return (int)rc;
         if (rc == 0) /* no progress: fail rather than loop forever */
             return -EIO;
+        CKH_ASSERT((uint64_t)rc <= n); /* an fs never reports more than it was given */
         p += rc;
         n -= (size_t)rc;
     }
@@ -231,6 +234,7 @@ int ckh_file_pread_all(struct ckh_file *f, void *buf, size_t n, uint64_t off)
             return (int)rc;
         if (rc == 0)
             return CKH_ETRUNCATED;
+        CKH_ASSERT((uint64_t)rc <= n);
         p += rc;
         n -= (size_t)rc;
         off += (uint64_t)rc;

@@ -28,7 +28,8 @@
  *
  * Map: 1. shared text helpers, 2. the writer, 3. the reader's arena and
  * JSON parser (a tree per line), 4. from the tree to records, 5. the line
- * loop.
+ * loop, 6. the writer's round trip: under CKH_ASSERT_SLOW every line written
+ * is read back and compared with its record.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -199,9 +200,14 @@ struct jsonl_record {
     int fd;                 /* the file, opened for appending (owned) */
 };
 
+#ifdef CKH_SLOW_ASSERTS
+static bool reads_back(enum ckh_rec_kind kind, const void *rec, const struct sbuf *b);
+#endif
+
 /* Writes the line in b (a newline added) with as many write(2) calls as it
- * takes, then frees b. */
-static int emit(struct ckh_record *r, struct sbuf *b)
+ * takes, then frees b. kind and rec: the record the line encodes, which
+ * the slow asserts read back from it. */
+static int emit(struct ckh_record *r, struct sbuf *b, enum ckh_rec_kind kind, const void *rec)
 {
     struct jsonl_record *j = (struct jsonl_record *)r;
     int rc = 0;
@@ -210,6 +216,9 @@ static int emit(struct ckh_record *r, struct sbuf *b)
         rc = CKH_ENOMEM;
         goto out_free;
     }
+    (void)kind;
+    (void)rec;
+    CKH_ASSERT_SLOW(reads_back(kind, rec, b));
     for (size_t done = 0; done < b->len;) {
         ssize_t w = write(j->fd, b->p + done, b->len - done);
         if (w < 0 && errno == EINTR)
@@ -250,7 +259,7 @@ static int w_step(struct ckh_record *r, const struct ckh_rec_step *s)
             sb_fmt(&b, "%s%" PRIu64, i ? "," : "", s->samples[i]);
         sb_put(&b, "]", 1);
     }
-    return emit(r, &b);
+    return emit(r, &b, CKH_REC_STEP, s);
 }
 
 static int w_resume(struct ckh_record *r, const struct ckh_rec_resume *s)
@@ -260,7 +269,7 @@ static int w_resume(struct ckh_record *r, const struct ckh_rec_resume *s)
     if (rc)
         return rc;
     sb_fmt(&b, "{\"kind\":\"resume\",\"step\":%" PRId64 ",\"epoch\":%" PRId64, s->step, s->epoch);
-    return emit(r, &b);
+    return emit(r, &b, CKH_REC_RESUME, s);
 }
 
 static int w_save(struct ckh_record *r, const struct ckh_rec_save *s)
@@ -277,7 +286,7 @@ static int w_save(struct ckh_record *r, const struct ckh_rec_save *s)
         sb_key(&b, "error");
         sb_json_string(&b, s->what);
     }
-    return emit(r, &b);
+    return emit(r, &b, CKH_REC_SAVE, s);
 }
 
 static int w_final(struct ckh_record *r, const struct ckh_rec_final *s)
@@ -302,7 +311,7 @@ static int w_final(struct ckh_record *r, const struct ckh_rec_final *s)
         }
         sb_put(&b, "]", 1);
     }
-    return emit(r, &b);
+    return emit(r, &b, CKH_REC_FINAL, s);
 }
 
 static const struct ckh_record_ops jsonl_ops = {
@@ -1156,3 +1165,97 @@ int ckh_record_jsonl_parse(const char *text, size_t n, const char *file, ckh_rec
     }
     return rc;
 }
+
+/* ==== 6. the writer's round trip (slow asserts) ==== */
+
+#ifdef CKH_SLOW_ASSERTS
+/* What reading one written line back found. */
+struct readback {
+    enum ckh_rec_kind kind; /* the record written */
+    const void *rec;
+    int calls;              /* records the line gave (one) */
+    bool same;              /* each equal to the one written */
+};
+
+/* Whether the text reads back as itself: invalid UTF-8 is written as U+FFFD. */
+static bool text_same(const char *written, const char *read)
+{
+    if (!written || !read)
+        return written == read;
+    for (size_t i = 0, n = strlen(written); i < n; i += utf8_len((const unsigned char *)written + i, n - i))
+        if (utf8_len((const unsigned char *)written + i, n - i) == 0)
+            return true; /* replaced on the way: nothing to compare */
+    return strcmp(written, read) == 0;
+}
+
+static bool values_same(const struct ckh_rec_value *a, size_t na, const struct ckh_rec_value *b, size_t nb)
+{
+    if (na != nb)
+        return false;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i].name, b[i].name) != 0 || a[i].value != b[i].value)
+            return false;
+    return true;
+}
+
+static bool step_same(const struct ckh_rec_step *a, const struct ckh_rec_step *b)
+{
+    if (a->step != b->step || a->epoch != b->epoch || a->ndigests != b->ndigests || a->nsamples != b->nsamples ||
+        !values_same(a->values, a->nvalues, b->values, b->nvalues))
+        return false;
+    for (size_t i = 0; i < a->ndigests; i++)
+        if (strcmp(a->digests[i].name, b->digests[i].name) != 0 || a->digests[i].digest != b->digests[i].digest)
+            return false;
+    return a->nsamples == 0 || memcmp(a->samples, b->samples, a->nsamples * sizeof *a->samples) == 0;
+}
+
+static bool final_same(const struct ckh_rec_final *a, const struct ckh_rec_final *b)
+{
+    if (a->epochs != b->epochs || a->steps != b->steps || a->total != b->total || a->has_digest != b->has_digest ||
+        (a->has_digest && a->digest != b->digest) || a->nblobs != b->nblobs ||
+        !values_same(a->values, a->nvalues, b->values, b->nvalues))
+        return false;
+    for (size_t i = 0; i < a->nblobs; i++)
+        if (!text_same(a->blobs[i], b->blobs[i]))
+            return false;
+    return true;
+}
+
+static int readback_sink(void *ctx, enum ckh_rec_kind kind, const void *rec)
+{
+    struct readback *r = ctx;
+    r->calls++;
+    if (kind != r->kind) {
+        r->same = false;
+        return 0;
+    }
+    switch (kind) {
+    case CKH_REC_STEP: r->same = r->same && step_same(r->rec, rec); break;
+    case CKH_REC_RESUME: {
+        const struct ckh_rec_resume *a = r->rec, *b = rec;
+        r->same = r->same && a->step == b->step && a->epoch == b->epoch;
+        break;
+    }
+    case CKH_REC_SAVE: {
+        const struct ckh_rec_save *a = r->rec, *b = rec;
+        r->same = r->same && a->step == b->step && a->epoch == b->epoch && a->rc == b->rc &&
+                  text_same(a->what, b->what);
+        break;
+    }
+    case CKH_REC_FINAL: r->same = r->same && final_same(r->rec, rec); break;
+    }
+    return 0;
+}
+
+/* Whether the line in b reads back as the record it encodes. A line past
+ * the reader's limit is the program's to keep short, not checked here. */
+static bool reads_back(enum ckh_rec_kind kind, const void *rec, const struct sbuf *b)
+{
+    if (b->len > CKH_RECORD_JSONL_LINE_MAX)
+        return true;
+    struct readback r = {.kind = kind, .rec = rec, .same = true};
+    char msg[256];
+    int rc = ckh_record_jsonl_parse(b->p, b->len, "<written>", readback_sink, &r, msg, sizeof msg);
+    return rc == CKH_ENOMEM || (rc == 0 && r.calls == 1 && r.same);
+}
+#endif

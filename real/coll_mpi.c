@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/posix.h"
 #include "real_faults.h"
@@ -154,6 +155,60 @@ static bool same_call(const struct hdr *a, const struct hdr *b)
            a->root == b->root && !a->faulty && !b->faulty;
 }
 
+/* Posts msg (len bytes) to every other rank: reqs[r] (MPI_REQUEST_NULL
+ * for this rank). 0 or CKH_EPEER_DEAD. */
+static int send_all(struct real_coll *c, unsigned char *msg, size_t len, MPI_Request *reqs)
+{
+    int rc = 0;
+    for (int r = 0; r < c->world; r++) {
+        reqs[r] = MPI_REQUEST_NULL;
+        if (r != c->rank && MPI_Isend(msg, (int)len, MPI_BYTE, r, TAG_COLL, c->comm, &reqs[r]) != MPI_SUCCESS)
+            rc = CKH_EPEER_DEAD;
+    }
+    return rc;
+}
+
+/* One pass over the ranks not heard from: each message that arrived for
+ * mine's #seq goes into got[r] (older ones are dropped). *missing: ranks
+ * still to hear from; *mismatch turns true when one called another
+ * collective; *progress when anything arrived. 0, CKH_EPEER_DEAD or
+ * CKH_ENOMEM. */
+static int receive_round(struct real_coll *c, const struct hdr *mine, unsigned char **got, size_t *gotlen,
+                         int *missing, bool *mismatch, bool *progress)
+{
+    int rc = 0;
+    for (int r = 0; r < c->world && rc == 0; r++) {
+        int flag = 0;
+        MPI_Status st;
+        if (r == c->rank || got[r])
+            continue;
+        if (MPI_Iprobe(r, TAG_COLL, c->comm, &flag, &st) != MPI_SUCCESS) {
+            rc = CKH_EPEER_DEAD;
+            break;
+        }
+        if (!flag)
+            continue;
+        *progress = true;
+        unsigned char *buf = NULL;
+        size_t n = 0;
+        if ((rc = recv_probed(c, r, TAG_COLL, &st, &buf, &n)) != 0)
+            break;
+        struct hdr h;
+        memcpy(&h, buf, n >= sizeof h ? sizeof h : 0);
+        if (n < sizeof h || h.magic != HDR_MAGIC || h.seq < mine->seq) {
+            free(buf); /* left over from a call that failed */
+            continue;
+        }
+        got[r] = buf;
+        gotlen[r] = n;
+        (*missing)--;
+        CKH_ASSERT(*missing >= 0); /* one message per rank and call */
+        if (h.seq != mine->seq || !same_call(&h, mine))
+            *mismatch = true;
+    }
+    return rc;
+}
+
 /* Sends mine (with pbytes of payload) to every other rank and receives
  * every other rank's message of the same #seq into got[r] (got[rank]
  * stays NULL; the caller frees the others). Returns 0, CKH_EMISMATCH,
@@ -175,45 +230,14 @@ static int exchange(struct real_coll *c, const struct hdr *mine, const void *pay
     memcpy(msg, mine, sizeof *mine);
     if (pbytes)
         memcpy(msg + sizeof *mine, payload, pbytes);
-    for (int r = 0; r < w; r++) {
-        reqs[r] = MPI_REQUEST_NULL;
-        if (r != c->rank && MPI_Isend(msg, (int)len, MPI_BYTE, r, TAG_COLL, c->comm, &reqs[r]) != MPI_SUCCESS)
-            rc = CKH_EPEER_DEAD;
-    }
+    rc = send_all(c, msg, len, reqs);
     uint64_t deadline = deadline_of(timeout_ns);
     int missing = w - 1;
     bool mismatch = mine->faulty != 0, sent = false;
     unsigned spins = 0;
     while (rc == 0) {
         bool progress = false;
-        for (int r = 0; r < w && rc == 0; r++) {
-            int flag = 0;
-            MPI_Status st;
-            if (r == c->rank || got[r])
-                continue;
-            if (MPI_Iprobe(r, TAG_COLL, c->comm, &flag, &st) != MPI_SUCCESS) {
-                rc = CKH_EPEER_DEAD;
-                break;
-            }
-            if (!flag)
-                continue;
-            progress = true;
-            unsigned char *buf = NULL;
-            size_t n = 0;
-            if ((rc = recv_probed(c, r, TAG_COLL, &st, &buf, &n)) != 0)
-                break;
-            struct hdr h;
-            memcpy(&h, buf, n >= sizeof h ? sizeof h : 0);
-            if (n < sizeof h || h.magic != HDR_MAGIC || h.seq < mine->seq) {
-                free(buf); /* left over from a call that failed */
-                continue;
-            }
-            got[r] = buf;
-            gotlen[r] = n;
-            missing--;
-            if (h.seq != mine->seq || !same_call(&h, mine))
-                mismatch = true;
-        }
+        rc = receive_round(c, mine, got, gotlen, &missing, &mismatch, &progress);
         if (!sent && rc == 0)
             sent = sends_done(reqs, w, &rc);
         if (rc == 0 && missing == 0 && sent && !mismatch)
@@ -227,6 +251,9 @@ static int exchange(struct real_coll *c, const struct hdr *mine, const void *pay
         abandon(reqs, w);
         c->failed = true;
     }
+    /* done: a message from every other rank, none for this one */
+    for (int r = 0; rc == 0 && r < w; r++)
+        CKH_ASSERT((got[r] != NULL) == (r != c->rank));
     free(reqs);
     free(msg);
     return rc;

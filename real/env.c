@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/posix.h"
 #include "ckh/rng.h"
@@ -150,6 +151,7 @@ static int64_t cut_write(struct ckh_file *fp, const void *buf, size_t n, uint64_
     int64_t rc = len == 0 ? 0
                  : positional ? ckh_file_pwrite(SF(fp)->inner, buf, len, off)
                               : ckh_file_write(SF(fp)->inner, buf, len);
+    CKH_ASSERT(len <= n && rc <= (int64_t)len); /* a cut write reports what landed, never more */
     if (act->kind == CKH_FAULT_KILL_MID || act->kind == CKH_FAULT_KILL_AFTER)
         ckh_real_faults_kill();
     return rc;
@@ -176,6 +178,7 @@ static int64_t s_pwrite_gen(struct ckh_file *fp, const struct ckh_gen *g, uint64
     if (act.kind == CKH_FAULT_SHORT_WRITE || act.kind == CKH_FAULT_KILL_MID)
         len = act.keep_bytes < n ? act.keep_bytes : n;
     int64_t rc = len ? ckh_file_pwrite_gen(SF(fp)->inner, g, len, off) : 0;
+    CKH_ASSERT(len <= n && rc <= (int64_t)len);
     if (act.kind == CKH_FAULT_KILL_MID || act.kind == CKH_FAULT_KILL_AFTER)
         ckh_real_faults_kill();
     return rc;

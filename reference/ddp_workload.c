@@ -459,17 +459,15 @@ out:
     return rc;
 }
 
-static int load_train(struct trainer *t, const char *folder)
+/* The optimizer's momentum buffers of train.ckh, adopted on the devices
+ * they were loaded to. */
+static int load_momentum(struct trainer *t, const struct ckh_ddp_sd *sd)
 {
-    struct ckh_ddp_sd sd;
-    int rc = read_sd(t, folder, "train.ckh", &sd);
-    if (rc)
-        return rc;
-    int64_t last_step = 0;
+    int rc = 0;
     for (int i = 0; i < CKH_DDP_NPARAM && !rc; i++) {
         char key[CKH_DDP_KEY_MAX];
         snprintf(key, sizeof key, "optim.momentum.%s", ckh_ddp_param_names[i]);
-        const struct ckh_ddp_sd_entry *e = ckh_ddp_sd_find(&sd, key);
+        const struct ckh_ddp_sd_entry *e = ckh_ddp_sd_find(sd, key);
         if (!e || e->size_bytes != t->model.count[i] * sizeof(float)) {
             rc = CKH_ERRF(t->rr->errmsg, CKH_EMISMATCH, "optimizer state lacks '%s'", key);
             break;
@@ -489,49 +487,66 @@ static int load_train(struct trainer *t, const char *folder)
         t->model.mom_device[i] = dev;
         memcpy(t->model.mom[i], e->data, e->size_bytes);
     }
-    const struct ckh_ddp_sd_entry *lr = rc ? NULL : ckh_ddp_sd_find(&sd, "optim.lr");
-    if (!rc && (!lr || lr->size_bytes != sizeof t->lr))
-        rc = CKH_ERRF(t->rr->errmsg, CKH_ENOTFOUND, "checkpoint lacks 'optim.lr'");
-    if (!rc)
-        memcpy(&t->lr, lr->data, sizeof t->lr);
-    if (!rc)
-        rc = get_i64(t, &sd, "sched.last_step", &last_step);
-    if (!rc)
-        rc = get_i64(t, &sd, "step", &t->step);
-    if (!rc)
-        rc = get_i64(t, &sd, "epoch", &t->epoch);
-    const struct ckh_ddp_sd_entry *smp = rc ? NULL : ckh_ddp_sd_find(&sd, "sampler");
-    if (!rc && !smp)
-        rc = CKH_ERRF(t->rr->errmsg, CKH_ENOTFOUND, "checkpoint lacks the sampler state");
-    if (!rc) {
-        /* The world the checkpoint was saved under (state format in
-         * sampler.h: magic, kind, world): load_rng needs it. */
-        if (smp->size_bytes >= 16)
-            t->saved_world = (int)ckh_get_le32((const unsigned char *)smp->data + 12);
-        /* Another world size without resharding: refuse it by name,
-         * before anything of the checkpoint is adopted. */
-        if (!t->cfg->reshard && t->saved_world > 0 && t->saved_world != t->world)
-            rc = CKH_ERRF(t->rr->errmsg, CKH_EMISMATCH,
-                          "checkpoint %s was saved by %d ranks; this job has %d and resharding is off",
-                          folder, t->saved_world, t->world);
+    return rc;
+}
+
+/* The learning rate and the counters of train.ckh: the scheduler's last
+ * step (into *last_step), the step and the epoch. */
+static int load_counters(struct trainer *t, const struct ckh_ddp_sd *sd, int64_t *last_step)
+{
+    const struct ckh_ddp_sd_entry *lr = ckh_ddp_sd_find(sd, "optim.lr");
+    if (!lr || lr->size_bytes != sizeof t->lr)
+        return CKH_ERRF(t->rr->errmsg, CKH_ENOTFOUND, "checkpoint lacks 'optim.lr'");
+    memcpy(&t->lr, lr->data, sizeof t->lr);
+    int rc;
+    if ((rc = get_i64(t, sd, "sched.last_step", last_step)) || (rc = get_i64(t, sd, "step", &t->step)) ||
+        (rc = get_i64(t, sd, "epoch", &t->epoch)))
+        return rc;
+    return 0;
+}
+
+/* The sampler of train.ckh (refused when saved by another world and
+ * resharding is off), then the positions that follow from it. */
+static int load_sampler(struct trainer *t, const struct ckh_ddp_sd *sd, const char *folder, int64_t last_step)
+{
+    const struct ckh_ddp_sd_entry *smp = ckh_ddp_sd_find(sd, "sampler");
+    if (!smp)
+        return CKH_ERRF(t->rr->errmsg, CKH_ENOTFOUND, "checkpoint lacks the sampler state");
+    /* The world the checkpoint was saved under (state format in
+     * sampler.h: magic, kind, world): load_rng needs it. */
+    if (smp->size_bytes >= 16)
+        t->saved_world = (int)ckh_get_le32((const unsigned char *)smp->data + 12);
+    /* Another world size without resharding: refuse it by name,
+     * before anything of the checkpoint is adopted. */
+    if (!t->cfg->reshard && t->saved_world > 0 && t->saved_world != t->world)
+        return CKH_ERRF(t->rr->errmsg, CKH_EMISMATCH, "checkpoint %s was saved by %d ranks; this job has %d and resharding is off",
+                     folder, t->saved_world, t->world);
+    int rc = ckh_dsampler_load_defects(&t->sampler, smp->data, smp->size_bytes, t->cfg->reshard, t->def);
+    if (rc) {
+        CKH_ERRF(t->rr->errmsg, rc, "sampler: %s", t->sampler.errmsg);
+        return rc;
     }
-    if (!rc) {
-        rc = ckh_dsampler_load_defects(&t->sampler, smp->data, smp->size_bytes, t->cfg->reshard,
-                                       t->def);
-        if (rc)
-            CKH_ERRF(t->rr->errmsg, rc, "sampler: %s", t->sampler.errmsg);
-    }
-    if (!rc) {
-        if (ckh_defect_on(t->def, CKH_DEFECT_RESUME_EPOCH_FROM_START))
-            ckh_dsampler_set_epoch(&t->sampler, t->sampler.epoch);
-        /* Rank 0's progress is the epoch position of every rank. */
-        t->epoch_pos = t->sampler.progress;
-        uint64_t mine = ckh_dsampler_len(&t->sampler);
-        t->sampler.progress = t->epoch_pos < mine ? t->epoch_pos : mine;
-        t->sched.last_step = ckh_defect_on(t->def, CKH_DEFECT_SCHEDULER_REBUILT_AFTER_OPTIMIZER)
-                                 ? 0
-                                 : (uint64_t)last_step;
-    }
+    if (ckh_defect_on(t->def, CKH_DEFECT_RESUME_EPOCH_FROM_START))
+        ckh_dsampler_set_epoch(&t->sampler, t->sampler.epoch);
+    /* Rank 0's progress is the epoch position of every rank. */
+    t->epoch_pos = t->sampler.progress;
+    uint64_t mine = ckh_dsampler_len(&t->sampler);
+    t->sampler.progress = t->epoch_pos < mine ? t->epoch_pos : mine;
+    t->sched.last_step = ckh_defect_on(t->def, CKH_DEFECT_SCHEDULER_REBUILT_AFTER_OPTIMIZER)
+                             ? 0
+                             : (uint64_t)last_step;
+    return 0;
+}
+
+static int load_train(struct trainer *t, const char *folder)
+{
+    struct ckh_ddp_sd sd;
+    int rc = read_sd(t, folder, "train.ckh", &sd);
+    if (rc)
+        return rc;
+    int64_t last_step = 0;
+    if (!(rc = load_momentum(t, &sd)) && !(rc = load_counters(t, &sd, &last_step)))
+        rc = load_sampler(t, &sd, folder, last_step);
     ckh_ddp_sd_fini(&sd);
     return rc;
 }
@@ -787,31 +802,65 @@ static int train(struct trainer *t)
 
 /* ---- node main ---- */
 
-static int run(struct trainer *t)
+/* The model's device memory: real devices (allocated, then the weights
+ * pushed) or the emulated ones. */
+static int setup_devices(struct trainer *t)
 {
-    const struct ckh_ddp_config *c = t->cfg;
-    int rc = ckh_ddp_model_init(&t->model, t->env->alloc, c, t->rank);
-    if (rc)
-        return CKH_ERRF(t->rr->errmsg, rc, "model init: %s", ckh_strerror(rc));
+    int rc;
     if (t->gpu)
         rc = dev_setup(t);
     else if ((rc = ckh_ddp_dev_alloc(&t->rec->devices, t->rank, t->rank, 2 * ckh_ddp_model_bytes(&t->model))) != 0)
         CKH_ERRF(t->rr->errmsg, rc, "rank %d: GPU %d out of memory for the model", t->rank, t->rank);
     if (!rc && t->gpu)
         rc = dev_push(t);
-    if (rc)
-        goto out_model;
+    return rc;
+}
+
+/* The learning-rate schedule, this rank's sampler and its dropout stream. */
+static int setup_schedule(struct trainer *t)
+{
+    const struct ckh_ddp_config *c = t->cfg;
     t->sched.base_lr = c->lr;
     t->sched.min_lr = c->min_lr;
     t->sched.warmup_steps = c->warmup_steps;
     t->sched.total_steps = ckh_ddp_total_steps(c);
-    rc = ckh_dsampler_init(&t->sampler, t->env->alloc, c->samples, t->world, t->rank,
-                           ckh_seed_derive(c->seed, "ddp-sampler"), c->drop_last);
+    int rc = ckh_dsampler_init(&t->sampler, t->env->alloc, c->samples, t->world, t->rank,
+                               ckh_seed_derive(c->seed, "ddp-sampler"), c->drop_last);
     if (rc) {
         CKH_ERRF(t->rr->errmsg, rc, "sampler init");
-        goto out_model;
+        return rc;
     }
     ckh_rng_seed(&t->rng, ckh_seed_derive(c->seed, "ddp-dropout") ^ ckh_mix64((uint64_t)t->rank + 1));
+    return 0;
+}
+
+/* The saver of the job's checkpoint folder. */
+static int create_saver(struct trainer *t)
+{
+    const struct ckh_ddp_config *c = t->cfg;
+    const struct ckh_saver_config sc = {
+        .output_dir = c->ckpt_dir,
+        .name = c->saver_name ? c->saver_name : "ddp",
+        .keep_last = c->keep_last,
+        .strategy = (enum ckh_saver_strategy)c->strategy,
+        .timeout_ns = c->timeout_ns,
+        .defects = t->def,
+    };
+    const struct ckh_saver_ops *ops = c->saver ? c->saver : &ckh_atomic_dir_saver_ops;
+    int rc = ckh_saver_create(ops, t->env, &sc, &t->saver);
+    if (rc)
+        CKH_ERRF(t->rr->errmsg, rc, "checkpoint saver '%s': %s", ops->name ? ops->name : "?", ckh_strerror(rc));
+    return rc;
+}
+
+static int run(struct trainer *t)
+{
+    const struct ckh_ddp_config *c = t->cfg;
+    int rc = ckh_ddp_model_init(&t->model, t->env->alloc, c, t->rank);
+    if (rc)
+        return CKH_ERRF(t->rr->errmsg, rc, "model init: %s", ckh_strerror(rc));
+    if ((rc = setup_devices(t)) != 0 || (rc = setup_schedule(t)) != 0)
+        goto out_model;
     rc = ckh_atomic_init(&t->at, t->env, t->def);
     if (rc)
         goto out_sampler;
@@ -821,22 +870,9 @@ static int run(struct trainer *t)
         goto out_sampler;
     }
     if (c->ckpt_dir) {
-        const struct ckh_saver_config sc = {
-            .output_dir = c->ckpt_dir,
-            .name = c->saver_name ? c->saver_name : "ddp",
-            .keep_last = c->keep_last,
-            .strategy = (enum ckh_saver_strategy)c->strategy,
-            .timeout_ns = c->timeout_ns,
-            .defects = t->def,
-        };
-        const struct ckh_saver_ops *ops = c->saver ? c->saver : &ckh_atomic_dir_saver_ops;
-        rc = ckh_saver_create(ops, t->env, &sc, &t->saver);
-        if (rc) {
-            CKH_ERRF(t->rr->errmsg, rc, "checkpoint saver '%s': %s", ops->name ? ops->name : "?", ckh_strerror(rc));
+        if ((rc = create_saver(t)) != 0)
             goto out_ids;
-        }
-        rc = load_checkpoint(t);
-        if (rc)
+        if ((rc = load_checkpoint(t)) != 0)
             goto out_saver;
     }
     if (c->reshard) {

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "report.h"
 
@@ -40,6 +41,7 @@ void ckh_report_json_string(FILE *f, const char *s)
     while (*c) {
         uint32_t cp;
         size_t len = ckh__report_utf8_next(c, &cp);
+        CKH_ASSERT(len >= 1 && len <= 4 && (cp == UINT32_MAX || cp <= 0x10ffff));
         switch (cp) {
         case '"':
             fputs("\\\"", f);
@@ -85,6 +87,7 @@ static void key_u64(FILE *f, const char *indent, const char *key, uint64_t v, bo
 static void scenario(FILE *f, const struct ckh_report_result *r, bool last)
 {
     const char *in = "      ";
+    CKH_ASSERT(r->noracles == 0 || r->oracles);
     fputs("    {\n", f);
     key_str(f, in, "name", r->name ? r->name : "?", true);
     key_str(f, in, "file", r->file, true);
@@ -120,6 +123,7 @@ int ckh_report_json(FILE *f, const struct ckh_report_meta *meta,
         return CKH_EINVAL;
     struct ckh_report_summary sum;
     ckh_report_summarize(rs, n, &sum);
+    CKH_ASSERT(sum.total == n);
     fprintf(f, "{\n  \"version\": %d,\n  \"tool\": \"ckh\",\n", CKH_REPORT_JSON_VERSION);
     key_str(f, "  ", "suite", meta && meta->suite ? meta->suite : "ckh", true);
     key_str(f, "  ", "timestamp", meta ? meta->timestamp : NULL, true);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ckh/alloc.h"
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "report.h"
 
@@ -108,6 +109,7 @@ void ckh_report_summarize(const struct ckh_report_result *rs, size_t n,
         else
             out->errors++;
     }
+    CKH_ASSERT(out->passed + out->failed + out->errors == out->total && (!rs || out->total == n));
 }
 
 size_t ckh__report_utf8_next(const unsigned char *s, uint32_t *cp)

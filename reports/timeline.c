@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "report.h"
 
@@ -75,6 +76,7 @@ int ckh_report_timeline_add(struct ckh_report_timeline *t, uint32_t run, int32_t
         t->ev = nv;
         t->cap = nc;
     }
+    CKH_ASSERT(t->n < t->cap && t->n < CKH_TL_MAX_EVENTS);
     struct ckh_report_tl_event *e = &t->ev[t->n++];
     memset(e, 0, sizeof *e);
     e->run = run;
@@ -90,6 +92,17 @@ int ckh_report_timeline_add(struct ckh_report_timeline *t, uint32_t run, int32_t
 
 #define TL_MAGIC 0x314c54484b43ull /* "CKHTL1" */
 
+#ifdef CKH_SLOW_ASSERTS
+/* Whether every event passes the reader's checks. */
+static bool events_readable(const struct ckh_report_timeline *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if ((unsigned)t->ev[i].kind >= CKH_TL__COUNT || t->ev[i].node < 0 || (uint32_t)t->ev[i].node >= t->nnodes)
+            return false;
+    return true;
+}
+#endif
+
 int ckh_report_timeline_write(FILE *f, const struct ckh_report_timeline *t)
 {
     if (!f)
@@ -101,6 +114,10 @@ int ckh_report_timeline_write(FILE *f, const struct ckh_report_timeline *t)
         hdr[3] = t->n;
         hdr[4] = t->dropped;
     }
+    /* what the reader takes: the counts within its bounds, every event on a node of the timeline */
+    CKH_ASSERT(!t || (t->nnodes <= (1u << 20) && t->nruns <= (1u << 20) && t->n <= CKH_TL_MAX_EVENTS &&
+                      t->n <= t->cap));
+    CKH_ASSERT_SLOW(!t || events_readable(t));
     if (fwrite(hdr, sizeof hdr, 1, f) != 1)
         return -EIO;
     if (!t)

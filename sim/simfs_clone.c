@@ -18,10 +18,17 @@
  *     that made them, and leave the figure of whichever disk drops them
  *     last, so the figures of disks that share bytes are approximate.
  * C4. Injected faults (ckh_simfs_fault_next) still waiting are copied.
+ *
+ * Invariants (CKH_ASSERT): every inode an entry or a pending op refers to
+ * is copied (C2 keeps what links or ops reach); the clone's pending table
+ * is in seq order (its lookups are binary searches) and holds every live
+ * op, each with its per-inode neighbours. CKH_ASSERT_SLOW: both trees of
+ * the clone digest as the original's (C1).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "simfs_internal.h"
 
@@ -88,6 +95,7 @@ static struct sf_op *clone_op_by_seq(const struct ckh_simfs *n, const struct sf_
 
 static struct sf_inode *remap(struct sf_inode *const *map, const struct sf_inode *old)
 {
+    CKH_ASSERT(!old || map[old->slot]); /* C2: a link or an op keeps it */
     return old ? map[old->slot] : NULL;
 }
 
@@ -158,6 +166,7 @@ static int clone_ops(const struct ckh_simfs *d, struct ckh_simfs *n, struct sf_i
         c->name = c->name2 = NULL;
         c->iprev = c->inext = NULL;
         c->src.buf = NULL;
+        CKH_ASSERT(n->pn < n->pcap && (n->pn == 0 || n->pv[n->pn - 1].seq < c->seq));
         n->pv[n->pn++] = (struct sf_pend){.seq = c->seq, .op = c};
         c->ino = remap(map, o->ino);
         c->dir = remap(map, o->dir);
@@ -183,8 +192,10 @@ static int clone_ops(const struct ckh_simfs *d, struct ckh_simfs *n, struct sf_i
         if (!o)
             continue;
         struct sf_op *c = clone_op_by_seq(n, o);
+        CKH_ASSERT(c);
         c->iprev = clone_op_by_seq(n, o->iprev);
         c->inext = clone_op_by_seq(n, o->inext);
+        CKH_ASSERT(!o->iprev == !c->iprev && !o->inext == !c->inext); /* neighbours are pending too */
     }
     for (uint32_t s = 0; s < d->ninodes; s++) {
         const struct sf_inode *o = d->inodes[s];
@@ -194,7 +205,9 @@ static int clone_ops(const struct ckh_simfs *d, struct ckh_simfs *n, struct sf_i
         c->ops_head = clone_op_by_seq(n, o->ops_head);
         c->ops_tail = clone_op_by_seq(n, o->ops_tail);
         c->last_op = clone_op_by_seq(n, o->last_op);
+        CKH_ASSERT(!o->ops_head == !c->ops_head && !o->ops_tail == !c->ops_tail);
     }
+    CKH_ASSERT(n->pn == d->pn - d->ptomb);
     return 0;
 }
 
@@ -247,6 +260,9 @@ int ckh_simfs_clone(const struct ckh_simfs *d, struct ckh_simfs **out)
         (rc = clone_faults(d, n)) != 0)
         goto out_destroy;
     n->root = map[d->root->slot];
+    CKH_ASSERT(n->root && n->ninodes <= d->ninodes);
+    CKH_ASSERT_SLOW(ckh_simfs_digest(n, true) == ckh_simfs_digest(d, true) &&
+                    ckh_simfs_digest(n, false) == ckh_simfs_digest(d, false));
     free(map);
     *out = n;
     return 0;

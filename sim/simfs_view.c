@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/op.h"
 #include "ckh/simfs.h"
@@ -53,6 +54,90 @@ static const struct sf_mount *map_mount(const struct sf_view *v, const char *vpa
     return NULL;
 }
 
+/* A path being resolved: what is left of it and the directories walked. */
+enum { SF_WALK_DEPTH = CKH_PATH_MAX / 2 + 2 };
+struct sf_walk {
+    struct sf_view *v;                  /* the view resolving */
+    struct ckh_simfs *d;                /* the disk walked now */
+    char rem[2 * CKH_PATH_MAX + 4];     /* the path left to resolve (within d) */
+    size_t p;                           /* where in rem */
+    struct sf_inode *st[SF_WALK_DEPTH]; /* the inodes walked, d's root first */
+    size_t plen[SF_WALK_DEPTH];         /* length of the result's dpath at each */
+    size_t sp;                          /* inodes in st */
+    int links;                          /* symlinks followed */
+};
+
+/* The next component of w->rem into comp (*n bytes; *last: nothing
+ * follows it); w->p moves past it. 1 at the end of the path, else 0 or
+ * -ENAMETOOLONG. */
+static int next_component(struct sf_walk *w, char *comp, size_t *n, bool *last)
+{
+    while (w->rem[w->p] == '/')
+        w->p++;
+    if (!w->rem[w->p])
+        return 1;
+    size_t q = w->p;
+    while (w->rem[q] && w->rem[q] != '/')
+        q++;
+    size_t after = q;
+    while (w->rem[after] == '/')
+        after++;
+    *last = w->rem[after] == '\0';
+    *n = q - w->p;
+    if (*n > SF_NAME_MAX)
+        return -ENAMETOOLONG;
+    memcpy(comp, w->rem + w->p, *n);
+    comp[*n] = '\0';
+    w->p = q;
+    return 0;
+}
+
+/* The symlink c just read stands for its target: what is left of the
+ * path is resolved from the target on (an absolute one from its mount's
+ * root). 0, -ELOOP, -ENAMETOOLONG or -ENOENT. */
+static int follow_link(struct sf_walk *w, const struct sf_inode *c)
+{
+    char tmp[sizeof w->rem];
+    if (++w->links > SF_MAX_SYMLINKS)
+        return -ELOOP;
+    size_t tl = strlen(c->target), rl = strlen(w->rem + w->p);
+    if (tl + rl + 1 > CKH_PATH_MAX * 2)
+        return -ENAMETOOLONG;
+    memcpy(tmp, c->target, tl);
+    memcpy(tmp + tl, w->rem + w->p, rl + 1);
+    if (tmp[0] == '/') {
+        const char *rest;
+        const struct sf_mount *m = map_mount(w->v, tmp, &rest);
+        if (!m)
+            return -ENOENT;
+        w->d = m->disk;
+        w->sp = 1;
+        w->st[0] = w->d->root;
+        memmove(w->rem, rest, strlen(rest) + 1); /* rest points into tmp */
+    } else {
+        memcpy(w->rem, tmp, tl + rl + 1);
+    }
+    w->p = 0;
+    return 0;
+}
+
+/* The end of a walk into r: the last inode, its directory and its name. */
+static void walk_result(const struct sf_walk *w, struct sf_res *r)
+{
+    CKH_ASSERT(w->sp >= 1 && w->sp <= SF_WALK_DEPTH && w->st[w->sp - 1]);
+    r->d = w->d;
+    r->ino = w->st[w->sp - 1];
+    if (w->sp == 1) {
+        r->dir = NULL;
+        strcpy(r->dpath, "/");
+        r->name = r->dpath + 1;
+    } else {
+        r->dir = w->st[w->sp - 2];
+        r->dpath[w->plen[w->sp - 1]] = '\0';
+        r->name = r->dpath + w->plen[w->sp - 2] + 1;
+    }
+}
+
 int ckh__sf_resolve(struct sf_view *v, const char *vpath, bool follow_final, struct sf_res *r)
 {
     int rc = ckh_path_check(vpath);
@@ -62,54 +147,38 @@ int ckh__sf_resolve(struct sf_view *v, const char *vpath, bool follow_final, str
     const struct sf_mount *m = map_mount(v, vpath, &rest);
     if (!m)
         return -ENOENT;
-    struct ckh_simfs *d = m->disk;
-    char rem[2 * CKH_PATH_MAX + 4];
-    char tmp[sizeof(rem)];
-    strcpy(rem, rest);
-    enum { MAXD = CKH_PATH_MAX / 2 + 2 };
-    struct sf_inode *st[MAXD];
-    size_t plen[MAXD];
-    size_t sp = 1, p = 0;
-    int links = 0;
-    st[0] = d->root;
-    plen[0] = 0;
+    struct sf_walk w; /* not zeroed: resolving is on every op's path */
+    w.v = v;
+    w.d = m->disk;
+    strcpy(w.rem, rest);
+    w.p = 0;
+    w.sp = 1;
+    w.links = 0;
+    w.st[0] = w.d->root;
+    w.plen[0] = 0;
     r->dpath[0] = '\0';
-    for (;;) {
-        while (rem[p] == '/')
-            p++;
-        if (!rem[p])
-            break;
-        size_t q = p;
-        while (rem[q] && rem[q] != '/')
-            q++;
-        size_t n = q - p, after = q;
-        while (rem[after] == '/')
-            after++;
-        bool last = rem[after] == '\0';
-        if (n > SF_NAME_MAX)
-            return -ENAMETOOLONG;
-        char comp[SF_NAME_MAX + 1];
-        memcpy(comp, rem + p, n);
-        comp[n] = '\0';
-        p = q;
+    char comp[SF_NAME_MAX + 1];
+    size_t n;
+    bool last;
+    while ((rc = next_component(&w, comp, &n, &last)) == 0) {
         if (strcmp(comp, ".") == 0)
             continue;
         if (strcmp(comp, "..") == 0) {
-            if (sp > 1)
-                sp--;
+            if (w.sp > 1)
+                w.sp--;
             continue;
         }
-        struct sf_inode *top = st[sp - 1];
+        struct sf_inode *top = w.st[w.sp - 1];
         if (top->type != CKH_FT_DIR)
             return -ENOTDIR;
         struct sf_inode *c = ckh__sf_lookup(top, SF_LIVE, comp);
-        size_t len = plen[sp - 1];
+        size_t len = w.plen[w.sp - 1];
         if (len + 1 + n > CKH_PATH_MAX)
             return -ENAMETOOLONG;
         if (!c) {
             if (!last)
                 return -ENOENT;
-            r->d = d;
+            r->d = w.d;
             r->dir = top;
             r->ino = NULL;
             r->dpath[len] = '/';
@@ -118,46 +187,21 @@ int ckh__sf_resolve(struct sf_view *v, const char *vpath, bool follow_final, str
             return 0;
         }
         if (c->type == CKH_FT_SYMLINK && (!last || follow_final)) {
-            if (++links > SF_MAX_SYMLINKS)
-                return -ELOOP;
-            size_t tl = strlen(c->target), rl = strlen(rem + q);
-            if (tl + rl + 1 > CKH_PATH_MAX * 2)
-                return -ENAMETOOLONG;
-            memcpy(tmp, c->target, tl);
-            memcpy(tmp + tl, rem + q, rl + 1);
-            if (tmp[0] == '/') {
-                m = map_mount(v, tmp, &rest);
-                if (!m)
-                    return -ENOENT;
-                d = m->disk;
-                sp = 1;
-                st[0] = d->root;
-                memmove(rem, rest, strlen(rest) + 1); /* rest points into tmp */
-            } else {
-                memcpy(rem, tmp, tl + rl + 1);
-            }
-            p = 0;
+            if ((rc = follow_link(&w, c)) != 0)
+                return rc;
             continue;
         }
-        if (sp == MAXD)
+        if (w.sp == SF_WALK_DEPTH)
             return -ENAMETOOLONG;
         r->dpath[len] = '/';
         memcpy(r->dpath + len + 1, comp, n + 1);
-        st[sp] = c;
-        plen[sp] = len + 1 + n;
-        sp++;
+        w.st[w.sp] = c;
+        w.plen[w.sp] = len + 1 + n;
+        w.sp++;
     }
-    r->d = d;
-    r->ino = st[sp - 1];
-    if (sp == 1) {
-        r->dir = NULL;
-        strcpy(r->dpath, "/");
-        r->name = r->dpath + 1;
-    } else {
-        r->dir = st[sp - 2];
-        r->dpath[plen[sp - 1]] = '\0';
-        r->name = r->dpath + plen[sp - 2] + 1;
-    }
+    if (rc < 0)
+        return rc;
+    walk_result(&w, r);
     return 0;
 }
 
@@ -228,10 +272,52 @@ static struct sf_file *as_file(struct ckh_file *f)
     return (struct sf_file *)f;
 }
 
+/* do_open of a missing final name: a new file linked at r (O_CREAT only),
+ * open once. */
+static int open_new(struct sf_view *v, struct sf_res *r, int flags, struct sf_inode **out)
+{
+    if (!(flags & CKH_O_CREAT))
+        return -ENOENT;
+    struct sf_inode *ino = ckh__sf_inode_new(r->d, CKH_FT_FILE);
+    if (!ino)
+        return CKH_ENOMEM;
+    ino->opens++;
+    int rc = ckh__sf_issue_link(r->d, v->node, CKH_OP_OPEN, r->dir, r->dpath, ino);
+    if (rc) {
+        ino->opens--;
+        ckh__sf_inode_maybe_free(r->d, ino);
+        return rc;
+    }
+    *out = ino;
+    return 0;
+}
+
+/* do_open of an existing name: a regular file (O_EXCL refuses it),
+ * truncated when asked, open once more. */
+static int open_existing(struct sf_view *v, struct sf_res *r, int flags, bool excl)
+{
+    struct sf_inode *ino = r->ino;
+    bool writable = (flags & CKH_O_ACCMODE) != CKH_O_RDONLY;
+    if (excl)
+        return -EEXIST;
+    if (ino->type == CKH_FT_DIR)
+        return -EISDIR;
+    if (ino->type != CKH_FT_FILE)
+        return -ELOOP;
+    if ((flags & CKH_O_TRUNC) && writable && ino->data[SF_LIVE].size) {
+        int rc = ckh__sf_issue_trunc(r->d, v->node, ino, 0);
+        if (rc)
+            return rc;
+    }
+    ino->opens++;
+    ckh__sf_inode_account(r->d, ino);
+    ckh__sf_inode_set_hint(r->d, ino, r->dpath);
+    return 0;
+}
+
 static int do_open(struct sf_view *v, const char *path, int flags, struct ckh_file **out)
 {
     bool excl = (flags & CKH_O_CREAT) && (flags & CKH_O_EXCL);
-    bool writable = (flags & CKH_O_ACCMODE) != CKH_O_RDONLY;
     struct sf_res r;
     int rc = ckh__sf_resolve(v, path, !excl, &r);
     if (rc)
@@ -246,45 +332,9 @@ static int do_open(struct sf_view *v, const char *path, int flags, struct ckh_fi
         goto out_free_file;
     }
     struct sf_inode *ino = r.ino;
-    if (!ino) {
-        if (!(flags & CKH_O_CREAT)) {
-            rc = -ENOENT;
-            goto out_free_file;
-        }
-        ino = ckh__sf_inode_new(r.d, CKH_FT_FILE);
-        if (!ino) {
-            rc = CKH_ENOMEM;
-            goto out_free_file;
-        }
-        ino->opens++;
-        rc = ckh__sf_issue_link(r.d, v->node, CKH_OP_OPEN, r.dir, r.dpath, ino);
-        if (rc) {
-            ino->opens--;
-            ckh__sf_inode_maybe_free(r.d, ino);
-            goto out_free_file;
-        }
-    } else {
-        if (excl) {
-            rc = -EEXIST;
-            goto out_free_file;
-        }
-        if (ino->type == CKH_FT_DIR) {
-            rc = -EISDIR;
-            goto out_free_file;
-        }
-        if (ino->type != CKH_FT_FILE) {
-            rc = -ELOOP;
-            goto out_free_file;
-        }
-        if ((flags & CKH_O_TRUNC) && writable && ino->data[SF_LIVE].size) {
-            rc = ckh__sf_issue_trunc(r.d, v->node, ino, 0);
-            if (rc)
-                goto out_free_file;
-        }
-        ino->opens++;
-        ckh__sf_inode_account(r.d, ino);
-        ckh__sf_inode_set_hint(r.d, ino, r.dpath);
-    }
+    if ((rc = ino ? open_existing(v, &r, flags, excl) : open_new(v, &r, flags, &ino)) != 0)
+        goto out_free_file;
+    CKH_ASSERT(ino->type == CKH_FT_FILE && ino->opens >= 1);
     f->base.fs = &v->base;
     f->view = v;
     f->disk = r.d;

@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "sim_core.h"
 #include "sim_internal.h"
@@ -49,7 +50,9 @@ static void task_entry(void *arg)
     struct ckh__node *n = t->th.node;
     struct ckh_sim *sim = n->sim;
     ckh__sched_reap(sim);
+    CKH_ASSERT(t->used && !t->done);
     int status = t->fn(&n->env, t->arg);
+    CKH_ASSERT(t->used && !t->done); /* a task is joined only once it returned */
     t->done = true;
     t->status = status;
     ckh__trace_add(sim, n->id, CKH_OP_TASK_EXIT, NULL, NULL, 0, 0, status, 0);
@@ -81,6 +84,7 @@ static int task_start(struct ckh__node *n, ckh_bg_fn fn, void *arg, struct ckh__
     if (rc < 0)
         return ckh__sim_err(sim, rc, "node %s: cannot map a task's stack: %s", n->name,
                             ckh_strerror(rc));
+    CKH_ASSERT(!t->used && t->joiner == NULL);
     t->th.has_coro = true;
     t->th.task = ++n->tasks_spawned;
     t->used = true;
@@ -152,6 +156,7 @@ static int join_wait(struct ckh__node *n, struct ckh__thread *cur, struct ckh__t
         if (rc != 0)
             return rc; /* not reached: no deadline, and a kill does not return */
     }
+    CKH_ASSERT(t->done && t->used); /* woken by task_entry only */
     if (status != NULL)
         *status = t->status;
     t->used = false;

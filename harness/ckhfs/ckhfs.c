@@ -70,6 +70,7 @@ struct ckh_fs *ckh__ckhfs_view(struct ckh_ckhfs *fs, int node)
         fs->views = v;
         fs->nviews = n;
     }
+    CKH_ASSERT(i < fs->nviews);
     if (!fs->views[i]) {
         struct ckh_simfs_mount m = {.prefix = "/", .disk = fs->cfg.disk};
         if (ckh_simfs_view_create(NULL, node, &m, 1, &fs->views[i]) != 0)
@@ -212,6 +213,7 @@ static void trace_add(struct ckh_ckhfs *fs, const struct ckh_ckhfs_op *op)
 int64_t ckh__ckhfs_end(struct ckhfs_req *r, int64_t result)
 {
     struct ckh_ckhfs *fs = r->fs;
+    CKH_ASSERT(fs && result > -4096); /* FUSE takes a count, 0 or -errno */
     r->op.result = result;
     if (fs->cfg.keep_trace)
         trace_add(fs, &r->op);

@@ -44,6 +44,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/fs.h"
 #include "ckhfs/ckhfs_internal.h"
@@ -67,7 +68,9 @@ static struct ckh_fs *caller_view(struct ckhfs_req *r)
 /* Ends r with a ckh result translated to -errno. */
 static int end_errno(struct ckhfs_req *r, int64_t rc)
 {
-    return (int)ckh__ckhfs_end(r, ckh__ckhfs_errno(rc));
+    int e = ckh__ckhfs_errno(rc);
+    CKH_ASSERT(e <= 0 && e > -4096); /* the kernel takes 0 or -errno */
+    return (int)ckh__ckhfs_end(r, e);
 }
 
 static void fill_stat(struct stat *st, const struct ckh_stat *cs)
@@ -322,10 +325,12 @@ static int op_read(const char *path, char *buf, size_t size, off_t off,
     (void)path;
     struct ckhfs_handle *h = handle_of(fi);
     struct ckhfs_req r;
+    CKH_ASSERT(h && h->file); /* the kernel hands back the handle open_common made */
     int rc = ckh__ckhfs_begin(&r, CKH_OP_PREAD, h->path, NULL, (uint64_t)off, size);
     if (rc != 1)
         return (int)ckh__ckhfs_end(&r, rc);
     int64_t res = ckh_file_pread(h->file, buf, size, (uint64_t)off);
+    CKH_ASSERT(res <= (int64_t)size);
     return (int)ckh__ckhfs_end(&r, res < 0 ? ckh__ckhfs_errno(res) : res);
 }
 
@@ -335,12 +340,14 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off,
     (void)path;
     struct ckhfs_handle *h = handle_of(fi);
     struct ckhfs_req r;
+    CKH_ASSERT(h && h->file);
     int rc = ckh__ckhfs_begin(&r, CKH_OP_PWRITE, h->path, NULL, (uint64_t)off, size);
     if (rc != 1)
         return (int)ckh__ckhfs_end(&r, rc);
     size_t n = size;
     if (r.act.verdict == CKH_CKHFS_SHORT && r.act.keep < n)
         n = (size_t)r.act.keep;
+    CKH_ASSERT(n <= size);
     /* An O_APPEND handle appends at simfs's own end of file (the kernel's
      * offset comes from a size that may be stale). */
     int64_t res = n ? ckh_file_pwrite(h->file, buf, n, (uint64_t)off) : 0;
@@ -350,6 +357,7 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off,
         if (s < 0)
             res = s;
     }
+    CKH_ASSERT(res <= (int64_t)n); /* never more than was accepted: a short write stays short */
     return (int)ckh__ckhfs_end(&r, res < 0 ? ckh__ckhfs_errno(res) : res);
 }
 
@@ -388,6 +396,7 @@ static int op_release(const char *path, struct fuse_file_info *fi)
     struct ckh_ckhfs *fs = fuse_get_context()->private_data;
     struct ckhfs_handle *h = handle_of(fi);
     pthread_mutex_lock(&fs->lock);
+    CKH_ASSERT(h && (h->prev ? h->prev->next == h : fs->handles == h) && (!h->next || h->next->prev == h));
     if (h->prev)
         h->prev->next = h->next;
     else

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "cli/cli.h"
 #include "cli/cli_load.h"
@@ -51,6 +52,9 @@ static int exit_of(int rc)
 static void print_result(FILE *f, const char *file, const char *argv0, const struct ckh_xprog_result *r,
                          uint64_t only)
 {
+    /* the explorer's counts: failed <= checked <= distinct <= generated */
+    CKH_ASSERT(r->nfails <= r->checked && r->checked <= r->distinct && r->distinct <= r->states &&
+               (r->nfails == 0 || r->fails));
     double secs = (double)r->check_ms / 1000.0;
     fprintf(f, "explore %s: %" PRIu64 " operations recorded, %" PRIu64 " crash points, %" PRIu64
             " states (%" PRIu64 " distinct), %" PRIu64 " checked by %s in %.1f s",
@@ -91,11 +95,14 @@ static void print_result(FILE *f, const char *file, const char *argv0, const str
             fprintf(f, "    (and %zu larger state%s with this symptom)\n", same, same == 1 ? "" : "s");
         fprintf(f, "    reproduce: %s explore %s --state %" PRIu64 " [--keep DIR]\n", argv0, file, x->k);
     }
+    CKH_ASSERT(shown <= groups && groups <= r->nfails);
     if (groups > shown)
         fprintf(f, "  ... %zu more symptoms\n", groups - shown);
 }
 
-int ckh__cli_explore(int argc, char **argv, const char *argv0)
+/* The command line into o: -1 to go on with the scenario file at
+ * argv[optind], else the exit status (help shown, bad input). */
+static int parse_options(int argc, char **argv, struct ckh_xprog_options *o)
 {
     static const struct option longopts[] = {
         {"check", required_argument, NULL, 'c'},      {"jobs", required_argument, NULL, 'j'},
@@ -104,9 +111,6 @@ int ckh__cli_explore(int argc, char **argv, const char *argv0)
         {"seed", required_argument, NULL, 's'},       {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct ckh_xprog_options o;
-    memset(&o, 0, sizeof o);
-    o.argv0 = argv0;
     optind = 0;
     char msg[1200];
     uint64_t v;
@@ -116,23 +120,23 @@ int ckh__cli_explore(int argc, char **argv, const char *argv0)
         switch (c) {
         case 'c':
             if (!strcmp(optarg, "verify"))
-                o.check = CKH_XPROG_VERIFY;
+                o->check = CKH_XPROG_VERIFY;
             else if (!strcmp(optarg, "restart"))
-                o.check = CKH_XPROG_RESTART;
+                o->check = CKH_XPROG_RESTART;
             else
                 rc = ckh_errf(msg, sizeof msg, CKH_EINVAL, "--check expects verify or restart, got '%s'", optarg);
             break;
-        case 'j': rc = ckh_opt_u64("jobs", optarg, 1, 256, &v, msg, sizeof msg); o.jobs = (unsigned)v; break;
-        case 'm': rc = ckh_opt_u64("max-states", optarg, 1, UINT64_MAX, &o.max_states, msg, sizeof msg); break;
+        case 'j': rc = ckh_opt_u64("jobs", optarg, 1, 256, &v, msg, sizeof msg); o->jobs = (unsigned)v; break;
+        case 'm': rc = ckh_opt_u64("max-states", optarg, 1, UINT64_MAX, &o->max_states, msg, sizeof msg); break;
         case 't':
             rc = ckh_opt_u64("time-limit", optarg, 1, UINT64_MAX / 1000, &v, msg, sizeof msg);
-            o.time_limit_ms = v * 1000;
+            o->time_limit_ms = v * 1000;
             break;
-        case 'k': rc = ckh_opt_u64("state", optarg, 1, UINT64_MAX, &o.only_state, msg, sizeof msg); break;
-        case 'K': o.keep_dir = optarg; break;
+        case 'k': rc = ckh_opt_u64("state", optarg, 1, UINT64_MAX, &o->only_state, msg, sizeof msg); break;
+        case 'K': o->keep_dir = optarg; break;
         case 's':
-            rc = ckh_opt_u64("seed", optarg, 0, UINT64_MAX, &o.seed, msg, sizeof msg);
-            o.seed_set = true;
+            rc = ckh_opt_u64("seed", optarg, 0, UINT64_MAX, &o->seed, msg, sizeof msg);
+            o->seed_set = true;
             break;
         case 'h': usage(stdout); return CKH_EXIT_OK;
         default: usage(stderr); return CKH_EXIT_BAD_INPUT;
@@ -147,6 +151,18 @@ int ckh__cli_explore(int argc, char **argv, const char *argv0)
         usage(stderr);
         return CKH_EXIT_BAD_INPUT;
     }
+    return -1;
+}
+
+int ckh__cli_explore(int argc, char **argv, const char *argv0)
+{
+    struct ckh_xprog_options o;
+    memset(&o, 0, sizeof o);
+    o.argv0 = argv0;
+    int st = parse_options(argc, argv, &o);
+    if (st >= 0)
+        return st;
+    char msg[1200];
     const char *path = argv[optind];
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
@@ -170,7 +186,7 @@ int ckh__cli_explore(int argc, char **argv, const char *argv0)
     print_result(stdout, path, argv0, &r, o.only_state);
     if (o.keep_dir)
         printf("state %" PRIu64 "'s files are in %s\n", o.only_state, o.keep_dir);
-    int st = r.nfails ? CKH_EXIT_FAILED : CKH_EXIT_OK;
+    st = r.nfails ? CKH_EXIT_FAILED : CKH_EXIT_OK;
     ckh_xprog_result_free(&r);
     ckh_scenario_free(sc);
     return st;

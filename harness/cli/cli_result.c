@@ -3,11 +3,17 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "cli/wire.h"
 
-int ckh_cli_result_write(FILE *f, const struct ckh_report_result *r)
+#ifdef CKH_SLOW_ASSERTS
+static bool reads_back(const struct ckh_report_result *r);
+#endif
+
+static int result_write(FILE *f, const struct ckh_report_result *r)
 {
     int32_t verdict = (int32_t)r->verdict;
     fwrite(&verdict, sizeof verdict, 1, f);
@@ -30,6 +36,13 @@ int ckh_cli_result_write(FILE *f, const struct ckh_report_result *r)
     if (has_timeline && ckh_report_timeline_write(f, r->timeline) != 0)
         return -EIO;
     return ferror(f) ? -EIO : 0;
+}
+
+int ckh_cli_result_write(FILE *f, const struct ckh_report_result *r)
+{
+    CKH_ASSERT(f && r && (r->noracles == 0 || r->oracles));
+    CKH_ASSERT_SLOW(reads_back(r));
+    return result_write(f, r);
 }
 
 static int result_read_oracles(FILE *f, struct ckh_report_result *r, uint64_t n)
@@ -80,3 +93,45 @@ int ckh_cli_result_read(FILE *f, struct ckh_report_result *r)
         return CKH_ETRUNCATED;
     return has_timeline ? ckh_report_timeline_read(f, &r->timeline) : 0;
 }
+
+#ifdef CKH_SLOW_ASSERTS
+/* r's bytes into *buf (malloc'd); false when no memory. */
+static bool encode(const struct ckh_report_result *r, char **buf, size_t *len)
+{
+    *buf = NULL;
+    FILE *f = open_memstream(buf, len);
+    if (!f)
+        return false;
+    int rc = result_write(f, r);
+    if (fclose(f) != 0 || rc != 0) {
+        free(*buf);
+        return false;
+    }
+    return true;
+}
+
+/* Whether r's bytes read back as a result whose bytes are the same. */
+static bool reads_back(const struct ckh_report_result *r)
+{
+    char *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    if (!encode(r, &a, &na))
+        return true; /* no memory: nothing to compare */
+    struct ckh_report_result back;
+    ckh_report_result_init(&back);
+    FILE *f = ckh_wire_reader(a, na);
+    int rc = f ? ckh_cli_result_read(f, &back) : CKH_ENOMEM;
+    bool rest = f && fgetc(f) != EOF; /* the reader took every byte */
+    if (f)
+        fclose(f);
+    bool same = rc == CKH_ENOMEM;
+    if (rc == 0 && !rest && encode(&back, &b, &nb))
+        same = na == nb && memcmp(a, b, na) == 0;
+    else if (rc == 0 && !rest)
+        same = true; /* no memory for the second encoding */
+    free(a);
+    free(b);
+    ckh_report_result_clear(&back);
+    return same;
+}
+#endif

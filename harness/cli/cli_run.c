@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/posix.h"
 #include "cli/cli.h"
@@ -203,6 +204,7 @@ static void show_result(struct run_ctx *c, const struct slot *s)
 static void run_done(void *ctx, uint64_t k, const struct ckh_pool_result *r)
 {
     struct run_ctx *c = ctx;
+    CKH_ASSERT(k < c->nrunnable && c->runnable[k] < c->nslots); /* the pool runs jobs 0..nrunnable-1 */
     struct slot *s = &c->slots[c->runnable[k]];
     ckh_report_result_init(&s->res);
     FILE *f = r->status == CKH_POOL_OK || r->status == CKH_POOL_EXITED
@@ -246,6 +248,7 @@ static void print_parse_errors(struct run_ctx *c, size_t upto)
 static bool run_more(void *ctx, uint64_t k)
 {
     struct run_ctx *c = ctx;
+    CKH_ASSERT(k < c->nrunnable && (k == 0 || c->runnable[k - 1] < c->runnable[k]));
     print_parse_errors(c, c->runnable[k] + 1);
     return true;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "exec/pool.h"
 
@@ -36,7 +37,9 @@ FILE *ckh_wire_reader(const void *data, size_t len)
 
 void ckh_wire_put_str(FILE *f, const char *s)
 {
-    uint32_t len = s ? (uint32_t)strlen(s) : UINT32_MAX;
+    size_t n = s ? strlen(s) : 0;
+    CKH_ASSERT(n < UINT32_MAX); /* UINT32_MAX stands for NULL; a longer length would be cut */
+    uint32_t len = s ? (uint32_t)n : UINT32_MAX;
     fwrite(&len, sizeof len, 1, f);
     if (s)
         fwrite(s, 1, len, f);

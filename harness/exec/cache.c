@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/rng.h"
 #include "exec/run_ctx.h"
@@ -53,10 +54,16 @@ static uint64_t job_key(const struct ckh_scenario *sc, uint64_t seed, uint64_t i
  * nsamples i32 epoch worlds. Flags: bit 0 corruption, 1 device OOM, 2 the
  * reference completed, 3 counts, 4 epoch worlds, 5 drop_last. Host byte
  * order: a cache belongs to one machine. */
-static int cache_load(const char *dir, uint64_t key, struct ckh_job_copy *dst, bool *ok)
+
+/* Whether the header's counts are within what a load takes. */
+static bool header_fits(const uint64_t hdr[10])
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%016" PRIx64 ".ref", dir, key);
+    return hdr[2] < 1u << 20 && hdr[3] < 1u << 26 && hdr[4] < 1u << 20 && hdr[6] < 1u << 26 &&
+           hdr[4] * hdr[6] < 1u << 26 && hdr[7] < 1u << 28 && hdr[8] < 1u << 26;
+}
+
+static int cache_load_path(const char *path, uint64_t key, struct ckh_job_copy *dst, bool *ok)
+{
     FILE *f = fopen(path, "rb");
     if (!f)
         return CKH_ENOTFOUND;
@@ -64,9 +71,7 @@ static int cache_load(const char *dir, uint64_t key, struct ckh_job_copy *dst, b
     int rc = CKH_ECORRUPT;
     struct ckh_job_result r;
     memset(&r, 0, sizeof r);
-    if (fread(hdr, sizeof hdr, 1, f) == 1 && hdr[0] == CACHE_MAGIC && hdr[1] == key &&
-        hdr[2] < 1u << 20 && hdr[3] < 1u << 26 && hdr[4] < 1u << 20 && hdr[6] < 1u << 26 &&
-        hdr[4] * hdr[6] < 1u << 26 && hdr[7] < 1u << 28 && hdr[8] < 1u << 26) {
+    if (fread(hdr, sizeof hdr, 1, f) == 1 && hdr[0] == CACHE_MAGIC && hdr[1] == key && header_fits(hdr)) {
         r.nnodes = hdr[2];
         r.nsteps = hdr[3];
         r.nsamples = hdr[4];
@@ -115,6 +120,52 @@ static int cache_load(const char *dir, uint64_t key, struct ckh_job_copy *dst, b
     return rc;
 }
 
+static int cache_load(const char *dir, uint64_t key, struct ckh_job_copy *dst, bool *ok)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%016" PRIx64 ".ref", dir, key);
+    return cache_load_path(path, key, dst, ok);
+}
+
+#ifdef CKH_SLOW_ASSERTS
+static bool same_bytes(const void *a, const void *b, size_t n)
+{
+    return n == 0 || memcmp(a, b, n) == 0;
+}
+
+/* Whether two results are the same, byte for byte. */
+static bool same_result(const struct ckh_job_result *a, const struct ckh_job_result *b)
+{
+    size_t na = ckh__run_counts_len(a), nb = ckh__run_counts_len(b);
+    return a->nnodes == b->nnodes && a->nsteps == b->nsteps && a->nquantities == b->nquantities &&
+           a->nfinal_values == b->nfinal_values && a->nsamples == b->nsamples && na == nb &&
+           (na == 0 || a->dataset_size == b->dataset_size) && !a->epoch_world == !b->epoch_world &&
+           a->drop_last == b->drop_last && a->corruption_detected == b->corruption_detected &&
+           a->device_oom == b->device_oom && same_bytes(a->nodes, b->nodes, a->nnodes * sizeof *a->nodes) &&
+           same_bytes(a->steps, b->steps, a->nsteps * sizeof *a->steps) &&
+           same_bytes(a->quantities, b->quantities, a->nquantities * sizeof *a->quantities) &&
+           same_bytes(a->final_values, b->final_values, a->nfinal_values * sizeof *a->final_values) &&
+           same_bytes(a->samples, b->samples, a->nsamples * sizeof *a->samples) &&
+           same_bytes(a->sample_counts, b->sample_counts, na * sizeof *a->sample_counts) &&
+           (!a->epoch_world || same_bytes(a->epoch_world, b->epoch_world, a->nsamples * sizeof *a->epoch_world));
+}
+
+/* Whether the file just written at path loads back as src (a result too
+ * large for a load is stored for nothing, but is not wrong). */
+static bool stored_reads_back(const char *path, const uint64_t hdr[10], const struct ckh_job_copy *src, bool ok)
+{
+    if (!header_fits(hdr))
+        return true;
+    struct ckh_job_copy back;
+    bool back_ok = !ok;
+    memset(&back, 0, sizeof back);
+    int rc = cache_load_path(path, hdr[1], &back, &back_ok);
+    bool same = rc == CKH_ENOMEM || (rc == 0 && back_ok == ok && same_result(&src->r, &back.r));
+    ckh__run_job_copy_free(&back);
+    return same;
+}
+#endif
+
 static void cache_store(const char *dir, uint64_t key, const struct ckh_job_copy *src, bool ok)
 {
     char path[1024], tmp[1100];
@@ -141,6 +192,7 @@ static void cache_store(const char *dir, uint64_t key, const struct ckh_job_copy
                 (!has_world || fwrite(src->r.epoch_world, sizeof *src->r.epoch_world, src->r.nsamples, f) ==
                                    src->r.nsamples);
     good = fclose(f) == 0 && good;
+    CKH_ASSERT_SLOW(!good || stored_reads_back(tmp, hdr, src, ok));
     if (good)
         rename(tmp, path); /* atomic: concurrent workers never see half a file */
     else

@@ -761,8 +761,10 @@ static int take_hung_reference(struct ckh_scenario_run *tmp, struct ckh_scenario
     int rc = ckh__run_job_copy(&r->got, &tmp->got.r);
     r->runs = tmp->runs;
     r->nruns = tmp->nruns;
+    r->runs_cap = tmp->runs_cap;
     tmp->runs = NULL;
     tmp->nruns = 0;
+    tmp->runs_cap = 0;
     r->hang_seen = r->timeout_seen = true;
     r->world = tmp->world;
     r->world_restart = tmp->world_restart;

@@ -66,6 +66,7 @@ static int one_run(const struct ckh_exec_ops *ops, void *x, const struct ckh_exe
                    struct ckh_scenario_run *out, struct ckh_run_info **rio)
 {
     const struct ckh_run_info *prev = run > 1 ? &out->runs[run - 2] : NULL;
+    CKH_ASSERT(out->nruns == run - 1 && (!prev || prev->run == (int)run - 1));
     int rc;
     if (prev && run == 2 && job->world_restart != job->world_first) {
         if (ops->resize && (rc = ops->resize(x)) != 0)
@@ -115,6 +116,8 @@ int ckh__exec_runs(const struct ckh_exec_ops *ops, void *x, const struct ckh_exe
             (rc = ckh__exec_check_committed(ops, x, job, ri)) != 0)
             return rc;
     }
+    CKH_ASSERT(out->nruns >= 1 && out->nruns <= max_runs && out->nruns <= out->runs_cap);
+    CKH_ASSERT(!out->completed || out->runs[out->nruns - 1].completed);
     out->trace_hash = ops->trace_hash(x);
     return 0;
 }

@@ -245,6 +245,7 @@ struct pool {
     struct slot *slots;                /* cfg->workers of them */
     unsigned nslots;                   /* their count */
     unsigned running;                  /* slots in use */
+    uint64_t ended;                    /* jobs started and reaped (next == ended + running) */
     uint64_t next;                     /* next job index */
     uint64_t approved;                 /* jobs below this index ops->more allowed */
     bool no_more;                      /* ops->more said no */
@@ -253,8 +254,20 @@ struct pool {
                                           check sees it reachable */
 };
 
+/* Slots holding a child: must equal p->running. */
+static unsigned slots_in_use(const struct pool *p)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < p->nslots; i++)
+        n += p->slots[i].pid != 0;
+    return n;
+}
+
 static int start_job(struct pool *p, struct slot *s)
 {
+    /* a free slot, and a job want_more approved */
+    CKH_ASSERT(s->pid == 0 && p->running < p->nslots);
+    CKH_ASSERT(p->next < p->cfg->njobs && p->next < p->approved && !p->no_more);
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return -errno;
@@ -291,11 +304,13 @@ static int start_job(struct pool *p, struct slot *s)
     unsigned wall = p->cfg->limits.wall_s;
     s->deadline = wall ? ckh_posix_now_ms() + (uint64_t)wall * 1000u : 0;
     p->running++;
+    CKH_ASSERT(p->ended + p->running == p->next);
     return 0;
 }
 
 static int read_reply(struct slot *s)
 {
+    CKH_ASSERT(s->pid > 0 && s->fd >= 0 && s->len <= s->cap);
     if (s->cap - s->len < 4096) {
         size_t nc = s->cap ? s->cap * 2 : 16384;
         char *nb = realloc(s->buf, nc);
@@ -313,11 +328,13 @@ static int read_reply(struct slot *s)
         return 0;
     }
     s->len += (size_t)r;
+    CKH_ASSERT(s->len <= s->cap);
     return 0;
 }
 
 static void release(struct pool *p, struct slot *s)
 {
+    CKH_ASSERT(s->pid > 0 && p->running > 0 && s->index < p->next);
     if (s->fd >= 0)
         close(s->fd);
     if (s->pidfd >= 0)
@@ -326,11 +343,14 @@ static void release(struct pool *p, struct slot *s)
     memset(s, 0, sizeof *s);
     s->fd = s->pidfd = -1;
     p->running--;
+    p->ended++;
+    CKH_ASSERT(p->ended + p->running == p->next);
 }
 
 /* Reaps s's child if it ended (blocking once it got SIGKILL); calls done. */
 static void try_reap(struct pool *p, struct slot *s)
 {
+    CKH_ASSERT(s->pid > 0 && (s->killed ? s->timed_out : true));
     int st;
     pid_t r;
     do
@@ -338,6 +358,7 @@ static void try_reap(struct pool *p, struct slot *s)
     while (r < 0 && errno == EINTR);
     if (r == 0)
         return;
+    CKH_ASSERT(r < 0 || r == s->pid);
     struct ckh_pool_result res = {.data = s->buf, .len = s->len};
     if (r < 0) {
         res.status = CKH_POOL_EXITED; /* cannot happen: the child is ours */
@@ -452,6 +473,7 @@ static int poll_round(struct pool *p, struct pollfd *pfd)
         pfd[n++] = (struct pollfd){.fd = s->fd, .events = POLLIN};
     }
     pfd[n++] = (struct pollfd){.fd = sig_pipe[0], .events = POLLIN}; /* -1: ignored */
+    CKH_ASSERT(n <= p->nslots + 1 && slots_in_use(p) == p->running);
     if (p->running == 0)
         return 0;
     if (poll(pfd, n, timeout) < 0 && errno != EINTR)
@@ -490,13 +512,14 @@ int ckh_pool_run(const struct ckh_pool_config *cfg)
         for (unsigned i = 0; rc == 0 && i < p.nslots; i++)
             if (!p.slots[i].pid && want_more(&p))
                 rc = start_job(&p, &p.slots[i]);
+        CKH_ASSERT(slots_in_use(&p) == p.running && p.ended + p.running == p.next && p.next <= cfg->njobs);
         if (rc || (p.running == 0 && !want_more(&p)))
             break;
         rc = poll_round(&p, p.pfd);
     }
     if (p.slots)
         kill_all(&p);
-    CKH_ASSERT(p.running == 0);
+    CKH_ASSERT(p.running == 0 && p.ended == p.next);
     free(p.pfd);
     free(p.slots);
     return rc;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/rng.h"
 #include "exec/records.h"
@@ -110,7 +111,9 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 
 static struct rnode *node_at(struct ckh_records *s, size_t node)
 {
-    return s && node < s->nnodes ? &s->nodes[node] : NULL;
+    struct rnode *n = s && node < s->nnodes ? &s->nodes[node] : NULL;
+    CKH_ASSERT(!n || (n->store == s && n->index == node && n->last_run <= s->run));
+    return n;
 }
 
 static uint64_t value_bits(double v)
@@ -139,6 +142,7 @@ int ckh_records_add_step(struct ckh_records *s, size_t node, const struct ckh_re
     if ((rc = ckh_record_check_step(r)) != 0)
         return rc;
     size_t nq = r->ndigests + r->nvalues;
+    CKH_ASSERT(s->run >= 1 && r->step >= 1 && r->epoch >= 0 && nq <= 2 * CKH_RECORD_FIELDS_MAX);
     if ((rc = GROW(s->steps, s->nsteps, s->capsteps, 1)) != 0 || (rc = GROW(s->q, s->nq, s->capq, nq)) != 0 ||
         (rc = GROW(s->ids, s->nids, s->capids, r->nsamples)) != 0)
         return rc;
@@ -152,6 +156,8 @@ int ckh_records_add_step(struct ckh_records *s, size_t node, const struct ckh_re
     if (r->nsamples)
         memcpy(s->ids + s->nids, r->samples, r->nsamples * sizeof *r->samples);
     s->nids += r->nsamples;
+    CKH_ASSERT(s->nq == st->qfirst + st->qcount && s->nq <= s->capq && s->nids <= s->capids &&
+               s->nsteps <= s->capsteps);
     n->last_run = s->run;
     return 0;
 }
@@ -166,6 +172,7 @@ int ckh_records_add_resume(struct ckh_records *s, size_t node, const struct ckh_
         return rc;
     if ((rc = GROW(s->resumes, s->nresumes, s->capresumes, 1)) != 0)
         return rc;
+    CKH_ASSERT(s->run >= 1 && r->step >= 0 && r->epoch >= 0);
     s->resumes[s->nresumes++] = (struct rresume){.run = s->run, .node = (uint32_t)node, .step = r->step,
                                                  .epoch = r->epoch};
     n->last_run = s->run;
@@ -180,10 +187,12 @@ int ckh_records_add_save(struct ckh_records *s, size_t node, const struct ckh_re
     n->last_run = s->run;
     if (r->rc == 0)
         return 0;
+    CKH_ASSERT(r->rc < 0); /* ckh_record_check_save refuses a positive code */
     n->saves_failed++;
     bool blamed = s->fired && s->fired(s->fired_ctx);
     if (!blamed)
         n->saves_failed_unfaulted++;
+    CKH_ASSERT(n->saves_failed_unfaulted <= n->saves_failed);
     if (!n->first_failed_save[0])
         snprintf(n->first_failed_save, sizeof n->first_failed_save, "run %d, step %" PRId64 " (epoch %" PRId64
                  "): %s%s%s", s->run, r->step, r->epoch, ckh_err_name(r->rc), r->what && r->what[0] ? ": " : "",
@@ -228,6 +237,7 @@ int ckh_records_add_final(struct ckh_records *s, size_t node, const struct ckh_r
     char blobs[CKH_BLOBS_LEN] = {0}; /* whole: the job result is written to the cache as bytes */
     if ((rc = format_blobs(r->blobs, r->nblobs, blobs, sizeof blobs)) != 0)
         return rc;
+    CKH_ASSERT(r->nvalues <= CKH_RECORD_FIELDS_MAX); /* ckh_record_check_final: fits n->values */
     n->has_final = true;
     n->final_run = s->run;
     n->epochs = r->epochs;
@@ -373,6 +383,8 @@ void ckh_records_destroy(struct ckh_records *s)
 
 void ckh_records_begin_run(struct ckh_records *s, int run)
 {
+    /* Runs only move forward: supersession compares run numbers. */
+    CKH_ASSERT(!s || run < 1 || run >= s->run);
     if (s && run >= 1)
         s->run = run;
 }
@@ -441,6 +453,10 @@ static int mark_live(const struct ckh_records *s, bool *live)
         ix[i] = (struct skey){s->steps[i].node, s->steps[i].run, s->steps[i].step, i};
     qsort(ix, s->nsteps, sizeof *ix, cmp_skey);
     for (size_t k = 0; k < s->nsteps; k++) {
+        /* per node, steps ascending; a step recorded twice: the later run last */
+        CKH_ASSERT(k == 0 || cmp_skey(&ix[k - 1], &ix[k]) < 0);
+        CKH_ASSERT(k == 0 || ix[k - 1].node != ix[k].node || ix[k - 1].step != ix[k].step ||
+                   ix[k - 1].run <= ix[k].run);
         bool replaced = k + 1 < s->nsteps && ix[k + 1].node == ix[k].node && ix[k + 1].step == ix[k].step;
         live[ix[k].index] = !replaced && !superseded(s, &s->steps[ix[k].index]);
     }
@@ -455,6 +471,23 @@ static int cmp_step(const void *a, const void *b)
         return x->step < y->step ? -1 : 1;
     return x->node < y->node ? -1 : x->node > y->node;
 }
+
+#ifdef CKH_SLOW_ASSERTS
+/* Slow check of supersession: no live step record of a node lies after a
+ * resume point that the node recorded in a later run. */
+static bool supersession_ok(const struct ckh_records *s, const bool *live)
+{
+    for (size_t i = 0; i < s->nsteps; i++) {
+        const struct rstep *st = &s->steps[i];
+        for (size_t k = 0; live[i] && k < s->nresumes; k++) {
+            const struct rresume *r = &s->resumes[k];
+            if (r->node == st->node && r->run > st->run && st->step > r->step)
+                return false;
+        }
+    }
+    return true;
+}
+#endif
 
 /* The digest of one step record: its quantities in recorded order. */
 static uint64_t step_digest(const struct ckh_step_quantity *q, size_t n)
@@ -502,7 +535,12 @@ static int collect_steps(struct ckh_records *s, bool *live, struct ckh_job_resul
         o->digest = step_digest(s->out_q + at, st->qcount);
         at += st->qcount;
     }
+    CKH_ASSERT(k == n && at == nq);
+    CKH_ASSERT_SLOW(supersession_ok(s, live));
     qsort(s->out_steps, n, sizeof *s->out_steps, cmp_step);
+    /* One live record per (node, step): the order qsort gives is the only one. */
+    for (size_t i = 1; i < n; i++)
+        CKH_ASSERT(cmp_step(&s->out_steps[i - 1], &s->out_steps[i]) < 0);
     out->steps = s->out_steps;
     out->nsteps = n;
     out->quantities = s->out_q;
@@ -554,6 +592,7 @@ static int collect_samples(struct ckh_records *s, const bool *live, struct ckh_j
         if (!live[i])
             continue;
         const struct rstep *st = &s->steps[i];
+        CKH_ASSERT(st->epoch >= 0 && st->epoch < epochs && st->sfirst + st->scount <= s->nids);
         struct ckh_epoch_samples *es = &s->out_samples[st->epoch];
         if (st->step < first[st->epoch])
             first[st->epoch] = st->step;
@@ -568,6 +607,10 @@ static int collect_samples(struct ckh_records *s, const bool *live, struct ckh_j
     for (size_t i = 0; i < s->nsteps; i++)
         if (live[i] && s->steps[i].step == first[s->steps[i].epoch])
             s->out_world[s->steps[i].epoch]++;
+    /* One live record per (node, step): an epoch's first step was run by
+     * between one and every node, and only an epoch nobody ran has none. */
+    for (int64_t e = 0; e < epochs; e++)
+        CKH_ASSERT((s->out_world[e] >= 1) == (first[e] != INT64_MAX) && (size_t)s->out_world[e] <= s->nnodes);
     free(first);
     out->samples = s->out_samples;
     out->nsamples = (size_t)epochs;
@@ -626,11 +669,13 @@ static int collect_nodes(struct ckh_records *s, const char *const *names, const 
         if (n->nvalues) /* a node without values may hold none at all */
             memcpy(s->out_values + at, n->values, n->nvalues * sizeof *s->out_values);
         at += n->nvalues;
+        CKH_ASSERT(at <= nv);
         if (rc_is_corruption(o->rc))
             out->corruption_detected = true;
         if (o->rc == CKH_EOOM_DEVICE)
             out->device_oom = true;
     }
+    CKH_ASSERT(at == nv);
     out->nodes = s->out_nodes;
     out->nnodes = s->nnodes;
     out->final_values = s->out_values;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "exec/run_ctx.h"
 
@@ -30,6 +31,7 @@ size_t ckh__run_counts_len(const struct ckh_job_result *src)
 
 int ckh__run_job_copy(struct ckh_job_copy *dst, const struct ckh_job_result *src)
 {
+    CKH_ASSERT(dst && src && (src->nnodes == 0 || src->nodes) && (src->nsteps == 0 || src->steps));
     ckh__run_job_copy_free(dst);
     dst->r = *src;
     size_t ncounts = ckh__run_counts_len(src);
@@ -73,9 +75,11 @@ int ckh__run_job_copy(struct ckh_job_copy *dst, const struct ckh_job_result *src
 int ckh__run_alloc_runs(struct ckh_scenario_run *out, const struct ckh_scenario *sc, bool with_faults)
 {
     uint32_t max_runs = with_faults ? 1 + sc->restart.max_restarts : 1;
+    CKH_ASSERT(!out->runs && out->nruns == 0 && max_runs >= 1);
     out->runs = calloc(max_runs, sizeof *out->runs);
     if (!out->runs)
         return CKH_ENOMEM;
+    out->runs_cap = max_runs;
     if (with_faults) {
         free(out->fault_fired);
         free(out->fault_armed);
@@ -89,7 +93,10 @@ int ckh__run_alloc_runs(struct ckh_scenario_run *out, const struct ckh_scenario 
 
 struct ckh_run_info *ckh__run_next(struct ckh_scenario_run *out, const struct ckh_scenario *sc, size_t nnodes)
 {
+    /* Callers keep pointers to earlier runs: the array never moves. */
+    CKH_ASSERT(out->runs && out->nruns < out->runs_cap);
     struct ckh_run_info *ri = &out->runs[out->nruns];
+    CKH_ASSERT(!ri->nodes && ri->run == 0);
     ri->nodes = calloc(nnodes ? nnodes : 1, sizeof *ri->nodes);
     if (!ri->nodes)
         return NULL;
@@ -123,6 +130,7 @@ void ckh_scenario_run_free(struct ckh_scenario_run *r)
     r->fault_armed = NULL;
     r->runs = NULL;
     r->nruns = 0;
+    r->runs_cap = 0;
 }
 
 bool ckh__run_all_shared(const struct ckh_scenario *sc)

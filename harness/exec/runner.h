@@ -95,6 +95,7 @@ struct ckh_scenario_run {
     struct ckh_job_copy got;        /* the faulted job after its last run */
     struct ckh_run_info *runs;      /* every run, in order (owned) */
     size_t nruns;                   /* number of runs */
+    size_t runs_cap;                /* runs `runs` has room for (ckh__run_alloc_runs) */
     bool completed;                 /* the last run completed the job */
     bool deadlock_seen;             /* some run ended in a deadlock */
     bool hang_seen;                 /* some run hit the time or op limit */

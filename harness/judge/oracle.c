@@ -2,6 +2,7 @@
  * shared by the *_check.c files. */
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "model/fault.h"
 #include "judge/oracle.h"
 
@@ -14,7 +15,9 @@ static const struct ckh_oracle_ops *const oracles[] = {
 
 const struct ckh_oracle_ops *ckh_oracle_at(size_t i)
 {
-    return i < sizeof oracles / sizeof oracles[0] ? oracles[i] : NULL;
+    const struct ckh_oracle_ops *o = i < sizeof oracles / sizeof oracles[0] ? oracles[i] : NULL;
+    CKH_ASSERT(!o || (o->name && o->applies && o->check));
+    return o;
 }
 
 const struct ckh_oracle_ops *ckh_oracle_find(const char *name)

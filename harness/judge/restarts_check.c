@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "ckh/err.h"
+#include "ckh/assert.h"
 #include "judge/oracle.h"
 
 static bool applies(const struct ckh_scenario_run *r)
@@ -50,6 +51,7 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
         return true;
     }
     char why[512];
+    CKH_ASSERT(max + 1 < r->nruns); /* run max + 1 was a restart past the budget */
     why_ended(r, &r->runs[max], why, sizeof why);
     snprintf(detail, n,
              "the job needed %zu restart%s, at most %u allowed (expect.max_restarts): run %d ended "

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "judge/oracle.h"
 
 /* Not for a job restarted with another world size: its global batch and
@@ -355,6 +356,9 @@ static bool check_steps(const struct ckh_scenario_run *r, char *detail, size_t n
             ie++;
         while (je < got->nsteps && got->steps[je].step == s)
             je++;
+        CKH_ASSERT(ie > i || je > j); /* s is the smaller head: the merge moves on */
+        for (size_t k = j + 1; k < je; k++) /* the record store's order: one record per node and step */
+            CKH_ASSERT(got->steps[k - 1].node < got->steps[k].node);
         struct step_diff sd = {.step = s};
         compare_step(r, want->steps + i, ie - i, got->steps + j, je - j, &sd);
         if (sd.total) {

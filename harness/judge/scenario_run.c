@@ -97,7 +97,6 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
 
     int rc = execute(ex, &job, sc, seed, o, &r, out, err, sizeof err);
     if (rc == 0) {
-        out->virtual_ns = r.virtual_ns;
         ckh__run_verdict(&r, out);
         if (sc->expect.ndetect && sc->job.ndefects && out->verdict == CKH_VERDICT_PASS)
             rc = ckh__run_control_check(sc, seed, &r, out, err, sizeof err);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "exec/run_ctx.h"
 #include "judge/judge.h"
@@ -56,9 +57,10 @@ static void add_first_divergence(struct ckh_report_result *out, const char *deta
  * other oracles are recorded for information. */
 void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *out)
 {
+    CKH_ASSERT(r && r->sc && out && (r->nruns == 0 || r->runs));
     const struct ckh_scenario *sc = r->sc;
     bool detect_mode = sc->expect.ndetect > 0;
-    size_t detected = 0, judged = 0;
+    size_t detected = 0, judged = 0, first = out->noracles;
     out->verdict = CKH_VERDICT_PASS;
     for (size_t i = 0; ckh_oracle_at(i); i++) {
         const struct ckh_oracle_ops *o = ckh_oracle_at(i);
@@ -113,6 +115,11 @@ void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *
         ckh_report_set(&out->message, "expected oracle(s) to detect the planted defect: %zu of %zu did",
                        detected, sc->expect.ndetect);
     }
+    /* A pass judged something, and no oracle it records failed (a planted
+     * defect's run records the others' failures for information). */
+    CKH_ASSERT(out->verdict != CKH_VERDICT_PASS || detect_mode || judged > 0);
+    for (size_t i = first; out->verdict == CKH_VERDICT_PASS && !detect_mode && i < out->noracles; i++)
+        CKH_ASSERT(out->oracles[i].passed);
 }
 
 /* Whether out names something readable: the first such candidate is the
@@ -223,6 +230,7 @@ void ckh__run_verdict(const struct ckh_scenario_run *r, struct ckh_report_result
 {
     out->runs = (uint32_t)r->nruns;
     out->restarts = r->nruns ? (uint32_t)r->nruns - 1 : 0;
+    out->virtual_ns = r->virtual_ns;
     ckh__run_judge(r, out);
     hang_first(r, out);
 }

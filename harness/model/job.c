@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "model/reader.h"
 
@@ -416,16 +417,13 @@ static int parse_command_job(struct ckh__scn_reader *p, const yaml_node_t *n, st
     return 0;
 }
 
-int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
+/* Which kind of job n is: a command job's keys, or a simulated job's
+ * workload (command-only keys refused). */
+static int parse_job_kind(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
 {
     const struct ckh_scn_options *o = p->opts;
     yaml_node_t *v;
-    int64_t i;
-    int rc = ckh__scn_check_map(p, n, "job", job_keys, CKH__NKEYS(job_keys), NULL, NULL);
-    if (rc)
-        return rc;
-    job->nodes = 1;
-    job->collective_timeout_ns = 30ull * 1000000000ull;
+    int rc;
     if (ckh__scn_get(p, n, "command")) {
         if ((rc = parse_command_job(p, n, job)))
             return rc;
@@ -440,6 +438,15 @@ int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct c
         if ((v = ckh__scn_get(p, n, command_only[k])))
             return ckh__scn_fail(p, v, CKH_EINVAL, "'job.%s' applies to command jobs only (job.command)",
                                  command_only[k]);
+    return 0;
+}
+
+/* The job's size: nodes (or ranks), epochs, steps. */
+static int parse_job_size(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
+{
+    yaml_node_t *v;
+    int64_t i;
+    int rc;
     yaml_node_t *nodes = ckh__scn_get(p, n, "nodes"), *ranks = ckh__scn_get(p, n, "ranks");
     if (nodes && ranks)
         return ckh__scn_fail(p, ranks, CKH_EINVAL, "give either 'nodes' or 'ranks', not both");
@@ -455,6 +462,15 @@ int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct c
     }
     if ((v = ckh__scn_get(p, n, "steps")) && (rc = ckh__scn_get_u64(p, v, "job.steps", 1, &job->steps)))
         return rc;
+    return 0;
+}
+
+/* How the job checkpoints: backend, saver, folder, interval. */
+static int parse_job_checkpoint(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
+{
+    const struct ckh_scn_options *o = p->opts;
+    yaml_node_t *v;
+    int rc;
     if ((v = ckh__scn_get(p, n, "backend")) &&
         (rc = ckh__scn_get_name(p, v, "job.backend", o ? &o->backends : NULL, &job->backend)))
         return rc;
@@ -469,6 +485,34 @@ int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct c
         return CKH_ENOMEM;
     }
     if ((v = ckh__scn_get(p, n, "checkpoint_every")) && (rc = parse_every(p, v, job)))
+        return rc;
+    return 0;
+}
+
+/* job.platform: workload jobs only. */
+static int parse_job_platform(struct ckh__scn_reader *p, const yaml_node_t *v, struct ckh_scn_job *job)
+{
+    int e, rc;
+    if (job->commands)
+        return ckh__scn_fail(p, v, CKH_EINVAL, "'job.platform' applies to workload jobs (a command "
+                                               "job's programs are real processes already)");
+    if ((rc = ckh__scn_get_enum(p, v, "job.platform", ckh_scn_platforms.names, ckh_scn_platforms.n, &e)))
+        return rc;
+    job->platform = (enum ckh_scn_platform)e;
+    return 0;
+}
+
+int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
+{
+    const struct ckh_scn_options *o = p->opts;
+    yaml_node_t *v;
+    int rc = ckh__scn_check_map(p, n, "job", job_keys, CKH__NKEYS(job_keys), NULL, NULL);
+    if (rc)
+        return rc;
+    job->nodes = 1;
+    job->collective_timeout_ns = 30ull * 1000000000ull;
+    if ((rc = parse_job_kind(p, n, job)) || (rc = parse_job_size(p, n, job)) ||
+        (rc = parse_job_checkpoint(p, n, job)))
         return rc;
     if ((v = ckh__scn_get(p, n, "options")) &&
         (rc = ckh__scn_get_kv_map(p, v, "job.options", &job->options, &job->noptions)))
@@ -485,14 +529,9 @@ int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct c
         (rc = ckh__scn_get_name_list(p, v, "job.defects", o ? &o->defects : NULL, &job->defects,
                             &job->ndefects)))
         return rc;
-    if ((v = ckh__scn_get(p, n, "platform"))) {
-        int e;
-        if (job->commands)
-            return ckh__scn_fail(p, v, CKH_EINVAL, "'job.platform' applies to workload jobs (a command "
-                                                   "job's programs are real processes already)");
-        if ((rc = ckh__scn_get_enum(p, v, "job.platform", ckh_scn_platforms.names, ckh_scn_platforms.n, &e)))
-            return rc;
-        job->platform = (enum ckh_scn_platform)e;
-    }
+    if ((v = ckh__scn_get(p, n, "platform")) && (rc = parse_job_platform(p, v, job)))
+        return rc;
+    /* what the parser accepted: one kind of job, its size in range, a folder */
+    CKH_ASSERT(!job->workload != !job->commands && job->nodes >= 1 && job->nodes <= 1024 && job->checkpoint_dir);
     return 0;
 }

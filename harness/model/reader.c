@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "model/reader.h"
 
@@ -277,6 +278,7 @@ size_t ckh__scn_first_repeat(struct ckh_alloc *alloc, const char *const *v, size
                     *first = j;
                     break;
                 }
+        CKH_ASSERT(best == n || (*first < best && !strcmp(v[*first], v[best])));
         return best;
     }
     struct key_ref *r = ckh_malloc(alloc, n * sizeof *r);
@@ -295,6 +297,8 @@ size_t ckh__scn_first_repeat(struct ckh_alloc *alloc, const char *const *v, size
             *first = r[i - 1].pos;
         }
     ckh_free(alloc, r);
+    /* the same answer as the pairwise walk: the earliest repeat, and what it repeats */
+    CKH_ASSERT(best == n || (*first < best && !strcmp(v[*first], v[best])));
     return best;
 }
 

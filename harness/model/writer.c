@@ -10,7 +10,10 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/op.h"
 #include "model/fault.h"
@@ -273,11 +276,9 @@ static int write_restart_expect(FILE *f, const struct ckh_scenario *sc)
     return 0;
 }
 
-int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc)
+static int write_scenario(FILE *f, const struct ckh_scenario *sc)
 {
     int rc;
-    if (!f || !sc || (!sc->job.workload && !sc->job.ncommands))
-        return CKH_EINVAL;
     fputs("name: ", f);
     q(f, sc->name ? sc->name : "scenario");
     fputc('\n', f);
@@ -314,4 +315,55 @@ int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc)
             fputs("  expect: fail\n", f);
     }
     return ferror(f) ? -EIO : 0;
+}
+
+#ifdef CKH_SLOW_ASSERTS
+/* sc's text into *buf (malloc'd): 0, or the writer's code (CKH_ENOMEM when
+ * no stream could be opened). */
+static int write_text(const struct ckh_scenario *sc, char **buf, size_t *len)
+{
+    *buf = NULL;
+    FILE *f = open_memstream(buf, len);
+    if (!f)
+        return CKH_ENOMEM;
+    int rc = write_scenario(f, sc);
+    if (fclose(f) != 0 && rc == 0)
+        rc = CKH_ENOMEM;
+    if (rc) {
+        free(*buf);
+        *buf = NULL;
+    }
+    return rc;
+}
+
+/* Whether sc's text, when it parses, parses back to a scenario whose text
+ * is the same. A model built in memory may hold what the grammar refuses
+ * (the shrinker's candidates: the parser is their filter), so a refusal
+ * is not the writer's fault; a scenario that parses must survive the trip. */
+static bool parses_back(const struct ckh_scenario *sc)
+{
+    char *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    if (write_text(sc, &a, &na) != 0)
+        return true; /* refused (CKH_EINVAL) or no memory: nothing written to compare */
+    struct ckh_scenario *back = NULL;
+    int rc = ckh_scenario_parse_string(a, na, sc->file, NULL, &back, NULL);
+    bool same = rc != 0; /* refused, or no memory: nothing to compare */
+    if (rc == 0) {
+        int wrc = write_text(back, &b, &nb);
+        same = wrc == CKH_ENOMEM || (wrc == 0 && na == nb && memcmp(a, b, na) == 0);
+    }
+    ckh_scenario_free(back);
+    free(a);
+    free(b);
+    return same;
+}
+#endif
+
+int ckh_scenario_write(FILE *f, const struct ckh_scenario *sc)
+{
+    if (!f || !sc || (!sc->job.workload && !sc->job.ncommands))
+        return CKH_EINVAL;
+    CKH_ASSERT_SLOW(parses_back(sc));
+    return write_scenario(f, sc);
 }

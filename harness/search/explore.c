@@ -169,6 +169,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/workspace.h"
 #include "search/explore_internal.h"
@@ -235,6 +236,8 @@ bool ckh__explore_next_state(struct ckh__xctx *x)
 {
     x->k++;
     x->res->stats.states++;
+    /* K names the same state in every run of one config (only_state) */
+    CKH_ASSERT(x->k == x->res->stats.states && x->res->stats.states_checked < x->res->stats.states);
     return !x->cfg->only_state || x->k == x->cfg->only_state;
 }
 
@@ -242,6 +245,7 @@ int ckh__explore_report(struct ckh__xctx *x, enum ckh_vuln_kind kind, const char
                         const char *symptom, const char *state, const char *step, uint64_t k)
 {
     size_t before = x->res->nvulns;
+    CKH_ASSERT((unsigned)kind < CKH_VULN__COUNT && k <= x->k);
     int rc = ckh__explore_vuln_add(x->res, kind, scenario, symptom, state, step);
     if (rc == 0 && x->res->nvulns > before)
         x->res->vulns[before].state_index = k;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/workspace.h"
 #include "search/explore_internal.h"
@@ -74,6 +75,14 @@ static void ctx_fini(struct ckh__xctx *x)
 static int finish(struct ckh__xctx *x, int rc, struct ckh_explore_result *out, char *msg,
                   size_t msglen)
 {
+    if (rc == 0) {
+        /* generated >= checked >= distinct digests; a replay of one state checks it alone */
+        const struct ckh_explore_stats *st = &out->stats;
+        CKH_ASSERT(x->k == st->states && st->states_checked <= st->states && x->seen.n <= st->states_checked);
+        CKH_ASSERT(st->interleavings <= st->states && (!x->cfg->only_state || st->states_checked <= 1));
+        for (size_t i = 0; i < out->nvulns; i++)
+            CKH_ASSERT(out->vulns[i].state_index <= st->states);
+    }
     ctx_fini(x);
     if (rc && out) {
         if (rc != CKH_EINVAL)

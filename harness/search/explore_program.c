@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/posix.h"
 #include "exec/command.h"
@@ -90,6 +91,8 @@ static void take_point(struct xp_rec *x, struct ckh__cmd *c, struct ckh_simfs *d
         x->pts = v;
         x->cappts = cap;
     }
+    /* crash points k ascending: an op is appended between two of them */
+    CKH_ASSERT(node < x->n && (x->npts == 0 || x->pts[x->npts - 1].k < x->nops));
     struct xp_point *p = &x->pts[x->npts];
     memset(p, 0, sizeof *p);
     p->k = x->nops;
@@ -228,6 +231,8 @@ static int push_state(struct xp_states *s, uint64_t k, size_t point, struct ckh_
         s->v = v;
         s->cap = cap;
     }
+    /* numbered in generation order: kept states k ascending */
+    CKH_ASSERT(k >= 1 && k <= s->generated && (s->n == 0 || s->v[s->n - 1].k < k));
     s->v[s->n++] = (struct xp_state){.k = k, .point = point, .disk = d};
     return 0;
 }
@@ -293,6 +298,8 @@ static int generate(const struct xp_rec *x, uint64_t max_states, uint64_t only, 
         free(ch);
         ckh__explore_pend_free(p, n);
     }
+    /* every kept state distinct: the digest set holds one per state kept */
+    CKH_ASSERT(rc != 0 || (out->n <= out->generated && (only ? out->n <= 1 : seen.n <= out->n)));
     free(seen.v);
     if (only)
         out->bounded = false;
@@ -559,6 +566,80 @@ static int refuse(const struct ckh_scenario *sc, enum ckh_xprog_check check, cha
     return 0;
 }
 
+/* Step 1: the watched reference run of the job; out gets how long it took,
+ * its ops and its crash points. */
+static int record_run(const struct ckh_scenario *sc, uint64_t seed, uint64_t t0, struct ckh__cmd_job *je,
+                      struct xp_rec *x, struct ckh_scenario_run *ref, struct ckh_xprog_result *out, char *err,
+                      size_t errlen)
+{
+    int rc;
+    if ((rc = ckh__cmd_job_begin(sc, je, err, errlen)) != 0)
+        return rc;
+    struct ckh__cmd_watch watch = {.on_op = rec_op, .on_end = rec_end, .ctx = x};
+    if ((rc = ckh__cmd_reference(sc, seed, je, &watch, ref, err, errlen)) != 0)
+        return rc;
+    if ((rc = x->err) != 0 || !x->results)
+        return ckh_errf(err, errlen, rc ? rc : CKH_ENOMEM, "recording the run: out of memory");
+    out->record_ms = ckh_posix_now_ms() - t0;
+    out->ops = x->nops;
+    out->crash_points = x->npts;
+    return 0;
+}
+
+/* Step 2: the crash states (state `only` alone when set); out gets their
+ * counts and the bound that stopped the generation. */
+static int generate_states(const struct xp_rec *x, uint64_t max_states, uint64_t only, struct xp_states *st,
+                           struct ckh_xprog_result *out, char *err, size_t errlen)
+{
+    int rc;
+    if ((rc = generate(x, max_states, only, st)) != 0)
+        return ckh_errf(err, errlen, rc, "generating crash states: %s", ckh_strerror(rc));
+    out->states = st->generated;
+    out->distinct = st->n;
+    if (st->bounded)
+        snprintf(out->bound, sizeof out->bound, "max_states %" PRIu64 " reached (crash points from op %" PRIu64
+                 " on were not explored)", max_states,
+                 st->n ? x->pts[st->v[st->n - 1].point].k + 1 : 0);
+    out->bounded = st->bounded;
+    if (only && st->n == 0)
+        return ckh_errf(err, errlen, CKH_EINVAL, "--state %" PRIu64 ": this run has %" PRIu64 " crash states",
+                        only, st->generated);
+    return 0;
+}
+
+/* Step 4: the checks' outcome into out: how many ran, the time bound, the
+ * failures in state order. */
+static int report_checks(const struct xp_states *st, const struct xp_slot *slots, uint64_t limit_ms,
+                         struct ckh_xprog_result *out, char *err, size_t errlen)
+{
+    size_t nfail = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        if (slots[i].rc) /* a check that could not run: the first one's reason */
+            return ckh_errf(err, errlen, slots[i].rc, "state %" PRIu64 ": %s", st->v[i].k, slots[i].text);
+        CKH_ASSERT(slots[i].done || !slots[i].failed); /* a state fails only once checked */
+        out->checked += slots[i].done != 0;
+        nfail += slots[i].failed != 0;
+    }
+    if (out->checked < st->n && !out->bounded) {
+        out->bounded = true;
+        snprintf(out->bound, sizeof out->bound, "time limit %" PRIu64 " s reached (%" PRIu64 " of %zu distinct "
+                 "states checked)", limit_ms / 1000u, out->checked, st->n);
+    }
+    if (nfail && !(out->fails = calloc(nfail, sizeof *out->fails)))
+        return ckh_errf(err, errlen, CKH_ENOMEM, "out of memory");
+    for (size_t i = 0; i < st->n; i++) {
+        if (!slots[i].failed)
+            continue;
+        struct ckh_xprog_failure *f = &out->fails[out->nfails++];
+        f->k = st->v[i].k;
+        snprintf(f->state, sizeof f->state, "%s", st->v[i].desc);
+        snprintf(f->symptom, sizeof f->symptom, "%s", slots[i].text);
+    }
+    /* the smallest K first, no more than were checked */
+    CKH_ASSERT(out->nfails == nfail && nfail <= out->checked && out->checked <= out->distinct);
+    return 0;
+}
+
 int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_options *o,
                         struct ckh_xprog_result *out, char *err, size_t errlen)
 {
@@ -593,35 +674,10 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     ref.seed = seed;
 
     uint64_t t0 = ckh_posix_now_ms();
-    if ((rc = ckh__cmd_job_begin(sc, &je, err, errlen)) != 0)
+    if ((rc = record_run(sc, seed, t0, &je, &x, &ref, out, err, errlen)) != 0)
         goto out;
-    struct ckh__cmd_watch watch = {.on_op = rec_op, .on_end = rec_end, .ctx = &x};
-    if ((rc = ckh__cmd_reference(sc, seed, &je, &watch, &ref, err, errlen)) != 0)
+    if ((rc = generate_states(&x, max_states, o->only_state, &st, out, err, errlen)) != 0)
         goto out;
-    if ((rc = x.err) != 0 || !x.results) {
-        rc = ckh_errf(err, errlen, rc ? rc : CKH_ENOMEM, "recording the run: out of memory");
-        goto out;
-    }
-    out->record_ms = ckh_posix_now_ms() - t0;
-    out->ops = x.nops;
-    out->crash_points = x.npts;
-
-    if ((rc = generate(&x, max_states, o->only_state, &st)) != 0) {
-        ckh_errf(err, errlen, rc, "generating crash states: %s", ckh_strerror(rc));
-        goto out;
-    }
-    out->states = st.generated;
-    out->distinct = st.n;
-    if (st.bounded)
-        snprintf(out->bound, sizeof out->bound, "max_states %" PRIu64 " reached (crash points from op %" PRIu64
-                 " on were not explored)", max_states,
-                 st.n ? x.pts[st.v[st.n - 1].point].k + 1 : 0);
-    out->bounded = st.bounded;
-    if (o->only_state && st.n == 0) {
-        rc = ckh_errf(err, errlen, CKH_EINVAL, "--state %" PRIu64 ": this run has %" PRIu64 " crash states",
-                      o->only_state, st.generated);
-        goto out;
-    }
     if (o->keep_dir && (rc = keep_state(st.v[0].disk, o->keep_dir, err, errlen)) != 0)
         goto out;
 
@@ -637,32 +693,7 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
         rc = ckh_errf(err, errlen, -EINTR, "interrupted by signal %d", ckh__cmd_interrupted());
         goto out;
     }
-    size_t nfail = 0;
-    for (size_t i = 0; i < st.n; i++) {
-        if (slots[i].rc) { /* a check that could not run: the first one's reason */
-            rc = ckh_errf(err, errlen, slots[i].rc, "state %" PRIu64 ": %s", st.v[i].k, slots[i].text);
-            goto out;
-        }
-        out->checked += slots[i].done != 0;
-        nfail += slots[i].failed != 0;
-    }
-    if (out->checked < st.n && !out->bounded) {
-        out->bounded = true;
-        snprintf(out->bound, sizeof out->bound, "time limit %" PRIu64 " s reached (%" PRIu64 " of %zu distinct "
-                 "states checked)", limit_ms / 1000u, out->checked, st.n);
-    }
-    if (nfail && !(out->fails = calloc(nfail, sizeof *out->fails))) {
-        rc = ckh_errf(err, errlen, CKH_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < st.n; i++) {
-        if (!slots[i].failed)
-            continue;
-        struct ckh_xprog_failure *f = &out->fails[out->nfails++];
-        f->k = st.v[i].k;
-        snprintf(f->state, sizeof f->state, "%s", st.v[i].desc);
-        snprintf(f->symptom, sizeof f->symptom, "%s", slots[i].text);
-    }
+    rc = report_checks(&st, slots, limit_ms, out, err, errlen);
 out:
     free(slots);
     states_free(&st);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/assert.h"
 #include "ckh/err.h"
 #include "search/explore_internal.h"
 
@@ -41,11 +42,13 @@ bool ckh__explore_seen_insert(struct ckh__xseen *s, uint64_t dg)
     }
     s->v[j] = dg;
     s->n++;
+    CKH_ASSERT(s->n * 2 <= s->cap && (s->cap & (s->cap - 1)) == 0); /* half full at most: probes end */
     return true;
 }
 
 bool ckh__explore_vector(size_t v, const struct ckh__xpend *p, size_t n, enum ckh_crash_choice *ch)
 {
+    CKH_ASSERT(ch && (n == 0 || p));
     size_t i;
     for (i = 0; i < n; i++)
         ch[i] = CKH_CRASH_APPLY;
@@ -170,6 +173,8 @@ static int explore_point(struct ckh__xctx *x, int scen, const struct ckh__xrun *
             continue;
         }
         x->res->stats.states_checked++;
+        /* every distinct digest is checked once: the set never outgrows the checks */
+        CKH_ASSERT(x->seen.n <= x->res->stats.states_checked && x->k == k_state);
         int64_t epoch;
         int kind = scen == CKH__SC_RETENTION
                        ? ckh__explore_check_retention(x, d, returned, sym, sizeof(sym), &epoch)
@@ -232,6 +237,8 @@ int ckh__explore_scenario(struct ckh__xctx *x, int scen)
         goto out_ref;
     }
     for (size_t i = 0; i < ref.nsnaps && rc == 0 && !ckh__explore_bounded(x); i++) {
+        /* crash points in trace order, the last one the end of the trace */
+        CKH_ASSERT(ref.snaps[i].k <= ref.ntrace && (i == 0 || ref.snaps[i - 1].k < ref.snaps[i].k));
         x->res->stats.prefixes++;
         rc = explore_point(x, scen, &ref, &ref.snaps[i], save_end);
         ckh_simfs_destroy(ref.snaps[i].disk); /* done with it: keep memory flat */

@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "exec/workloads.h"
+#include "ckh/assert.h"
 #include "ckh/backend.h"
 #include "ckh/defects.h"
 #include "ckh/err.h"
@@ -133,6 +134,7 @@ static long fault_of_rule(const struct ckh_scenario *sc, uint32_t run, uint64_t 
 
 static int fired_push(struct ckh_fuzz_fired **v, size_t *n, size_t *cap, const struct ckh_fuzz_fired *x)
 {
+    CKH_ASSERT(*n <= *cap && x->run >= 1 && (x->op < 0 || x->nth >= 1));
     if (*n == *cap) {
         size_t nc = *cap ? *cap * 2 : 16;
         struct ckh_fuzz_fired *nv = realloc(*v, nc * sizeof *nv);
@@ -162,6 +164,7 @@ int ckh_fuzz_fired_collect(const struct ckh_sim *sim, const struct ckh_scenario_
     for (size_t ri = 0; ri < r->nruns && rc == 0; ri++) {
         uint32_t run = (uint32_t)r->runs[ri].run;
         uint64_t end = r->runs[ri].trace_end;
+        CKH_ASSERT(end >= begin && run == ri + 1); /* one trace, runs in order */
         for (size_t i = 0; i < r->sc->nfaults && rc == 0; i++) {
             const struct ckh_scn_fault *f = &r->sc->faults[i];
             if (!fault_in_run(f, run) || !ckh_fault_applied_between_runs(f))
@@ -187,6 +190,7 @@ int ckh_fuzz_fired_collect(const struct ckh_sim *sim, const struct ckh_scenario_
                 continue; /* fired by a hook, not by the scenario */
             struct ckh_fuzz_fired x;
             memset(&x, 0, sizeof x);
+            CKH_ASSERT((size_t)fi < r->sc->nfaults);
             x.fault = (size_t)fi;
             x.run = run;
             x.node = rec.node;
@@ -336,6 +340,7 @@ static int gen_job(struct sbuf *b, struct ckh_rng *g, struct shape *s, const str
         s->nodes = ws.nodes;
     if (ws.epochs >= 1 && ws.epochs <= 1000)
         s->epochs = (int)ws.epochs;
+    CKH_ASSERT(s->nodes >= 1 && s->nodes <= 64 && s->epochs >= 1 && s->epochs <= 1000);
     sb_printf(b, "job:\n  workload: %s\n  %s: %d\n  epochs: %d\n", s->workload,
               (s->wl->flags & CKH_WL_COLLECTIVE) && s->training ? "ranks" : "nodes", s->nodes, s->epochs);
     if (c->backend && (s->wl->flags & CKH_WL_USES_BACKEND))
@@ -406,6 +411,8 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
     for (size_t k = 0; ckh_fault_at(k); k++)
         if (fuzzable(ckh_fault_at(k), &s))
             kinds[nk++] = ckh_fault_at(k);
+    /* every shape has a fault to draw (kill needs nothing and is recoverable) */
+    CKH_ASSERT(nk >= 1 && nk <= CKH_SCN_ACT__COUNT);
     int nfaults = (int)pick(&g, 1, 4);
     sb_printf(&b, "faults:\n");
     for (int i = 0; i < nfaults; i++)
@@ -436,6 +443,25 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
 }
 
 /* ---- one seed ---- */
+
+#ifdef CKH_SLOW_ASSERTS
+/* Whether a generated scenario can be written back, as the shrinker
+ * writes every candidate of a failing seed (the writer's own slow check
+ * then reads the text back). */
+static bool writable(const struct ckh_scenario *sc)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return true; /* no memory: nothing to check */
+    int rc = ckh_scenario_write(f, sc);
+    if (fclose(f) != 0 && rc == 0)
+        rc = CKH_ENOMEM;
+    free(buf);
+    return rc == 0 || rc == CKH_ENOMEM;
+}
+#endif
 
 struct cov_ctx {
     struct ckh_fuzz_coverage *cov; /* where hits go */
@@ -509,6 +535,7 @@ int ckh_fuzz_run_seed(uint64_t seed, const struct ckh_fuzz_config *cfg,
         return rc;
     }
     free(text);
+    CKH_ASSERT_SLOW(writable(sc));
     struct cov_ctx cc = {.cov = &out->cov};
     struct ckh_run_options ro = {
         .source_dir = c->source_dir,
