@@ -172,7 +172,10 @@ static int concrete_faults(const struct ckh_scenario *sc, const struct ckh_fuzz_
         for (size_t x = 0; x < n; x++) {
             if (v[x].fault != i)
                 continue;
-            if (v[x].op < 0 || !glob_free(v[x].path)) {
+            /* A phase announcement's "path" is the phase's name, which a
+             * trigger cannot name as a path (the grammar refuses it): such
+             * a fault stays as written, like one whose path is a glob. */
+            if (v[x].op < 0 || v[x].op == CKH_OP_PHASE || !glob_free(v[x].path)) {
                 f[k++] = *src;
                 break;
             }
