@@ -683,32 +683,14 @@ bool ckh__sim_alloc_fault(struct ckh_sim *sim, struct ckh__node *n, uint64_t siz
 
 /* ---- the device contract (sim_internal.h) ---- */
 
-void ckh__sim_enter(struct ckh_sim *sim, const struct ckh_op *op, uint64_t latency_ns,
-                    struct ckh_fault_action *act)
+/* Carries out the action the rules (or the hook) gave op on the current
+ * thread: a kill, crash or power loss does not return; a delay, a later
+ * kill or a callback is done here and leaves no action; what the
+ * operation itself applies (errno, short write, lost fsync, mismatch)
+ * stays in *act, cleared where it does not apply to this op's kind. */
+static void carry_out(struct ckh_sim *sim, struct ckh__thread *cur, struct ckh__node *n, const struct ckh_op *op,
+                      struct ckh_fault_action *act)
 {
-    if (act == NULL)
-        return;
-    memset(act, 0, sizeof *act);
-    if (sim == NULL || op == NULL || sim->cur == NULL)
-        return; /* outside any node: no scheduling, no faults */
-    struct ckh__thread *cur = sim->cur;
-    struct ckh__node *n = cur->node;
-    while (sim->cfg.op_limit != 0 && sim->run_ops >= sim->cfg.op_limit) {
-        /* Suspend before this op; a later run resumes here. */
-        sim->stopping = true;
-        sim->outcome = CKH_SIM_OP_LIMIT;
-        cur->wake_ns = sim->now_ns;
-        sched_yield(sim, cur);
-    }
-    sim->run_ops++;
-    sim->ops++;
-    n->ops++;
-    cur->wake_ns = add_sat(sim->now_ns, latency_ns);
-    sched_yield(sim, cur);
-
-    if (sim->nfaults == 0 && sim->hook == NULL)
-        return;
-    fault_eval(sim, n, op, act);
     switch (act->kind) {
     case CKH_FAULT_KILL_MID:
         if (op->kind == CKH_OP_WRITE || op->kind == CKH_OP_PWRITE)
@@ -758,6 +740,35 @@ void ckh__sim_enter(struct ckh_sim *sim, const struct ckh_op *op, uint64_t laten
     default:
         break;
     }
+}
+
+void ckh__sim_enter(struct ckh_sim *sim, const struct ckh_op *op, uint64_t latency_ns,
+                    struct ckh_fault_action *act)
+{
+    if (act == NULL)
+        return;
+    memset(act, 0, sizeof *act);
+    if (sim == NULL || op == NULL || sim->cur == NULL)
+        return; /* outside any node: no scheduling, no faults */
+    struct ckh__thread *cur = sim->cur;
+    struct ckh__node *n = cur->node;
+    while (sim->cfg.op_limit != 0 && sim->run_ops >= sim->cfg.op_limit) {
+        /* Suspend before this op; a later run resumes here. */
+        sim->stopping = true;
+        sim->outcome = CKH_SIM_OP_LIMIT;
+        cur->wake_ns = sim->now_ns;
+        sched_yield(sim, cur);
+    }
+    sim->run_ops++;
+    sim->ops++;
+    n->ops++;
+    cur->wake_ns = add_sat(sim->now_ns, latency_ns);
+    sched_yield(sim, cur);
+
+    if (sim->nfaults == 0 && sim->hook == NULL)
+        return;
+    fault_eval(sim, n, op, act);
+    carry_out(sim, cur, n, op, act);
 }
 
 void ckh__sim_leave(struct ckh_sim *sim, const struct ckh_op *op, int64_t result)
@@ -924,6 +935,28 @@ static int check_node_config(struct ckh_sim *sim, const struct ckh_node_config *
     return 0;
 }
 
+/* Room for twice the nodes (8 at first): the node table, the run queue
+ * (a node and its tasks) and the scheduling ids. */
+static int grow_nodes(struct ckh_sim *sim)
+{
+    int cap = sim->cap_nodes != 0 ? 2 * sim->cap_nodes : 8;
+    struct ckh__node **nodes = realloc(sim->nodes, (size_t)cap * sizeof *nodes);
+    if (nodes == NULL)
+        return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
+    sim->nodes = nodes;
+    struct ckh__thread **heap =
+        realloc(sim->heap, (size_t)cap * (1 + CKH__TASK_MAX) * sizeof *heap);
+    if (heap == NULL)
+        return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
+    sim->heap = heap;
+    int *ids = realloc(sim->sched_ids, (size_t)cap * sizeof *ids);
+    if (ids == NULL)
+        return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
+    sim->sched_ids = ids;
+    sim->cap_nodes = cap;
+    return 0;
+}
+
 int ckh_sim_add_node(struct ckh_sim *sim, const struct ckh_node_config *cfg, int *id)
 {
     if (sim == NULL || cfg == NULL)
@@ -931,23 +964,8 @@ int ckh_sim_add_node(struct ckh_sim *sim, const struct ckh_node_config *cfg, int
     int rc = check_node_config(sim, cfg);
     if (rc < 0)
         return rc;
-    if (sim->nnodes == sim->cap_nodes) {
-        int cap = sim->cap_nodes != 0 ? 2 * sim->cap_nodes : 8;
-        struct ckh__node **nodes = realloc(sim->nodes, (size_t)cap * sizeof *nodes);
-        if (nodes == NULL)
-            return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
-        sim->nodes = nodes;
-        struct ckh__thread **heap =
-            realloc(sim->heap, (size_t)cap * (1 + CKH__TASK_MAX) * sizeof *heap);
-        if (heap == NULL)
-            return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
-        sim->heap = heap;
-        int *ids = realloc(sim->sched_ids, (size_t)cap * sizeof *ids);
-        if (ids == NULL)
-            return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");
-        sim->sched_ids = ids;
-        sim->cap_nodes = cap;
-    }
+    if (sim->nnodes == sim->cap_nodes && (rc = grow_nodes(sim)) < 0)
+        return rc;
     struct ckh__node *n = calloc(1, sizeof *n);
     if (n == NULL)
         return ckh__sim_err(sim, CKH_ENOMEM, "ckh_sim_add_node: out of memory");

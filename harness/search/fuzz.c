@@ -147,6 +147,47 @@ static int fired_push(struct ckh_fuzz_fired **v, size_t *n, size_t *cap, const s
     return 0;
 }
 
+/* The fired fault of trace record rec (a FAULT line at index at of the
+ * trace, in run `run` whose records start at begin): which fault, where,
+ * the op kind and path, the node's phase (phase[node], nn nodes) and nth,
+ * the count of the node's ops of that kind and path in the run so far. */
+static void fired_of_record(const struct ckh_sim *sim, const struct ckh_trace_rec *rec, uint64_t at, uint64_t begin,
+                            uint32_t run, size_t fault, char (*phase)[16], int nn, struct ckh_fuzz_fired *x)
+{
+    memset(x, 0, sizeof *x);
+    x->fault = fault;
+    x->run = run;
+    x->node = rec->node;
+    x->time_ns = rec->time_ns;
+    char opname[32] = "";
+    if (rec->path2) {
+        const char *colon = strchr(rec->path2, ':');
+        size_t l = colon ? (size_t)(colon - rec->path2) : strlen(rec->path2);
+        if (l >= sizeof opname)
+            l = sizeof opname - 1;
+        memcpy(opname, rec->path2, l);
+        opname[l] = '\0';
+    }
+    x->op = ckh_op_from_name(opname);
+    snprintf(x->path, sizeof x->path, "%s", rec->path ? rec->path : "");
+    if (rec->node >= 0 && rec->node < nn) {
+        snprintf(x->phase_name, sizeof x->phase_name, "%s", phase[rec->node]);
+        x->phase = ckh_fuzz_phase_of(phase[rec->node]);
+    } else {
+        x->phase = CKH_FUZZ_PH_OTHER;
+    }
+    /* nth: this node's earlier ops of the same kind and path in this run, plus one. */
+    x->nth = 1;
+    for (uint64_t q = begin; q < at; q++) {
+        struct ckh_trace_rec o;
+        if (ckh_sim_trace_get(sim, q, &o) != 0)
+            break;
+        if (o.node == rec->node && (int)o.kind == x->op &&
+            strcmp(o.path ? o.path : "", x->path) == 0)
+            x->nth++;
+    }
+}
+
 int ckh_fuzz_fired_collect(const struct ckh_sim *sim, const struct ckh_scenario_run *r,
                            struct ckh_fuzz_fired **out, size_t *n)
 {
@@ -188,40 +229,9 @@ int ckh_fuzz_fired_collect(const struct ckh_sim *sim, const struct ckh_scenario_
             long fi = rec.off == UINT64_MAX ? -1 : fault_of_rule(r->sc, run, rec.off);
             if (fi < 0)
                 continue; /* fired by a hook, not by the scenario */
-            struct ckh_fuzz_fired x;
-            memset(&x, 0, sizeof x);
             CKH_ASSERT((size_t)fi < r->sc->nfaults);
-            x.fault = (size_t)fi;
-            x.run = run;
-            x.node = rec.node;
-            x.time_ns = rec.time_ns;
-            char opname[32] = "";
-            if (rec.path2) {
-                const char *colon = strchr(rec.path2, ':');
-                size_t l = colon ? (size_t)(colon - rec.path2) : strlen(rec.path2);
-                if (l >= sizeof opname)
-                    l = sizeof opname - 1;
-                memcpy(opname, rec.path2, l);
-                opname[l] = '\0';
-            }
-            x.op = ckh_op_from_name(opname);
-            snprintf(x.path, sizeof x.path, "%s", rec.path ? rec.path : "");
-            if (rec.node >= 0 && rec.node < nn) {
-                snprintf(x.phase_name, sizeof x.phase_name, "%s", phase[rec.node]);
-                x.phase = ckh_fuzz_phase_of(phase[rec.node]);
-            } else {
-                x.phase = CKH_FUZZ_PH_OTHER;
-            }
-            /* nth: this node's earlier ops of the same kind and path in this run, plus one. */
-            x.nth = 1;
-            for (uint64_t q = begin; q < s; q++) {
-                struct ckh_trace_rec o;
-                if (ckh_sim_trace_get(sim, q, &o) != 0)
-                    break;
-                if (o.node == rec.node && (int)o.kind == x.op &&
-                    strcmp(o.path ? o.path : "", x.path) == 0)
-                    x.nth++;
-            }
+            struct ckh_fuzz_fired x;
+            fired_of_record(sim, &rec, s, begin, run, (size_t)fi, phase, nn, &x);
             rc = fired_push(out, n, &cap, &x);
         }
         begin = end;
@@ -360,6 +370,46 @@ static int gen_job(struct sbuf *b, struct ckh_rng *g, struct shape *s, const str
     return 0;
 }
 
+/* The faults section: 1..4 faults, each of a kind drawn among those
+ * the shape can take, with its own trigger and rate. */
+static void gen_faults(struct sbuf *b, struct ckh_rng *g, const struct shape *s)
+{
+    const struct ckh_fault_ops *kinds[CKH_SCN_ACT__COUNT];
+    size_t nk = 0;
+    for (size_t k = 0; ckh_fault_at(k); k++)
+        if (fuzzable(ckh_fault_at(k), s))
+            kinds[nk++] = ckh_fault_at(k);
+    /* every shape has a fault to draw (kill needs nothing and is recoverable) */
+    CKH_ASSERT(nk >= 1 && nk <= CKH_SCN_ACT__COUNT);
+    int nfaults = (int)pick(g, 1, 4);
+    sb_printf(b, "faults:\n");
+    for (int i = 0; i < nfaults; i++)
+        gen_fault(b, g, s, kinds[ckh_rng_below(g, nk)]);
+}
+
+/* The restart budget (and, for a workload that can, another world size)
+ * and what the seed expects of its oracles. */
+static void gen_restart_expect(struct sbuf *b, struct ckh_rng *g, const struct shape *s)
+{
+    int max_restarts = s->damaging ? (int)pick(g, 1, 4) : 4;
+    int world_size = 0;
+    if (s->wl->set_world && chance(g, 0.25)) { /* restart with another world size */
+        world_size = (int)pick(g, 1, 4);
+        if (world_size == s->nodes)
+            world_size = s->nodes == 1 ? 2 : 1;
+    }
+    if (world_size)
+        sb_printf(b, "restart: {max_restarts: %d, world_size: %d}\n", max_restarts, world_size);
+    else
+        sb_printf(b, "restart: {max_restarts: %d}\n", max_restarts);
+    /* A trigger drawn at random may match nothing: faults-fired is not an
+     * expectation of a fuzz seed. */
+    if (s->damaging)
+        sb_printf(b, "expect:\n  oracles: [hang, no-corrupt-load, committed, determinism]\n");
+    else
+        sb_printf(b, "expect:\n  skip: [faults-fired]\n");
+}
+
 int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **out)
 {
     struct ckh_fuzz_config dflt = {0};
@@ -405,35 +455,8 @@ int ckh_fuzz_generate(uint64_t seed, const struct ckh_fuzz_config *cfg, char **o
     if (c->defect && c->defect[0] && (s.wl->flags & CKH_WL_DEFECTS))
         sb_printf(&b, "  defects: [%s]\n", c->defect);
 
-    /* Faults: 1..4 kinds, each with its own trigger and rate. */
-    const struct ckh_fault_ops *kinds[CKH_SCN_ACT__COUNT];
-    size_t nk = 0;
-    for (size_t k = 0; ckh_fault_at(k); k++)
-        if (fuzzable(ckh_fault_at(k), &s))
-            kinds[nk++] = ckh_fault_at(k);
-    /* every shape has a fault to draw (kill needs nothing and is recoverable) */
-    CKH_ASSERT(nk >= 1 && nk <= CKH_SCN_ACT__COUNT);
-    int nfaults = (int)pick(&g, 1, 4);
-    sb_printf(&b, "faults:\n");
-    for (int i = 0; i < nfaults; i++)
-        gen_fault(&b, &g, &s, kinds[ckh_rng_below(&g, nk)]);
-    int max_restarts = s.damaging ? (int)pick(&g, 1, 4) : 4;
-    int world_size = 0;
-    if (s.wl->set_world && chance(&g, 0.25)) { /* restart with another world size */
-        world_size = (int)pick(&g, 1, 4);
-        if (world_size == s.nodes)
-            world_size = s.nodes == 1 ? 2 : 1;
-    }
-    if (world_size)
-        sb_printf(&b, "restart: {max_restarts: %d, world_size: %d}\n", max_restarts, world_size);
-    else
-        sb_printf(&b, "restart: {max_restarts: %d}\n", max_restarts);
-    /* A trigger drawn at random may match nothing: faults-fired is not an
-     * expectation of a fuzz seed. */
-    if (s.damaging)
-        sb_printf(&b, "expect:\n  oracles: [hang, no-corrupt-load, committed, determinism]\n");
-    else
-        sb_printf(&b, "expect:\n  skip: [faults-fired]\n");
+    gen_faults(&b, &g, &s);
+    gen_restart_expect(&b, &g, &s);
     if (b.oom) {
         free(b.s);
         return CKH_ENOMEM;
