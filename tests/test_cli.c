@@ -350,6 +350,26 @@ START_TEST(test_parse_time_limit)
 }
 END_TEST
 
+/* A valid scenario whose description is over 16 MiB runs: what the
+ * parsing worker sends back holds any string a scenario file can hold. */
+START_TEST(test_long_description_runs)
+{
+    char path[400], *out;
+    snprintf(path, sizeof path, "%s/long.yaml", work);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("description: ", f);
+    for (int i = 0; i < (17 << 20); i++)
+        fputc('x', f);
+    fputs("\njob: {workload: seed-pipeline}\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, NULL, &out), 0);
+    HAS(out, "1 scenario: 1 passed");
+    free(out);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(test_memory_limit_verdict)
 {
     if (!ckh_pool_mem_limit_supported())
@@ -708,6 +728,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_report_paths_checked_first);
     tcase_add_test(tc, test_fifo_size_and_folders);
     tcase_add_test(tc, test_parse_time_limit);
+    tcase_add_test(tc, test_long_description_runs);
     tcase_add_test(tc, test_shrink_uses_tmpdir);
     suite_add_tcase(s, tc);
     /* Cases a machine or build may not allow: CTest entries of their own

@@ -1,5 +1,6 @@
 /* Worker answers of the ckh command (see wire.h). */
 #include "cli/wire.h"
+#include "model/scenario.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -58,7 +59,9 @@ int ckh_wire_get_str(FILE *f, char **out)
         return CKH_ETRUNCATED;
     if (len == UINT32_MAX)
         return 0;
-    if (len > (1u << 24))
+    /* Every string ckh sends comes from a scenario file (at most
+     * CKH_SCN_FILE_BYTES_MAX bytes) or is shorter: longer is corruption. */
+    if (len > CKH_SCN_FILE_BYTES_MAX)
         return CKH_ECORRUPT;
     char *s = malloc((size_t)len + 1);
     if (!s)
