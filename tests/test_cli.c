@@ -350,6 +350,22 @@ START_TEST(test_parse_time_limit)
 }
 END_TEST
 
+/* A folder with no scenario is bad input, said once, for run and list
+ * (the sanitizer stage runs it too: no NULL handed to memcpy). */
+START_TEST(test_empty_folder)
+{
+    char dir[400], *out;
+    snprintf(dir, sizeof dir, "%s/empty", work);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    ck_assert_int_eq(ckh((const char *[]){"run", dir, NULL}, NULL, &out), 2);
+    HAS(out, "ckh run: no scenario found");
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"list", "scenarios", dir, NULL}, NULL, &out), 0);
+    free(out);
+    rmdir(dir);
+}
+END_TEST
+
 /* A valid scenario whose description is over 16 MiB runs: what the
  * parsing worker sends back holds any string a scenario file can hold. */
 START_TEST(test_long_description_runs)
@@ -729,6 +745,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_fifo_size_and_folders);
     tcase_add_test(tc, test_parse_time_limit);
     tcase_add_test(tc, test_long_description_runs);
+    tcase_add_test(tc, test_empty_folder);
     tcase_add_test(tc, test_shrink_uses_tmpdir);
     suite_add_tcase(s, tc);
     /* Cases a machine or build may not allow: CTest entries of their own

@@ -148,7 +148,8 @@ static int list_path(const struct ckh_cli_load *l, const char *path, char ***fil
         return CKH_ENOMEM;
     }
     *files = nv;
-    memcpy(nv + *n, v, k * sizeof *v);
+    if (k) /* a folder with no scenario lists none: v may be NULL */
+        memcpy(nv + *n, v, k * sizeof *v);
     *n += k;
     free(v); /* the strings moved to *files */
     return 0;
