@@ -268,6 +268,20 @@ START_TEST(test_report_paths_checked_first)
     HAS(out, "cannot write the JSON report");
     ck_assert_ptr_null(strstr(out, "PASS"));
     free(out);
+    /* Two reports into one file: one would overwrite the other. */
+    char same[1300], other[1300];
+    snprintf(same, sizeof same, "%s/r.out", work);
+    snprintf(other, sizeof other, "%s/./r.out", work);
+    ck_assert_int_eq(ckh((const char *[]){"run", file, "--json", same, "--junit", other, NULL}, NULL, &out), 2);
+    HAS(out, "--junit and --json name the same file");
+    ck_assert_ptr_null(strstr(out, "PASS"));
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"validate-backend", "backends/libbk_adir.so", "--json", same,
+                                          "--html", same, NULL}, NULL, &out), 2);
+    HAS(out, "--json and --html name the same file");
+    ck_assert_ptr_null(strstr(out, "PASS"));
+    free(out);
+    ck_assert_int_eq(access(same, F_OK), -1); /* nothing written */
 }
 END_TEST
 

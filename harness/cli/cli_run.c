@@ -315,13 +315,9 @@ static int run_options(int argc, char **argv, struct run_args *a)
         print_usage_run(stderr);
         return CKH_EXIT_BAD_INPUT;
     }
-    const char *names[] = {"JUnit report", "JSON report", "HTML report"};
-    const char *paths[] = {a->junit, a->json, a->html};
-    for (int i = 0; i < 3; i++) {
-        if (paths[i] && ckh_opt_check_output(names[i], paths[i], false, msg, sizeof msg) != 0) {
-            fprintf(stderr, "ckh run: %s\n", msg);
-            return CKH_EXIT_BAD_INPUT;
-        }
+    if (ckh_opt_check_reports(a->junit, a->json, a->html, msg, sizeof msg) != 0) {
+        fprintf(stderr, "ckh run: %s\n", msg);
+        return CKH_EXIT_BAD_INPUT;
     }
     return -1;
 }

@@ -107,12 +107,7 @@ static bool takes_value(const char *a)
 /* Checks the report paths before any case runs. */
 static int check_outputs(const struct vargs *a, char *msg, size_t n)
 {
-    const char *what[] = {"JUnit report", "JSON report", "HTML report"};
-    const char *path[] = {a->junit, a->json, a->html};
-    for (int i = 0; i < 3; i++)
-        if (path[i] && ckh_opt_check_output(what[i], path[i], false, msg, n) != 0)
-            return CKH_EINVAL;
-    return 0;
+    return ckh_opt_check_reports(a->junit, a->json, a->html, msg, n) != 0 ? CKH_EINVAL : 0;
 }
 
 /* A case name --case accepts: "load" (V0: only loading the library, no

@@ -2,8 +2,10 @@
 #include "cli/opt.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -112,5 +114,44 @@ int ckh_opt_shard(const char *name, const char *text, uint32_t *index, uint32_t 
                         text);
     *index = (uint32_t)i;
     *count = (uint32_t)c;
+    return 0;
+}
+
+/* Where path would be written: its folder resolved, then its name
+ * ("" when the folder cannot be resolved). */
+static void output_identity(const char *path, char *out, size_t n)
+{
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    if (!realpath(dir, real)) {
+        snprintf(out, n, "%s", "");
+        return;
+    }
+    snprintf(out, n, "%s/%s", strcmp(real, "/") ? real : "", name);
+}
+
+int ckh_opt_check_reports(const char *junit, const char *json, const char *html, char *msg, size_t n)
+{
+    static const char *const what[] = {"JUnit report", "JSON report", "HTML report"};
+    static const char *const flag[] = {"--junit", "--json", "--html"};
+    const char *path[] = {junit, json, html};
+    char id[3][PATH_MAX + 256];
+    for (int i = 0; i < 3; i++) {
+        int rc = path[i] ? ckh_opt_check_output(what[i], path[i], false, msg, n) : 0;
+        if (rc != 0)
+            return rc;
+        if (path[i])
+            output_identity(path[i], id[i], sizeof id[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        for (int k = i + 1; k < 3; k++)
+            if (path[i] && path[k] && id[i][0] && !strcmp(id[i], id[k]))
+                return ckh_errf(msg, n, CKH_EINVAL, "%s and %s name the same file %s: one report would "
+                                "overwrite the other", flag[i], flag[k], path[k]);
     return 0;
 }

@@ -38,4 +38,10 @@ int ckh_opt_shard(const char *name, const char *text, uint32_t *index, uint32_t 
  * in msg. */
 int ckh_opt_check_output(const char *what, const char *path, bool is_dir, char *msg, size_t n);
 
+/* The report files of a verb (--junit, --json, --html; NULL: not asked),
+ * each checked as ckh_opt_check_output does, and no two the same file
+ * (the same path, or two paths to one place): then CKH_EINVAL with
+ * "--junit and --json name the same file X: ..." in msg. 0 or the code. */
+int ckh_opt_check_reports(const char *junit, const char *json, const char *html, char *msg, size_t n);
+
 #endif
