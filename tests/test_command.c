@@ -15,6 +15,7 @@
  * (tests/support/skip.h).
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -643,6 +644,38 @@ START_TEST(test_restart_scope_failed)
 }
 END_TEST
 
+/* A program's temporary files go to the execution's own TMPDIR, removed
+ * with the run folder: a saver's mktemp leaves nothing in the TMPDIR
+ * ckh was started with. */
+START_TEST(test_programs_get_own_tmpdir)
+{
+    NEED_FUSE();
+    char user_tmp[600];
+    snprintf(user_tmp, sizeof user_tmp, "%s/user_tmp", dir);
+    ck_assert_int_eq(mkdir(user_tmp, 0700), 0);
+    const char *was = getenv("TMPDIR");
+    char *saved = was ? strdup(was) : NULL;
+    setenv("TMPDIR", user_tmp, 1);
+    struct ckh_report_result r;
+    int rc = run(scenario("job:\n  command: [sh, -c, 'mktemp >/dev/null && exec sh %s/cmd_job.sh 2']\n"
+                          "  timeout: 30s\n", CKH_CMD_PROGRAMS), &r);
+    if (saved)
+        setenv("TMPDIR", saved, 1);
+    else
+        unsetenv("TMPDIR");
+    free(saved);
+    ck_assert_msg(rc == 0 && r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    DIR *d = opendir(user_tmp);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        ck_assert_msg(!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."), "left in TMPDIR: %s", de->d_name);
+    closedir(d);
+    rmdir(user_tmp);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 /* A command job restarted with another world size is judged by the
  * samples it records, or refused: never passed unjudged. cmd_job.sh
  * records sample ids but no dataset size. */
@@ -845,6 +878,7 @@ static Suite *command_suite(void)
     tcase_add_test(jobs, test_verify_catches_torn_checkpoint);
     tcase_add_test(jobs, test_restart_scope_failed);
     tcase_add_test(jobs, test_world_size_unjudged_refused);
+    tcase_add_test(jobs, test_programs_get_own_tmpdir);
     tcase_add_test(jobs, test_sigint_cleans_up);
     tcase_add_loop_test(jobs, test_faults_survived, 0, (int)(sizeof survived / sizeof survived[0]));
     tcase_add_test(jobs, test_at_rest_corrupt);

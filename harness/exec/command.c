@@ -150,7 +150,7 @@ int ckh__cmd_init(struct ckh__cmd *c, const struct ckh_scenario *sc, uint64_t se
     c->n = c->world_first > c->world_restart ? c->world_first : c->world_restart;
     c->step_based = job->every_epochs == 0;
     char sub[CKH__CMD_PATH_MAX + 16];
-    static const char *const subs[] = {"mnt", "results", "logs"};
+    static const char *const subs[] = {"mnt", "results", "logs", "tmp"};
     for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++) {
         snprintf(sub, sizeof sub, "%s/%s", dir, subs[k]);
         if ((rc = ckh_tmp_mkdirs(sub)) != 0)

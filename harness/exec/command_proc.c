@@ -207,14 +207,16 @@ static void env_free(struct envv *e)
     memset(e, 0, sizeof *e);
 }
 
-/* Names ckh sets (or job.env sets): never inherited. */
+/* Names ckh sets (or job.env sets): never inherited. TMPDIR is the
+ * execution's own tmp/ folder, removed with the run folder, so a program
+ * killed mid-way leaves no temporary file in the user's TMPDIR. */
 static bool env_ours(const struct ckh__cmd *c, const char *entry)
 {
     static const char *const set[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                                       "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK", "ROLE_RANK",
                                       "ROLE_WORLD_SIZE", "TORCHELASTIC_RESTART_COUNT"};
     size_t len = strcspn(entry, "=");
-    if (!strncmp(entry, "CKH_", 4))
+    if (!strncmp(entry, "CKH_", 4) || (len == 6 && !strncmp(entry, "TMPDIR", 6)))
         return true;
     for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
         if (strlen(set[i]) == len && !strncmp(entry, set[i], len))
@@ -278,6 +280,11 @@ static int build_env(struct ckh__cmd *c, int i, int view, struct envv *e)
         env_put(e, "TORCHELASTIC_RESTART_COUNT=%d", c->run - 1);
         env_put(e, "CKH_RESULT=%s", nd->result);
     }
+    bool own_tmpdir = true; /* unless job.env names it */
+    for (size_t k = 0; k < c->sc->job.nenv; k++)
+        own_tmpdir = own_tmpdir && strcmp(c->sc->job.env[k].key, "TMPDIR") != 0;
+    if (own_tmpdir)
+        env_put(e, "TMPDIR=%s/tmp", c->dir);
     env_put(e, "CKH_NODE=%s", c->nodes[view].name);
     env_put(e, "CKH_RUN=%d", c->run);
     env_put(e, "CKH_SEED=%" PRIu64, c->seed);
