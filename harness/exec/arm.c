@@ -12,15 +12,9 @@
 #include "ckh/err.h"
 #include "exec/run_ctx.h"
 
-static const char *node_name(const void *ctx, int i)
-{
-    const struct ckh__run_ctx *c = ctx;
-    return c->names[i];
-}
-
 int ckh__run_fault_node(struct ckh__run_ctx *c, const struct ckh_scn_fault *f, int *node)
 {
-    return ckh_fault_node(f, c->n, node_name, c, node, c->err, sizeof c->err);
+    return ckh_fault_node(f, c->n, ckh_node_name_at, c->names, node, c->err, sizeof c->err);
 }
 
 /* Applies fault `index` at rest now; it counts as fired when its change

@@ -1037,7 +1037,10 @@ static int cmd_reference(void *job, const struct ckh_scenario *sc, uint64_t seed
     (void)o;
     struct cmd_exec *x = job;
     *judged = false;
-    return reference_run(sc, seed, &x->je, NULL, r, &x->gap, judged, err, errlen);
+    int rc = reference_run(sc, seed, &x->je, NULL, r, &x->gap, judged, err, errlen);
+    if (rc == 0 && *judged) /* the hung reference is what the oracles judge */
+        r->interval = interval_of(sc, r, x->gap);
+    return rc;
 }
 
 static int cmd_faulted(void *job, const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,

@@ -42,23 +42,23 @@ int ckh__exec_check_committed(const struct ckh_exec_ops *ops, void *x, const str
     return 0;
 }
 
+/* Node end ne completed its part of the job. */
+static bool node_done(const struct ckh_node_end *ne)
+{
+    return ne->state == CKH_NODE_EXITED && ne->exit_status == 0;
+}
+
 void ckh__exec_plan_restart(const struct ckh_run_info *ri, int n, const int *rank, const bool *parked, bool group,
                             bool *start)
 {
     CKH_ASSERT(ri && rank && start && n >= 0 && (size_t)n <= ri->nnodes);
     bool group_failed = false;
-    for (int i = 0; i < n; i++) {
-        const struct ckh_node_end *ne = &ri->nodes[i];
-        bool done = ne->state == CKH_NODE_EXITED && ne->exit_status == 0;
-        if (!(parked && parked[i]) && rank[i] >= 0 && !done)
+    for (int i = 0; i < n; i++)
+        if (!(parked && parked[i]) && rank[i] >= 0 && !node_done(&ri->nodes[i]))
             group_failed = true;
-    }
-    for (int i = 0; i < n; i++) {
-        const struct ckh_node_end *ne = &ri->nodes[i];
-        bool done = ne->state == CKH_NODE_EXITED && ne->exit_status == 0;
-        start[i] = !(parked && parked[i]) && ne->state != CKH_NODE_PARKED &&
-                   (!done || (group && group_failed && rank[i] >= 0));
-    }
+    for (int i = 0; i < n; i++)
+        start[i] = !(parked && parked[i]) && ri->nodes[i].state != CKH_NODE_PARKED &&
+                   (!node_done(&ri->nodes[i]) || (group && group_failed && rank[i] >= 0));
 }
 
 /* Steps 1 and 2 of the loop: the plan, then the run. */
