@@ -356,14 +356,32 @@ START_TEST(test_writes_outside)
 }
 END_TEST
 
-/* A job whose reference run fails says which node failed and what it printed. */
+/* A job whose fault-free run fails is a found bug, a FAIL of its own (not
+ * bad input): the verdict says which node failed and what it printed. A
+ * two-rank job where only rank 1 fails names rank 1 alone. */
 START_TEST(test_reference_fails)
 {
     NEED_FUSE();
+    struct ckh_report_result r;
     write_file("fail.sh", "#!/bin/sh\necho 'no module named torch' >&2\nexit 4\n", 0755);
-    expect_error(scenario("job:\n  command: [./fail.sh]\n"), CKH_EINVAL,
-                 "the fault-free reference run of this job does not complete: rank_0 exited with status 4; "
-                 "its last output: no module named torch");
+    ck_assert_int_eq(run(scenario("job:\n  command: [./fail.sh]\n"), &r), 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    ck_assert_str_eq(r.failed_oracle, "outcome");
+    ck_assert_str_eq(r.message, "fails without faults: rank_0 exited with status 4; its last output: "
+                                "no module named torch");
+    ck_assert_msg(oracle(&r, "outcome") && !oracle(&r, "outcome")->passed, "the outcome oracle is recorded");
+    ckh_report_result_clear(&r);
+
+    char text[600];
+    snprintf(text, sizeof text, "#!/bin/sh\nif [ \"$RANK\" = 1 ]; then\n  echo \"FileNotFoundError: "
+             "$CKH_CKPT_DIR/run\" >&2\n  exit 1\nfi\nexec %s\n", CKH_CMD_SAVER);
+    write_file("rank1.sh", text, 0755);
+    ck_assert_int_eq(run(scenario("job:\n  nodes: 2\n  command: [./rank1.sh]\n"), &r), 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    ck_assert_msg(r.message && !strncmp(r.message, "fails without faults: rank_1 exited with status 1; its last "
+                                        "output: FileNotFoundError: ", 77) && !strstr(r.message, "rank_0"),
+                  "message '%s'", r.message);
+    ckh_report_result_clear(&r);
 }
 END_TEST
 

@@ -178,6 +178,12 @@ int ckh__cli_explore(int argc, char **argv, const char *argv0)
     }
     struct ckh_xprog_result r;
     int rc = ckh_explore_program(sc, &o, &r, msg, sizeof msg);
+    if (rc == CKH_EFAILS_UNFAULTED) { /* a found bug: the fault-free run itself fails */
+        printf("explore %s: the fault-free run of the job fails; no crash state was explored\n"
+               "FAIL: fails without faults: %s\n    reproduce: %s run %s\n", path, msg, argv0, path);
+        ckh_scenario_free(sc);
+        return CKH_EXIT_FAILED;
+    }
     if (rc) {
         fprintf(stderr, "ckh explore: %s\n", msg);
         ckh_scenario_free(sc);

@@ -230,16 +230,18 @@ int ckh__run_reference(const struct ckh_scenario *sc, uint64_t seed, const struc
     return rc;
 }
 
-/* Without faults and defects the job must complete: a scenario whose
- * reference fails judges nothing (bad input). */
+/* Without faults and defects the job must complete: one whose reference
+ * run fails is a found bug (CKH_EFAILS_UNFAULTED, judged FAIL by
+ * ckh_harness_run), named by each node that failed and its code. */
 static int reference_incomplete(const struct ckh_scenario_run *r, char *err, size_t errlen)
 {
-    const char *why = "";
-    for (size_t i = 0; i < r->ref.r.nnodes && !why[0]; i++)
+    char why[600] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < r->ref.r.nnodes && used < sizeof why; i++)
         if (r->ref.r.nodes[i].rc != 0)
-            why = ckh_err_name(r->ref.r.nodes[i].rc);
-    return ckh_errf(err, errlen, CKH_EINVAL, "the fault-free reference run of this job does not complete%s%s",
-                    why[0] ? ": " : "", why);
+            used += (size_t)snprintf(why + used, sizeof why - used, "%s%s: %s", used ? "; " : "",
+                                     r->ref.r.nodes[i].node, ckh_err_name(r->ref.r.nodes[i].rc));
+    return ckh_errf(err, errlen, CKH_EFAILS_UNFAULTED, "%s", why[0] ? why : "no node completed");
 }
 
 /* The simulated reference run (cached, exec/cache.c): also the real

@@ -732,14 +732,28 @@ int ckh__cmd_take_err(const struct ckh__cmd *c, int rc, const char *what, char *
     return ckh_errf(err, errlen, c->err_code ? c->err_code : rc, "%s%s", located || !what ? "" : what, m);
 }
 
-/* Why the reference run did not complete: each node that failed. */
+/* Whether nd was stopped because another node failed (restart.scope:
+ * all), not by its own failure. */
+static bool collateral(const struct ckh__cmd_node *nd)
+{
+    return nd->end == CKH__CMD_KILLED && nd->killed_why &&
+           !strncmp(nd->killed_why, "stopped after another node failed", 33);
+}
+
+/* Why the reference run did not complete: each node that failed, as
+ * CKH_EFAILS_UNFAULTED (a found bug, judged FAIL by ckh_harness_run);
+ * the nodes stopped because of them are left out. */
 int ckh__cmd_reference_incomplete(const struct ckh__cmd *c, char *err, size_t errlen)
 {
     char why[700] = "";
     size_t used = 0;
+    int own = 0; /* nodes that failed on their own, not stopped after another one failed */
+    for (int i = 0; i < c->n; i++)
+        own += c->nodes[i].start && !collateral(&c->nodes[i]) &&
+               !(c->nodes[i].end == CKH__CMD_EXITED && c->nodes[i].exit_status == 0);
     for (int i = 0; i < c->n && used < sizeof why; i++) {
         const struct ckh__cmd_node *nd = &c->nodes[i];
-        if (!nd->start || (nd->end == CKH__CMD_EXITED && nd->exit_status == 0))
+        if (!nd->start || (nd->end == CKH__CMD_EXITED && nd->exit_status == 0) || (own && collateral(nd)))
             continue;
         char d[600];
         if (nd->killed_why && !strcmp(nd->killed_why, "hang"))
@@ -749,8 +763,7 @@ int ckh__cmd_reference_incomplete(const struct ckh__cmd *c, char *err, size_t er
             describe_end(nd, d, sizeof d);
         used += (size_t)snprintf(why + used, sizeof why - used, "%s%s %s", used ? "; " : "", nd->name, d);
     }
-    return ckh_errf(err, errlen, CKH_EINVAL, "the fault-free reference run of this job does not complete: %s",
-                    why[0] ? why : "no node completed");
+    return ckh_errf(err, errlen, CKH_EFAILS_UNFAULTED, "%s", why[0] ? why : "no node completed");
 }
 
 /* The job hangs without any fault: that run (tmp's, taken over) is what

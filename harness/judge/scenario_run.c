@@ -11,6 +11,9 @@
  *   4. the oracles (ckh__run_verdict), then, for a planted defect that was
  *      detected, the control run that shows the defect is what was
  *      detected.
+ * A job whose fault-free reference run fails (CKH_EFAILS_UNFAULTED from
+ * the executor) is a FAIL of its own, "fails without faults: ...": the
+ * bug shows with no fault at all, and nothing else is judged.
  */
 #include "judge/judge.h"
 
@@ -101,7 +104,15 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
         if (sc->expect.ndetect && sc->job.ndefects && out->verdict == CKH_VERDICT_PASS)
             rc = ckh__run_control_check(sc, seed, &r, out, err, sizeof err);
     }
-    if (rc != 0) {
+    if (rc == CKH_EFAILS_UNFAULTED) {
+        /* The job fails on its own, without any fault: a found bug, not
+         * bad input; nothing else can be judged. */
+        out->verdict = CKH_VERDICT_FAIL;
+        ckh_report_set(&out->failed_oracle, "outcome");
+        ckh_report_set(&out->message, "fails without faults: %s", err);
+        ckh_report_add_oracle(out, "outcome", false, out->message);
+        rc = 0;
+    } else if (rc != 0) {
         /* The message names the scenario file once, then where in it
          * ("line:column: ...") when it knows. */
         bool named = !strncmp(err, sc->file, strlen(sc->file));

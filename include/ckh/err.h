@@ -36,7 +36,8 @@
     X(PARSE, 18, "malformed input")                                            \
     X(INTERNAL, 19, "internal error")                                          \
     X(OOM_DEVICE, 20, "emulated device out of memory")                         \
-    X(CRASH, 21, "a plugin or program crashed")
+    X(CRASH, 21, "a plugin or program crashed")                               \
+    X(FAILS_UNFAULTED, 22, "the job fails without any fault")
 
 enum ckh_err {
 #define CKH__ERR_ENUM(name, off, desc) CKH_E##name = CKH__ERR_BASE - (off),
