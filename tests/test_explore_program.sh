@@ -146,6 +146,12 @@ grep -v '^verify' safe.yaml >noverify.yaml
 bad "--check verify without verify" 2 "needs a 'verify:' command" noverify.yaml --check verify
 bad "a folder" 2 "is a folder" .
 bad "an unknown check" 2 "--check expects verify or restart" safe.yaml --check maybe
+# A job whose fault-free run fails is a found bug (exit 1), not bad input.
+cat >fails.yaml <<'EOF'
+job:
+  command: [/bin/sh, -c, "echo 'FileNotFoundError: no latest' >&2; exit 3"]
+EOF
+bad "a job that fails without faults" 1 "FAIL: fails without faults: rank_0 exited with status 3; its last output: FileNotFoundError: no latest" fails.yaml
 if grep -qF "$work" /proc/mounts; then
     fail "a ckhfs mount was left behind: $(grep -F "$work" /proc/mounts)"
 else
