@@ -17,13 +17,15 @@
  *   - final:  "epochs", "steps" (>= 0, default 0), "total" (default 0),
  *             "digest" ("16 hex digits", optional), "values" {name:
  *             number}, "blobs" [non-empty text without ','];
- *   - integer keys take integers only (no fraction, no exponent), numbers
- *     must be finite doubles, names follow ckh_record_name_check, at most
+ *   - integer keys take integers only (no fraction, no exponent), values
+ *     are finite doubles or the strings "NaN", "Infinity", "-Infinity",
+ *     names follow ckh_record_name_check, at most
  *     CKH_RECORD_FIELDS_MAX digests and values, no name twice among them;
  *   - unknown keys are ignored whatever valid JSON they hold; a known key
  *     given twice is refused; strings are UTF-8 and may not hold U+0000.
  * The writer emits exactly this: digests as 16 lowercase hex digits,
- * doubles with %.17g (they read back bit for bit), strings escaped, and
+ * doubles with %.17g (they read back bit for bit; NaN and infinities as
+ * the three strings), strings escaped, and
  * invalid UTF-8 in a string written as U+FFFD.
  *
  * Map: 1. shared text helpers, 2. the writer, 3. the reader's arena and
@@ -174,9 +176,16 @@ static void sb_digest(struct sbuf *b, uint64_t d)
     sb_fmt(b, "\"%016" PRIx64 "\"", d);
 }
 
+/* A finite double with %.17g; NaN and the infinities, which JSON has no
+ * literal for, as the strings "NaN", "Infinity" and "-Infinity". */
 static void sb_double(struct sbuf *b, double v)
 {
-    sb_fmt(b, "%.17g", v);
+    if (isnan(v))
+        sb_fmt(b, "\"NaN\"");
+    else if (isinf(v))
+        sb_fmt(b, "%s", v < 0 ? "\"-Infinity\"" : "\"Infinity\"");
+    else
+        sb_fmt(b, "%.17g", v);
 }
 
 static void sb_values(struct sbuf *b, const struct ckh_rec_value *v, size_t n)
@@ -862,11 +871,24 @@ static int get_i64(struct jparse *p, const struct jval *v, const char *key, int6
     return 0;
 }
 
-/* A finite number. */
+/* A value: a finite number, or one of the strings "NaN", "Infinity",
+ * "-Infinity" (JSON has no literal for them). */
 static int get_double(struct jparse *p, const struct jval *v, const char *key, double *out)
 {
+    static const char want[] = "a finite number, or \"NaN\", \"Infinity\" or \"-Infinity\"";
+    if (v->type == J_STR) {
+        if (v->len == 3 && !memcmp(v->text, "NaN", 3))
+            *out = NAN;
+        else if (v->len == 8 && !memcmp(v->text, "Infinity", 8))
+            *out = INFINITY;
+        else if (v->len == 9 && !memcmp(v->text, "-Infinity", 9))
+            *out = -INFINITY;
+        else
+            return fail_val(p, v, key, want);
+        return 0;
+    }
     if (v->type != J_NUM)
-        return fail_val(p, v, key, "a number");
+        return fail_val(p, v, key, want);
     char *t = arena_alloc(&p->arena, v->len + 1);
     if (!t)
         return CKH_ENOMEM;
@@ -874,7 +896,7 @@ static int get_double(struct jparse *p, const struct jval *v, const char *key, d
     t[v->len] = '\0';
     double d = strtod(t, NULL);
     if (!isfinite(d))
-        return fail_val(p, v, key, "a finite number");
+        return fail_val(p, v, key, want);
     *out = d;
     return 0;
 }

@@ -70,18 +70,48 @@ START_TEST(test_steps_sorted_with_quantities)
 }
 END_TEST
 
+/* A NaN or infinite value is kept (a diverged loss is a fact to compare);
+ * every NaN has the same bits, whatever its sign or payload, so a NaN loss
+ * equals a NaN loss in the resume and reference comparisons. */
+START_TEST(test_non_finite_values_kept)
+{
+    struct ckh_records *s;
+    struct ckh_job_result r;
+    ck_assert_int_eq(ckh_records_create(2, CKH_RECORDS_COLLECTIVE | CKH_RECORDS_STEP_BASED, &s), 0);
+    ckh_records_begin_run(s, 1);
+    uint64_t neg_payload = 0xfff8000000000123ull;
+    double odd_nan;
+    memcpy(&odd_nan, &neg_payload, sizeof odd_nan);
+    struct ckh_rec_value v0[] = {{"loss", NAN}, {"up", INFINITY}}, v1[] = {{"loss", odd_nan}, {"up", -INFINITY}};
+    ck_assert_int_eq(ckh_record_step(ckh_records_table(s, 0), &(struct ckh_rec_step){.step = 1, .values = v0,
+                                                                                     .nvalues = 2}), 0);
+    ck_assert_int_eq(ckh_record_step(ckh_records_table(s, 1), &(struct ckh_rec_step){.step = 1, .values = v1,
+                                                                                     .nvalues = 2}), 0);
+    ck_assert_int_eq(ckh_records_collect(s, (const char *const *)names, NULL, &r), 0);
+    ck_assert_uint_eq(r.nsteps, 2);
+    ck_assert_uint_eq(q(&r, 0, "loss")->bits, q(&r, 1, "loss")->bits);
+    ck_assert_uint_ne(q(&r, 0, "up")->bits, q(&r, 1, "up")->bits);
+    double loss;
+    memcpy(&loss, &q(&r, 1, "loss")->bits, sizeof loss);
+    ck_assert(isnan(loss));
+    ck_assert_str_eq(r.nodes[0].refused, "");
+    ckh_records_destroy(s);
+}
+END_TEST
+
 START_TEST(test_malformed_records_refused)
 {
     struct ckh_records *s;
     ck_assert_int_eq(ckh_records_create(1, 0, &s), 0);
     struct ckh_record *t = ckh_records_table(s, 0);
     struct ckh_rec_digest bad_name[] = {{"we ights", 1}};
-    struct ckh_rec_value nan_value[] = {{"lr", NAN}};
-    ck_assert_int_eq(ckh_record_step(t, &(struct ckh_rec_step){.step = 0, .epoch = 0}), CKH_EINVAL);
-    ck_assert_int_eq(ckh_record_step(t, &(struct ckh_rec_step){.step = 1, .epoch = -1}), CKH_EINVAL);
+    struct ckh_rec_value twice[] = {{"lr", 1}, {"lr", 2}};
+    ckh_records_begin_run(s, 1);
     ck_assert_int_eq(ckh_record_step(t, &(struct ckh_rec_step){.step = 1, .digests = bad_name, .ndigests = 1}),
                      CKH_EINVAL);
-    ck_assert_int_eq(ckh_record_step(t, &(struct ckh_rec_step){.step = 1, .values = nan_value, .nvalues = 1}),
+    ck_assert_int_eq(ckh_record_step(t, &(struct ckh_rec_step){.step = 0, .epoch = 0}), CKH_EINVAL);
+    ck_assert_int_eq(ckh_record_step(t, &(struct ckh_rec_step){.step = 1, .epoch = -1}), CKH_EINVAL);
+    ck_assert_int_eq(ckh_record_step(t, &(struct ckh_rec_step){.step = 1, .values = twice, .nvalues = 2}),
                      CKH_EINVAL);
     ck_assert_int_eq(ckh_record_step(t, &(struct ckh_rec_step){.step = 1, .ndigests = CKH_RECORD_FIELDS_MAX + 1,
                                                                .digests = bad_name}),
@@ -95,6 +125,9 @@ START_TEST(test_malformed_records_refused)
     ck_assert_int_eq(ckh_records_collect(s, NULL, NULL, &r), 0);
     ck_assert_uint_eq(r.nsteps, 0);
     ck_assert_str_eq(r.nodes[0].node, "?");
+    /* The first refusal is kept to name the record and the field. */
+    ck_assert_str_eq(r.nodes[0].refused, "run 1: its step record was refused: digest name 'we ights' has a "
+                                         "character other than A-Z a-z 0-9 _ . -");
     /* A NULL table is a job run outside ckh: every call a no-op. */
     ck_assert_int_eq(ckh_record_step(NULL, &(struct ckh_rec_step){.step = 0}), 0);
     ckh_records_destroy(s);
@@ -302,6 +335,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("store");
     tcase_add_test(tc, test_steps_sorted_with_quantities);
     tcase_add_test(tc, test_malformed_records_refused);
+    tcase_add_test(tc, test_non_finite_values_kept);
     tcase_add_test(tc, test_resume_supersedes_earlier_runs);
     tcase_add_test(tc, test_parked_node_loses_its_future);
     tcase_add_test(tc, test_replayed_step_replaces);

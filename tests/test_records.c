@@ -101,11 +101,13 @@ START_TEST(test_wrappers)
     bad = good;
     bad.ndigests = CKH_RECORD_FIELDS_MAX + 1; /* all named "w" too, but the count comes first */
     ck_assert_int_eq(ckh_record_step(&t.base, &bad), CKH_EINVAL);
-    bad = good;
-    bad.values = &nan_v;
-    ck_assert_int_eq(ckh_record_step(&t.base, &bad), CKH_EINVAL);
-    bad.values = &inf_v;
-    ck_assert_int_eq(ckh_record_step(&t.base, &bad), CKH_EINVAL);
+    /* A NaN or infinite value is a fact to record (a diverged loss). */
+    struct ckh_rec_step odd = good;
+    odd.values = &nan_v;
+    ck_assert_int_eq(ckh_record_step(&t.base, &odd), 0);
+    odd.values = &inf_v;
+    ck_assert_int_eq(ckh_record_step(&t.base, &odd), 0);
+    ck_assert_int_eq(t.calls[CKH_REC_STEP], 3);
     bad = good;
     bad.values = &(struct ckh_rec_value){"w", 1.0}; /* the digest's name again */
     ck_assert_int_eq(ckh_record_step(&t.base, &bad), CKH_EINVAL);
@@ -115,7 +117,7 @@ START_TEST(test_wrappers)
     bad = good;
     bad.nsamples = 2; /* with no array */
     ck_assert_int_eq(ckh_record_step(&t.base, &bad), CKH_EINVAL);
-    ck_assert_int_eq(t.calls[CKH_REC_STEP], 1); /* none of the bad ones reached the table */
+    ck_assert_int_eq(t.calls[CKH_REC_STEP], 3); /* none of the bad ones reached the table */
 
     ck_assert_int_eq(ckh_record_resume(&t.base, &(struct ckh_rec_resume){0, 0}), 0);
     ck_assert_int_eq(ckh_record_resume(&t.base, &(struct ckh_rec_resume){-1, 0}), CKH_EINVAL);
@@ -129,6 +131,34 @@ START_TEST(test_wrappers)
     ck_assert_int_eq(t.calls[CKH_REC_RESUME], 1);
     ck_assert_int_eq(t.calls[CKH_REC_SAVE], 1);
     ck_assert_int_eq(t.calls[CKH_REC_FINAL], 1);
+
+    /* ckh_record_why names what is wrong. */
+    char why[160];
+    ck_assert_int_eq(ckh_record_why(CKH_REC_STEP, &good, why, sizeof why), 0);
+    ck_assert_str_eq(why, "");
+    bad = good;
+    bad.step = 0;
+    ck_assert_int_eq(ckh_record_why(CKH_REC_STEP, &bad, why, sizeof why), CKH_EINVAL);
+    ck_assert_str_eq(why, "step 0, expected 1 or more");
+    bad = good;
+    bad.values = &(struct ckh_rec_value){"val loss", 1.0};
+    ck_assert_int_eq(ckh_record_why(CKH_REC_STEP, &bad, why, sizeof why), CKH_EINVAL);
+    ck_assert_str_eq(why, "value name 'val loss' has a character other than A-Z a-z 0-9 _ . -");
+    bad = good;
+    bad.values = &(struct ckh_rec_value){"w", 1.0};
+    ck_assert_int_eq(ckh_record_why(CKH_REC_STEP, &bad, why, sizeof why), CKH_EINVAL);
+    ck_assert_str_eq(why, "'w' appears twice among the digests and values");
+    bad = good;
+    bad.ndigests = CKH_RECORD_FIELDS_MAX + 1;
+    ck_assert_int_eq(ckh_record_why(CKH_REC_STEP, &bad, why, sizeof why), CKH_EINVAL);
+    ck_assert_str_eq(why, "33 digests, at most 32 in one record");
+    ck_assert_int_eq(ckh_record_why(CKH_REC_FINAL, &fin, why, sizeof why), CKH_EINVAL);
+    ck_assert_str_eq(why, "blob 2 has a ',' in its name");
+    ck_assert_int_eq(ckh_record_why(CKH_REC_SAVE, &(struct ckh_rec_save){4, 1, 1, NULL}, why, sizeof why),
+                     CKH_EINVAL);
+    ck_assert_str_eq(why, "rc 1, expected 0 or a negative error code");
+    ck_assert_int_eq(ckh_record_why(CKH_REC_RESUME, NULL, why, sizeof why), CKH_EINVAL);
+    ck_assert_str_eq(why, "no record (NULL)");
 }
 END_TEST
 
@@ -142,7 +172,8 @@ static const struct ckh_rec_digest rt_digests[] = {
 static const struct ckh_rec_value rt_values[] = {
     {"max", DBL_MAX},     {"nmax", -DBL_MAX},      {"min", DBL_MIN},   {"tiny", DBL_TRUE_MIN},
     {"nzero", -0.0},      {"tenth", 0.1},          {"third", 1.0 / 3}, {"sub", -2.5e-310},
-    {"big", 1e300},       {"int", 123456789.125},  {"one", 1.0},
+    {"big", 1e300},       {"int", 123456789.125},  {"one", 1.0},      {"loss", NAN},
+    {"up", INFINITY},     {"down", -INFINITY},
 };
 static const uint64_t rt_samples[] = {0, UINT64_MAX, (1ull << 53) + 1, 17};
 static const char *const rt_blobs[] = {"model", "weird \"name\" \\ /", "\xc3\xbcn\xc3\xaf" "c\xc3\xb6" "d\xc3\xa9",
@@ -230,6 +261,7 @@ START_TEST(test_round_trip)
     ck_assert_uint_eq(lines, n);
     ck_assert_ptr_nonnull(strstr(text, "\"weights\":\"ffffffffffffffff\""));
     ck_assert_ptr_nonnull(strstr(text, "{\"kind\":\"resume\",\"step\":4,\"epoch\":1}\n"));
+    ck_assert_ptr_nonnull(strstr(text, "\"loss\":\"NaN\",\"up\":\"Infinity\",\"down\":\"-Infinity\""));
     struct rt_ctx c = {want, n, 0, 0};
     ck_assert_int_eq(ckh_record_jsonl_parse(text, len, path, rt_sink, &c, msg, sizeof msg), 0);
     ck_assert_uint_eq(c.seen, n);
@@ -374,8 +406,12 @@ static const struct bad_line bad_lines[] = {
      "expected an integer from 1 to 9223372036854775807 for \"step\", found 1.5"},
     {"{\"kind\":\"step\",\"step\":9223372036854775808}", 1, 23,
      "expected an integer from 1 to 9223372036854775807 for \"step\", found 9223372036854775808"},
-    {S "\"values\":{\"lr\":1e999}}", 1, 40, "expected a finite number for \"lr\", found 1e999"},
-    {S "\"values\":{\"lr\":\"0.1\"}}", 1, 40, "expected a number for \"lr\", found \"0.1\""},
+    {S "\"values\":{\"lr\":1e999}}", 1, 40,
+     "expected a finite number, or \"NaN\", \"Infinity\" or \"-Infinity\" for \"lr\", found 1e999"},
+    {S "\"values\":{\"lr\":\"0.1\"}}", 1, 40,
+     "expected a finite number, or \"NaN\", \"Infinity\" or \"-Infinity\" for \"lr\", found \"0.1\""},
+    {S "\"values\":{\"lr\":\"nan\"}}", 1, 40,
+     "expected a finite number, or \"NaN\", \"Infinity\" or \"-Infinity\" for \"lr\", found \"nan\""},
     {S "\"digests\":{\"w\":\"00ff\"}}", 1, 40,
      "expected a digest of 16 hex digits in a string for \"w\", found \"00ff\""},
     {S "\"digests\":{\"w\":\"000000000000000g\"}}", 1, 40,

@@ -271,9 +271,14 @@ def _values(d):
             f = float(v)  # a Python number, a 0-d tensor, a numpy scalar
         except (TypeError, ValueError):
             raise TypeError("ckh_result: value %r must be a number, got %r" % (k, v))
-        if not math.isfinite(f):
-            raise ValueError("ckh_result: value %r must be finite, got %r" % (k, f))
-        out[k] = f
+        # JSON has no literal for NaN and the infinities: the protocol
+        # carries them as these strings (a diverged loss is a fact to record).
+        if math.isnan(f):
+            out[k] = "NaN"
+        elif math.isinf(f):
+            out[k] = "Infinity" if f > 0 else "-Infinity"
+        else:
+            out[k] = f
     return out
 
 

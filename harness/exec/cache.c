@@ -21,7 +21,7 @@ static uint64_t job_key(const struct ckh_scenario *sc, uint64_t seed, uint64_t i
     /* Strings are hashed whole (with their terminators), numbers through a
      * fixed-size buffer: nothing is truncated, whatever the lengths. */
     const struct ckh_scn_job *j = &sc->job;
-    uint64_t h = ckh_hash64(CKH_HASH_INIT, "v3", 3);
+    uint64_t h = ckh_hash64(CKH_HASH_INIT, "v4", 3);
     h = ckh_hash64(h, &identity, sizeof identity); /* the plugins' bytes */
     const char *strs[] = {j->workload, j->backend ? j->backend : "", j->saver.kind ? j->saver.kind : "",
                           j->saver.name ? j->saver.name : "", j->checkpoint_dir};
@@ -235,12 +235,14 @@ int ckh__run_reference(const struct ckh_scenario *sc, uint64_t seed, const struc
  * ckh_harness_run), named by each node that failed and its code. */
 static int reference_incomplete(const struct ckh_scenario_run *r, char *err, size_t errlen)
 {
-    char why[600] = "";
+    char why[900] = "";
     size_t used = 0;
     for (size_t i = 0; i < r->ref.r.nnodes && used < sizeof why; i++)
         if (r->ref.r.nodes[i].rc != 0)
-            used += (size_t)snprintf(why + used, sizeof why - used, "%s%s: %s", used ? "; " : "",
-                                     r->ref.r.nodes[i].node, ckh_err_name(r->ref.r.nodes[i].rc));
+            used += (size_t)snprintf(why + used, sizeof why - used, "%s%s: %s%s%s%s", used ? "; " : "",
+                                     r->ref.r.nodes[i].node, ckh_err_name(r->ref.r.nodes[i].rc),
+                                     r->ref.r.nodes[i].refused[0] ? " (" : "", r->ref.r.nodes[i].refused,
+                                     r->ref.r.nodes[i].refused[0] ? ")" : "");
     return ckh_errf(err, errlen, CKH_EFAILS_UNFAULTED, "%s", why[0] ? why : "no node completed");
 }
 

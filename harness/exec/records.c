@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "ckh/assert.h"
@@ -60,6 +61,7 @@ struct rnode {
     uint64_t saves_failed;        /* failed saves, all runs */
     uint64_t saves_failed_unfaulted;
     char first_failed_save[256];
+    char first_refused[256];      /* the first record the wrappers refused ("" if none) */
 };
 
 struct ckh_records {
@@ -116,9 +118,13 @@ static struct rnode *node_at(struct ckh_records *s, size_t node)
     return n;
 }
 
+/* v's bits, compared bit for bit; every NaN as one quiet NaN (a NaN loss
+ * equals a NaN loss whatever its sign or payload). */
 static uint64_t value_bits(double v)
 {
     uint64_t b;
+    if (isnan(v))
+        v = NAN;
     memcpy(&b, &v, sizeof b);
     return b;
 }
@@ -284,12 +290,27 @@ static int t_final(struct ckh_record *r, const struct ckh_rec_final *x)
     return ckh_records_add_final(n->store, n->index, x);
 }
 
+static const char *const kind_names[] = {[CKH_REC_STEP] = "step", [CKH_REC_RESUME] = "resume",
+                                         [CKH_REC_SAVE] = "save", [CKH_REC_FINAL] = "final"};
+
+/* The first record a node's wrappers refused, kept to name it when the
+ * node fails for it. */
+static void t_refused(struct ckh_record *r, enum ckh_rec_kind kind, const char *why)
+{
+    struct rnode *n = table_node(r);
+    if (n->first_refused[0])
+        return;
+    snprintf(n->first_refused, sizeof n->first_refused, "run %d: its %s record was refused: %s", n->store->run,
+             kind >= CKH_REC_STEP && kind <= CKH_REC_FINAL ? kind_names[kind] : "?", why);
+}
+
 static const struct ckh_record_ops table_ops = {
-    .version = 1,
+    .version = 2,
     .step = t_step,
     .resume = t_resume,
     .save = t_save,
     .final = t_final,
+    .refused = t_refused,
 };
 
 /* ---- the JSON-lines feed ---- */
@@ -664,6 +685,7 @@ static int collect_nodes(struct ckh_records *s, const char *const *names, const 
         o->saves_failed = n->saves_failed;
         o->saves_failed_unfaulted = n->saves_failed_unfaulted;
         memcpy(o->first_failed_save, n->first_failed_save, sizeof o->first_failed_save);
+        memcpy(o->refused, n->first_refused, sizeof o->refused);
         o->vfirst = (uint32_t)at;
         o->vcount = n->nvalues;
         if (n->nvalues) /* a node without values may hold none at all */

@@ -46,6 +46,7 @@ struct ckh_node_result {
     uint64_t saves_failed;        /* failed (logged) saves, all runs */
     uint64_t saves_failed_unfaulted; /* of those, failed before any fault fired in their run */
     char first_failed_save[256];  /* what the first failed save said ("" if none) */
+    char refused[256];            /* the first of its records the record API refused, and why ("") */
     int64_t steps;                /* steps the final record reported */
     uint32_t vfirst;              /* final values: the job result's final_values[vfirst .. +vcount) */
     uint32_t vcount;

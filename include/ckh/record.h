@@ -79,7 +79,7 @@ struct ckh_rec_digest {
 /* A named number ("lr", "loss"). */
 struct ckh_rec_value {
     const char *name; /* as for digests */
-    double value;     /* compared bit for bit; NaN and infinities are refused */
+    double value;     /* compared bit for bit (every NaN alike); NaN and infinities allowed */
 };
 
 /* One unit of progress of this node. */
@@ -121,13 +121,26 @@ struct ckh_rec_final {
     size_t nblobs;                      /* number of names */
 };
 
+/* Which struct a record is: what a record sink receives, and what a
+ * table's refused method is told. */
+enum ckh_rec_kind {
+    CKH_REC_STEP = 1, /* struct ckh_rec_step */
+    CKH_REC_RESUME,   /* struct ckh_rec_resume */
+    CKH_REC_SAVE,     /* struct ckh_rec_save */
+    CKH_REC_FINAL,    /* struct ckh_rec_final */
+};
+
 struct ckh_record;
 struct ckh_record_ops {
-    int version; /* 1 */
+    int version; /* 1, or 2 with refused below */
     int (*step)(struct ckh_record *r, const struct ckh_rec_step *s);
     int (*resume)(struct ckh_record *r, const struct ckh_rec_resume *s);
     int (*save)(struct ckh_record *r, const struct ckh_rec_save *s);
     int (*final)(struct ckh_record *r, const struct ckh_rec_final *s);
+    /* Version 2: told of each record the wrappers refuse, with what is
+     * wrong (why, borrowed for the call), so that the table's owner can
+     * name the node, the record and the field; may be NULL. */
+    void (*refused)(struct ckh_record *r, enum ckh_rec_kind kind, const char *why);
 };
 struct ckh_record {
     const struct ckh_record_ops *ops; /* methods */
@@ -135,8 +148,9 @@ struct ckh_record {
 
 /* Wrappers: a NULL r (or method) is a no-op returning 0; else the
  * method's result: 0, CKH_EINVAL for a malformed record (a name too long
- * or with other characters, too many fields, a step < 1, a non-finite
- * value), CKH_ELIMIT when the store is full. */
+ * or with other characters, too many fields, a step < 1; ckh_record_why
+ * says which, and a version-2 table's refused method hears it), CKH_ELIMIT when the store is full. A value may be NaN or
+ * infinite: values compare bit for bit, every NaN equal to every NaN. */
 int ckh_record_step(struct ckh_record *r, const struct ckh_rec_step *s);
 int ckh_record_resume(struct ckh_record *r, const struct ckh_rec_resume *s);
 int ckh_record_save(struct ckh_record *r, const struct ckh_rec_save *s);
@@ -165,14 +179,11 @@ int ckh_record_check_step(const struct ckh_rec_step *s);
 int ckh_record_check_resume(const struct ckh_rec_resume *s);
 int ckh_record_check_save(const struct ckh_rec_save *s);
 int ckh_record_check_final(const struct ckh_rec_final *s);
+/* The same check of rec (the struct kind names) with, when it fails, what
+ * is wrong in why ("value name 'a b' has a character other than ...",
+ * "step 0, expected 1 or more"): 0 (why "") or CKH_EINVAL. */
+int ckh_record_why(enum ckh_rec_kind kind, const void *rec, char *why, size_t n);
 
-/* Which struct a record sink receives. */
-enum ckh_rec_kind {
-    CKH_REC_STEP = 1, /* struct ckh_rec_step */
-    CKH_REC_RESUME,   /* struct ckh_rec_resume */
-    CKH_REC_SAVE,     /* struct ckh_rec_save */
-    CKH_REC_FINAL,    /* struct ckh_rec_final */
-};
 
 /* Receives one parsed record; rec points to the struct named by kind,
  * borrowed (with everything it points to) for the call only. A nonzero
@@ -189,8 +200,9 @@ typedef int (*ckh_record_sink)(void *ctx, enum ckh_rec_kind kind, const void *re
  * "Result protocol") and hands each record, in order, to sink. Blank lines
  * are skipped; unknown keys are ignored (any valid JSON value); the line
  * is refused when it is not one JSON object, a known key has the wrong
- * type or range, a required key is missing, a number is not finite, a
- * digest is not 16 hex digits, a name breaks the rules above, or the line
+ * type or range, a required key is missing, a value is neither a finite
+ * number nor "NaN", "Infinity" or "-Infinity" (JSON has no literal for
+ * them), a digest is not 16 hex digits, a name breaks the rules above, or the line
  * is longer than CKH_RECORD_JSONL_LINE_MAX or nests deeper than
  * CKH_RECORD_JSONL_DEPTH_MAX. Returns 0; CKH_EPARSE with
  * "file:line:col: expected ..., found ..." in msg (file NULL: "<jsonl>");
