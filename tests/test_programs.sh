@@ -222,8 +222,8 @@ fi
 # the scenario's name): the expectation is not vacuous.
 declare -A verdict=(
     [torch-bug-optimizer-not-restored]='resume-equivalence: step 5: weights, optim of rank_0 diverged first'
-    [torch-direct-kill-mid-write]='outcome: expected outcome pass: did not hold; the job ended job-fails'
-    [c-saver-unsafe-kill-mid-write]='outcome: expected outcome pass: did not hold; the job ended job-fails'
+    [torch-direct-kill-mid-write]='outcome: run [0-9]+: rank_0 exited with status [0-9]+; its last output: .+; expected outcome pass: did not hold; the job ended job-fails'
+    [c-saver-unsafe-kill-mid-write]='outcome: run 2: rank_0 exited with status 1; its last output: prog_saver: cannot resume: .+; expected outcome pass: did not hold; the job ended job-fails'
     [hang]='hang: run 1 hung \(time limit reached\)'
     [torch-direct-explore]='explore: [0-9]+ of [0-9]+ crash states fail verify; the smallest, state [0-9]+: power loss after'
 )

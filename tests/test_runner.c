@@ -131,7 +131,10 @@ START_TEST(test_corruption_detected)
     ck_assert_int_eq(run_text(bad, &r, false), 0);
     ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
     ck_assert_str_eq(r.failed_oracle, "outcome");
-    ck_assert_ptr_nonnull(strstr(r.message, "expected outcome pass: did not hold; the job ended job-fails; seen: corruption-detected"));
+    /* It opens with the first cause: the run and node that failed, and how. */
+    ck_assert_str_eq(r.message, "run 2: trainer_0 failed with CKH_ECORRUPT in load; expected outcome pass: did "
+                                "not hold; the job ended job-fails; seen: corruption-detected (2 runs, 0 failed "
+                                "saves)");
     free(bad);
     ckh_report_result_clear(&r);
 }
