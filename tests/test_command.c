@@ -356,6 +356,53 @@ START_TEST(test_writes_outside)
 }
 END_TEST
 
+/* A program that saves a step, then records it, killed between the two:
+ * its restart resumes after the saved step, which nobody recorded. That
+ * is an exact resume, not a missing step; a restart that skips a step
+ * (resumes one past what it restored) still fails. */
+static const char restored_job[] =
+    "#!/bin/sh\n"
+    "d=$CKH_CKPT_DIR\n"
+    "start=0 state=1\n"
+    "if [ -f \"$d/latest\" ]; then\n"
+    "  read start state <\"$d/latest\"\n"
+    "  [ -n \"$SKIP\" ] && start=$((start + 1))\n"
+    "  printf '{\"kind\":\"resume\",\"step\":%d}\\n' \"$start\" >>\"$CKH_RESULT\"\n"
+    "fi\n"
+    "s=$((start + 1))\n"
+    "while [ \"$s\" -le 6 ]; do\n"
+    "  state=$(((state * 3 + s) % 1000003))\n"
+    "  echo \"$s $state\" >\"$d/tmp\" && mv \"$d/tmp\" \"$d/latest\"\n"
+    "  printf '{\"kind\":\"step\",\"step\":%d,\"digests\":{\"w\":\"%016x\"}}\\n' \"$s\" \"$state\" >>\"$CKH_RESULT\"\n"
+    "  s=$((s + 1))\n"
+    "done\n"
+    "printf '{\"kind\":\"final\",\"steps\":6,\"digest\":\"%016x\"}\\n' \"$state\" >>\"$CKH_RESULT\"\n";
+
+START_TEST(test_killed_between_save_and_record)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    write_file("job.sh", restored_job, 0755);
+    const char *faults = "faults:\n  - on: {node: rank_0, op: rename, nth: 3}\n    do: kill\n    when: after\n"
+                         "restart: {max_restarts: 1}\n";
+    char text[600];
+    snprintf(text, sizeof text, "job:\n  command: [./job.sh]\n%s", faults);
+    ck_assert_int_eq(run(scenario("%s", text), &r), 0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    const struct ckh_oracle_result *o = oracle(&r, "resume-equivalence");
+    ck_assert_msg(o && o->passed && strstr(o->detail, "1 step restored from a checkpoint saved just before a kill"),
+                  "%s", o ? o->detail : "no resume-equivalence");
+    ckh_report_result_clear(&r);
+
+    snprintf(text, sizeof text, "job:\n  command: [./job.sh]\n  env: {SKIP: \"1\"}\n%s", faults);
+    ck_assert_int_eq(run(scenario("%s", text), &r), 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    ck_assert_str_eq(r.message, "step 3: rank_0 missing from the resumed run: rank_0 recorded no step 3 (the "
+                                "reference run did)");
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 /* A job whose fault-free run fails is a found bug, a FAIL of its own (not
  * bad input): the verdict says which node failed and what it printed. A
  * two-rank job where only rank 1 fails names rank 1 alone. */
@@ -910,6 +957,7 @@ static Suite *command_suite(void)
     tcase_add_test(badin, test_no_final_record);
     tcase_add_test(badin, test_writes_outside);
     tcase_add_test(badin, test_reference_fails);
+    tcase_add_test(jobs, test_killed_between_save_and_record);
     tcase_add_test(badin, test_fuse_missing);
     tcase_add_test(badin, test_cli_exit_status);
     suite_add_tcase(s, badin);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "ckh/rng.h"
 #include "exec/records.h"
 
 static const char *const names[] = {"rank_0", "rank_1", "rank_2"};
@@ -156,6 +157,50 @@ START_TEST(test_resume_supersedes_earlier_runs)
     ck_assert_uint_eq(q(&r, 5, "weights")->bits, 999);
     ck_assert_uint_eq(q(&r, 2, "weights")->bits, 102);
     ck_assert_int_eq(r.nodes[0].resumed_from, 2);
+    ckh_records_destroy(s);
+}
+END_TEST
+
+/* Rank 0 saves step 3 and is killed before its step record; run 2
+ * resumes after step 3 on both ranks. Rank 0's step 3 is restored without
+ * a record (the oracle must not call it missing); rank 1 recorded it.
+ * A later run that went back before step 3 and recorded it again leaves
+ * nothing restored. Each step record carries its samples' count and
+ * multiset digest. */
+START_TEST(test_restored_without_record)
+{
+    struct ckh_records *s;
+    struct ckh_job_result r;
+    uint64_t ids[] = {5, 9};
+    ck_assert_int_eq(ckh_records_create(2, CKH_RECORDS_COLLECTIVE | CKH_RECORDS_STEP_BASED, &s), 0);
+    ckh_records_begin_run(s, 1);
+    for (int64_t st = 1; st <= 3; st++)
+        for (size_t n = 0; n < 2; n++)
+            if (!(st == 3 && n == 0))
+                ck_assert_int_eq(step(s, n, st, 0, (uint64_t)st, 0, ids, 2), 0);
+    ckh_records_begin_run(s, 2);
+    for (size_t n = 0; n < 2; n++) {
+        ck_assert_int_eq(ckh_record_resume(ckh_records_table(s, n), &(struct ckh_rec_resume){.step = 3}), 0);
+        ck_assert_int_eq(step(s, n, 4, 0, 4, 0, NULL, 0), 0);
+    }
+    ck_assert_int_eq(ckh_records_collect(s, (const char *const *)names, NULL, &r), 0);
+    ck_assert_uint_eq(r.nsteps, 7);
+    ck_assert_uint_eq(r.nrestored, 1);
+    ck_assert_int_eq(r.restored[0].step, 3);
+    ck_assert_uint_eq(r.restored[0].node, 0);
+    ck_assert_uint_eq(r.steps[0].nids, 2);
+    ck_assert_uint_eq(r.steps[0].multiset, ckh_mix64(6) + ckh_mix64(10));
+    ck_assert_uint_eq(r.samples[0].multiset, 5 * (ckh_mix64(6) + ckh_mix64(10)));
+    /* Run 3 goes back to step 2 and records 3 and 4 again. */
+    ckh_records_begin_run(s, 3);
+    for (size_t n = 0; n < 2; n++) {
+        ck_assert_int_eq(ckh_record_resume(ckh_records_table(s, n), &(struct ckh_rec_resume){.step = 2}), 0);
+        ck_assert_int_eq(step(s, n, 3, 0, 3, 0, NULL, 0), 0);
+        ck_assert_int_eq(step(s, n, 4, 0, 4, 0, NULL, 0), 0);
+    }
+    ck_assert_int_eq(ckh_records_collect(s, (const char *const *)names, NULL, &r), 0);
+    ck_assert_uint_eq(r.nrestored, 0);
+    ck_assert_ptr_null(r.restored);
     ckh_records_destroy(s);
 }
 END_TEST
@@ -336,6 +381,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_steps_sorted_with_quantities);
     tcase_add_test(tc, test_malformed_records_refused);
     tcase_add_test(tc, test_non_finite_values_kept);
+    tcase_add_test(tc, test_restored_without_record);
     tcase_add_test(tc, test_resume_supersedes_earlier_runs);
     tcase_add_test(tc, test_parked_node_loses_its_future);
     tcase_add_test(tc, test_replayed_step_replaces);

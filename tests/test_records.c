@@ -773,6 +773,49 @@ START_TEST(test_resume_ignore_and_samples)
 }
 END_TEST
 
+/* rank_0 saved step 8 and was killed before its step record; its next
+ * incarnation resumed after step 8: not a missing step (the restored
+ * state shows in the records after it), and step 8's samples are not
+ * counted against its epoch. Without the restore, the step is missing;
+ * a restored step whose state was wrong still fails at the next step. */
+START_TEST(test_resume_restored_step)
+{
+    struct harness h;
+    char d[1536];
+    int64_t div;
+    struct ckh_step_key rs = {.step = 8, .node = 0};
+    /* epoch 1 (steps 5..8): 8 samples in the reference, rank_0's step 8 holds 1 of them */
+    struct ckh_epoch_samples ws[2] = {{0, 8, 0x11}, {1, 8, 0x22}}, gs[2] = {{0, 8, 0x11}, {1, 7, 0x20}};
+    harness_init(&h, JOB, 2);
+    h.ref.steps[14].nids = 1;
+    h.ref.steps[14].multiset = 0x2;
+    drop_record(&h.got, 14); /* rank_0's step 8 */
+    ck_assert(!judge_one(&h, "resume-equivalence", d, sizeof d, &div));
+    ck_assert_str_eq(d, "step 8: rank_0 missing from the resumed run (weights, optim, rng, lr equal): "
+                        "rank_0 recorded no step 8 (the reference run did)");
+    h.got.r.restored = &rs;
+    h.got.r.nrestored = 1;
+    h.ref.r.samples = ws;
+    h.ref.r.nsamples = 2;
+    h.got.r.samples = gs;
+    h.got.r.nsamples = 2;
+    ck_assert_msg(judge_one(&h, "resume-equivalence", d, sizeof d, &div), "%s", d);
+    ck_assert_str_eq(d, "24 step records and 2 epochs identical to the uninterrupted run (1 step restored "
+                        "from a checkpoint saved just before a kill, without a record of its own)");
+    /* A sample of epoch 1 skipped elsewhere is still found. */
+    gs[1] = (struct ckh_epoch_samples){1, 6, 0x1f};
+    ck_assert(!judge_one(&h, "resume-equivalence", d, sizeof d, &div));
+    ck_assert_str_eq(d, "epoch 1: samples skipped or repeated: consumed 6 samples (multiset "
+                        "000000000000001f), reference 7 (0000000000000020)");
+    /* The restored state was not step 8's: step 9 diverges. */
+    gs[1] = (struct ckh_epoch_samples){1, 7, 0x20};
+    qof(&h.got, 9, 0, "weights")->bits ^= 4;
+    ck_assert(!judge_one(&h, "resume-equivalence", d, sizeof d, &div));
+    ck_assert_int_eq(div, 9);
+    ckh_scenario_free(h.sc);
+}
+END_TEST
+
 START_TEST(test_reference_final_values)
 {
     struct harness h;
@@ -954,6 +997,7 @@ static Suite *records_suite(void)
     tcase_set_timeout(oracles, 60);
     tcase_add_test(oracles, test_resume_names_quantity);
     tcase_add_test(oracles, test_resume_missing);
+    tcase_add_test(oracles, test_resume_restored_step);
     tcase_add_test(oracles, test_resume_ignore_and_samples);
     tcase_add_test(oracles, test_reference_final_values);
     tcase_add_test(oracles, test_saves_oracle);

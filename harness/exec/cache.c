@@ -21,7 +21,7 @@ static uint64_t job_key(const struct ckh_scenario *sc, uint64_t seed, uint64_t i
     /* Strings are hashed whole (with their terminators), numbers through a
      * fixed-size buffer: nothing is truncated, whatever the lengths. */
     const struct ckh_scn_job *j = &sc->job;
-    uint64_t h = ckh_hash64(CKH_HASH_INIT, "v4", 3);
+    uint64_t h = ckh_hash64(CKH_HASH_INIT, "v5", 3);
     h = ckh_hash64(h, &identity, sizeof identity); /* the plugins' bytes */
     const char *strs[] = {j->workload, j->backend ? j->backend : "", j->saver.kind ? j->saver.kind : "",
                           j->saver.name ? j->saver.name : "", j->checkpoint_dir};
@@ -169,6 +169,8 @@ static bool stored_reads_back(const char *path, const uint64_t hdr[10], const st
 static void cache_store(const char *dir, uint64_t key, const struct ckh_job_copy *src, bool ok)
 {
     char path[1024], tmp[1100];
+    if (src->r.nrestored) /* a fault-free run restores nothing; one that does is not kept */
+        return;
     snprintf(path, sizeof path, "%s/%016" PRIx64 ".ref", dir, key);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");

@@ -87,6 +87,7 @@ struct ckh_records {
     struct ckh_epoch_samples *out_samples;
     uint32_t *out_counts;
     int *out_world;
+    struct ckh_step_key *out_restored;
 };
 
 /* ---- growable arrays ---- */
@@ -380,6 +381,8 @@ static void free_out(struct ckh_records *s)
     free(s->out_samples);
     free(s->out_counts);
     free(s->out_world);
+    free(s->out_restored);
+    s->out_restored = NULL;
     s->out_nodes = NULL;
     s->out_steps = NULL;
     s->out_q = NULL;
@@ -554,6 +557,9 @@ static int collect_steps(struct ckh_records *s, bool *live, struct ckh_job_resul
         if (st->qcount) /* steps without quantities: s->q may be NULL */
             memcpy(s->out_q + at, s->q + st->qfirst, st->qcount * sizeof *s->out_q);
         o->digest = step_digest(s->out_q + at, st->qcount);
+        o->nids = st->scount;
+        for (size_t j = 0; j < st->scount; j++)
+            o->multiset += ckh_mix64(s->ids[st->sfirst + j] + 1);
         at += st->qcount;
     }
     CKH_ASSERT(k == n && at == nq);
@@ -566,6 +572,60 @@ static int collect_steps(struct ckh_records *s, bool *live, struct ckh_job_resul
     out->nsteps = n;
     out->quantities = s->out_q;
     out->nquantities = nq;
+    return 0;
+}
+
+static int cmp_step_key(const void *a, const void *b)
+{
+    const struct ckh_step_key *x = a, *y = b;
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Whether the collected steps hold node's record of step. */
+static bool has_step(const struct ckh_job_result *out, uint32_t node, int64_t step)
+{
+    struct ckh_step_record key = {.step = step, .node = node};
+    return bsearch(&key, out->steps, out->nsteps, sizeof *out->steps, cmp_step) != NULL;
+}
+
+/* The steps a node's later incarnation resumed after without any record
+ * of them (out->restored, sorted): the node saved the step's checkpoint
+ * and was killed before its step record. The resume-equivalence oracle
+ * does not count them missing; the records after them still show whether
+ * the restored state was the step's. */
+static bool restored_unrecorded(const struct ckh_records *s, const struct ckh_job_result *out, size_t i)
+{
+    const struct rresume *r = &s->resumes[i];
+    if (r->step < 1 || has_step(out, r->node, r->step))
+        return false;
+    for (size_t k = 0; k < s->nresumes; k++) /* a later run of the node went back before it */
+        if (s->resumes[k].node == r->node && s->resumes[k].run > r->run && s->resumes[k].step < r->step)
+            return false;
+    return true;
+}
+
+static int collect_restored(struct ckh_records *s, struct ckh_job_result *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nresumes; i++)
+        n += restored_unrecorded(s, out, i);
+    if (!n)
+        return 0;
+    if (!(s->out_restored = calloc(n, sizeof *s->out_restored)))
+        return CKH_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < s->nresumes; i++)
+        if (restored_unrecorded(s, out, i))
+            s->out_restored[k++] = (struct ckh_step_key){.step = s->resumes[i].step, .node = s->resumes[i].node};
+    qsort(s->out_restored, n, sizeof *s->out_restored, cmp_step_key);
+    size_t u = 0; /* one entry per (step, node): two resumes after one step count once */
+    for (size_t i = 0; i < n; i++)
+        if (!u || cmp_step_key(&s->out_restored[u - 1], &s->out_restored[i]) != 0)
+            s->out_restored[u++] = s->out_restored[i];
+    out->restored = s->out_restored;
+    out->nrestored = u;
     return 0;
 }
 
@@ -620,7 +680,7 @@ static int collect_samples(struct ckh_records *s, const bool *live, struct ckh_j
         for (size_t j = 0; j < st->scount; j++) {
             uint64_t id = s->ids[st->sfirst + j];
             es->count++;
-            es->multiset += ckh_mix64(id + 1);
+            es->multiset += ckh_mix64(id + 1); /* as ckh_step_record.multiset */
             if (counted && id < dataset)
                 s->out_counts[(uint64_t)st->epoch * dataset + id]++;
         }
@@ -720,6 +780,8 @@ int ckh_records_collect(struct ckh_records *s, const char *const *names, const i
         err = collect_steps(s, live, out);
     if (!err)
         err = collect_samples(s, live, out);
+    if (!err)
+        err = collect_restored(s, out);
     free(live);
     return err;
 }

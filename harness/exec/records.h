@@ -68,6 +68,16 @@ struct ckh_step_record {
     uint64_t digest; /* over every quantity, in recorded order */
     uint32_t first;  /* its quantities: the job result's quantities[first .. first + count) */
     uint32_t count;
+    uint64_t nids;     /* sample ids it consumed */
+    uint64_t multiset; /* their order-independent digest (as ckh_epoch_samples') */
+};
+
+/* A node's step that a later run restored from a checkpoint without
+ * anyone recording it: the node saved it, was killed before its step
+ * record, and its next incarnation resumed after it. */
+struct ckh_step_key {
+    int64_t step;  /* the step (the resume record's) */
+    uint32_t node; /* node index */
 };
 
 /* Per-epoch sample-consumption record (multiset digest and count; the
@@ -96,6 +106,8 @@ struct ckh_job_result {
     const int *epoch_world;            /* [nsamples]: ranks that ran epoch e's first step
                                           (0: none ran it; NULL: not kept) */
     bool drop_last;                    /* the sampler truncates epochs instead of padding */
+    const struct ckh_step_key *restored; /* steps restored unrecorded, sorted (may be NULL) */
+    size_t nrestored;
     bool corruption_detected;          /* a load refused a corrupt/truncated/foreign file */
     bool device_oom;                   /* an emulated device ran out of memory */
 };

@@ -20,6 +20,7 @@ void ckh__run_job_copy_free(struct ckh_job_copy *j)
     free(j->epoch_world);
     free(j->quantities);
     free(j->final_values);
+    free(j->restored);
     memset(j, 0, sizeof *j);
 }
 
@@ -69,6 +70,15 @@ int ckh__run_job_copy(struct ckh_job_copy *dst, const struct ckh_job_result *src
     dst->r.sample_counts = dst->sample_counts;
     dst->r.dataset_size = ncounts ? src->dataset_size : 0;
     dst->r.epoch_world = dst->epoch_world;
+    dst->r.restored = NULL;
+    dst->r.nrestored = 0;
+    if (src->nrestored) {
+        if (!(dst->restored = malloc(src->nrestored * sizeof *dst->restored)))
+            return CKH_ENOMEM;
+        memcpy(dst->restored, src->restored, src->nrestored * sizeof *dst->restored);
+        dst->r.restored = dst->restored;
+        dst->r.nrestored = src->nrestored;
+    }
     return 0;
 }
 

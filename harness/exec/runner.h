@@ -82,6 +82,7 @@ struct ckh_job_copy {
     struct ckh_step_quantity *final_values; /* owned */
     uint32_t *sample_counts;             /* owned (NULL: none) */
     int *epoch_world;                    /* owned (NULL: none) */
+    struct ckh_step_key *restored;       /* owned (NULL: none) */
 };
 
 /* Everything the oracles judge. */

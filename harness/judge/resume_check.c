@@ -11,7 +11,10 @@
  * followed by each difference of that step: a quantity with other bits, a
  * quantity recorded by one run only, another epoch, a node's step record
  * missing from one run. Names in the scenario's compare.ignore are left
- * out.
+ * out. A step a node saved and was killed before recording, restored by
+ * its next incarnation (the job result's restored steps), is not missing:
+ * the records after it show whether the restored state was the step's,
+ * and its samples are not counted against the epoch.
  *
  * This is ckh's one definition of resume equivalence: tests/test_ddp.c
  * judges its resumed runs through it (as ddp-train scenarios), and the
@@ -130,6 +133,17 @@ static void compare_quantities(const struct ckh_scenario_run *r, const struct ck
             add_diff(sd, D_EXTRA, qg[i].name, g->node, qg[i].is_value, 0, qg[i].bits);
 }
 
+/* Whether the resumed run restored node's step from a checkpoint without
+ * a record of it (killed between the save and the step record): not a
+ * missing step, since the records after it show the restored state. */
+static bool restored(const struct ckh_job_result *got, uint32_t node, int64_t step)
+{
+    for (size_t i = 0; i < got->nrestored; i++)
+        if (got->restored[i].node == node && got->restored[i].step == step)
+            return true;
+    return false;
+}
+
 /* Compares the records of one step (w[0..nw) and g[0..ng), each sorted by node). */
 static void compare_step(const struct ckh_scenario_run *r, const struct ckh_step_record *w, size_t nw,
                          const struct ckh_step_record *g, size_t ng, struct step_diff *sd)
@@ -137,7 +151,8 @@ static void compare_step(const struct ckh_scenario_run *r, const struct ckh_step
     size_t i = 0, j = 0;
     while (i < nw || j < ng) {
         if (j == ng || (i < nw && w[i].node < g[j].node)) {
-            add_diff(sd, D_NO_RECORD, "", w[i].node, false, 0, 0);
+            if (!restored(&r->got.r, w[i].node, w[i].step))
+                add_diff(sd, D_NO_RECORD, "", w[i].node, false, 0, 0);
             i++;
         } else if (i == nw || g[j].node < w[i].node) {
             add_diff(sd, D_ONLY_GOT, "", g[j].node, false, 0, 0);
@@ -372,23 +387,44 @@ static bool check_steps(const struct ckh_scenario_run *r, char *detail, size_t n
     return true;
 }
 
+/* Epoch e's samples in the reference run, less those of the steps the
+ * resumed run restored without a record (their samples were consumed by
+ * the killed incarnation, which could not record them). */
+static struct ckh_epoch_samples expected_samples(const struct ckh_scenario_run *r, size_t e)
+{
+    const struct ckh_job_result *want = &r->ref.r;
+    struct ckh_epoch_samples w = want->samples[e];
+    for (size_t i = 0; i < want->nsteps && r->got.r.nrestored; i++) {
+        const struct ckh_step_record *st = &want->steps[i];
+        if (st->epoch == w.epoch && restored(&r->got.r, st->node, st->step)) {
+            w.count -= st->nids;
+            w.multiset -= st->multiset;
+        }
+    }
+    return w;
+}
+
 static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int64_t *divergent)
 {
     const struct ckh_job_result *want = &r->ref.r, *got = &r->got.r;
     if (!check_steps(r, detail, n, divergent))
         return false;
     for (size_t i = 0; i < want->nsamples && i < got->nsamples; i++) {
-        const struct ckh_epoch_samples *w = &want->samples[i], *g = &got->samples[i];
-        if (w->count != g->count || w->multiset != g->multiset) {
+        const struct ckh_epoch_samples w = expected_samples(r, i), *g = &got->samples[i];
+        if (w.count != g->count || w.multiset != g->multiset) {
             snprintf(detail, n,
                      "epoch %" PRId64 ": samples skipped or repeated: consumed %" PRIu64
                      " samples (multiset %016" PRIx64 "), reference %" PRIu64 " (%016" PRIx64 ")",
-                     w->epoch, g->count, g->multiset, w->count, w->multiset);
+                     w.epoch, g->count, g->multiset, w.count, w.multiset);
             return false;
         }
     }
-    snprintf(detail, n, "%zu step records and %zu epochs identical to the uninterrupted run",
-             want->nsteps, want->nsamples);
+    int k = snprintf(detail, n, "%zu step records and %zu epochs identical to the uninterrupted run",
+                     want->nsteps, want->nsamples);
+    if (got->nrestored && k > 0 && (size_t)k < n)
+        snprintf(detail + k, n - (size_t)k, " (%zu step%s restored from a checkpoint saved just before a kill, "
+                 "without a record of %s)", got->nrestored, got->nrestored == 1 ? "" : "s",
+                 got->nrestored == 1 ? "its own" : "their own");
     return true;
 }
 
