@@ -74,3 +74,9 @@ _Noreturn void ckh__assert_fail(const char *cond, const char *file, int line, co
     fflush(stderr);
     abort();
 }
+
+bool ckh_err_is_bad_input(int code)
+{
+    return code == CKH_EINVAL || code == CKH_EPARSE || code == -ENOENT || code == CKH_ENOTFOUND ||
+           code == CKH_EFOREIGN || code == CKH_EVERSION || code == CKH_EUNSUPPORTED || code == CKH_EEXISTS;
+}

@@ -116,10 +116,11 @@ static void check_file(const char *path, const struct expect *want, size_t n)
 
 static const struct ckh_rec_digest ed_digests[] = {
     {"weights", 0}, {"optim", UINT64_MAX}, {"rng", 0x9e3779b97f4a7c15ull}};
-/* -0.0, the smallest subnormal, the largest double, an integer and a bool */
+/* -0.0, the smallest subnormal, the largest double, an integer, a bool,
+ * NaN and the infinities (carried as "NaN", "Infinity", "-Infinity") */
 static const struct ckh_rec_value ed_values[] = {
     {"lr", 0.1}, {"neg0", -0.0}, {"tiny", 4.9406564584124654e-324}, {"huge", DBL_MAX},
-    {"three", 3.0}, {"flag", 1.0}, {"third", 1.0 / 3.0}};
+    {"three", 3.0}, {"flag", 1.0}, {"third", 1.0 / 3.0}, {"loss", NAN}, {"up", INFINITY}, {"down", -INFINITY}};
 static const uint64_t ed_samples[] = {0, 17, UINT64_MAX};
 static const char *const ed_blobs[] = {"model", "optim", "\xc3\xa9t\xc3\xa9"};
 static const struct ckh_rec_value ed_final_values[] = {{"loss", 0.25}, {"acc", 1.0 / 3.0}};
@@ -157,7 +158,8 @@ static const char ed_script[] =
     PY_PRELUDE
     "ckh.step(1, epoch=0, digests={'weights': 0, 'optim': (1 << 64) - 1, 'rng': '9E3779B97F4A7C15'},\n"
     "         values={'lr': 0.1, 'neg0': -0.0, 'tiny': 5e-324, 'huge': 1.7976931348623157e308,\n"
-    "                 'three': 3, 'flag': True, 'third': 1 / 3},\n"
+    "                 'three': 3, 'flag': True, 'third': 1 / 3, 'loss': float('nan'),\n"
+    "                 'up': float('inf'), 'down': float('-inf')},\n"
     "         samples=[0, 17, (1 << 64) - 1])\n"
     "ckh.step(9223372036854775807, epoch=9223372036854775807)\n"
     "ckh.resume(4, epoch=1)\n"
@@ -172,7 +174,7 @@ static const char ed_script[] =
     "          values={'loss': 0.25, 'acc': 1 / 3}, blobs=['model', 'optim', '\\u00e9t\\u00e9'])\n"
     "ckh.final()\n"
     /* a malformed record raises and writes nothing */
-    "for bad in (lambda: ckh.step(0), lambda: ckh.step(1, values={'x': float('nan')}),\n"
+    "for bad in (lambda: ckh.step(0),\n"
     "            lambda: ckh.step(1, digests={'bad name': 1}), lambda: ckh.final(blobs=['a,b']),\n"
     "            lambda: ckh.step(1, digests={'x': 1}, values={'x': 1.0})):\n"
     "    try:\n"

@@ -214,6 +214,7 @@ START_TEST(test_bad_fault_node_is_input_error)
     /* The message names the node and the fault's line, and lists the nodes. */
     ck_assert_ptr_nonnull(strstr(r.message, "t.yaml:3:5: the fault names node 'trainer_7', which the "
                                             "job does not have (its nodes: trainer_0, trainer_1)"));
+    ck_assert_ptr_null(r.replay); /* bad input: nothing ran, nothing to replay */
     ckh_report_result_clear(&r);
     ck_assert_int_eq(run_text("job: {workload: ddp-train, nodes: 2, options: {batch: 0}}\n", &r, false),
                      CKH_EINVAL);

@@ -433,6 +433,10 @@ def final(epochs=0, steps=0, total=0, digest=None, values=None, blobs=None):
     _writer().final(epochs, steps, total, digest, values, blobs)
 
 
+# The protocol's strings for the values JSON has no literal for.
+_NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
 def read(path):
     """The records of a result file, as a list of dicts (for tests and
     tools; ckh's own reader is stricter). A torn last line is an error."""
@@ -447,5 +451,8 @@ def read(path):
             rec = json.loads(line, parse_int=lambda t: -0.0 if t == "-0" else int(t))
             if not isinstance(rec, dict) or not isinstance(rec.get("kind"), str):
                 raise ValueError("%s:%d: expected a JSON object with a string \"kind\"" % (path, i))
+            if isinstance(rec.get("values"), dict):
+                rec["values"] = {k: _NON_FINITE.get(v, v) if isinstance(v, str) else v
+                                 for k, v in rec["values"].items()}
             out.append(rec)
     return out

@@ -281,8 +281,7 @@ static int cmd_replay(int argc, char **argv)
     ckh_scenario_free(sc);
     if (rc == 0)
         return CKH_EXIT_OK;
-    return rc == CKH_EINVAL || rc == CKH_EPARSE || rc == -ENOENT ? CKH_EXIT_BAD_INPUT
-                                                                  : CKH_EXIT_INTERNAL;
+    return ckh_err_is_bad_input(rc) ? CKH_EXIT_BAD_INPUT : CKH_EXIT_INTERNAL;
 }
 
 /* ---- the verbs (cli/verbs.h) ---- */

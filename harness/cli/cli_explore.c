@@ -46,7 +46,7 @@ static int exit_of(int rc)
 {
     if (rc == -EINTR)
         return CKH_EXIT_SIGNAL + 2;
-    return rc == CKH_EINVAL || rc == CKH_EPARSE || rc == -ENOENT ? CKH_EXIT_BAD_INPUT : CKH_EXIT_INTERNAL;
+    return ckh_err_is_bad_input(rc) ? CKH_EXIT_BAD_INPUT : CKH_EXIT_INTERNAL;
 }
 
 static void print_result(FILE *f, const char *file, const char *argv0, const struct ckh_xprog_result *r,

@@ -125,10 +125,7 @@ static int worker_status_of(int rc)
 {
     if (rc == 0)
         return CKH_EXIT_OK;
-    return rc == CKH_EINVAL || rc == CKH_EPARSE || rc == -ENOENT || rc == CKH_ENOTFOUND || rc == CKH_EFOREIGN ||
-                   rc == CKH_EVERSION || rc == CKH_EUNSUPPORTED || rc == CKH_EEXISTS
-               ? CKH_EXIT_BAD_INPUT
-               : CKH_EXIT_INTERNAL;
+    return ckh_err_is_bad_input(rc) ? CKH_EXIT_BAD_INPUT : CKH_EXIT_INTERNAL;
 }
 
 /* The pool's run: parses the slot's file again, runs it, sends the result. */

@@ -234,9 +234,15 @@ int ckh__run_reference(const struct ckh_scenario *sc, uint64_t seed, const struc
 
 /* Without faults and defects the job must complete: one whose reference
  * run fails is a found bug (CKH_EFAILS_UNFAULTED, judged FAIL by
- * ckh_harness_run), named by each node that failed and its code. */
+ * ckh_harness_run), named by each node that failed and its code; one
+ * that ran out of memory reached the worker's limit (CKH_ENOMEM). */
 static int reference_incomplete(const struct ckh_scenario_run *r, char *err, size_t errlen)
 {
+    /* Out of memory is the worker's limit, not the job's bug. */
+    for (size_t i = 0; i < r->ref.r.nnodes; i++)
+        if (r->ref.r.nodes[i].rc == CKH_ENOMEM)
+            return ckh_errf(err, errlen, CKH_ENOMEM, "the fault-free reference run of this job does not "
+                            "complete: %s: CKH_ENOMEM", r->ref.r.nodes[i].node);
     char why[900] = "";
     size_t used = 0;
     for (size_t i = 0; i < r->ref.r.nnodes && used < sizeof why; i++)

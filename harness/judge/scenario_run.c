@@ -19,6 +19,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ckh/err.h"
@@ -117,6 +118,10 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
          * ("line:column: ...") when it knows. */
         bool named = !strncmp(err, sc->file, strlen(sc->file));
         out->verdict = CKH_VERDICT_ERROR;
+        if (ckh_err_is_bad_input(rc)) { /* nothing ran that a replay could show */
+            free(out->replay);
+            out->replay = NULL;
+        }
         ckh_report_set(&out->message, "%s%s%s", named ? "" : sc->file,
                        named ? "" : (err[0] >= '0' && err[0] <= '9' ? ":" : ": "),
                        err[0] ? err : ckh_strerror(rc));

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define CKH__ERR_BASE (-10000)
@@ -52,6 +53,12 @@ const char *ckh_strerror(int code);
 /* Returns the symbolic name of a code ("CKH_ECORRUPT", "EIO", "OK");
  * static storage, never NULL. */
 const char *ckh_err_name(int code);
+
+/* Whether a harness call that returned code was refused for bad input
+ * (a malformed scenario, a missing file, a plugin that is not one, ...),
+ * not for an internal error: the codes a verb maps to exit status 2, and
+ * a verdict with nothing to replay. */
+bool ckh_err_is_bad_input(int code);
 
 /* The one error-message formatter: writes fmt's message into buf (n bytes,
  * always NUL-terminated when n > 0, cut short when longer) and returns code,
