@@ -54,9 +54,10 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
                      ok ? (event ? "seen" : "held") : (event ? "not seen" : "did not hold"), got, r->nruns,
                      r->nruns == 1 ? "" : "s", (unsigned long long)r->saves_failed,
                      r->saves_failed == 1 ? "" : "s");
-    /* An unexpected failure names what the last run said about itself. */
+    /* An unexpected failure, and an expected job-fails, names what the
+     * last run said about itself. */
     const struct ckh_run_info *last = r->nruns ? &r->runs[r->nruns - 1] : NULL;
-    if (!ok && !r->completed && last && last->report[0] && !last->completed && k > 0 && (size_t)k < n)
+    if ((!ok || want == CKH_SCN_OUTCOME_JOB_FAILS) && !r->completed && last && last->report[0] && !last->completed && k > 0 && (size_t)k < n)
         snprintf(detail + k, n - (size_t)k, "; run %d: %.600s", last->run, last->report);
     return ok;
 }
