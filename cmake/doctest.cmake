@@ -13,3 +13,8 @@ foreach(page ${ckh_doc_pages})
   set_tests_properties(docs_${stem} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
                        ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
 endforeach()
+# The runner itself, on pages made to pass, drift and break the conventions.
+add_test(NAME docs_runner COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_doc_run.sh ${CKH_PYTHON}
+         ${CMAKE_SOURCE_DIR})
+set_tests_properties(docs_runner PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
