@@ -10,7 +10,8 @@
  *       <testcase name=SCENARIO classname=FOLDER file=PATH time=T>
  *         <failure message=ONE-LINE type=ORACLE>TEXT + replay</failure>   (fail)
  *         <error message=ONE-LINE type="error">TEXT + replay</error>      (error)
- *         <system-out>seed, runs, virtual time, oracle list</system-out>
+ *         <system-out>[what a pass detected as expected] seed, runs, virtual time,
+ *                     oracle list</system-out>
  *       </testcase> ...
  *     </testsuite>
  *   </testsuites>
@@ -159,7 +160,12 @@ static void testcase(FILE *f, const struct ckh_report_result *r)
         fprintf(f, "</%s>\n", tag);
     }
     ckh__report_fmt_ns(r->virtual_ns, vt, sizeof(vt));
-    fprintf(f, "      <system-out>seed: %llu\nruns: %u\nrestarts: %u\nvirtual time: %s\n",
+    fputs("      <system-out>", f);
+    if (r->verdict == CKH_VERDICT_PASS && r->message) { /* what it detected as expected */
+        xml_escape(f, r->message, false);
+        fputc('\n', f);
+    }
+    fprintf(f, "seed: %llu\nruns: %u\nrestarts: %u\nvirtual time: %s\n",
             (unsigned long long)r->seed, r->runs, r->restarts, vt);
     for (size_t i = 0; i < r->noracles; i++) {
         const struct ckh_oracle_result *o = &r->oracles[i];

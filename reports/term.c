@@ -3,6 +3,8 @@
  *
  * Format (stable; scripts may grep it):
  *   PASS  NAME  (R runs, VIRTUAL virtual, W ms)   (no VIRTUAL for real programs)
+ *   PASS  NAME  (R runs, ...): detected as expected by ORACLE: ...
+ *                                            (expect.detect or expect.outcome)
  *   FAIL  NAME: ORACLE: FIRST LINE OF MESSAGE
  *         MORE LINES OF THE MESSAGE
  *         first divergent step: N            (when known)
@@ -50,10 +52,15 @@ void ckh_report_term_result(FILE *f, const struct ckh_report_result *r, bool col
         fprintf(f, "%sPASS%s  ", color ? GREEN : "", color ? RESET : "");
         text(f, r->name, ind);
         if (r->virtual_ns) /* a real program's runs have no virtual time */
-            fprintf(f, "  (%u run%s, %s virtual, %llu ms)\n", r->runs, r->runs == 1 ? "" : "s", vt,
+            fprintf(f, "  (%u run%s, %s virtual, %llu ms)", r->runs, r->runs == 1 ? "" : "s", vt,
                     (unsigned long long)r->wall_ms);
         else
-            fprintf(f, "  (%u run%s, %llu ms)\n", r->runs, r->runs == 1 ? "" : "s", (unsigned long long)r->wall_ms);
+            fprintf(f, "  (%u run%s, %llu ms)", r->runs, r->runs == 1 ? "" : "s", (unsigned long long)r->wall_ms);
+        if (r->message) { /* what a planted bug or an expected outcome was detected by */
+            fputs(": ", f);
+            text(f, r->message, ind);
+        }
+        fputc('\n', f);
         return;
     }
     bool failure = r->verdict == CKH_VERDICT_FAIL;

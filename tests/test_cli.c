@@ -184,6 +184,57 @@ START_TEST(test_version)
 }
 END_TEST
 
+/* Reads a whole file the test wrote (free()). */
+static char *slurp_path(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+    return slurp_fd(fd);
+}
+
+/* A pass through expect.detect or expect.outcome says what was detected:
+ * the PASS line, the JSON message and the JUnit system-out name the
+ * detecting oracle and the first line of its detail; a plain pass says
+ * nothing more than before. */
+START_TEST(test_pass_by_detection_says_what)
+{
+    char *out, *text, path[1300], json[400], junit[400];
+    snprintf(json, sizeof json, "%s/r.json", work);
+    snprintf(junit, sizeof junit, "%s/r.xml", work);
+    snprintf(path, sizeof path, "%s/examples/bug-rng-not-restored.yaml", scen);
+    ck_assert_int_eq(ckh((const char *[]){"run", path, "--json", json, "--junit", junit, NULL}, NULL, &out), 0);
+    HAS(out, "PASS  bug-rng-not-restored  (2 runs, ");
+    HAS(out, " ms): detected as expected by resume-equivalence: step 5: rng, optim, weights of worker_0, "
+             "worker_1 diverged first");
+    ck_assert_ptr_null(strstr(out, "replay:"));
+    free(out);
+    text = slurp_path(json);
+    HAS(text, "\"message\": \"detected as expected by resume-equivalence: step 5: rng, optim");
+    free(text);
+    text = slurp_path(junit);
+    HAS(text, "<system-out>detected as expected by resume-equivalence: step 5: rng, optim");
+    ck_assert_ptr_null(strstr(text, "<failure"));
+    free(text);
+
+    /* expect.outcome: the outcome oracle's finding. */
+    snprintf(path, sizeof path, "%s/minidb/corrupt-truncate.yaml", scen);
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, NULL, &out), 0);
+    HAS(out, ": detected as expected by outcome: expected to see corruption-detected: seen; the job ended");
+    free(out);
+
+    /* A plain pass: the line as before, no message anywhere. */
+    snprintf(path, sizeof path, "%s/examples/loop-uninterrupted.yaml", scen);
+    ck_assert_int_eq(ckh((const char *[]){"run", path, "--json", json, NULL}, NULL, &out), 0);
+    HAS(out, "PASS  loop-uninterrupted  (1 run, ");
+    ck_assert_ptr_null(strstr(out, "detected"));
+    ck_assert_msg(strstr(out, " ms)\n") != NULL, "the PASS line ends after its figures:\n%s", out);
+    free(out);
+    text = slurp_path(json);
+    HAS(text, "\"message\": null");
+    free(text);
+}
+END_TEST
+
 struct bad_case {
     const char *args[10]; /* "@" stands for one scenario file, "%" for the library */
     const char *says;     /* part of the message */
@@ -752,6 +803,7 @@ static Suite *cli_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, test_version);
+    tcase_add_test(tc, test_pass_by_detection_says_what);
     tcase_add_test(tc, test_run_shards_partition);
     tcase_add_test(tc, test_numeric_options_refused);
     tcase_add_test(tc, test_replay_of_a_folder);

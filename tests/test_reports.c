@@ -578,6 +578,30 @@ START_TEST(test_term)
 }
 END_TEST
 
+/* A pass that detected what its scenario expected says what after its
+ * figures (on one line: a newline in the message is indented as in FAIL). */
+START_TEST(test_term_pass_detected)
+{
+    struct ckh_report_result r;
+    ckh_report_result_init(&r);
+    ckh_report_set(&r.name, "bug");
+    ckh_report_set(&r.message, "detected as expected by resume-equivalence: step 5: rng");
+    r.verdict = CKH_VERDICT_PASS;
+    r.runs = 2;
+    r.wall_ms = 3;
+    r.virtual_ns = 5000000000ull;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ckh_report_term_result(f, &r, false);
+    fclose(f);
+    ck_assert_str_eq(buf, "PASS  bug  (2 runs, 5.000s virtual, 3 ms): detected as expected by "
+                          "resume-equivalence: step 5: rng\n");
+    free(buf);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 /* A real program's run has no virtual time: its PASS line leaves it out. */
 START_TEST(test_term_real_program)
 {
@@ -650,6 +674,7 @@ static Suite *reports_suite(void)
     tcase_add_test(tc, test_checkers_reject);
     tcase_add_test(tc, test_term);
     tcase_add_test(tc, test_term_real_program);
+    tcase_add_test(tc, test_term_pass_detected);
     tcase_add_test(tc, test_progress);
     suite_add_tcase(s, tc);
     return s;

@@ -101,10 +101,12 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
     enum ckh_scn_outcome want = r->sc->expect.outcome;
     bool event = want == CKH_SCN_OUTCOME_CORRUPTION_DETECTED || want == CKH_SCN_OUTCOME_DEADLOCK ||
                  want == CKH_SCN_OUTCOME_TIMEOUT;
-    /* An unexpected failure opens with its first cause, so that the
-     * one-line verdict names what failed, not only how the job ended. */
+    /* A job that failed, unexpectedly or as expected (job-fails), opens
+     * with its first cause, so that the one-line verdict names what
+     * failed, not only how the job ended. */
     char cause[900] = "";
-    bool caused = !ok && !r->completed && first_cause(r, cause, sizeof cause);
+    bool caused = (!ok || want == CKH_SCN_OUTCOME_JOB_FAILS) && !r->completed &&
+                  first_cause(r, cause, sizeof cause);
     snprintf(detail, n, "%s%sexpected %s %s: %s; the job ended %s (%zu run%s, %llu failed save%s)", cause,
              caused ? "; " : "", event ? "to see" : "outcome", ckh_scn_outcome_name(want),
              ok ? (event ? "seen" : "held") : (event ? "not seen" : "did not hold"), got, r->nruns,

@@ -49,18 +49,31 @@ static void add_first_divergence(struct ckh_report_result *out, const char *deta
         out->first_divergent_step = divergent;
 }
 
+/* Appends "NAME: FIRST LINE OF DETAIL" to what a passing scenario
+ * detected as expected, "; " between oracles. */
+static void add_detected(char *buf, size_t n, const char *name, const char *detail)
+{
+    size_t used = strlen(buf);
+    if (used + 1 >= n)
+        return;
+    snprintf(buf + used, n - used, "%s%s: %.*s", used ? "; " : "", name, (int)strcspn(detail, "\n"), detail);
+}
+
 /* Runs every selected oracle that applies. Normally the first failing one
  * fails the scenario: its detail, which opens with what differed (the
  * step and quantity, for resume-equivalence and reference), is the
  * message the verdict line shows. With expect.detect (a planted defect), the scenario
  * passes only when each named oracle applies and reports a violation; the
- * other oracles are recorded for information. */
+ * other oracles are recorded for information. A pass through expect.detect,
+ * or through an expect.outcome other than pass, says what was detected as
+ * the message: "detected as expected by ORACLE: FIRST LINE OF ITS DETAIL". */
 void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *out)
 {
     CKH_ASSERT(r && r->sc && out && (r->nruns == 0 || r->runs));
     const struct ckh_scenario *sc = r->sc;
     bool detect_mode = sc->expect.ndetect > 0;
     size_t detected = 0, judged = 0, first = out->noracles;
+    char seen[1024] = ""; /* what was detected as expected */
     out->verdict = CKH_VERDICT_PASS;
     for (size_t i = 0; ckh_oracle_at(i); i++) {
         const struct ckh_oracle_ops *o = ckh_oracle_at(i);
@@ -86,6 +99,7 @@ void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *
             ckh_report_add_oracle(out, o->name, !ok, shown);
             if (!ok) {
                 detected++;
+                add_detected(seen, sizeof seen, o->name, detail);
                 if (out->first_divergent_step < 0)
                     out->first_divergent_step = divergent;
             } else if (out->verdict == CKH_VERDICT_PASS) {
@@ -96,6 +110,8 @@ void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *
             continue;
         }
         ckh_report_add_oracle(out, o->name, ok, detail);
+        if (ok && o == &ckh__oracle_outcome && sc->expect.outcome != CKH_SCN_OUTCOME_PASS)
+            add_detected(seen, sizeof seen, o->name, detail);
         if (!ok && !detect_mode && out->verdict == CKH_VERDICT_PASS) {
             out->verdict = CKH_VERDICT_FAIL;
             ckh_report_set(&out->failed_oracle, "%s", o->name);
@@ -115,6 +131,8 @@ void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *
         ckh_report_set(&out->message, "expected oracle(s) to detect the planted defect: %zu of %zu did",
                        detected, sc->expect.ndetect);
     }
+    if (out->verdict == CKH_VERDICT_PASS && seen[0])
+        ckh_report_set(&out->message, "detected as expected by %s", seen);
     /* A pass judged something, and no oracle it records failed (a planted
      * defect's run records the others' failures for information). */
     CKH_ASSERT(out->verdict != CKH_VERDICT_PASS || detect_mode || judged > 0);
