@@ -384,7 +384,9 @@ static int64_t do_read(struct sf_file *f, enum ckh_op_kind kind, void *buf, size
         return call_end(&c, -EBADF);
     if (n > INT64_MAX)
         n = INT64_MAX;
-    int64_t got = (int64_t)ckh__sf_read(&f->ino->data[SF_LIVE], buf, n, off);
+    int64_t got = ckh__sf_read(&f->ino->data[SF_LIVE], buf, n, off);
+    if (got < 0)
+        return call_end(&c, got);
     if (advance)
         f->pos = off + (uint64_t)got;
     return call_end(&c, got);
@@ -430,10 +432,8 @@ static int64_t do_write(struct sf_file *f, enum ckh_op_kind kind, const void *bu
         struct sf_src src = {.buf = NULL};
         if (g) {
             src.gen = *g;
-        } else {
-            src.buf = ckh__sf_buf_new(f->disk, buf, k);
-            if (!src.buf)
-                return call_end(&c, CKH_ENOMEM);
+        } else if ((rc = ckh__sf_buf_put(f->disk, buf, k, &src)) != 0) {
+            return call_end(&c, rc);
         }
         rc = ckh__sf_issue_write(f->disk, v->node, f->ino, at, k, &src);
         ckh__sf_buf_unref(f->disk, src.buf);

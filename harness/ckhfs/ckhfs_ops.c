@@ -29,6 +29,8 @@
  * folders, 0777 links, owned by the mounting user, every time stamp
  * CKHFS_TIME (fixed, so a program that records mtimes stays
  * deterministic). An open file whose name was removed reports size 0.
+ * statfs reports the disk's capacity and what is left of it, else the
+ * space of the real filesystem that holds its bytes (ckh_simfs_space).
  *
  * Map: helpers | namespace | files | folders | init and table.
  */
@@ -261,13 +263,17 @@ static int op_statfs(const char *path, struct statvfs *sv)
     (void)path;
     struct ckh_ckhfs *fs = fuse_get_context()->private_data;
     memset(sv, 0, sizeof(*sv));
+    uint64_t total = 0, avail = 0;
     pthread_mutex_lock(&fs->lock);
-    uint64_t used = ckh_simfs_used_bytes(fs->cfg.disk);
+    int rc = ckh_simfs_space(fs->cfg.disk, &total, &avail);
     pthread_mutex_unlock(&fs->lock);
-    uint64_t total = UINT64_C(1) << 40; /* unlimited disks report 1 TiB */
+    if (rc)
+        return ckh__ckhfs_errno(rc);
+    /* The truth: the capacity and what is left of it, else the real disk
+     * that holds the bytes (or the memory, for a disk kept in memory). */
     sv->f_bsize = sv->f_frsize = 4096;
     sv->f_blocks = total / 4096;
-    sv->f_bfree = sv->f_bavail = used < total ? (total - used) / 4096 : 0;
+    sv->f_bfree = sv->f_bavail = avail / 4096;
     sv->f_files = sv->f_ffree = sv->f_favail = 1u << 20;
     sv->f_namemax = 255;
     return 0;
