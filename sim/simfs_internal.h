@@ -200,6 +200,8 @@ struct ckh_simfs {
     size_t nfaults;               /* number of injected faults */
     struct sf_store *store;       /* where literal bytes live (NULL: in memory; shared with clones) */
     struct sf_buf *tail_buf;      /* store: the buffer the next write may extend (holds a ref) */
+    const void *tail_key;         /* store: the inode of the last write (compared, never followed) */
+    uint64_t tail_end;            /* store: the file offset where the last write ended */
     struct sf_view direct;        /* ckh_simfs_fs view */
     struct sf_mount direct_mount; /* its single mount "/" */
     char errmsg[CKH_ERRMSG_BYTES]; /* last error description */
@@ -290,11 +292,12 @@ int ckh__sf_store_space(const struct sf_store *s, uint64_t *total, uint64_t *ava
 struct sf_buf *ckh__sf_buf_new(struct ckh_simfs *d, const void *data, uint64_t len);
 void ckh__sf_buf_ref(struct sf_buf *b);
 void ckh__sf_buf_unref(struct ckh_simfs *d, struct sf_buf *b);
-/* Keeps len literal bytes for d (in its store, else in memory): *out
- * names them (a buffer and the offset of the first byte in it) and holds
- * one reference for the caller. 0, CKH_ENOMEM or -errno of the store (B5,
+/* Keeps len literal bytes for d (in its store, else in memory), written
+ * to file key (the inode) at off: *out names them (a buffer and the
+ * offset of the first byte in it) and holds one reference for the caller. 0, CKH_ENOMEM or -errno of the store (B5,
  * message in d->errmsg). */
-int ckh__sf_buf_put(struct ckh_simfs *d, const void *data, uint64_t len, struct sf_src *out);
+int ckh__sf_buf_put(struct ckh_simfs *d, const void *data, uint64_t len, const void *key,
+                    uint64_t off, struct sf_src *out);
 /* Copies n bytes of b from offset at into out: 0 or -errno. */
 int ckh__sf_buf_read(const struct sf_buf *b, uint64_t at, void *out, uint64_t n);
 

@@ -11,10 +11,13 @@
  * B2. An append log. New bytes are appended to the store's current file
  *     (a fresh buffer starts on a 4 KiB boundary so that freeing it can
  *     give whole blocks back). A write that continues the disk's last
- *     buffer at the log's end extends that buffer (up to SF_SPAN_MAX), so
- *     a sequential writer's extents merge in the live and durable copies
- *     and memory stays O(extents) even for small writes. Pending writes
- *     stay one per write: the crash model sees exactly what it saw.
+ *     write (same file, next offset) while that buffer ends at the log's
+ *     end extends the buffer (up to SF_SPAN_MAX), so a sequential
+ *     writer's extents merge in the live and durable copies and memory
+ *     stays O(extents) even for small writes. Pending writes stay one per
+ *     write: the crash model sees exactly what it saw. The disk keeps a
+ *     reference on its last buffer (to extend it), so up to SF_SPAN_MAX
+ *     bytes outlive their file until the next fresh buffer.
  * B3. Space. A buffer no longer referenced has its range punched out of
  *     the file (FALLOC_FL_PUNCH_HOLE): the file's blocks follow the bytes
  *     still referenced by some copy, pending write or clone. The file has
@@ -264,13 +267,16 @@ void ckh__sf_buf_ref(struct sf_buf *b)
         __atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
 }
 
-/* Appends to the disk's last buffer if it ends where the log ends (B2). */
+/* Appends to the disk's last buffer if this write continues the last
+ * one (same file, next offset) and that buffer ends where the log ends
+ * (B2). */
 static bool buf_extend(struct ckh_simfs *d, struct sf_sfile *f, const void *data, uint64_t len,
-                       struct sf_src *out, int *rc)
+                       const void *key, uint64_t off, struct sf_src *out, int *rc)
 {
     struct sf_buf *t = d->tail_buf;
     uint64_t tlen = t ? __atomic_load_n(&t->len, __ATOMIC_ACQUIRE) : 0;
-    if (!t || t->file != f || tlen + len > SF_SPAN_MAX || !sfile_extend(f, t->at + tlen, len))
+    if (!t || t->file != f || key != d->tail_key || off != d->tail_end ||
+        tlen + len > SF_SPAN_MAX || !sfile_extend(f, t->at + tlen, len))
         return false;
     *rc = sfile_write(f, data, len, t->at + tlen);
     if (*rc == 0) {
@@ -281,7 +287,8 @@ static bool buf_extend(struct ckh_simfs *d, struct sf_sfile *f, const void *data
     return true;
 }
 
-int ckh__sf_buf_put(struct ckh_simfs *d, const void *data, uint64_t len, struct sf_src *out)
+int ckh__sf_buf_put(struct ckh_simfs *d, const void *data, uint64_t len, const void *key,
+                    uint64_t off, struct sf_src *out)
 {
     *out = (struct sf_src){.buf = NULL};
     struct sf_sfile *f = NULL;
@@ -292,8 +299,10 @@ int ckh__sf_buf_put(struct ckh_simfs *d, const void *data, uint64_t len, struct 
         out->buf = ckh__sf_buf_new(d, data, len);
         return out->buf ? 0 : CKH_ENOMEM;
     }
-    if (buf_extend(d, f, data, len, out, &rc))
+    if (buf_extend(d, f, data, len, key, off, out, &rc)) {
+        d->tail_end = rc ? d->tail_end : off + len;
         goto out_err;
+    }
     struct sf_buf *b = ckh__sf_malloc(d, sizeof(*b));
     if (!b)
         return CKH_ENOMEM;
@@ -308,6 +317,8 @@ int ckh__sf_buf_put(struct ckh_simfs *d, const void *data, uint64_t len, struct 
     __atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED);
     ckh__sf_buf_unref(d, d->tail_buf);
     d->tail_buf = b;
+    d->tail_key = key;
+    d->tail_end = off + len;
     out->buf = b;
 out_err:
     if (rc)

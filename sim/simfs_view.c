@@ -432,7 +432,7 @@ static int64_t do_write(struct sf_file *f, enum ckh_op_kind kind, const void *bu
         struct sf_src src = {.buf = NULL};
         if (g) {
             src.gen = *g;
-        } else if ((rc = ckh__sf_buf_put(f->disk, buf, k, &src)) != 0) {
+        } else if ((rc = ckh__sf_buf_put(f->disk, buf, k, f->ino, at, &src)) != 0) {
             return call_end(&c, rc);
         }
         rc = ckh__sf_issue_write(f->disk, v->node, f->ino, at, k, &src);
@@ -822,8 +822,21 @@ static int view_fsync_dir(struct ckh_fs *fs, const char *path)
     return (int)call_end(&c, do_fsync_dir(as_view(fs), path));
 }
 
+/* SEEK_DATA / SEEK_HOLE from the live copy's extents (a query: no op
+ * recorded, no fault, no virtual time, as stat). */
+static int64_t view_seek(struct ckh_file *fp, uint64_t off, enum ckh_seek_whence whence)
+{
+    const struct sf_data *dt = &as_file(fp)->ino->data[SF_LIVE];
+    if (off >= dt->size)
+        return -ENXIO;
+    uint64_t at = ckh__sf_seek(dt, off, whence == CKH_SEEK_HOLE);
+    if (whence == CKH_SEEK_DATA && at >= dt->size)
+        return -ENXIO;
+    return (int64_t)at;
+}
+
 const struct ckh_fs_ops ckh__sf_view_ops = {
-    .version = 1,
+    .version = 2,
     .open = view_open,
     .read = view_read,
     .pread = view_pread,
@@ -843,6 +856,7 @@ const struct ckh_fs_ops ckh__sf_view_ops = {
     .symlink = view_symlink,
     .readlink = view_readlink,
     .fsync_dir = view_fsync_dir,
+    .seek = view_seek,
 };
 
 /* ------------------------------------------------------------------- views */

@@ -20,6 +20,7 @@
  *   fsync               fsync / fdatasync
  *   readdir             listdir      ckh_fs_listdir
  *   fsyncdir            fsync_dir    ckh_fs_fsync_dir
+ *   lseek (DATA, HOLE)  stat         ckh_file_seek
  *
  * Accepted and ignored (simfs has no modes, owners or times): chmod,
  * chown, utimens. Refused: link (EPERM: no hard links), mknod (EPERM),
@@ -428,6 +429,29 @@ static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
     return end_errno(&r, datasync ? ckh_file_fdatasync(h->file) : ckh_file_fsync(h->file));
 }
 
+/* SEEK_DATA / SEEK_HOLE (the kernel answers the other whences): the
+ * disk's own extent map, so a program (cp --sparse, a verify script) sees
+ * the holes it left. A query, like stat: traced as a stat of the file. */
+static off_t op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
+{
+    (void)path;
+    struct ckhfs_handle *h = handle_of(fi);
+    struct ckhfs_req r;
+    CKH_ASSERT(h && h->file);
+    if (whence != SEEK_DATA && whence != SEEK_HOLE)
+        return -EINVAL;
+    int rc = ckh__ckhfs_begin(&r, CKH_OP_STAT, h->path, NULL, (uint64_t)off, 0);
+    if (rc != 1)
+        return (off_t)ckh__ckhfs_end(&r, rc);
+    int64_t res = off < 0 ? -ENXIO
+                          : ckh_file_seek(h->file, (uint64_t)off,
+                                          whence == SEEK_HOLE ? CKH_SEEK_HOLE : CKH_SEEK_DATA);
+    if (res < 0)
+        return (off_t)ckh__ckhfs_end(&r, ckh__ckhfs_errno(res));
+    ckh__ckhfs_end(&r, 0);
+    return (off_t)res;
+}
+
 /* ----------------------------------------------------------------- folders */
 
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
@@ -527,4 +551,5 @@ const struct fuse_operations ckh__ckhfs_ops = {
     .init = op_init,
     .create = op_create,
     .utimens = op_utimens,
+    .lseek = op_lseek,
 };
