@@ -138,7 +138,7 @@ int ckh_fs_fsync_dir(struct ckh_fs *fs, const char *path);
 
 /* Next data or hole of f at or after off (the method above). Without the
  * method (version 1) the whole file is data: DATA gives off, HOLE gives
- * UINT64_MAX as an int64_t-sized "no hole known" (INT64_MAX). */
+ * INT64_MAX ("no hole known": read up to the end). */
 int64_t ckh_file_seek(struct ckh_file *f, uint64_t off, enum ckh_seek_whence whence);
 
 /* Frees a listing filled by ckh_fs_listdir (with the allocator it names). */
