@@ -6,6 +6,8 @@
  * any implementation, simulated or real.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,7 @@
 #include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/fs.h"
+#include "ckh/rng.h"
 
 #define FS_OK(fs) ((fs) && (fs)->ops)
 #define FILE_OK(f) ((f) && (f)->fs && (f)->fs->ops)
@@ -62,6 +65,15 @@ int64_t ckh_file_pread(struct ckh_file *f, void *buf, size_t n, uint64_t off)
     if (!buf && n)
         return CKH_EINVAL;
     FILE_CALL(f, pread, f, buf, n, off);
+}
+
+int64_t ckh_file_seek(struct ckh_file *f, uint64_t off, enum ckh_seek_whence whence)
+{
+    if (!FILE_OK(f) || (whence != CKH_SEEK_DATA && whence != CKH_SEEK_HOLE) || off > INT64_MAX)
+        return CKH_EINVAL;
+    if (f->fs->ops->version < 2 || !f->fs->ops->seek)
+        return whence == CKH_SEEK_DATA ? (int64_t)off : INT64_MAX;
+    return f->fs->ops->seek(f, off, whence);
 }
 
 int64_t ckh_file_write(struct ckh_file *f, const void *buf, size_t n)
@@ -222,6 +234,66 @@ int ckh_file_write_all(struct ckh_file *f, const void *buf, size_t n)
         p += rc;
         n -= (size_t)rc;
     }
+    return 0;
+}
+
+#define DIGEST_BLOCK (64u * 1024u) /* bytes hashed at once; all-zero blocks are left out */
+
+static bool block_zero(const unsigned char *p, size_t n)
+{
+    return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* Hashes the blocks of f (length size) from the one holding off up to
+ * the one holding end - 1 into *h: block k is bytes [k * BLOCK, (k + 1) *
+ * BLOCK) cut at size, read whole even where a hole starts inside it (its
+ * zeros are content). Returns where the last block ended, or the error. */
+static int64_t digest_run(struct ckh_file *f, unsigned char *buf, uint64_t off, uint64_t end,
+                          uint64_t size, uint64_t *h)
+{
+    uint64_t blk = off / DIGEST_BLOCK;
+    for (; blk * DIGEST_BLOCK < end; blk++) {
+        uint64_t at = blk * DIGEST_BLOCK;
+        size_t want = size - at < DIGEST_BLOCK ? (size_t)(size - at) : DIGEST_BLOCK;
+        int rc = ckh_file_pread_all(f, buf, want, at);
+        if (rc)
+            return rc;
+        if (!block_zero(buf, want)) {
+            *h = ckh_hash64(*h, &blk, sizeof blk);
+            *h = ckh_hash64(*h, buf, want);
+        }
+    }
+    return (int64_t)(blk * DIGEST_BLOCK);
+}
+
+int ckh_file_digest(struct ckh_file *f, uint64_t size, void *buf, size_t bufsize,
+                    uint64_t *digest_out)
+{
+    if (!FILE_OK(f) || !digest_out || (buf && bufsize < DIGEST_BLOCK))
+        return CKH_EINVAL;
+    unsigned char *b = buf ? buf : malloc(DIGEST_BLOCK);
+    if (!b)
+        return CKH_ENOMEM;
+    uint64_t h = ckh_hash64(CKH_HASH_INIT, "file", 4), off = 0;
+    int64_t rc = 0;
+    while (off < size) {
+        int64_t d = ckh_file_seek(f, off, CKH_SEEK_DATA);
+        if (d == -ENXIO || (d >= 0 && (uint64_t)d >= size))
+            break; /* only holes up to the end */
+        int64_t hole = d < 0 ? d : ckh_file_seek(f, (uint64_t)d, CKH_SEEK_HOLE);
+        if ((rc = hole) < 0)
+            break;
+        uint64_t end = (uint64_t)hole < size ? (uint64_t)hole : size;
+        if ((rc = digest_run(f, b, (uint64_t)d, end, size, &h)) < 0)
+            break;
+        off = (uint64_t)rc;
+        rc = 0;
+    }
+    if (!buf)
+        free(b);
+    if (rc < 0)
+        return (int)rc;
+    *digest_out = ckh_hash64(h, &size, sizeof size);
     return 0;
 }
 

@@ -270,8 +270,14 @@ static int p_fsync_dir(struct ckh_fs *fs, const char *path)
     return rc;
 }
 
+static int64_t p_seek(struct ckh_file *f, uint64_t off, enum ckh_seek_whence whence)
+{
+    off_t r = lseek(FD(f), (off_t)off, whence == CKH_SEEK_HOLE ? SEEK_HOLE : SEEK_DATA);
+    return r < 0 ? -errno : (int64_t)r;
+}
+
 static const struct ckh_fs_ops posix_fs_ops = {
-    .version = 1,
+    .version = 2,
     .open = p_open,
     .read = p_read,
     .pread = p_pread,
@@ -291,6 +297,7 @@ static const struct ckh_fs_ops posix_fs_ops = {
     .symlink = p_symlink,
     .readlink = p_readlink,
     .fsync_dir = p_fsync_dir,
+    .seek = p_seek,
 };
 
 int ckh_posix_fs_create(const char *root_dir, struct ckh_fs **out)

@@ -113,6 +113,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ckh/assert.h"
 #include "ckh/err.h"
@@ -165,28 +166,9 @@ void ckh__sf_strfree(struct ckh_simfs *d, char *s)
         ckh__sf_free(d, s, strlen(s) + 1);
 }
 
-struct sf_buf *ckh__sf_buf_new(struct ckh_simfs *d, const void *data, uint64_t len)
-{
-    struct sf_buf *b = ckh__sf_malloc(d, sizeof(*b) + len);
-    if (!b)
-        return NULL;
-    b->refs = 1;
-    b->len = len;
-    if (data)
-        memcpy(b->data, data, len);
-    return b;
-}
-
-void ckh__sf_buf_unref(struct ckh_simfs *d, struct sf_buf *b)
-{
-    if (b && --b->refs == 0)
-        ckh__sf_free(d, b, sizeof(*b) + b->len);
-}
-
 static void buf_ref(struct sf_buf *b)
 {
-    if (b)
-        b->refs++;
+    ckh__sf_buf_ref(b);
 }
 
 /* The handle's side of ckh_verrf: the message goes to d->errmsg. */
@@ -322,24 +304,49 @@ int ckh__sf_data_copy(struct ckh_simfs *d, struct sf_data *to, const struct sf_d
     return 0;
 }
 
-uint64_t ckh__sf_read(const struct sf_data *dt, void *buf, uint64_t n, uint64_t off)
+int64_t ckh__sf_read(const struct sf_data *dt, void *buf, uint64_t n, uint64_t off)
 {
     if (off >= dt->size)
         return 0;
     if (n > dt->size - off)
         n = dt->size - off;
+    if (n > INT64_MAX)
+        n = INT64_MAX;
     unsigned char *out = buf;
-    memset(out, 0, n);
+    uint64_t done = 0; /* bytes of out filled so far */
     for (uint32_t k = ext_first_after(dt, off); k < dt->n && dt->ext[k].off < off + n; k++) {
         const struct sf_ext *e = &dt->ext[k];
         uint64_t s = e->off > off ? e->off : off;
         uint64_t t = e->off + e->len < off + n ? e->off + e->len : off + n;
-        if (e->src.buf)
-            memcpy(out + (s - off), e->src.buf->data + e->src.gen.offset + (s - e->off), t - s);
-        else
+        memset(out + done, 0, s - off - done); /* the hole before the extent */
+        if (e->src.buf) {
+            int rc = ckh__sf_buf_read(e->src.buf, e->src.gen.offset + (s - e->off), out + (s - off),
+                                      t - s);
+            if (rc)
+                return rc;
+        } else {
             ckh_gen_fill(&e->src.gen, s - e->off, out + (s - off), t - s);
+        }
+        done = t - off;
     }
-    return n;
+    memset(out + done, 0, n - done);
+    return (int64_t)n;
+}
+
+uint64_t ckh__sf_seek(const struct sf_data *dt, uint64_t off, bool hole)
+{
+    if (off >= dt->size)
+        return dt->size;
+    uint32_t k = ext_first_after(dt, off);
+    if (!hole)
+        return k < dt->n ? (dt->ext[k].off > off ? dt->ext[k].off : off) : dt->size;
+    /* Inside data: the hole starts where a run of touching extents ends. */
+    if (k >= dt->n || dt->ext[k].off > off)
+        return off;
+    uint64_t end = dt->ext[k].off + dt->ext[k].len;
+    while (++k < dt->n && dt->ext[k].off == end)
+        end += dt->ext[k].len;
+    return end < dt->size ? end : dt->size;
 }
 
 /* Cheap check: no extent reaches past the size (the last one ends first). */
@@ -1167,6 +1174,14 @@ int ckh_simfs_create(const struct ckh_simfs_config *cfg, struct ckh_simfs **out)
     if (!d->name)
         goto out_free;
     d->cfg.name = d->name;
+    if (cfg->store_dir) {
+        int rc = ckh__sf_store_new(cfg->store_dir, &d->store);
+        if (rc) {
+            ckh_simfs_destroy(d);
+            return rc;
+        }
+    }
+    d->cfg.store_dir = ckh__sf_store_dir(d->store);
     d->next_ino = 1;
     ckh_rng_seed(&d->rng, cfg->seed);
     d->garbage_seed = ckh_seed_derive(cfg->seed, "simfs.garbage");
@@ -1216,6 +1231,8 @@ void ckh_simfs_destroy(struct ckh_simfs *d)
     for (size_t i = 0; i < d->nfaults; i++)
         free(d->faults[i].path);
     free(d->faults);
+    ckh__sf_buf_unref(d, d->tail_buf);
+    ckh__sf_store_unref(d->store);
     ckh__sf_strfree(d, d->name);
     free(d);
 }
@@ -1306,7 +1323,10 @@ int ckh_simfs_flip_bit(struct ckh_simfs *d, const char *path, uint64_t bit_off)
         if (byte_off >= dt->size)
             continue;
         unsigned char b;
-        ckh__sf_read(dt, &b, 1, byte_off);
+        int64_t got = ckh__sf_read(dt, &b, 1, byte_off);
+        if (got < 0)
+            return ckh__sf_set_err(d, (int)got, "%s: cannot read byte %llu: %s", path,
+                                   (unsigned long long)byte_off, ckh_strerror((int)got));
         b ^= (unsigned char)(1u << (bit_off % 8));
         struct sf_buf *nb = ckh__sf_buf_new(d, &b, 1);
         if (!nb)
@@ -1474,9 +1494,67 @@ uint64_t ckh_simfs_used_bytes(const struct ckh_simfs *d)
     return d ? d->used_bytes : 0;
 }
 
+int ckh_simfs_space(const struct ckh_simfs *d, uint64_t *total_bytes, uint64_t *avail_bytes)
+{
+    if (!d || !total_bytes || !avail_bytes)
+        return CKH_EINVAL;
+    uint64_t total, avail;
+    if (d->cfg.capacity_bytes) {
+        total = d->cfg.capacity_bytes;
+        avail = 0;
+    } else if (d->store) {
+        int rc = ckh__sf_store_space(d->store, &total, &avail);
+        if (rc)
+            return rc;
+    } else {
+        long pg = sysconf(_SC_PAGESIZE), all = sysconf(_SC_PHYS_PAGES), fr = sysconf(_SC_AVPHYS_PAGES);
+        if (pg <= 0 || all <= 0 || fr < 0)
+            return -EIO;
+        total = (uint64_t)all * (uint64_t)pg;
+        avail = (uint64_t)fr * (uint64_t)pg;
+    }
+    if (d->cfg.capacity_bytes)
+        avail = d->used_bytes < total ? total - d->used_bytes : 0;
+    *total_bytes = total;
+    *avail_bytes = avail;
+    return 0;
+}
+
 uint64_t ckh_simfs_heap_bytes(const struct ckh_simfs *d)
 {
     return d ? d->heap_bytes + sizeof(*d) : 0;
+}
+
+#define DIGEST_BLOCK 16384u /* bytes hashed at once; an all-zero block is left out */
+
+static bool all_zero(const unsigned char *p, size_t n)
+{
+    return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* Hashes a file's content by blocks: each block that is not all zeros,
+ * with its index. Holes (no extent) are never read, so a 1 TiB sparse file
+ * costs what its data costs; the value depends only on the bytes (a
+ * written zero block and a hole hash alike). */
+static uint64_t digest_data(const struct sf_data *dt, uint64_t h)
+{
+    h = ckh_hash64(h, &dt->size, sizeof(dt->size));
+    unsigned char buf[DIGEST_BLOCK];
+    uint64_t off = 0;
+    while ((off = ckh__sf_seek(dt, off, false)) < dt->size) {
+        uint64_t blk = off / DIGEST_BLOCK, end = ckh__sf_seek(dt, off, true);
+        for (; blk * DIGEST_BLOCK < end; blk++) {
+            int64_t n = ckh__sf_read(dt, buf, DIGEST_BLOCK, blk * DIGEST_BLOCK);
+            if (n < 0) /* the store could not be read: no state equals this one */
+                return ckh_hash64(h, &n, sizeof n);
+            if (all_zero(buf, (size_t)n))
+                continue;
+            h = ckh_hash64(h, &blk, sizeof blk);
+            h = ckh_hash64(h, buf, (size_t)n);
+        }
+        off = blk * DIGEST_BLOCK;
+    }
+    return h;
 }
 
 /* Hashes one inode of copy w into h (recursing into directories). */
@@ -1485,13 +1563,7 @@ static uint64_t digest_inode(const struct sf_inode *ino, int w, uint64_t h)
     uint32_t t = (uint32_t)ino->type;
     h = ckh_hash64(h, &t, sizeof(t));
     if (ino->type == CKH_FT_FILE) {
-        const struct sf_data *dt = &ino->data[w];
-        h = ckh_hash64(h, &dt->size, sizeof(dt->size));
-        unsigned char buf[16384];
-        for (uint64_t off = 0; off < dt->size; off += sizeof(buf)) {
-            uint64_t n = ckh__sf_read(dt, buf, sizeof(buf), off);
-            h = ckh_hash64(h, buf, n);
-        }
+        h = digest_data(&ino->data[w], h);
     } else if (ino->type == CKH_FT_SYMLINK) {
         h = ckh_hash64(h, ino->target, strlen(ino->target));
     } else {

@@ -44,8 +44,7 @@ static int clone_data(struct ckh_simfs *n, struct sf_data *to, const struct sf_d
     memcpy(to->ext, from->ext, from->n * sizeof(to->ext[0]));
     to->n = to->cap = from->n;
     for (uint32_t k = 0; k < to->n; k++)
-        if (to->ext[k].src.buf)
-            to->ext[k].src.buf->refs++;
+        ckh__sf_buf_ref(to->ext[k].src.buf);
     return 0;
 }
 
@@ -173,7 +172,7 @@ static int clone_ops(const struct ckh_simfs *d, struct ckh_simfs *n, struct sf_i
         c->dir2 = remap(map, o->dir2);
         if (o->src.buf) {
             c->src.buf = o->src.buf;
-            c->src.buf->refs++;
+            ckh__sf_buf_ref(c->src.buf);
         }
         if (o->path) {
             if (!(c->path = ckh__sf_strdup(n, o->path)))
@@ -245,6 +244,7 @@ int ckh_simfs_clone(const struct ckh_simfs *d, struct ckh_simfs **out)
     if (!(n->name = ckh__sf_strdup(n, d->name)))
         goto out_destroy;
     n->cfg.name = n->name;
+    n->store = ckh__sf_store_ref(d->store); /* C3: bytes shared, wherever they live */
     n->next_ino = d->next_ino;
     n->next_seq = d->next_seq;
     n->rng = d->rng;

@@ -86,6 +86,11 @@ static void decide_ext4(struct ckh_simfs *d, int node, const enum ckh_crash_choi
             continue;
         if (choices && choices[idx] == CKH_CRASH_DROP && keep == m)
             keep = mi;
+        /* The journal cannot commit an entry op whose dependency is not
+         * durable (another node's pending create, or one dropped here):
+         * its prefix ends before it (S3). */
+        if (mi < keep && dep_dropped(d, op))
+            keep = mi;
         op->decision = mi < keep ? CKH_CRASH_APPLY : CKH_CRASH_DROP;
         if (op->decision == CKH_CRASH_APPLY && op->seq > op->ino->crash_order_seq)
             op->ino->crash_order_seq = op->seq;

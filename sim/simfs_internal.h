@@ -19,11 +19,18 @@
 /* Which copy of an inode's content an operation reads or changes. */
 enum { SF_LIVE = 0, SF_DUR = 1 };
 
-/* Reference-counted literal bytes, shared by extents and pending writes. */
+struct sf_sfile;
+struct sf_store;
+
+/* Reference-counted literal bytes, shared by extents and pending writes;
+ * immutable once written (a store's buffer may grow at its end, B2 in
+ * sim/simfs_store.c). */
 struct sf_buf {
-    uint64_t refs;         /* extents + pending ops that use it */
-    uint64_t len;          /* bytes in data */
-    unsigned char data[];  /* the bytes */
+    uint64_t refs;         /* extents + pending ops + clones that use it (atomic) */
+    uint64_t len;          /* bytes (atomic: a store's last buffer grows) */
+    struct sf_sfile *file; /* store file holding the bytes, or NULL: in data[] */
+    uint64_t at;           /* file: offset of the first byte in it */
+    unsigned char data[];  /* in memory: the bytes */
 };
 
 /* Where a run of bytes comes from. buf != NULL: literal, the first byte is
@@ -191,6 +198,10 @@ struct ckh_simfs {
     bool gc_hold;                 /* defer freeing inodes (during rebuilds) */
     struct sf_fault *faults;      /* injected faults, in order */
     size_t nfaults;               /* number of injected faults */
+    struct sf_store *store;       /* where literal bytes live (NULL: in memory; shared with clones) */
+    struct sf_buf *tail_buf;      /* store: the buffer the next write may extend (holds a ref) */
+    const void *tail_key;         /* store: the inode of the last write (compared, never followed) */
+    uint64_t tail_end;            /* store: the file offset where the last write ended */
     struct sf_view direct;        /* ckh_simfs_fs view */
     struct sf_mount direct_mount; /* its single mount "/" */
     char errmsg[CKH_ERRMSG_BYTES]; /* last error description */
@@ -201,8 +212,6 @@ void *ckh__sf_malloc(struct ckh_simfs *d, size_t n);
 void ckh__sf_free(struct ckh_simfs *d, void *p, size_t n);
 char *ckh__sf_strdup(struct ckh_simfs *d, const char *s);
 void ckh__sf_strfree(struct ckh_simfs *d, char *s);
-struct sf_buf *ckh__sf_buf_new(struct ckh_simfs *d, const void *data, uint64_t len);
-void ckh__sf_buf_unref(struct ckh_simfs *d, struct sf_buf *b);
 
 struct sf_inode *ckh__sf_inode_new(struct ckh_simfs *d, enum ckh_ftype type);
 void ckh__sf_inode_maybe_free(struct ckh_simfs *d, struct sf_inode *ino);
@@ -213,7 +222,12 @@ void ckh__sf_inode_set_hint(struct ckh_simfs *d, struct sf_inode *ino, const cha
 struct sf_dent *ckh__sf_dir_find(struct sf_dir *dir, const char *name);
 struct sf_inode *ckh__sf_lookup(struct sf_inode *dir, int which, const char *name);
 bool ckh__sf_dir_contains(struct sf_inode *top, int which, const struct sf_inode *x);
-uint64_t ckh__sf_read(const struct sf_data *dt, void *buf, uint64_t n, uint64_t off);
+/* Reads up to n bytes of dt at off into buf: the count (0 at or past the
+ * end) or -errno when the store cannot be read (B5). */
+int64_t ckh__sf_read(const struct sf_data *dt, void *buf, uint64_t n, uint64_t off);
+/* Where the next data (hole false) or hole (hole true) of dt at or after
+ * off starts: extents are data, the rest holes; the size when none. */
+uint64_t ckh__sf_seek(const struct sf_data *dt, uint64_t off, bool hole);
 
 /* Issuing operations from a view: each records a pending op (attributed
  * to node) and applies it to the live copy. Callers validated them. */
@@ -261,5 +275,30 @@ bool ckh__sf_op_is_data(const struct sf_op *op);
 void ckh__sf_op_retire(struct ckh_simfs *d, struct sf_op *op);
 void ckh__sf_pv_compact(struct ckh_simfs *d);
 bool ckh__sf_op_affected(const struct sf_op *op, int node);
+
+/* ---- sim/simfs_store.c: where literal bytes live ---- */
+/* A store in folder dir (*out owned, ckh__sf_store_unref); -errno when dir
+ * is no folder. Its files are made at the first write. */
+int ckh__sf_store_new(const char *dir, struct sf_store **out);
+/* One more disk shares s (a clone); returns s. */
+struct sf_store *ckh__sf_store_ref(struct sf_store *s);
+void ckh__sf_store_unref(struct sf_store *s);
+/* The folder of s (NULL: none). */
+const char *ckh__sf_store_dir(const struct sf_store *s);
+/* Space of the real filesystem holding s: 0 or -errno. */
+int ckh__sf_store_space(const struct sf_store *s, uint64_t *total, uint64_t *avail);
+/* A buffer in memory with len bytes (copied from data unless NULL),
+ * refs 1; NULL when out of memory. */
+struct sf_buf *ckh__sf_buf_new(struct ckh_simfs *d, const void *data, uint64_t len);
+void ckh__sf_buf_ref(struct sf_buf *b);
+void ckh__sf_buf_unref(struct ckh_simfs *d, struct sf_buf *b);
+/* Keeps len literal bytes for d (in its store, else in memory), written
+ * to file key (the inode) at off: *out names them (a buffer and the
+ * offset of the first byte in it) and holds one reference for the caller. 0, CKH_ENOMEM or -errno of the store (B5,
+ * message in d->errmsg). */
+int ckh__sf_buf_put(struct ckh_simfs *d, const void *data, uint64_t len, const void *key,
+                    uint64_t off, struct sf_src *out);
+/* Copies n bytes of b from offset at into out: 0 or -errno. */
+int ckh__sf_buf_read(const struct sf_buf *b, uint64_t at, void *out, uint64_t n);
 
 #endif

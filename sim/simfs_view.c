@@ -384,7 +384,9 @@ static int64_t do_read(struct sf_file *f, enum ckh_op_kind kind, void *buf, size
         return call_end(&c, -EBADF);
     if (n > INT64_MAX)
         n = INT64_MAX;
-    int64_t got = (int64_t)ckh__sf_read(&f->ino->data[SF_LIVE], buf, n, off);
+    int64_t got = ckh__sf_read(&f->ino->data[SF_LIVE], buf, n, off);
+    if (got < 0)
+        return call_end(&c, got);
     if (advance)
         f->pos = off + (uint64_t)got;
     return call_end(&c, got);
@@ -430,10 +432,8 @@ static int64_t do_write(struct sf_file *f, enum ckh_op_kind kind, const void *bu
         struct sf_src src = {.buf = NULL};
         if (g) {
             src.gen = *g;
-        } else {
-            src.buf = ckh__sf_buf_new(f->disk, buf, k);
-            if (!src.buf)
-                return call_end(&c, CKH_ENOMEM);
+        } else if ((rc = ckh__sf_buf_put(f->disk, buf, k, f->ino, at, &src)) != 0) {
+            return call_end(&c, rc);
         }
         rc = ckh__sf_issue_write(f->disk, v->node, f->ino, at, k, &src);
         ckh__sf_buf_unref(f->disk, src.buf);
@@ -822,8 +822,21 @@ static int view_fsync_dir(struct ckh_fs *fs, const char *path)
     return (int)call_end(&c, do_fsync_dir(as_view(fs), path));
 }
 
+/* SEEK_DATA / SEEK_HOLE from the live copy's extents (a query: no op
+ * recorded, no fault, no virtual time, as stat). */
+static int64_t view_seek(struct ckh_file *fp, uint64_t off, enum ckh_seek_whence whence)
+{
+    const struct sf_data *dt = &as_file(fp)->ino->data[SF_LIVE];
+    if (off >= dt->size)
+        return -ENXIO;
+    uint64_t at = ckh__sf_seek(dt, off, whence == CKH_SEEK_HOLE);
+    if (whence == CKH_SEEK_DATA && at >= dt->size)
+        return -ENXIO;
+    return (int64_t)at;
+}
+
 const struct ckh_fs_ops ckh__sf_view_ops = {
-    .version = 1,
+    .version = 2,
     .open = view_open,
     .read = view_read,
     .pread = view_pread,
@@ -843,6 +856,7 @@ const struct ckh_fs_ops ckh__sf_view_ops = {
     .symlink = view_symlink,
     .readlink = view_readlink,
     .fsync_dir = view_fsync_dir,
+    .seek = view_seek,
 };
 
 /* ------------------------------------------------------------------- views */

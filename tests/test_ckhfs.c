@@ -28,6 +28,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -154,19 +155,26 @@ static void unmount_at_exit(void)
     T.fs = NULL;
 }
 
-/* A disk mounted at a fresh <tmp>/ckh-<pid>-XXXXXX/mnt. */
-static void up(enum ckh_crash_model model, bool trace)
+/* A disk mounted at a fresh <tmp>/ckh-<pid>-XXXXXX/mnt; with store, its
+ * bytes in that folder, as a run's disks keep them. */
+static void up_store(enum ckh_crash_model model, bool trace, bool store)
 {
     memset(&T, 0, sizeof T);
     atexit(unmount_at_exit);
-    struct ckh_simfs_config dc = {.name = "t", .model = model, .sector_bytes = 512, .seed = 7};
-    ck_assert_int_eq(ckh_simfs_create(&dc, &T.disk), 0);
     ck_assert_int_eq(ckh_tmp_make(T.dir, sizeof T.dir), 0);
+    struct ckh_simfs_config dc = {.name = "t", .model = model, .sector_bytes = 512, .seed = 7,
+                                  .store_dir = store ? T.dir : NULL};
+    ck_assert_int_eq(ckh_simfs_create(&dc, &T.disk), 0);
     char real[PATH_MAX];
     ck_assert_ptr_nonnull(realpath(T.dir, real));
     snprintf(T.mnt, sizeof T.mnt, "%s/mnt", real);
     ck_assert_int_eq(mkdir(T.mnt, 0755), 0);
     mount_disk(T.disk, trace);
+}
+
+static void up(enum ckh_crash_model model, bool trace)
+{
+    up_store(model, trace, false);
 }
 
 static void down(void)
@@ -1134,6 +1142,76 @@ START_TEST(test_big_file_memory)
 }
 END_TEST
 
+/* A byte at 2^40: SEEK_DATA / SEEK_HOLE from the disk's extents; statfs
+ * says what ckh_simfs_space says (arg: the expected total and free bytes,
+ * "T F"). */
+static int child_sparse(const char *m, const char *arg)
+{
+    const off_t far = (off_t)1 << 40;
+    int fd = open(at(m, "/sparse"), O_CREAT | O_RDWR, 0644);
+    CHK(fd >= 0);
+    CHK(pwrite(fd, "x", 1, far) == 1);
+    CHK(fsync(fd) == 0);
+    CHK(lseek(fd, 0, SEEK_DATA) == far);
+    CHK(lseek(fd, 0, SEEK_HOLE) == 0);
+    CHK(lseek(fd, far, SEEK_HOLE) == far + 1);
+    CHK(lseek(fd, far + 1, SEEK_DATA) < 0 && errno == ENXIO);
+    char c = 0;
+    CHK(pread(fd, &c, 1, far) == 1 && c == 'x');
+    CHK(pread(fd, &c, 1, far / 2) == 1 && c == 0);
+    close(fd);
+    unsigned long long total = 0, avail = 0;
+    CHK(sscanf(arg, "%llu %llu", &total, &avail) == 2);
+    struct statvfs sv;
+    CHK(statvfs(m, &sv) == 0);
+    CHK((unsigned long long)sv.f_blocks * sv.f_frsize == total / 4096 * 4096);
+    /* the real disk's free space moves while others write: within 1 GiB */
+    unsigned long long got = (unsigned long long)sv.f_bavail * sv.f_frsize;
+    CHK(got + (1ull << 30) > avail && got < avail + (1ull << 30));
+    return 0;
+}
+
+/* Real size (sim/simfs_store.c): with the disk's bytes in the run folder,
+ * writing and reading 100 MiB through the mount leaves ckh's memory
+ * about where it was, and simfs's heap holds metadata only; a 1 TiB
+ * sparse file is one byte of data, seen as such by lseek; statfs reports
+ * the real filesystem of the run folder. */
+START_TEST(test_store_real_size)
+{
+    NEED_FUSE();
+    up_store(CKH_CRASH_POSIX_WEAK, false, true);
+    long before = rss_kib();
+    run_ok(0, child_big, "write");
+    run_ok(0, child_big, NULL);
+    long after = rss_kib();
+    const int mib = big_mib();
+    fprintf(stderr, "test_ckhfs: store: RSS +%ld KiB after writing and reading %d MiB, heap %llu bytes\n",
+            after - before, mib, (unsigned long long)ckh_simfs_heap_bytes(T.disk));
+    ck_assert_uint_lt(ckh_simfs_heap_bytes(T.disk), 1u << 20);
+#if !defined(__SANITIZE_ADDRESS__)
+    if (!getenv("CKH_VALGRIND"))
+        ck_assert_int_lt(after - before, 16 * 1024);
+#endif
+    uint64_t total = 0, avail = 0;
+    ckh_ckhfs_lock(T.fs);
+    ck_assert_int_eq(ckh_simfs_space(T.disk, &total, &avail), 0);
+    ckh_ckhfs_unlock(T.fs);
+    struct statvfs sv;
+    ck_assert_int_eq(statvfs(T.dir, &sv), 0);
+    ck_assert_uint_eq(total, (uint64_t)sv.f_blocks * sv.f_frsize);
+    char arg[64];
+    snprintf(arg, sizeof arg, "%llu %llu", (unsigned long long)total, (unsigned long long)avail);
+    run_ok(0, child_sparse, arg);
+    ckh_ckhfs_lock(T.fs);
+    ck_assert_int_eq(ckh_simfs_crash(T.disk, -1, NULL, 0), 0); /* fsynced: it stays, whole */
+    struct ckh_stat st;
+    ck_assert_int_eq(ckh_fs_stat(ckh_simfs_fs(T.disk), "/big", &st), 0);
+    ck_assert_uint_eq(st.size_bytes, (uint64_t)mib << 20);
+    ckh_ckhfs_unlock(T.fs);
+    down();
+}
+END_TEST
+
 /* ------------------------------------------------------------ children */
 
 static const struct {
@@ -1148,7 +1226,7 @@ static const struct {
     {"short", child_short},          {"delay", child_delay},
     {"five_writes", child_five_writes}, {"traced", child_traced},
     {"refused", child_refused},      {"busy", child_busy},
-    {"big", child_big},
+    {"big", child_big},              {"sparse", child_sparse},
 };
 
 static const char *child_name(child_fn fn)
@@ -1196,6 +1274,7 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(tl, test_sweep_stale_direct);
     tcase_add_test(tl, test_mount_errors);
     tcase_add_test(tl, test_big_file_memory);
+    tcase_add_test(tl, test_store_real_size);
     suite_add_tcase(s, tl);
     return s;
 }

@@ -3,10 +3,15 @@
  * sim/simfs.c. Views here have no simulator (sim == NULL).
  */
 #include <check.h>
+#include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "ckh/env.h"
 #include "ckh/err.h"
@@ -22,13 +27,17 @@ static int seeds(int full)
     return getenv("CKH_VALGRIND") ? full / 8 + 1 : full;
 }
 
+/* CKH_TEST_SIMFS_STORE=<folder> runs every case with the disks' bytes in
+ * a store there (CTest entry test_simfs_store): the crash model must not
+ * tell the two homes apart (sim/simfs_store.c B1). */
 static struct ckh_simfs *mkdisk(enum ckh_crash_model model, uint64_t seed, uint64_t cap)
 {
     struct ckh_simfs_config cfg = {.name = "t",
                                    .model = model,
                                    .sector_bytes = 512,
                                    .capacity_bytes = cap,
-                                   .seed = seed};
+                                   .seed = seed,
+                                   .store_dir = getenv("CKH_TEST_SIMFS_STORE")};
     struct ckh_simfs *d = NULL;
     ck_assert_int_eq(ckh_simfs_create(&cfg, &d), 0);
     return d;
@@ -1145,6 +1154,289 @@ START_TEST(test_invariants_hold)
 }
 END_TEST
 
+/* ---- the store (sim/simfs_store.c B1-B5) ---- */
+
+/* A fresh folder for a store (removed by rm_store_dir). */
+static void mk_store_dir(char *dir, size_t n)
+{
+    snprintf(dir, n, "%s/ckh-store-test.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+/* Number of entries in dir besides . and .. */
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* Blocks (512 B) of the store files this process has open in dir. */
+static uint64_t store_blocks(const char *dir)
+{
+    DIR *d = opendir("/proc/self/fd");
+    ck_assert_ptr_nonnull(d);
+    uint64_t blocks = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char p[300], t[4096];
+        snprintf(p, sizeof p, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(p, t, sizeof t - 1);
+        if (n <= 0)
+            continue;
+        t[n] = '\0';
+        struct stat st;
+        if (strncmp(t, dir, strlen(dir)) == 0 && t[strlen(dir)] == '/' && stat(p, &st) == 0 &&
+            S_ISREG(st.st_mode))
+            blocks += (uint64_t)st.st_blocks;
+    }
+    closedir(d);
+    return blocks;
+}
+
+struct twin { /* the same disk twice: bytes in memory [0], in a store [1] */
+    struct ckh_simfs *d[2];
+    struct ckh_fs *v[2][2]; /* [disk][node]: views of nodes 0 and 1 */
+};
+
+static void twin_check(struct twin *t)
+{
+    ck_assert_uint_eq(ckh_simfs_digest(t->d[0], false), ckh_simfs_digest(t->d[1], false));
+    ck_assert_uint_eq(ckh_simfs_digest(t->d[0], true), ckh_simfs_digest(t->d[1], true));
+    size_t n = ckh_simfs_pending_count(t->d[0]);
+    ck_assert_uint_eq(n, ckh_simfs_pending_count(t->d[1]));
+    for (size_t i = 0; i < n; i++) {
+        struct ckh_simfs_pending_info a, b;
+        ck_assert_int_eq(ckh_simfs_pending_get(t->d[0], i, &a), 0);
+        ck_assert_int_eq(ckh_simfs_pending_get(t->d[1], i, &b), 0);
+        ck_assert(a.seq == b.seq && a.node == b.node && a.kind == b.kind && a.off == b.off &&
+                  a.len == b.len && a.sectors == b.sectors);
+        ck_assert_str_eq(a.path, b.path);
+    }
+}
+
+/* One random operation of node on both disks (the same answer on both). */
+static void twin_op(struct twin *t, struct ckh_rng *r, int node, unsigned char *buf)
+{
+    char a[32], b[32];
+    snprintf(a, sizeof a, "/f%u", (unsigned)ckh_rng_below(r, 4));
+    snprintf(b, sizeof b, "/f%u", (unsigned)ckh_rng_below(r, 4));
+    uint64_t k = ckh_rng_below(r, 10), off = ckh_rng_below(r, 3) * 4096 + ckh_rng_below(r, 700);
+    size_t len = 1 + (size_t)ckh_rng_below(r, 9000);
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (unsigned char)ckh_rng_next(r);
+    int64_t res[2];
+    for (int w = 0; w < 2; w++) {
+        struct ckh_fs *v = t->v[w][node];
+        struct ckh_file *f = NULL;
+        if (k < 5) { /* writes: runs of sequential ones extend a store buffer */
+            res[w] = ckh_fs_open(v, a, CKH_O_WRONLY | CKH_O_CREAT, &f);
+            for (uint64_t j = 0; res[w] == 0 && j < (k < 3 ? 4 : 1); j++)
+                res[w] = ckh_file_pwrite(f, buf, len, off + j * len) == (int64_t)len ? 0 : -1;
+        } else if (k == 5) {
+            if ((res[w] = ckh_fs_open(v, a, CKH_O_WRONLY | CKH_O_CREAT, &f)) == 0)
+                res[w] = ckh_file_ftruncate(f, off);
+        } else if (k == 6) {
+            if ((res[w] = ckh_fs_open(v, a, CKH_O_WRONLY | CKH_O_CREAT, &f)) == 0)
+                res[w] = ckh_file_fsync(f);
+        } else if (k == 7) {
+            res[w] = ckh_fs_rename(v, a, b);
+        } else if (k == 8) {
+            res[w] = ckh_fs_unlink(v, a);
+        } else {
+            res[w] = ckh_fs_fsync_dir(v, "/");
+        }
+        if (f)
+            ckh_file_close(f);
+    }
+    ck_assert_int_eq(res[0], res[1]);
+}
+
+/* B1: whatever is done, a disk whose bytes are in a store and one that
+ * keeps them in memory are the same disk: same pending ops, same live and
+ * durable trees after drawn crashes, same states after explicit (torn)
+ * choices on clones. */
+START_TEST(test_store_same_model)
+{
+    char dir[256];
+    mk_store_dir(dir, sizeof dir);
+    struct twin t;
+    for (int w = 0; w < 2; w++) {
+        struct ckh_simfs_config cfg = {.name = "t", .sector_bytes = 512, .seed = (uint64_t)_i + 1,
+                                       .model = _i % 2 ? CKH_CRASH_EXT4_ORDERED : CKH_CRASH_POSIX_WEAK,
+                                       .store_dir = w ? dir : NULL};
+        ck_assert_int_eq(ckh_simfs_create(&cfg, &t.d[w]), 0);
+        for (int n = 0; n < 2; n++) {
+            struct ckh_simfs_mount m = {.prefix = "/", .disk = t.d[w]};
+            ck_assert_int_eq(ckh_simfs_view_create(NULL, n, &m, 1, &t.v[w][n]), 0);
+        }
+    }
+    struct ckh_rng r;
+    ckh_rng_seed(&r, (uint64_t)_i * 7919 + 3);
+    static unsigned char buf[9000];
+    for (int step = 0; step < 300; step++) {
+        twin_op(&t, &r, (int)ckh_rng_below(&r, 2), buf);
+        twin_check(&t);
+        if (ckh_rng_below(&r, 40) == 0) { /* a clone of each, crashed by explicit torn choices */
+            struct ckh_simfs *c[2];
+            size_t n = ckh_simfs_pending_count(t.d[0]);
+            enum ckh_crash_choice *ch = calloc(n ? n : 1, sizeof *ch);
+            for (size_t i = 0; i < n; i++) {
+                struct ckh_simfs_pending_info pi;
+                ck_assert_int_eq(ckh_simfs_pending_get(t.d[0], i, &pi), 0);
+                ch[i] = pi.sectors ? (enum ckh_crash_choice)ckh_rng_below(&r, 4)
+                                   : (enum ckh_crash_choice)ckh_rng_below(&r, 2);
+            }
+            for (int w = 0; w < 2; w++) {
+                ck_assert_int_eq(ckh_simfs_clone(t.d[w], &c[w]), 0);
+                ck_assert_int_eq(ckh_simfs_crash(c[w], -1, ch, n), 0);
+            }
+            ck_assert_uint_eq(ckh_simfs_digest(c[0], true), ckh_simfs_digest(c[1], true));
+            ck_assert_uint_eq(ckh_simfs_digest(c[0], false), ckh_simfs_digest(c[1], false));
+            ckh_simfs_destroy(c[0]);
+            ckh_simfs_destroy(c[1]);
+            free(ch);
+        }
+        if (ckh_rng_below(&r, 25) == 0) { /* a drawn crash of one node or of the power */
+            int node = (int)ckh_rng_below(&r, 3) - 1;
+            ck_assert_int_eq(ckh_simfs_crash(t.d[0], node, NULL, 0), 0);
+            ck_assert_int_eq(ckh_simfs_crash(t.d[1], node, NULL, 0), 0);
+            twin_check(&t);
+        }
+    }
+    /* Every byte reads the same. */
+    for (int i = 0; i < 4; i++) {
+        char p[16];
+        static unsigned char x[2][40000];
+        snprintf(p, sizeof p, "/f%d", i);
+        int64_t n0 = get(ckh_simfs_fs(t.d[0]), p, (char *)x[0], sizeof x[0]);
+        int64_t n1 = get(ckh_simfs_fs(t.d[1]), p, (char *)x[1], sizeof x[1]);
+        ck_assert_int_eq(n0, n1);
+        ck_assert(n0 < 0 || memcmp(x[0], x[1], (size_t)n0) == 0);
+    }
+    for (int w = 0; w < 2; w++) {
+        for (int n = 0; n < 2; n++)
+            ckh_simfs_view_destroy(t.v[w][n]);
+        ckh_simfs_destroy(t.d[w]);
+    }
+    ck_assert_int_eq(dir_entries(dir), 0); /* B3: the files have no name */
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* B3: bytes no copy, pending write or clone refers to go back to the real
+ * disk; nothing is left in the folder, while the disk lives or after. */
+START_TEST(test_store_frees_space)
+{
+    char dir[256];
+    mk_store_dir(dir, sizeof dir);
+    struct ckh_simfs_config cfg = {.name = "t", .sector_bytes = 4096, .seed = 1, .store_dir = dir};
+    struct ckh_simfs *d = NULL;
+    ck_assert_int_eq(ckh_simfs_create(&cfg, &d), 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    static unsigned char mib[1 << 20];
+    memset(mib, 0xa5, sizeof mib);
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_fs_open(fs, "/big", CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(ckh_file_pwrite(f, mib, sizeof mib, (uint64_t)i << 20), (int64_t)sizeof mib);
+    ck_assert_int_eq(ckh_file_fsync(f), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    put_sync(fs, "/small", "x"); /* a fresh buffer: the disk lets go of the big one */
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/"), 0);
+    ck_assert_uint_ge(store_blocks(dir), (8u << 20) / 512);
+    ck_assert_int_eq(dir_entries(dir), 0);
+    struct ckh_simfs *c = NULL;
+    ck_assert_int_eq(ckh_simfs_clone(d, &c), 0); /* C3: the clone keeps the bytes alive */
+    ck_assert_int_eq(ckh_fs_unlink(fs, "/big"), 0);
+    ck_assert_int_eq(ckh_fs_fsync_dir(fs, "/"), 0);
+    ck_assert_uint_ge(store_blocks(dir), (8u << 20) / 512);
+    ckh_simfs_destroy(c);
+    ck_assert_uint_lt(store_blocks(dir), (1u << 20) / 512);
+    char got[8];
+    ck_assert_int_eq(get(fs, "/small", got, sizeof got), 1);
+    ckh_simfs_destroy(d);
+    ck_assert_int_eq(dir_entries(dir), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* B5 and ckh_simfs_create: a store folder that does not exist is refused;
+ * ckh_simfs_space reports the capacity, else the folder's filesystem. */
+START_TEST(test_store_space_and_errors)
+{
+    struct ckh_simfs_config cfg = {.name = "t", .store_dir = "/nonexistent/ckh-store"};
+    struct ckh_simfs *d = NULL;
+    ck_assert_int_eq(ckh_simfs_create(&cfg, &d), -ENOENT);
+    ck_assert_ptr_null(d);
+    char dir[256];
+    mk_store_dir(dir, sizeof dir);
+    cfg.store_dir = dir;
+    ck_assert_int_eq(ckh_simfs_create(&cfg, &d), 0);
+    uint64_t total = 0, avail = 0;
+    ck_assert_int_eq(ckh_simfs_space(d, &total, &avail), 0);
+    struct statvfs sv;
+    ck_assert_int_eq(statvfs(dir, &sv), 0);
+    ck_assert_uint_eq(total, (uint64_t)sv.f_blocks * sv.f_frsize);
+    ck_assert_uint_le(avail, total);
+    ck_assert_int_eq(ckh_simfs_set_capacity(d, 1 << 20), 0);
+    put(ckh_simfs_fs(d), "/a", "0123456789");
+    ck_assert_int_eq(ckh_simfs_space(d, &total, &avail), 0);
+    ck_assert_uint_eq(total, 1 << 20);
+    ck_assert_uint_eq(avail, (1 << 20) - 10);
+    ck_assert_int_eq(ckh_simfs_space(NULL, &total, &avail), CKH_EINVAL);
+    ckh_simfs_destroy(d);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* Holes: ckh_file_seek finds data and holes from the extents, and the
+ * digests (ckh_file_digest, ckh_simfs_digest) never read a hole, so a
+ * file of 2^40 + 5 bytes digests at once; written zeros and a hole digest
+ * alike, one changed byte does not. */
+START_TEST(test_sparse_digest)
+{
+    struct ckh_simfs *d = mkdisk(CKH_CRASH_POSIX_WEAK, 1, 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    const uint64_t far = UINT64_C(1) << 40;
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_fs_open(fs, "/sparse", CKH_O_RDWR | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_pwrite(f, "hello", 5, far), 5);
+    ck_assert_int_eq(ckh_file_seek(f, 0, CKH_SEEK_DATA), (int64_t)far);
+    ck_assert_int_eq(ckh_file_seek(f, 0, CKH_SEEK_HOLE), 0);
+    ck_assert_int_eq(ckh_file_seek(f, far + 1, CKH_SEEK_HOLE), (int64_t)(far + 5));
+    ck_assert_int_eq(ckh_file_seek(f, far + 5, CKH_SEEK_DATA), -ENXIO);
+    uint64_t h1 = 0, h2 = 0, h3 = 0;
+    ck_assert_int_eq(ckh_file_digest(f, far + 5, NULL, 0, &h1), 0);
+    /* The same bytes with the zeros before them written, not a hole. */
+    struct ckh_file *g;
+    static char zeros[1 << 16];
+    ck_assert_int_eq(ckh_fs_open(fs, "/dense", CKH_O_RDWR | CKH_O_CREAT, &g), 0);
+    ck_assert_int_eq(ckh_file_pwrite(g, zeros, sizeof zeros, far - sizeof zeros), (int64_t)sizeof zeros);
+    ck_assert_int_eq(ckh_file_pwrite(g, "hello", 5, far), 5);
+    ck_assert_int_eq(ckh_file_digest(g, far + 5, NULL, 0, &h2), 0);
+    ck_assert_uint_eq(h1, h2);
+    ck_assert_int_eq(ckh_file_pwrite(g, "j", 1, far), 1);
+    ck_assert_int_eq(ckh_file_digest(g, far + 5, NULL, 0, &h3), 0);
+    ck_assert_uint_ne(h1, h3);
+    ck_assert_int_eq(ckh_file_digest(f, far + 6, NULL, 0, &h3), CKH_ETRUNCATED);
+    ck_assert_int_eq(ckh_file_close(g), 0);
+    ck_assert_int_eq(ckh_fs_unlink(fs, "/dense"), 0);
+    uint64_t live = ckh_simfs_digest(d, false);
+    ck_assert_int_eq(ckh_file_pwrite(f, zeros, 100, 4096), 100); /* zeros over a hole: same content */
+    ck_assert_uint_eq(ckh_simfs_digest(d, false), live);
+    ck_assert_int_eq(ckh_file_pwrite(f, "z", 1, 4096), 1);
+    ck_assert_uint_ne(ckh_simfs_digest(d, false), live);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ckh_simfs_destroy(d);
+}
+END_TEST
+
 static Suite *simfs_suite(void)
 {
     Suite *s = suite_create("simfs");
@@ -1188,6 +1480,13 @@ static Suite *simfs_suite(void)
         tcase_add_test_raise_signal(tci, test_assert_extents_within_size, SIGABRT);
     }
     suite_add_tcase(s, tci);
+    TCase *tcb = tcase_create("store");
+    tcase_set_timeout(tcb, 120);
+    tcase_add_loop_test(tcb, test_store_same_model, 0, seeds(8));
+    tcase_add_test(tcb, test_store_frees_space);
+    tcase_add_test(tcb, test_store_space_and_errors);
+    tcase_add_test(tcb, test_sparse_digest);
+    suite_add_tcase(s, tcb);
     return s;
 }
 

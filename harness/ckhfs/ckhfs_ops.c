@@ -20,6 +20,7 @@
  *   fsync               fsync / fdatasync
  *   readdir             listdir      ckh_fs_listdir
  *   fsyncdir            fsync_dir    ckh_fs_fsync_dir
+ *   lseek (DATA, HOLE)  stat         ckh_file_seek
  *
  * Accepted and ignored (simfs has no modes, owners or times): chmod,
  * chown, utimens. Refused: link (EPERM: no hard links), mknod (EPERM),
@@ -29,6 +30,8 @@
  * folders, 0777 links, owned by the mounting user, every time stamp
  * CKHFS_TIME (fixed, so a program that records mtimes stays
  * deterministic). An open file whose name was removed reports size 0.
+ * statfs reports the disk's capacity and what is left of it, else the
+ * space of the real filesystem that holds its bytes (ckh_simfs_space).
  *
  * Map: helpers | namespace | files | folders | init and table.
  */
@@ -261,13 +264,17 @@ static int op_statfs(const char *path, struct statvfs *sv)
     (void)path;
     struct ckh_ckhfs *fs = fuse_get_context()->private_data;
     memset(sv, 0, sizeof(*sv));
+    uint64_t total = 0, avail = 0;
     pthread_mutex_lock(&fs->lock);
-    uint64_t used = ckh_simfs_used_bytes(fs->cfg.disk);
+    int rc = ckh_simfs_space(fs->cfg.disk, &total, &avail);
     pthread_mutex_unlock(&fs->lock);
-    uint64_t total = UINT64_C(1) << 40; /* unlimited disks report 1 TiB */
+    if (rc)
+        return ckh__ckhfs_errno(rc);
+    /* The truth: the capacity and what is left of it, else the real disk
+     * that holds the bytes (or the memory, for a disk kept in memory). */
     sv->f_bsize = sv->f_frsize = 4096;
     sv->f_blocks = total / 4096;
-    sv->f_bfree = sv->f_bavail = used < total ? (total - used) / 4096 : 0;
+    sv->f_bfree = sv->f_bavail = avail / 4096;
     sv->f_files = sv->f_ffree = sv->f_favail = 1u << 20;
     sv->f_namemax = 255;
     return 0;
@@ -422,6 +429,29 @@ static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
     return end_errno(&r, datasync ? ckh_file_fdatasync(h->file) : ckh_file_fsync(h->file));
 }
 
+/* SEEK_DATA / SEEK_HOLE (the kernel answers the other whences): the
+ * disk's own extent map, so a program (cp --sparse, a verify script) sees
+ * the holes it left. A query, like stat: traced as a stat of the file. */
+static off_t op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
+{
+    (void)path;
+    struct ckhfs_handle *h = handle_of(fi);
+    struct ckhfs_req r;
+    CKH_ASSERT(h && h->file);
+    if (whence != SEEK_DATA && whence != SEEK_HOLE)
+        return -EINVAL;
+    int rc = ckh__ckhfs_begin(&r, CKH_OP_STAT, h->path, NULL, (uint64_t)off, 0);
+    if (rc != 1)
+        return (off_t)ckh__ckhfs_end(&r, rc);
+    int64_t res = off < 0 ? -ENXIO
+                          : ckh_file_seek(h->file, (uint64_t)off,
+                                          whence == SEEK_HOLE ? CKH_SEEK_HOLE : CKH_SEEK_DATA);
+    if (res < 0)
+        return (off_t)ckh__ckhfs_end(&r, ckh__ckhfs_errno(res));
+    ckh__ckhfs_end(&r, 0);
+    return (off_t)res;
+}
+
 /* ----------------------------------------------------------------- folders */
 
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
@@ -521,4 +551,5 @@ const struct fuse_operations ckh__ckhfs_ops = {
     .init = op_init,
     .create = op_create,
     .utimens = op_utimens,
+    .lseek = op_lseek,
 };

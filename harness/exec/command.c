@@ -94,7 +94,11 @@ static int latest_link(void *inst, char *buf, size_t n)
 static int make_disk(void *ctx, const struct ckh_simfs_config *dc, size_t d, int node, struct ckh_simfs **out)
 {
     struct ckh__cmd *c = ctx;
-    int rc = ckh_simfs_create(dc, out);
+    /* The bytes the programs write live on the real disk, in the run
+     * folder (unnamed, gone with the disk): a checkpoint of any size. */
+    struct ckh_simfs_config sdc = *dc;
+    sdc.store_dir = c->dir;
+    int rc = ckh_simfs_create(&sdc, out);
     if (rc)
         return ckh__cmd_fail(c, rc, "disk %s: %s", dc->name, ckh_strerror(rc));
     struct ckh__cmd_mount *m = &c->mounts[c->nmounts++];

@@ -203,28 +203,20 @@ static int file_add(struct file_set *fs, const char *rel, uint64_t digest)
     return 0;
 }
 
-/* Content digest of the file at path on fs. */
+/* Content digest of the file at path on fs: by block, holes never read
+ * (ckh_file_digest), so a huge sparse file costs what its data costs. */
 static int file_digest(struct ckh_fs *fs, const char *path, uint64_t *out)
 {
-    struct ckh_file *f = NULL;
     static char buf[READ_CHUNK];
-    int rc = ckh_fs_open(fs, path, CKH_O_RDONLY, &f);
-    uint64_t h = ckh_hash64(CKH_HASH_INIT, "file", 4), off = 0;
+    struct ckh_stat st;
+    struct ckh_file *f = NULL;
+    int rc = ckh_fs_stat(fs, path, &st);
+    if (rc == 0)
+        rc = ckh_fs_open(fs, path, CKH_O_RDONLY, &f);
     if (rc)
         return rc;
-    for (;;) {
-        int64_t r = ckh_file_pread(f, buf, sizeof buf, off);
-        if (r < 0) {
-            rc = (int)r;
-            break;
-        }
-        if (r == 0)
-            break;
-        h = ckh_hash64(h, buf, (size_t)r);
-        off += (uint64_t)r;
-    }
+    rc = ckh_file_digest(f, st.size_bytes, buf, sizeof buf, out);
     ckh_file_close(f);
-    *out = ckh_hash64(h, &off, sizeof off);
     return rc;
 }
 

@@ -64,7 +64,11 @@ static int make_disk(void *ctx, const struct ckh_simfs_config *dc, size_t d, int
 {
     struct real_job *j = ctx;
     struct ckh__run_ctx *c = &j->c;
-    int rc = ckh_simfs_create(dc, out);
+    /* The bytes the ranks write live on the real disk, in the run folder
+     * (unnamed, gone with the disk): a checkpoint of any size. */
+    struct ckh_simfs_config sdc = *dc;
+    sdc.store_dir = j->dir;
+    int rc = ckh_simfs_create(&sdc, out);
     if (rc)
         return ckh__run_fail(c, rc, "disk %s: %s", dc->name, ckh_strerror(rc));
     struct real_mount *m = &j->mounts[j->nmounts++];

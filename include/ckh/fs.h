@@ -64,8 +64,14 @@ struct ckh_listing {
     struct ckh_alloc *alloc;    /* allocator of entries and names (NULL: the system's) */
 };
 
+/* Where ckh_file_seek looks from an offset. */
+enum ckh_seek_whence {
+    CKH_SEEK_DATA = 0, /* the next byte that is data (not a hole) */
+    CKH_SEEK_HOLE = 1, /* the next byte that is a hole, or the end of the file */
+};
+
 struct ckh_fs_ops {
-    int version; /* 1 */
+    int version; /* 1, or 2 with seek */
     /* --- version 1 --- */
     int (*open)(struct ckh_fs *fs, const char *path, int flags, struct ckh_file **out);
     int64_t (*read)(struct ckh_file *f, void *buf, size_t n);
@@ -93,6 +99,11 @@ struct ckh_fs_ops {
     /* Fsyncs a directory (makes its entries' creation, renaming and
      * removal durable). */
     int (*fsync_dir)(struct ckh_fs *fs, const char *path);
+    /* --- version 2 --- */
+    /* lseek's SEEK_DATA / SEEK_HOLE: the offset of the next data (hole)
+     * at or after off; -ENXIO when no data follows off (or off is at or
+     * past the end). Holes read as zeros; data may be zeros too. */
+    int64_t (*seek)(struct ckh_file *f, uint64_t off, enum ckh_seek_whence whence);
 };
 
 struct ckh_fs {
@@ -125,6 +136,11 @@ int ckh_fs_symlink(struct ckh_fs *fs, const char *target, const char *linkpath);
 int64_t ckh_fs_readlink(struct ckh_fs *fs, const char *path, char *buf, size_t bufsize);
 int ckh_fs_fsync_dir(struct ckh_fs *fs, const char *path);
 
+/* Next data or hole of f at or after off (the method above). Without the
+ * method (version 1) the whole file is data: DATA gives off, HOLE gives
+ * INT64_MAX ("no hole known": read up to the end). */
+int64_t ckh_file_seek(struct ckh_file *f, uint64_t off, enum ckh_seek_whence whence);
+
 /* Frees a listing filled by ckh_fs_listdir (with the allocator it names). */
 void ckh_fs_listing_free(struct ckh_listing *l);
 
@@ -135,6 +151,16 @@ void ckh_fs_listing_free(struct ckh_listing *l);
 int ckh_file_write_all(struct ckh_file *f, const void *buf, size_t n);
 /* Reads exactly n bytes at off; a short file gives CKH_ETRUNCATED. */
 int ckh_file_pread_all(struct ckh_file *f, void *buf, size_t n, uint64_t off);
+/* Content digest of f, whose length is size (from ckh_fs_stat): the
+ * bytes by 64 KiB block, leaving out blocks that are all zeros (holes,
+ * found with ckh_file_seek, are never read), then the length. A pure
+ * function of the bytes: a hole and written zeros digest alike, and a
+ * 1 TiB sparse file costs what its data costs. Reads through buf
+ * (bufsize >= 64 KiB; NULL: a buffer of its own on the heap), so memory
+ * stays bounded. 0, or the first read error (CKH_ETRUNCATED: the file is
+ * shorter than size). */
+int ckh_file_digest(struct ckh_file *f, uint64_t size, void *buf, size_t bufsize,
+                    uint64_t *digest_out);
 /* True when path exists (any type). */
 bool ckh_fs_exists(struct ckh_fs *fs, const char *path);
 /* mkdir -p: creates missing parents; existing directories are fine. */

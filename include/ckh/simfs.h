@@ -38,6 +38,12 @@ struct ckh_simfs_config {
     uint64_t latency_ns;        /* virtual time charged per operation */
     uint64_t ns_per_kib;        /* extra virtual time per KiB transferred */
     uint64_t seed;              /* seed for crash choices and garbage bytes */
+    /* Folder on the real disk for the bytes programs write (NULL: kept in
+     * memory). With a folder, the literal bytes of every copy and pending
+     * write live in an unnamed file there (sim/simfs_store.c B1-B5): the
+     * disk's memory is O(inodes + extents + pending ops), whatever the
+     * size of its files. The simulator keeps its disks in memory. */
+    const char *store_dir;
 };
 
 /* What a crash does to one pending operation. */
@@ -137,7 +143,8 @@ const char *ckh_simfs_errmsg(const struct ckh_simfs *d);
 
 /* Hash of the whole tree (names, types, sizes, contents, link targets) in
  * the live copy (durable false: what reads see) or the durable copy.
- * Materializes file contents in chunks: O(bytes) time, O(1) memory. */
+ * File contents are hashed by 16 KiB block, leaving out holes (never
+ * read) and all-zero blocks: O(bytes of data) time, O(1) memory. */
 uint64_t ckh_simfs_digest(const struct ckh_simfs *d, bool durable);
 
 /* Changes the capacity limit (0: unlimited) from now on; data already
@@ -147,6 +154,11 @@ int ckh_simfs_set_capacity(struct ckh_simfs *d, uint64_t capacity_bytes);
 /* Bytes currently used: the sum of live file sizes (what capacity_bytes
  * limits; holes count). */
 uint64_t ckh_simfs_used_bytes(const struct ckh_simfs *d);
+/* What statfs reports for the disk: with capacity_bytes, the capacity and
+ * what is left of it; else the real filesystem of store_dir (its size and
+ * the space free there), or, for a disk in memory, the machine's memory
+ * and the memory free. 0, CKH_EINVAL or -errno. */
+int ckh_simfs_space(const struct ckh_simfs *d, uint64_t *total_bytes, uint64_t *avail_bytes);
 /* Heap bytes the disk's own bookkeeping takes (for memory benchmarks). */
 uint64_t ckh_simfs_heap_bytes(const struct ckh_simfs *d);
 
