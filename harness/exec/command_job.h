@@ -106,6 +106,9 @@ struct ckh__cmd_node {
     int result_fd;                     /* open for progress reading (-1: none) */
     char *partial;                     /* bytes after the last newline read (owned) */
     size_t npartial;                   /* their count */
+    size_t cpartial;                   /* partial's allocated bytes */
+    uint64_t result_read;              /* bytes the progress reader read in this run */
+    bool result_over;                  /* the result file broke a limit: no more reading */
     struct ckh__cmd_progress prog;     /* what its records said in this run */
     char last_op[160];                 /* the last operation it asked of a mount */
 };
