@@ -13,8 +13,10 @@
  * would give: the cases that keep running set a timeout they would hit
  * otherwise), and the fixture checks that nothing is left: no ckhfs mount,
  * no run folder in the TMPDIR ckh runs with (a folder of the test's own),
- * no process. Every case runs programs on ckhfs (FUSE) and is skipped,
- * saying why, where FUSE cannot be used (the binary then exits 77).
+ * no process. The cases that run programs on ckhfs (FUSE) are tagged
+ * "fuse" (CTest entry test_command_hostile_fuse) and skipped, saying why,
+ * where FUSE cannot be used; the sweep of run folders with planted
+ * markers needs none.
  */
 #include <check.h>
 #include <dirent.h>
@@ -31,6 +33,7 @@
 #include "ckh/err.h"
 #include "ckhfs/ckhfs.h"
 #include "exec/runner.h"
+#include "exec/tmpdir.h"
 #include "judge/judge.h"
 #include "model/scenario.h"
 #include "report.h"
@@ -358,6 +361,49 @@ START_TEST(test_many_records)
 }
 END_TEST
 
+/* ---- ckh's run folders ---- */
+
+/* A folder named as a dead ckh's run folder whose marker is a FIFO, a
+ * link to /dev/zero or a link to a secret: the sweep of stale run folders
+ * (every `ckh run` starts with one) neither waits on it nor takes it for
+ * ckh's, and removes the real stale folder beside it. */
+START_TEST(test_sweep_planted_markers)
+{
+    pid_t dead = fork();
+    ck_assert_int_ge(dead, 0);
+    if (dead == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
+    static const char *const kinds[] = {"fifo", "zero", "secret", "real"};
+    char path[4][600];
+    for (int k = 0; k < 4; k++) {
+        char marker[700];
+        /* "ckh-PID-" and six characters, as ckh_tmp_make names them */
+        snprintf(path[k], sizeof path[k], "%s/ckh-%ld-%cabcde", tmp, (long)dead, kinds[k][0]);
+        ck_assert_int_eq(mkdir(path[k], 0700), 0);
+        snprintf(marker, sizeof marker, "%.600s/.ckh-owner", path[k]);
+        if (k == 0)
+            ck_assert_int_eq(mkfifo(marker, 0600), 0);
+        else if (k == 1)
+            ck_assert_int_eq(symlink("/dev/zero", marker), 0);
+        else if (k == 2)
+            ck_assert_int_eq(symlink(secret, marker), 0);
+        else {
+            char text[64];
+            snprintf(text, sizeof text, "ckh %ld 0\n", (long)dead);
+            write_text(marker, text);
+        }
+    }
+    ck_assert_int_eq(ckh_tmp_sweep(tmp), 1);
+    struct stat st;
+    for (int k = 0; k < 3; k++) {
+        ck_assert_msg(stat(path[k], &st) == 0, "%s (%s marker) was removed", path[k], kinds[k]);
+        ck_assert_int_eq(ckh_tmp_remove(path[k]), 0);
+    }
+    ck_assert_msg(stat(path[3], &st) != 0, "%s is left", path[3]);
+}
+END_TEST
+
 static Suite *hostile_suite(void)
 {
     Suite *s = suite_create("command_hostile");
@@ -369,7 +415,12 @@ static Suite *hostile_suite(void)
     tcase_add_loop_test(t, test_log_replaced, 0, (int)(sizeof logs / sizeof logs[0]));
     tcase_add_test(t, test_planted_links_not_written);
     tcase_add_test(t, test_many_records);
+    tcase_set_tags(t, "fuse");
     suite_add_tcase(s, t);
+    TCase *folders = tcase_create("run-folders");
+    tcase_add_checked_fixture(folders, setup, teardown);
+    tcase_add_test(folders, test_sweep_planted_markers);
+    suite_add_tcase(s, folders);
     return s;
 }
 

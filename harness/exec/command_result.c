@@ -401,9 +401,14 @@ static void snap_walk(struct ckh__cmd_snapshot *s, const char *root, const char 
 {
     char dirpath[CKH__CMD_PATH_MAX * 2];
     snprintf(dirpath, sizeof dirpath, "%s%s%s", root, rel[0] ? "/" : "", rel);
-    DIR *d = opendir(dirpath);
-    if (!d)
+    /* A folder a program swapped for a link since lstat is not followed. */
+    int fd = open(dirpath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
         return;
+    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || snap_skipped(de->d_name))
