@@ -344,6 +344,23 @@ START_TEST(test_planted_links_not_written)
 }
 END_TEST
 
+/* A folder planted where ckh creates run 2's result file is named as
+ * what it is (exit 2), not written into nor removed. */
+START_TEST(test_planted_folder)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    int rc = run(scenario("d=$(dirname \"$CKH_RESULT\")\nn=$((CKH_RUN + 1))\nmkdir -p \"$d/$CKH_NODE.$n.jsonl\"\n"
+                          "exec sh @PROGRAMS@/cmd_job.sh 3\n", "30s",
+                          "faults:\n  - {on: {op: rename, nth: 1}, do: kill}\n"), &r);
+    ck_assert_int_eq(rc, CKH_EINVAL);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_ERROR);
+    ck_assert_msg(r.message && strstr(r.message, "cannot create $CKH_RESULT of rank_0 in run 2 (") &&
+                      strstr(r.message, "): a program of an earlier run put a folder there"), "%s", r.message);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 /* ---- a program that writes much, as it should ---- */
 
 /* 200,000 step records (about 6 MiB) written at once, lines cut at any
@@ -414,6 +431,7 @@ static Suite *hostile_suite(void)
     tcase_add_test(t, test_secret_link_cli);
     tcase_add_loop_test(t, test_log_replaced, 0, (int)(sizeof logs / sizeof logs[0]));
     tcase_add_test(t, test_planted_links_not_written);
+    tcase_add_test(t, test_planted_folder);
     tcase_add_test(t, test_many_records);
     tcase_set_tags(t, "fuse");
     suite_add_tcase(s, t);

@@ -327,6 +327,9 @@ static int prepare_node(struct ckh__cmd *c, int i)
     /* Made afresh: a program of an earlier run may have put a link or a
      * FIFO at this path (exec/prog_file.h). */
     int fd = ckh__prog_file_create(nd->result);
+    if (fd == -EISDIR)
+        return ckh__cmd_fail(c, CKH_EINVAL, "cannot create $CKH_RESULT of %s in run %d (%s): a program of an "
+                             "earlier run put a folder there", nd->name, c->run, nd->result);
     if (fd < 0)
         return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot create %s: %s", nd->result, strerror(-fd));
     close(fd);

@@ -365,6 +365,11 @@ static int start_process(struct ckh__cmd *c, const char *exe, const struct ckh_s
     int ep[2] = {-1, -1};
     int rc = 0;
     *exec_err = 0;
+    if (out_fd == -EISDIR) {
+        rc = ckh__cmd_fail(c, CKH_EINVAL, "cannot create the log of %s (%s): a program of an earlier run put a "
+                           "folder there", exe, log);
+        goto out;
+    }
     if (!argv || out_fd < 0 || in_fd < 0 || pipe2(ep, O_CLOEXEC) != 0) {
         rc = ckh__cmd_fail(c, argv ? -errno : CKH_ENOMEM, "cannot start %s: %s", exe,
                            argv ? strerror(errno) : "out of memory");
