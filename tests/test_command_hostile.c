@@ -353,7 +353,7 @@ START_TEST(test_planted_folder)
     int rc = run(scenario("d=$(dirname \"$CKH_RESULT\")\nn=$((CKH_RUN + 1))\nmkdir -p \"$d/$CKH_NODE.$n.jsonl\"\n"
                           "exec sh @PROGRAMS@/cmd_job.sh 3\n", "30s",
                           "faults:\n  - {on: {op: rename, nth: 1}, do: kill}\n"), &r);
-    ck_assert_int_eq(rc, CKH_EINVAL);
+    ck_assert_msg(rc == CKH_EINVAL, "rc %s: %s", ckh_err_name(rc), r.message);
     ck_assert_int_eq(r.verdict, CKH_VERDICT_ERROR);
     ck_assert_msg(r.message && strstr(r.message, "cannot create $CKH_RESULT of rank_0 in run 2 (") &&
                       strstr(r.message, "): a program of an earlier run put a folder there"), "%s", r.message);

@@ -122,7 +122,9 @@ bool ckh__cmd_progress_read(struct ckh__cmd *c, int i, uint64_t budget)
     struct ckh__cmd_progress before = nd->prog;
     /* A file past the limit (a sparse terabyte) is refused before a byte
      * of it is read. */
-    if (fstat(nd->result_fd, &st) == 0 && (uint64_t)st.st_size > RESULT_BYTES_MAX) {
+    if (fstat(nd->result_fd, &st) != 0)
+        return false;
+    if ((uint64_t)st.st_size > RESULT_BYTES_MAX) {
         char why[160];
         snprintf(why, sizeof why, "holds %" PRIu64 " bytes, over the result file limit of 1 GiB (%llu bytes)",
                  (uint64_t)st.st_size, RESULT_BYTES_MAX);
@@ -130,8 +132,12 @@ bool ckh__cmd_progress_read(struct ckh__cmd *c, int i, uint64_t budget)
         return false;
     }
     /* At most budget bytes per call, so that the loop that enforces
-     * job.timeout keeps its pace; each byte is read once, and only the
-     * new bytes are searched for a newline. */
+     * job.timeout keeps its pace, and never past the size just looked at
+     * (a file that grows meanwhile is looked at again first); each byte
+     * is read once, and only the new bytes are searched for a newline. */
+    uint64_t there = (uint64_t)st.st_size > nd->result_read ? (uint64_t)st.st_size - nd->result_read : 0;
+    if (budget > there)
+        budget = there;
     for (uint64_t taken = 0; taken < budget;) {
         if (!partial_room(nd))
             break;
@@ -159,12 +165,6 @@ bool ckh__cmd_progress_read(struct ckh__cmd *c, int i, uint64_t budget)
             snprintf(why, sizeof why, "holds a line longer than 1 MiB (%u bytes, the result protocol's line "
                      "limit) with no newline yet", CKH_RECORD_JSONL_LINE_MAX);
             result_over(c, i, CKH_EPARSE, why);
-            break;
-        }
-        if (nd->result_read > RESULT_BYTES_MAX) {
-            char why[160];
-            snprintf(why, sizeof why, "grew past the result file limit of 1 GiB (%llu bytes)", RESULT_BYTES_MAX);
-            result_over(c, i, CKH_EINVAL, why);
             break;
         }
     }
