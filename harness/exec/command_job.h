@@ -18,6 +18,9 @@
  *   command_proc.c    processes: spawning, waiting, killing, signals;
  *   command_fault.c   the fault script on processes and disks;
  *   command.c         one execution's runs, verify, the executor's tables.
+ * Every file a program can reach (its result file, its log, verify's log)
+ * is opened and made through exec/prog_file.h: never through a link,
+ * never waiting on a FIFO, read only as a regular file under named limits.
  * The process layer reports progress through c->on_progress (set to the
  * fault script's triggers by ckh__cmd_init), so it knows nothing of faults.
  *
