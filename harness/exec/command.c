@@ -23,6 +23,7 @@
 #include "exec/command_fault.h"
 #include "exec/command_proc.h"
 #include "exec/command_result.h"
+#include "exec/prog_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -311,7 +312,9 @@ static int prepare_node(struct ckh__cmd *c, int i)
         close(nd->result_fd);
     free(nd->partial);
     nd->partial = NULL;
-    nd->npartial = 0;
+    nd->npartial = nd->cpartial = 0;
+    nd->result_read = 0;
+    nd->result_over = false;
     nd->pid = 0;
     nd->pidfd = -1;
     nd->reaped = nd->group_gone = nd->preempted = false;
@@ -325,10 +328,16 @@ static int prepare_node(struct ckh__cmd *c, int i)
     nd->result_fd = -1;
     if (!nd->start)
         return 0;
-    FILE *f = fopen(nd->result, "we");
-    if (!f || fclose(f) != 0)
-        return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot create %s: %s", nd->result, strerror(errno));
-    nd->result_fd = open(nd->result, O_RDONLY | O_CLOEXEC);
+    /* Made afresh: a program of an earlier run may have put a link or a
+     * FIFO at this path (exec/prog_file.h). */
+    int fd = ckh__prog_file_create(nd->result);
+    if (fd == -EISDIR)
+        return ckh__cmd_fail(c, CKH_EINVAL, "cannot create $CKH_RESULT of %s in run %d (%s): a program of an "
+                             "earlier run put a folder there", nd->name, c->run, nd->result);
+    if (fd < 0)
+        return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot create %s: %s", nd->result, strerror(-fd));
+    close(fd);
+    nd->result_fd = open(nd->result, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     return 0;
 }
 
@@ -358,23 +367,11 @@ static int run_processes(struct ckh__cmd *c, bool *hung)
 
 /* ---- how each node ended ---- */
 
-/* The last non-empty line node i printed, for messages. */
+/* The last non-empty line node i printed, for messages (a log the
+ * program replaced by something else is not read: exec/prog_file.h). */
 static void node_said(const struct ckh__cmd_node *nd, char *out, size_t n)
 {
-    char buf[2048];
-    out[0] = '\0';
-    FILE *f = fopen(nd->log, "re");
-    if (!f)
-        return;
-    if (fseek(f, -(long)(sizeof buf - 1), SEEK_END) != 0)
-        rewind(f);
-    size_t r = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[r] = '\0';
-    while (r > 0 && (buf[r - 1] == '\n' || buf[r - 1] == ' ' || buf[r - 1] == '\r'))
-        buf[--r] = '\0';
-    char *nl = strrchr(buf, '\n');
-    snprintf(out, n, "%.*s", (int)(n ? n - 1 : 0), nl ? nl + 1 : buf);
+    ckh__prog_file_last_line(nd->log, out, n);
 }
 
 /* "exited with status 1", "died of signal 11 (Segmentation fault)", ... */
@@ -946,18 +943,26 @@ static int replay_first_run(struct ckh__cmd *c, const char *const *run1_results,
             return rc;
         if (!nd->start)
             continue;
-        FILE *in = fopen(run1_results[i], "re"), *to = fopen(nd->result, "we");
+        /* Run 1's file was the program's: read as one (exec/prog_file.h),
+         * and only the bytes the progress reader had taken by the crash. */
+        char what[96], why[CKH_ERRMSG_BYTES] = "";
+        int in = -1;
+        uint64_t size = 0, left = run1_bytes[i];
+        snprintf(what, sizeof what, "$CKH_RESULT of %s in run 1", nd->name);
+        if ((rc = ckh__prog_file_open(run1_results[i], what, &in, &size, why, sizeof why)) != 0)
+            return ckh__cmd_fail(c, rc == -ENOENT ? CKH_EINVAL : rc, "%s", why);
+        FILE *to = fopen(nd->result, "we");
         char buf[8192];
-        uint64_t left = run1_bytes[i];
-        while (in && to && left > 0) {
-            size_t got = fread(buf, 1, left < sizeof buf ? (size_t)left : sizeof buf, in);
-            if (got == 0 || fwrite(buf, 1, got, to) != got)
+        while (to && left > 0) {
+            ssize_t got = read(in, buf, left < sizeof buf ? (size_t)left : sizeof buf);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0 || fwrite(buf, 1, (size_t)got, to) != (size_t)got)
                 break;
-            left -= got;
+            left -= (uint64_t)got;
         }
-        bool ok = in && to && left == 0;
-        if (in)
-            fclose(in);
+        bool ok = to && left == 0;
+        close(in);
         if ((to && fclose(to) != 0) || !ok)
             return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot copy the first run's records of %s from %s to %s",
                                  nd->name, run1_results[i], nd->result);

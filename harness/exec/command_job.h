@@ -18,6 +18,9 @@
  *   command_proc.c    processes: spawning, waiting, killing, signals;
  *   command_fault.c   the fault script on processes and disks;
  *   command.c         one execution's runs, verify, the executor's tables.
+ * Every file a program can reach (its result file, its log, verify's log)
+ * is opened and made through exec/prog_file.h: never through a link,
+ * never waiting on a FIFO, read only as a regular file under named limits.
  * The process layer reports progress through c->on_progress (set to the
  * fault script's triggers by ckh__cmd_init), so it knows nothing of faults.
  *
@@ -106,6 +109,9 @@ struct ckh__cmd_node {
     int result_fd;                     /* open for progress reading (-1: none) */
     char *partial;                     /* bytes after the last newline read (owned) */
     size_t npartial;                   /* their count */
+    size_t cpartial;                   /* partial's allocated bytes */
+    uint64_t result_read;              /* bytes the progress reader read in this run */
+    bool result_over;                  /* the result file broke a limit: no more reading */
     struct ckh__cmd_progress prog;     /* what its records said in this run */
     char last_op[160];                 /* the last operation it asked of a mount */
 };

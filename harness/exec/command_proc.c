@@ -44,11 +44,15 @@
 #include "ckh/posix.h"
 #include "exec/command_proc.h"
 #include "exec/command_result.h"
+#include "exec/prog_file.h"
 
 extern char **environ;
 
 #define WAIT_POLL_MS 5          /* how often a run's progress and limits are looked at */
 #define GROUP_KILL_WAIT_MS 5000 /* a killed group that does not vanish by then is left to init */
+/* Result-file bytes one look reads per node: a program that writes faster
+ * is read over several looks, and job.timeout is looked at in between. */
+#define LOOK_READ_BYTES (4u << 20)
 
 /* ---- signals ---- */
 
@@ -354,11 +358,18 @@ static int start_process(struct ckh__cmd *c, const char *exe, const struct ckh_s
                          char *const *envp, const char *log, pid_t *pid, int *exec_err)
 {
     const char **argv = calloc(cmd->argc + 1, sizeof *argv);
-    int out_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int out_fd = ckh__prog_file_create(log); /* never through a link a program planted */
+    if (out_fd < 0)
+        errno = -out_fd;
     int in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int ep[2] = {-1, -1};
     int rc = 0;
     *exec_err = 0;
+    if (out_fd == -EISDIR) {
+        rc = ckh__cmd_fail(c, CKH_EINVAL, "cannot create the log of %s (%s): a program of an earlier run put a "
+                           "folder there", exe, log);
+        goto out;
+    }
     if (!argv || out_fd < 0 || in_fd < 0 || pipe2(ep, O_CLOEXEC) != 0) {
         rc = ckh__cmd_fail(c, argv ? -errno : CKH_ENOMEM, "cannot start %s: %s", exe,
                            argv ? strerror(errno) : "out of memory");
@@ -646,7 +657,7 @@ static bool look(struct ckh__cmd *c, uint64_t deadline, bool *hung)
         if (nd->pid <= 0)
             continue;
         reap_node(c, i);
-        if (!nd->reaped && ckh__cmd_progress_refresh(c, i))
+        if (!nd->reaped && ckh__cmd_progress_read(c, i, LOOK_READ_BYTES))
             c->on_progress(c, i);
         if (!nd->reaped && nd->kill_at_ms && now >= nd->kill_at_ms)
             ckh__cmd_kill_locked(c, i, "the sigterm grace ran out");
@@ -654,6 +665,12 @@ static bool look(struct ckh__cmd *c, uint64_t deadline, bool *hung)
         done &= nd->group_gone;
     }
     c->on_progress(c, -1);
+    /* A result file that broke its limit (command_result.c) stops the job. */
+    for (int i = 0; i < c->n; i++)
+        if (c->nodes[i].result_over)
+            for (int k = 0; k < c->n; k++)
+                if (c->nodes[k].pid > 0 && !c->nodes[k].reaped)
+                    ckh__cmd_kill_locked(c, k, "ckh stopped the job: a result file broke its limit");
     /* torchrun's elastic agent: a failed worker stops every worker. */
     if (failed && c->sc->restart.scope == CKH_SCN_RESTART_ALL)
         for (int i = 0; i < c->n; i++)
@@ -696,27 +713,6 @@ int ckh__cmd_wait_run(struct ckh__cmd *c, bool *hung)
 
 /* ---- verify ---- */
 
-/* The last non-empty line of the file at path into out. */
-static void last_line(const char *path, char *out, size_t n)
-{
-    char buf[4096];
-    out[0] = '\0';
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    off_t size = lseek(fd, 0, SEEK_END);
-    off_t from = size > (off_t)sizeof buf - 1 ? size - (off_t)sizeof buf + 1 : 0;
-    ssize_t r = pread(fd, buf, sizeof buf - 1, from);
-    close(fd);
-    if (r <= 0)
-        return;
-    buf[r] = '\0';
-    while (r > 0 && isspace((unsigned char)buf[r - 1]))
-        buf[--r] = '\0';
-    char *nl = strrchr(buf, '\n');
-    snprintf(out, n, "%s", nl ? nl + 1 : buf);
-}
-
 int ckh__cmd_run_verify(struct ckh__cmd *c, int node, int *status, char *out, size_t n)
 {
     struct envv e = {0};
@@ -752,7 +748,7 @@ int ckh__cmd_run_verify(struct ckh__cmd *c, int node, int *status, char *out, si
     reap_group_now(pid);
     if (ckh__cmd_interrupted())
         rc = -EINTR;
-    last_line(log, out, n);
+    ckh__prog_file_last_line(log, out, n);
 out:
     env_free(&e);
     return rc;

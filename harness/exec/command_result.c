@@ -19,13 +19,17 @@
 
 #include "ckh/err.h"
 #include "ckh/fs.h"
-#include "ckh/posix.h"
+#include "ckh/record.h"
 #include "ckh/rng.h"
 #include "exec/command_result.h"
+#include "exec/prog_file.h"
 #include "exec/run_ctx.h"
 
 #define READ_CHUNK (64u * 1024u)
-#define RESULT_BYTES_MAX (1ull << 30) /* a result file past 1 GiB is refused */
+#define RESULT_BYTES_MAX (1ull << 30) /* the result file limit: past 1 GiB it is refused */
+/* The progress reader's buffer: the longest line the protocol allows
+ * (CKH_RECORD_JSONL_LINE_MAX) and one read more. */
+#define PARTIAL_CAP_MAX ((size_t)CKH_RECORD_JSONL_LINE_MAX + 2 * READ_CHUNK)
 
 /* ---- progress, as the result file grows ---- */
 
@@ -79,57 +83,100 @@ static void progress_parse(struct ckh__cmd *c, int i, const char *text, size_t n
     ckh_record_jsonl_parse(text, n, NULL, progress_sink, &pc, msg, sizeof msg);
 }
 
-bool ckh__cmd_progress_refresh(struct ckh__cmd *c, int i)
+/* Node i's result file broke a limit (lock held): the message (the first
+ * failure wins) and no more reading; the wait loop stops the job. */
+static void result_over(struct ckh__cmd *c, int i, int code, const char *why)
 {
     struct ckh__cmd_node *nd = &c->nodes[i];
-    if (nd->result_fd < 0)
+    nd->result_over = true;
+    ckh__cmd_fail(c, code, "$CKH_RESULT of %s in run %d (%s) %s; ckh stopped the job (docs/SCENARIOS.md, "
+                  "\"Result protocol\")", nd->name, c->run, nd->result, why);
+}
+
+/* Room for one more read at the end of nd's partial line: false when
+ * memory ran out. The buffer grows by doubling up to the longest line the
+ * protocol allows and one read more. */
+static bool partial_room(struct ckh__cmd_node *nd)
+{
+    if (nd->cpartial - nd->npartial >= READ_CHUNK)
+        return true;
+    size_t cap = nd->cpartial ? nd->cpartial * 2 : 4 * READ_CHUNK;
+    if (cap > PARTIAL_CAP_MAX)
+        cap = PARTIAL_CAP_MAX;
+    if (cap - nd->npartial < READ_CHUNK)
+        return false; /* cannot happen: a longer partial line is refused first */
+    char *np = realloc(nd->partial, cap);
+    if (!np)
+        return false;
+    nd->partial = np;
+    nd->cpartial = cap;
+    return true;
+}
+
+bool ckh__cmd_progress_read(struct ckh__cmd *c, int i, uint64_t budget)
+{
+    struct ckh__cmd_node *nd = &c->nodes[i];
+    struct stat st;
+    if (nd->result_fd < 0 || nd->result_over)
         return false;
     struct ckh__cmd_progress before = nd->prog;
-    char buf[READ_CHUNK];
-    for (;;) {
-        ssize_t r = read(nd->result_fd, buf, sizeof buf);
+    /* A file past the limit (a sparse terabyte) is refused before a byte
+     * of it is read. */
+    if (fstat(nd->result_fd, &st) != 0)
+        return false;
+    if ((uint64_t)st.st_size > RESULT_BYTES_MAX) {
+        char why[160];
+        snprintf(why, sizeof why, "holds %" PRIu64 " bytes, over the result file limit of 1 GiB (%llu bytes)",
+                 (uint64_t)st.st_size, RESULT_BYTES_MAX);
+        result_over(c, i, CKH_EINVAL, why);
+        return false;
+    }
+    /* At most budget bytes per call, so that the loop that enforces
+     * job.timeout keeps its pace, and never past the size just looked at
+     * (a file that grows meanwhile is looked at again first); each byte
+     * is read once, and only the new bytes are searched for a newline. */
+    uint64_t there = (uint64_t)st.st_size > nd->result_read ? (uint64_t)st.st_size - nd->result_read : 0;
+    if (budget > there)
+        budget = there;
+    for (uint64_t taken = 0; taken < budget;) {
+        if (!partial_room(nd))
+            break;
+        size_t want = READ_CHUNK;
+        if (budget - taken < want)
+            want = (size_t)(budget - taken);
+        ssize_t r = read(nd->result_fd, nd->partial + nd->npartial, want);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
             break;
-        char *np = realloc(nd->partial, nd->npartial + (size_t)r);
-        if (!np)
-            break;
-        nd->partial = np;
-        memcpy(nd->partial + nd->npartial, buf, (size_t)r);
+        taken += (uint64_t)r;
+        nd->result_read += (uint64_t)r;
+        char *fresh = nd->partial + nd->npartial;
         nd->npartial += (size_t)r;
-        /* Complete lines only; the rest waits for its newline. */
-        char *last = memrchr(nd->partial, '\n', nd->npartial);
-        if (!last)
-            continue;
-        size_t done = (size_t)(last - nd->partial) + 1;
-        progress_parse(c, i, nd->partial, done);
-        memmove(nd->partial, nd->partial + done, nd->npartial - done);
-        nd->npartial -= done;
+        char *last = memrchr(fresh, '\n', (size_t)r);
+        if (last) { /* complete lines only; the rest waits for its newline */
+            size_t done = (size_t)(last - nd->partial) + 1;
+            progress_parse(c, i, nd->partial, done);
+            memmove(nd->partial, nd->partial + done, nd->npartial - done);
+            nd->npartial -= done;
+        }
+        if (nd->npartial > CKH_RECORD_JSONL_LINE_MAX) {
+            char why[200];
+            snprintf(why, sizeof why, "holds a line longer than 1 MiB (%u bytes, the result protocol's line "
+                     "limit) with no newline yet", CKH_RECORD_JSONL_LINE_MAX);
+            result_over(c, i, CKH_EPARSE, why);
+            break;
+        }
     }
     return memcmp(&before, &nd->prog, sizeof before) != 0;
 }
 
-/* ---- the whole result file, into the record store ---- */
-
-/* The file at path, NUL-terminated, with a newline added when add_nl and
- * its last line lacks one (a program that exited completed that line). */
-static int slurp(const char *path, bool add_nl, char **out, size_t *len)
+bool ckh__cmd_progress_refresh(struct ckh__cmd *c, int i)
 {
-    int rc = ckh_posix_read_file(path, RESULT_BYTES_MAX, NULL, out, len);
-    if (rc || !add_nl || !*len || (*out)[*len - 1] == '\n')
-        return rc;
-    char *b = realloc(*out, *len + 2);
-    if (!b) {
-        free(*out);
-        *out = NULL;
-        return CKH_ENOMEM;
-    }
-    b[(*len)++] = '\n';
-    b[*len] = '\0';
-    *out = b;
-    return 0;
+    return ckh__cmd_progress_read(c, i, UINT64_MAX);
 }
+
+/* ---- the whole result file, into the record store ---- */
 
 int ckh__cmd_read_results(struct ckh__cmd *c)
 {
@@ -137,15 +184,18 @@ int ckh__cmd_read_results(struct ckh__cmd *c)
         struct ckh__cmd_node *nd = &c->nodes[i];
         if (!nd->start)
             continue;
+        /* A program that exited completed its last line. */
         bool exited = nd->end == CKH__CMD_EXITED;
         char *text = NULL, label[128], msg[900];
         size_t len = 0;
-        int rc = slurp(nd->result, exited, &text, &len);
         snprintf(label, sizeof label, "$CKH_RESULT of %s in run %d", nd->name, c->run);
+        int rc = ckh__prog_file_read(nd->result, label, RESULT_BYTES_MAX,
+                                     "the result file limit of 1 GiB (1073741824 bytes)", exited, &text, &len, msg,
+                                     sizeof msg);
         if (rc == CKH_ELIMIT)
-            return ckh__cmd_fail(c, CKH_EINVAL, "%s is larger than 1 GiB", label);
+            return ckh__cmd_fail(c, CKH_EINVAL, "%s", msg);
         if (rc)
-            return ckh__cmd_fail(c, rc, "cannot read %s (%s): %s", label, nd->result, ckh_strerror(rc));
+            return ckh__cmd_fail(c, rc == -ENOENT ? CKH_EINVAL : rc, "%s", msg);
         /* Progress sees every complete line, the last one too. */
         memset(&nd->prog, 0, sizeof nd->prog);
         nd->prog.step = nd->prog.epoch = nd->prog.progress = -1;
@@ -343,9 +393,14 @@ static void snap_walk(struct ckh__cmd_snapshot *s, const char *root, const char 
 {
     char dirpath[CKH__CMD_PATH_MAX * 2];
     snprintf(dirpath, sizeof dirpath, "%s%s%s", root, rel[0] ? "/" : "", rel);
-    DIR *d = opendir(dirpath);
-    if (!d)
+    /* A folder a program swapped for a link since lstat is not followed. */
+    int fd = open(dirpath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
         return;
+    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || snap_skipped(de->d_name))
