@@ -403,6 +403,39 @@ START_TEST(test_killed_between_save_and_record)
 }
 END_TEST
 
+/* A saver that publishes `latest` as an absolute symlink into its
+ * checkpoint directory (each run mounts it in another folder) and writes
+ * bytes that differ from run to run: by default the files compare as a
+ * set of names and link targets relative to the disk, so the job passes;
+ * compare.content asks for the bytes, and then the difference is named. */
+static const char symlink_job[] =
+    "#!/bin/sh\n"
+    "d=$CKH_CKPT_DIR\n"
+    "for s in 1 2 3; do\n"
+    "  echo \"step $s written by run $CKH_RUN\" >\"$d/step_$s\"\n"
+    "  ln -sfn \"$d/step_$s\" \"$d/latest.tmp\" && mv -T \"$d/latest.tmp\" \"$d/latest\"\n"
+    "  printf '{\"kind\":\"step\",\"step\":%d}\\n' \"$s\" >>\"$CKH_RESULT\"\n"
+    "done\n"
+    "printf '{\"kind\":\"final\",\"steps\":3}\\n' >>\"$CKH_RESULT\"\n";
+
+START_TEST(test_files_compared_by_name)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    write_file("job.sh", symlink_job, 0755);
+    const char *job = "job:\n  command: [./job.sh]\nfaults:\n  - on: {node: rank_0, op: rename, nth: 2}\n"
+                      "    do: kill\nrestart: {max_restarts: 1}\n";
+    ck_assert_int_eq(run(scenario("%s", job), &r), 0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ckh_report_result_clear(&r);
+    ck_assert_int_eq(run(scenario("%scompare: {content: [\"step_*\"]}\n", job), &r), 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    ck_assert_msg(r.message && strstr(r.message, "final value file:step_") && strstr(r.message, "differs"), "%s",
+                  r.message);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 /* A job whose fault-free run fails is a found bug, a FAIL of its own (not
  * bad input): the verdict says which node failed and what it printed. A
  * two-rank job where only rank 1 fails names rank 1 alone. */
@@ -806,6 +839,11 @@ static const struct {
     {"job: {workload: seed-pipeline}\nrestart: {scope: failed}\n", 2, 18,
      "'restart.scope' applies to command jobs only (job.command); a simulated job restarts its unfinished "
      "nodes, every rank of a group"},
+    {"job: {command: [x]}\ncompare: {content: [\"/abs/*\"]}\n", 2, 21,
+     "'compare.content' expects globs relative to the checkpoint directory (such as '*.json' or 'latest'; "
+     "'**' is not special, '*' does not cross '/'), got '/abs/*'"},
+    {"job: {workload: seed-pipeline}\ncompare: {content: [latest]}\n", 2, 21,
+     "'compare.content' names checkpoint files, which are compared for command jobs only (job.command)"},
     {"job: {command: [x]}\ncompare: {ignore: [\"file:/abs\"]}\n", 2, 20,
      "'compare.ignore' expects 'file:' and a glob relative to the checkpoint directory (such as 'file:logs/*'), "
      "got 'file:/abs'"},
@@ -958,6 +996,7 @@ static Suite *command_suite(void)
     tcase_add_test(badin, test_writes_outside);
     tcase_add_test(badin, test_reference_fails);
     tcase_add_test(jobs, test_killed_between_save_and_record);
+    tcase_add_test(jobs, test_files_compared_by_name);
     tcase_add_test(badin, test_fuse_missing);
     tcase_add_test(badin, test_cli_exit_status);
     suite_add_tcase(s, badin);

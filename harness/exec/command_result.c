@@ -218,8 +218,37 @@ int ckh__cmd_read_results(struct ckh__cmd *c)
 struct file_set {
     struct ckh_step_quantity *q; /* the entries */
     size_t n, cap;               /* in use, allocated */
-    const struct ckh_scenario *sc; /* for compare.ignore */
+    const struct ckh_scenario *sc; /* for compare.ignore and compare.content */
+    const struct ckh__cmd *c;    /* its mounts, for link targets */
 };
+
+/* Whether compare.content asks for rel's bytes to be compared. */
+static bool content_compared(const struct file_set *fs, const char *rel)
+{
+    for (size_t i = 0; i < fs->sc->compare.ncontent; i++)
+        if (fnmatch(fs->sc->compare.content[i], rel, FNM_PATHNAME) == 0)
+            return true;
+    return false;
+}
+
+/* A link target as the same link in another run reads: an absolute path
+ * into one of this run's mounts becomes "disk NAME:" and the path in the
+ * disk (each run mounts its disks in another folder); anything else is
+ * kept as written. */
+static uint64_t link_digest(const struct file_set *fs, const char *target)
+{
+    uint64_t h = ckh_hash64(CKH_HASH_INIT, "link", 4);
+    for (size_t m = 0; fs->c && m < fs->c->nmounts; m++) {
+        const struct ckh__cmd_mount *mt = &fs->c->mounts[m];
+        size_t len = strlen(mt->dir);
+        if (!mt->dir[0] || strncmp(target, mt->dir, len) || (target[len] && target[len] != '/'))
+            continue;
+        const char *name = fs->sc->job.disks[mt->disk_index].name;
+        h = ckh_hash64(ckh_hash64(h, "disk ", 5), name, strlen(name) + 1);
+        return ckh_hash64(h, target + len, strlen(target + len));
+    }
+    return ckh_hash64(h, target, strlen(target));
+}
 
 static bool file_ignored(const struct file_set *fs, const char *rel)
 {
@@ -289,9 +318,11 @@ static int walk(struct ckh_fs *fs, const char *dir, size_t root_len, struct file
             rc = depth < 64 ? walk(fs, path, root_len, set, depth + 1) : 0;
         } else if (l.entries[k].type == CKH_FT_SYMLINK) {
             int64_t t = ckh_fs_readlink(fs, path, target, sizeof target);
-            d = ckh_hash64(ckh_hash64(CKH_HASH_INIT, "link", 4), target, t > 0 ? strlen(target) : 0);
-        } else {
+            d = link_digest(set, t > 0 ? target : "");
+        } else if (content_compared(set, rel)) {
             rc = file_digest(fs, path, &d);
+        } else { /* by default a file is compared by its name: serialisers do not write the same bytes twice */
+            d = ckh_hash64(CKH_HASH_INIT, "file", 4);
         }
         if (rc == 0)
             rc = file_add(set, rel, d);
@@ -345,6 +376,7 @@ int ckh__cmd_add_file_digests(struct ckh__cmd *c, struct ckh_job_copy *jc)
         for (size_t k = 0; k < nseen; k++)
             dup |= seen[k] == d;
         sets[i].sc = c->sc;
+        sets[i].c = c;
         if (!d || dup)
             continue; /* a shared disk's files belong to node 0 */
         seen[nseen++] = d;

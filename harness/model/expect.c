@@ -167,7 +167,7 @@ int ckh__scn_parse_expect(struct ckh__scn_reader *p, const yaml_node_t *n, struc
 
 /* ---- compare ---- */
 
-static const char *const compare_keys[] = {"ignore"};
+static const char *const compare_keys[] = {"ignore", "content"};
 
 /* The i-th entry of a name list node (a sequence, or one scalar). */
 static const yaml_node_t *list_item(struct ckh__scn_reader *p, const yaml_node_t *n, size_t i)
@@ -175,11 +175,35 @@ static const yaml_node_t *list_item(struct ckh__scn_reader *p, const yaml_node_t
     return n->type == YAML_SEQUENCE_NODE ? ckh__scn_node(p, n->data.sequence.items.start[i]) : n;
 }
 
+/* compare.content: globs of checkpoint files compared by content (command
+ * jobs), relative to the checkpoint directory. */
+static int parse_content(struct ckh__scn_reader *p, const yaml_node_t *v, struct ckh_scn_compare *c)
+{
+    int rc = ckh__scn_get_name_list(p, v, "compare.content", NULL, &c->content, &c->ncontent);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < c->ncontent; i++) {
+        const char *g = c->content[i];
+        if (!p->s->job.commands)
+            return ckh__scn_fail(p, list_item(p, v, i), CKH_EINVAL,
+                                 "'compare.content' names checkpoint files, which are compared for command "
+                                 "jobs only (job.command)");
+        if (!g[0] || g[0] == '/' || strstr(g, "..") || strlen(g) > 1000)
+            return ckh__scn_fail(p, list_item(p, v, i), CKH_EINVAL,
+                                 "'compare.content' expects globs relative to the checkpoint directory "
+                                 "(such as '*.json' or 'latest'; '**' is not special, '*' does not cross "
+                                 "'/'), got '%s'", g);
+    }
+    return 0;
+}
+
 int ckh__scn_parse_compare(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_compare *c)
 {
     yaml_node_t *v;
     int rc = ckh__scn_check_map(p, n, "compare", compare_keys, CKH__NKEYS(compare_keys), NULL, NULL);
     if (rc)
+        return rc;
+    if ((v = ckh__scn_get(p, n, "content")) && (rc = parse_content(p, v, c)) != 0)
         return rc;
     if (!(v = ckh__scn_get(p, n, "ignore")))
         return 0;

@@ -291,6 +291,11 @@ struct ckh_scn_compare {
                             command jobs also "file:GLOB": files of the checkpoint
                             directory (GLOB relative to it) left out */
     size_t nignore;      /* number of names */
+    const char **content; /* command jobs: globs of checkpoint files (relative to
+                             the checkpoint directory) compared by content; the
+                             others are compared as a set of names (and link
+                             targets) */
+    size_t ncontent;      /* number of globs */
 };
 
 /* ---- crash states of a command job (`explore:`, ckh explore) ---- */

@@ -269,9 +269,10 @@ static int write_restart_expect(FILE *f, const struct ckh_scenario *sc)
     list_line(f, "  detect: ", e->detect, e->ndetect);
     if (e->max_restarts_set)
         fprintf(f, "  max_restarts: %u\n", e->max_restarts);
-    if (sc->compare.nignore) {
+    if (sc->compare.nignore || sc->compare.ncontent) {
         fputs("compare:\n", f);
         list_line(f, "  ignore: ", sc->compare.ignore, sc->compare.nignore);
+        list_line(f, "  content: ", sc->compare.content, sc->compare.ncontent);
     }
     return 0;
 }
