@@ -32,6 +32,9 @@ static void usage(FILE *f)
             "  --check verify|restart  how a state is checked (default: verify when the scenario\n"
             "                          has one, else restart)\n"
             "  --jobs N                check N states at a time (default 1)\n"
+            "  --start auto|cold|warm  how a check starts the programs: warm, from a launcher per\n"
+            "                          worker that has imported what a Python script imports, or\n"
+            "                          cold, by fork and exec (default auto: warm where it can)\n"
             "  --max-states N          generate at most N states\n"
             "  --time-limit SECONDS    start no check after this\n"
             "  --state K               check state K alone (the reproduction of a finding)\n"
@@ -49,6 +52,21 @@ static int exit_of(int rc)
     return ckh_err_is_bad_input(rc) ? CKH_EXIT_BAD_INPUT : CKH_EXIT_INTERNAL;
 }
 
+/* How the checks started the programs, in one line. */
+static void print_start(FILE *f, const struct ckh_xprog_result *r)
+{
+    uint64_t all = r->warm_starts + r->cold_starts;
+    if (r->start == CKH_XPROG_START_COLD)
+        fprintf(f, "start: cold (--start cold)\n");
+    else if (r->cold_starts == 0 && r->warm_starts > 0)
+        fprintf(f, "start: warm (%" PRIu64 " program starts from pre-forked launchers)\n", r->warm_starts);
+    else if (r->warm_starts > 0)
+        fprintf(f, "start: warm for %" PRIu64 " of %" PRIu64 " program starts; cold for the others: %s\n",
+                r->warm_starts, all, r->start_note);
+    else if (r->cold_starts > 0)
+        fprintf(f, "start: cold: %s\n", r->start_note);
+}
+
 static void print_result(FILE *f, const char *file, const char *argv0, const struct ckh_xprog_result *r,
                          uint64_t only)
 {
@@ -62,6 +80,7 @@ static void print_result(FILE *f, const char *file, const char *argv0, const str
     if (r->checked && r->check_ms)
         fprintf(f, " (%.1f states/s)", (double)r->checked / secs);
     fputc('\n', f);
+    print_start(f, r);
     if (r->bounded)
         fprintf(f, "bounded: %s\n", r->bound);
     if (!r->nfails) {
@@ -109,6 +128,7 @@ static int parse_options(int argc, char **argv, struct ckh_xprog_options *o)
         {"max-states", required_argument, NULL, 'm'}, {"time-limit", required_argument, NULL, 't'},
         {"state", required_argument, NULL, 'k'},      {"keep", required_argument, NULL, 'K'},
         {"seed", required_argument, NULL, 's'},       {"help", no_argument, NULL, 'h'},
+        {"start", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
     optind = 0;
@@ -134,6 +154,17 @@ static int parse_options(int argc, char **argv, struct ckh_xprog_options *o)
             break;
         case 'k': rc = ckh_opt_u64("state", optarg, 1, UINT64_MAX, &o->only_state, msg, sizeof msg); break;
         case 'K': o->keep_dir = optarg; break;
+        case 'S':
+            o->start_set = true;
+            if (!strcmp(optarg, "auto"))
+                o->start = CKH_XPROG_START_AUTO;
+            else if (!strcmp(optarg, "cold"))
+                o->start = CKH_XPROG_START_COLD;
+            else if (!strcmp(optarg, "warm"))
+                o->start = CKH_XPROG_START_WARM;
+            else
+                rc = ckh_errf(msg, sizeof msg, CKH_EINVAL, "--start expects auto, cold or warm, got '%s'", optarg);
+            break;
         case 's':
             rc = ckh_opt_u64("seed", optarg, 0, UINT64_MAX, &o->seed, msg, sizeof msg);
             o->seed_set = true;

@@ -13,9 +13,10 @@
  * the simulated path's own (exec/records.h, exec/runner.h, oracles/).
  *
  * The files, in the order they depend on each other (each header is its
- * file's interface; this one holds the types all four share):
+ * file's interface; this one holds the types they all share):
  *   command_result.c  result files and the checkpoint directory's digests;
  *   command_proc.c    processes: spawning, waiting, killing, signals;
+ *   command_warm.c    warm starts: Python programs forked from a launcher;
  *   command_fault.c   the fault script on processes and disks;
  *   command.c         one execution's runs, verify, the executor's tables.
  * Every file a program can reach (its result file, its log, verify's log)
@@ -210,6 +211,9 @@ struct ckh__cmd {
      * and time triggers (ckh__cmd_progress_triggers, set by
      * ckh__cmd_init). Returns true when node i was killed. */
     bool (*on_progress)(struct ckh__cmd *c, int i);
+    /* Warm launchers of this process (exec/command_warm.h; borrowed):
+     * programs start from them where they can. NULL: every start cold. */
+    struct ckh__warm_set *warm;
 };
 
 /* One command job's process-wide set-up: the run folder, FUSE checked,

@@ -16,6 +16,10 @@
  * root ends, when a fault or the agent stops it, at job.timeout, and on
  * every exit path of ckh, SIGINT included.
  *
+ * A Python program may instead start from a warm launcher (exec/command_warm.h)
+ * when c->warm is set: the process it forks is adopted by ckh and is then
+ * ckh's child, its own group's leader, like one started here.
+ *
  * Between fork and exec the child calls only async-signal-safe functions:
  * the ckhfs server threads run in this process, and the argv, the
  * environment and the resolved program are prepared before the fork.
@@ -45,6 +49,7 @@
 #include "exec/command_proc.h"
 #include "exec/command_result.h"
 #include "exec/prog_file.h"
+#include "exec/command_warm.h"
 
 extern char **environ;
 
@@ -435,8 +440,13 @@ int ckh__cmd_spawn_node(struct ckh__cmd *c, int i)
     pid_t pid = 0;
     if ((rc = build_env(c, i, i, &e)) != 0)
         goto out;
+    /* A warm launcher starts before the lock is taken (it imports). */
+    if ((rc = ckh__warm_prepare(c, nd->exe, nd->cmd, e.v)) != 0)
+        goto out;
     pthread_mutex_lock(&c->lock);
-    rc = start_process(c, nd->exe, nd->cmd, e.v, nd->log, &pid, &exec_err);
+    rc = c->warm ? ckh__warm_spawn(c, nd->exe, nd->cmd, e.v, nd->log, &pid) : 1;
+    if (rc == 1) /* a cold start: fork and exec */
+        rc = start_process(c, nd->exe, nd->cmd, e.v, nd->log, &pid, &exec_err);
     if (rc == 0) {
         nd->pid = pid;
         nd->reaped = nd->group_gone = false;
@@ -601,7 +611,7 @@ static void reap_strays(uint64_t until)
         while (d && (e = readdir(d)) != NULL && n < sizeof found / sizeof found[0]) {
             char *end;
             long pid = strtol(e->d_name, &end, 10);
-            if (*end || pid <= 0 || parent_of((pid_t)pid) != self)
+            if (*end || pid <= 0 || parent_of((pid_t)pid) != self || ckh__warm_is_launcher((pid_t)pid))
                 continue;
             kill((pid_t)pid, SIGKILL);
             found[n++] = (pid_t)pid;
@@ -723,8 +733,12 @@ int ckh__cmd_run_verify(struct ckh__cmd *c, int node, int *status, char *out, si
     out[0] = '\0';
     snprintf(log, sizeof log, "%s/verify.%d.%s.log", c->dir, c->run, c->nodes[node].name);
     if ((rc = ckh__cmd_resolve(c, &c->sc->verify, exe, sizeof exe)) != 0 ||
-        (rc = build_env(c, -1, node, &e)) != 0 ||
-        (rc = start_process(c, exe, &c->sc->verify, e.v, log, &pid, &exec_err)) != 0)
+        (rc = build_env(c, -1, node, &e)) != 0 || (rc = ckh__warm_prepare(c, exe, &c->sc->verify, e.v)) != 0)
+        goto out;
+    rc = c->warm ? ckh__warm_spawn(c, exe, &c->sc->verify, e.v, log, &pid) : 1;
+    if (rc == 1)
+        rc = start_process(c, exe, &c->sc->verify, e.v, log, &pid, &exec_err);
+    if (rc)
         goto out;
     if (exec_err) {
         reap_group_now(pid);

@@ -67,7 +67,8 @@ static int default_name(struct ckh_scenario *s, const char *file)
 }
 
 static const char *const explore_keys[] = {"check", "max_states", "time_limit", "from_step", "to_step",
-                                           "expect"};
+                                           "expect", "start"};
+static const char *const explore_starts[] = {"auto", "cold", "warm"};
 static const char *const explore_expect[] = {"pass", "fail"};
 static const char *const explore_checks[] = {"auto", "verify", "restart"};
 
@@ -87,6 +88,9 @@ static int parse_explore(struct ckh__scn_reader *p, const yaml_node_t *n, struct
     e->from_step = e->to_step = -1;
     if ((v = ckh__scn_get(p, n, "check")) &&
         (rc = ckh__scn_get_enum(p, v, "explore.check", explore_checks, CKH__NKEYS(explore_checks), &e->check)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "start")) &&
+        (rc = ckh__scn_get_enum(p, v, "explore.start", explore_starts, CKH__NKEYS(explore_starts), &e->start)))
         return rc;
     if ((v = ckh__scn_get(p, n, "max_states")) &&
         (rc = ckh__scn_get_u64(p, v, "explore.max_states", 1, &e->max_states)))

@@ -303,6 +303,7 @@ struct ckh_scn_compare {
 struct ckh_scn_explore {
     bool present;           /* the block is there: ckh run explores instead of running faults */
     int check;              /* 0 auto, 1 verify, 2 restart (enum ckh_xprog_check) */
+    int start;              /* 0 auto, 1 cold, 2 warm (enum ckh_xprog_start) */
     uint64_t max_states;    /* generated states at most (0: no bound) */
     uint64_t time_limit_ns; /* no check starts after it (0: none) */
     int64_t from_step;      /* crash points from this step of the program on (-1: from the start) */

@@ -314,6 +314,8 @@ static int write_scenario(FILE *f, const struct ckh_scenario *sc)
             fprintf(f, "  to_step: %" PRId64 "\n", e->to_step);
         if (e->expect_fail)
             fputs("  expect: fail\n", f);
+        if (e->start == 1 || e->start == 2)
+            fprintf(f, "  start: %s\n", e->start == 1 ? "cold" : "warm");
     }
     return ferror(f) ? -EIO : 0;
 }

@@ -241,6 +241,17 @@ int ckh__explore_diagnose(struct ckh__xctx *x, const struct ckh__xcrash *c, int 
 /* The crash state as one line ("power loss after 3 of 9 ops ..."). */
 void ckh__explore_state_desc(const struct ckh__xcrash *c, char *buf, size_t bn);
 
+/* ---- explore_order.c ---- */
+#define CKH__XORDER_MAX 3 /* the highest priority */
+/* The check priority (0 .. CKH__XORDER_MAX, highest checked first) of
+ * the crash state after ops[0..k), its n pending operations resolved by
+ * ch: after a commit point, and with its pending operations reordered or
+ * torn (explore_order.c says why these). */
+int ckh__xorder_priority(const struct ckh__xop *ops, size_t k, const enum ckh_crash_choice *ch, size_t n);
+/* *order (malloc, the caller's) gets 0..n-1 by prio[i] (highest first),
+ * then i: the check order. 0 or CKH_ENOMEM. */
+int ckh__xorder_sort(const int *prio, size_t n, size_t **order);
+
 /* ---- explore_states.c ---- */
 /* Inserts dg into s: true when it was new (also when memory ran out:
  * the state is then checked again rather than skipped). */

@@ -10,10 +10,12 @@
  *   2. generate: each crash point's pending operations are resolved by the
  *      explorer's choice vectors on a clone; states are numbered K in that
  *      order, and each distinct durable state (by digest) is kept;
- *   3. check: each kept state, in order, in `jobs` forked workers that
- *      take the next state from a shared counter: a fresh execution of the
- *      job whose one disk is the state, then `verify` or a restart judged
- *      by the oracles (exec/command.h);
+ *   3. check: each kept state, likely failures first (explore_order.c),
+ *      in `jobs` forked workers that take the next state from a shared
+ *      counter: a fresh execution of the job whose one disk is the state,
+ *      then `verify` or a restart judged by the oracles (exec/command.h),
+ *      its Python programs started from the worker's warm launchers
+ *      (exec/command_warm.h) unless cold starts were asked for;
  *   4. report: the failures, smallest K first.
  * Memory: every crash point holds a clone (bytes shared with the disk), so
  * the cost is O(crash points x (inodes + extents)), never O(bytes).
@@ -34,6 +36,7 @@
 #include "exec/command.h"
 #include "exec/command_proc.h"
 #include "exec/command_result.h"
+#include "exec/command_warm.h"
 #include "exec/worker.h"
 #include "search/explore_internal.h"
 #include "search/explore_program.h"
@@ -202,6 +205,7 @@ static void rec_free(struct xp_rec *x)
 struct xp_state {
     uint64_t k;               /* its number */
     size_t point;             /* its crash point (index into pts) */
+    int prio;                 /* its check priority (ckh__xorder_priority) */
     struct ckh_simfs *disk;   /* the crashed disk (owned) */
     char desc[1024];          /* the crash, in words */
 };
@@ -221,7 +225,7 @@ static void states_free(struct xp_states *s)
     memset(s, 0, sizeof *s);
 }
 
-static int push_state(struct xp_states *s, uint64_t k, size_t point, struct ckh_simfs *d)
+static int push_state(struct xp_states *s, uint64_t k, size_t point, int prio, struct ckh_simfs *d)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 64;
@@ -233,7 +237,7 @@ static int push_state(struct xp_states *s, uint64_t k, size_t point, struct ckh_
     }
     /* numbered in generation order: kept states k ascending */
     CKH_ASSERT(k >= 1 && k <= s->generated && (s->n == 0 || s->v[s->n - 1].k < k));
-    s->v[s->n++] = (struct xp_state){.k = k, .point = point, .disk = d};
+    s->v[s->n++] = (struct xp_state){.k = k, .point = point, .prio = prio, .disk = d};
     return 0;
 }
 
@@ -285,7 +289,7 @@ static int generate(const struct xp_rec *x, uint64_t max_states, uint64_t only, 
                 ckh_simfs_destroy(d);
                 continue;
             }
-            if ((rc = push_state(out, k, i, d)) != 0) {
+            if ((rc = push_state(out, k, i, ckh__xorder_priority(x->ops, (size_t)pt->k, ch, n), d)) != 0) {
                 ckh_simfs_destroy(d);
                 break;
             }
@@ -316,12 +320,22 @@ struct xp_slot {
     char text[900];       /* the symptom, or the error */
 };
 
+/* What the workers share besides the slots (forked workers: shared memory). */
+struct xp_shared {
+    uint64_t next;            /* the next index into the check order */
+    uint64_t warm, cold;      /* program starts, over every worker */
+    int noted;                /* note is written */
+    char note[320];           /* the first worker's reason for a cold start */
+};
+
 struct xp_run {
     const struct ckh_scenario *sc;
     uint64_t seed;
     const struct ckh__cmd_job *je;
     const struct xp_rec *rec;
     const struct xp_states *st;
+    const size_t *order;                /* [st->n]: the check order */
+    enum ckh_xprog_start start;         /* how programs start */
     const struct ckh_scenario_run *ref; /* the reference (restart check) */
     enum ckh_xprog_check check;
     uint64_t deadline_ms;               /* 0: none */
@@ -343,7 +357,8 @@ static void replace_all(char *text, size_t n, const char *what, const char *with
     }
 }
 
-static void check_one(const struct xp_run *w, unsigned worker, size_t i, struct xp_slot *s)
+static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_set *warm, size_t i,
+                      struct xp_slot *s)
 {
     const struct xp_state *st = &w->st->v[i];
     char dir[CKH__CMD_PATH_MAX + 64];
@@ -352,6 +367,7 @@ static void check_one(const struct xp_run *w, unsigned worker, size_t i, struct 
     memset(&c, 0, sizeof c);
     snprintf(dir, sizeof dir, "%s/w%u/s%" PRIu64, w->je->dir, worker, st->k);
     int rc = ckh__cmd_init(&c, w->sc, w->seed, 0, dir, w->je->cwd);
+    c.warm = warm;
     if (rc == 0 && (rc = ckh_simfs_clone(st->disk, &d)) != 0)
         ckh__cmd_fail(&c, rc, "out of memory");
     if (rc == 0 && (rc = ckh__cmd_replace_disk(&c, d)) != 0)
@@ -399,32 +415,70 @@ static void check_one(const struct xp_run *w, unsigned worker, size_t i, struct 
     ckh__cmd_free(&c);
 }
 
-/* A worker: takes states from the shared counter until none is left, the
- * deadline passed, ckh was interrupted or a check failed to run. */
-static void work(const struct xp_run *w, unsigned worker, uint64_t *next, struct xp_slot *slots)
+/* The worker's warm launchers (NULL: cold starts; a set that cannot be
+ * made is a cold start with its reason noted, or an error in *rc when
+ * warm starts are required). */
+static struct ckh__warm_set *worker_launchers(const struct xp_run *w, unsigned worker, int *rc, char *note,
+                                              size_t n)
 {
-    for (;;) {
-        size_t i = (size_t)__atomic_fetch_add(next, 1, __ATOMIC_SEQ_CST);
-        if (i >= w->st->n || ckh__cmd_interrupted())
-            return;
-        if (w->deadline_ms && ckh_posix_now_ms() >= w->deadline_ms)
-            return;
-        check_one(w, worker, i, &slots[i]);
-        if (slots[i].rc)
-            return;
-    }
+    struct ckh__warm_set *set = NULL;
+    char dir[CKH__CMD_PATH_MAX + 64];
+    *rc = 0;
+    if (w->start == CKH_XPROG_START_COLD)
+        return NULL;
+    snprintf(dir, sizeof dir, "%s/w%u/warm", w->je->dir, worker);
+    int e = ckh__warm_set_create(dir, w->start == CKH_XPROG_START_WARM, &set, note, n);
+    if (e && w->start == CKH_XPROG_START_WARM)
+        *rc = e;
+    return set;
 }
 
-static int check_all(const struct xp_run *w, unsigned jobs, struct xp_slot **out)
+/* A worker: takes states in check order from the shared counter until
+ * none is left, the deadline passed (the first state in check order is
+ * checked whatever the time), ckh was interrupted or a check failed to
+ * run; then adds its program starts to the shared counts. */
+static void work(const struct xp_run *w, unsigned worker, struct xp_shared *sh, struct xp_slot *slots)
 {
-    size_t n = w->st->n, bytes = sizeof(uint64_t) + (n ? n : 1) * sizeof(struct xp_slot);
+    char note[320] = "";
+    int rc = 0;
+    struct ckh__warm_set *warm = worker_launchers(w, worker, &rc, note, sizeof note);
+    for (;;) {
+        size_t i = (size_t)__atomic_fetch_add(&sh->next, 1, __ATOMIC_SEQ_CST);
+        if (i >= w->st->n || ckh__cmd_interrupted())
+            break;
+        if (i > 0 && w->deadline_ms && ckh_posix_now_ms() >= w->deadline_ms)
+            break;
+        size_t s = w->order[i];
+        if (rc) { /* no launchers where they were required */
+            slots[s] = (struct xp_slot){.done = 1, .rc = rc};
+            snprintf(slots[s].text, sizeof slots[s].text, "--start warm: %s", note);
+            break;
+        }
+        check_one(w, worker, warm, s, &slots[s]);
+        if (slots[s].rc)
+            break;
+    }
+    uint64_t nw = 0, nc = 0;
+    if (warm)
+        ckh__warm_set_counts(warm, &nw, &nc, note, sizeof note);
+    __atomic_fetch_add(&sh->warm, nw, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&sh->cold, nc, __ATOMIC_SEQ_CST);
+    int none = 0;
+    if (note[0] && __atomic_compare_exchange_n(&sh->noted, &none, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        snprintf(sh->note, sizeof sh->note, "%s", note);
+    ckh__warm_set_destroy(warm);
+}
+
+static int check_all(const struct xp_run *w, unsigned jobs, struct xp_slot **out, struct ckh_xprog_result *res)
+{
+    size_t n = w->st->n, bytes = sizeof(struct xp_shared) + (n ? n : 1) * sizeof(struct xp_slot);
     void *shm = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shm == MAP_FAILED)
         return CKH_ENOMEM;
-    uint64_t *next = shm;
-    struct xp_slot *slots = (struct xp_slot *)(next + 1);
+    struct xp_shared *sh = shm;
+    struct xp_slot *slots = (struct xp_slot *)(sh + 1);
     if (jobs <= 1 || n <= 1) {
-        work(w, 0, next, slots);
+        work(w, 0, sh, slots);
     } else {
         pid_t *pids = calloc(jobs, sizeof *pids);
         if (!pids) {
@@ -435,7 +489,7 @@ static int check_all(const struct xp_run *w, unsigned jobs, struct xp_slot **out
         for (unsigned j = 0; j < jobs; j++) {
             pid_t p = fork();
             if (p == 0) {
-                work(w, j, next, slots);
+                work(w, j, sh, slots);
                 ckh__worker_exit(0);
             }
             pids[j] = p > 0 ? p : 0;
@@ -448,6 +502,9 @@ static int check_all(const struct xp_run *w, unsigned jobs, struct xp_slot **out
     struct xp_slot *copy = malloc((n ? n : 1) * sizeof *copy);
     if (copy)
         memcpy(copy, slots, n * sizeof *copy);
+    res->warm_starts = sh->warm;
+    res->cold_starts = sh->cold;
+    snprintf(res->start_note, sizeof res->start_note, "%s", sh->note);
     munmap(shm, bytes);
     *out = copy;
     return copy ? 0 : CKH_ENOMEM;
@@ -528,6 +585,16 @@ static int keep_state(struct ckh_simfs *d, const char *dir, char *err, size_t er
 
 /* ---- the entry point ---- */
 
+const char *ckh_xprog_start_name(enum ckh_xprog_start s)
+{
+    switch (s) {
+    case CKH_XPROG_START_AUTO: return "auto";
+    case CKH_XPROG_START_COLD: return "cold";
+    case CKH_XPROG_START_WARM: return "warm";
+    }
+    return "?";
+}
+
 const char *ckh_xprog_check_name(enum ckh_xprog_check c)
 {
     switch (c) {
@@ -547,7 +614,8 @@ void ckh_xprog_result_free(struct ckh_xprog_result *r)
 }
 
 /* Bad input the explorer cannot take, before anything runs. */
-static int refuse(const struct ckh_scenario *sc, enum ckh_xprog_check check, char *err, size_t errlen)
+static int refuse(const struct ckh_scenario *sc, enum ckh_xprog_check check, enum ckh_xprog_start start,
+                  char *err, size_t errlen)
 {
     if (!sc->job.ncommands)
         return ckh_errf(err, errlen, CKH_EINVAL, "%s: ckh explore takes a command job (job.command: a real "
@@ -563,6 +631,18 @@ static int refuse(const struct ckh_scenario *sc, enum ckh_xprog_check check, cha
     if (check == CKH_XPROG_VERIFY && !sc->verify.argc)
         return ckh_errf(err, errlen, CKH_EINVAL, "%s: the verify check needs a 'verify:' command (or check "
                         "by restarting the job: --check restart)", sc->file);
+    /* Warm starts required: every program a check starts must allow them
+     * (verify, and with the restart check the job's own programs). */
+    for (size_t i = 0; start == CKH_XPROG_START_WARM && i <= sc->job.ncommands; i++) {
+        const struct ckh_scn_command *cmd = i < sc->job.ncommands ? &sc->job.commands[i] : &sc->verify;
+        char why[300];
+        size_t at;
+        if ((i < sc->job.ncommands && check != CKH_XPROG_RESTART) || !cmd->argc ||
+            ckh__warm_serves(cmd, &at, why, sizeof why))
+            continue;
+        return ckh_errf(err, errlen, CKH_EINVAL, "%s:%d:%d: --start warm: %s (explore it with --start cold "
+                        "or auto)", sc->file, cmd->line, cmd->column, why);
+    }
     return 0;
 }
 
@@ -607,6 +687,19 @@ static int generate_states(const struct xp_rec *x, uint64_t max_states, uint64_t
     return 0;
 }
 
+/* Step 3's order: by priority, then K (explore_order.c). */
+static int check_order(const struct xp_states *st, size_t **order)
+{
+    int *prio = malloc((st->n ? st->n : 1) * sizeof *prio);
+    if (!prio)
+        return CKH_ENOMEM;
+    for (size_t i = 0; i < st->n; i++)
+        prio[i] = st->v[i].prio;
+    int rc = ckh__xorder_sort(prio, st->n, order);
+    free(prio);
+    return rc;
+}
+
 /* Step 4: the checks' outcome into out: how many ran, the time bound, the
  * failures in state order. */
 static int report_checks(const struct xp_states *st, const struct xp_slot *slots, uint64_t limit_ms,
@@ -647,11 +740,13 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     enum ckh_xprog_check check = o->check ? o->check : (enum ckh_xprog_check)e->check;
     if (check == CKH_XPROG_AUTO)
         check = sc->verify.argc ? CKH_XPROG_VERIFY : CKH_XPROG_RESTART;
+    enum ckh_xprog_start start = o->start_set ? o->start : (enum ckh_xprog_start)e->start;
     uint64_t max_states = o->max_states ? o->max_states : e->max_states;
     uint64_t limit_ms = o->time_limit_ms ? o->time_limit_ms : e->time_limit_ns / 1000000u;
     memset(out, 0, sizeof *out);
     out->check = check;
-    int rc = refuse(sc, check, err, errlen);
+    out->start = start;
+    int rc = refuse(sc, check, start, err, errlen);
     if (rc)
         return rc;
     if (o->keep_dir && !o->only_state)
@@ -662,6 +757,7 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     struct xp_states st;
     struct ckh_scenario_run ref;
     struct xp_slot *slots = NULL;
+    size_t *order = NULL;
     memset(&x, 0, sizeof x);
     memset(&st, 0, sizeof st);
     memset(&ref, 0, sizeof ref);
@@ -681,10 +777,14 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     if (o->keep_dir && (rc = keep_state(st.v[0].disk, o->keep_dir, err, errlen)) != 0)
         goto out;
 
+    if ((rc = check_order(&st, &order)) != 0) {
+        ckh_errf(err, errlen, rc, "ordering crash states: %s", ckh_strerror(rc));
+        goto out;
+    }
     uint64_t t1 = ckh_posix_now_ms();
-    struct xp_run w = {.sc = sc, .seed = seed, .je = &je, .rec = &x, .st = &st, .ref = &ref,
-                       .check = check, .deadline_ms = limit_ms ? t0 + limit_ms : 0};
-    if ((rc = check_all(&w, o->jobs ? o->jobs : 1, &slots)) != 0) {
+    struct xp_run w = {.sc = sc, .seed = seed, .je = &je, .rec = &x, .st = &st, .order = order, .start = start,
+                       .ref = &ref, .check = check, .deadline_ms = limit_ms ? t0 + limit_ms : 0};
+    if ((rc = check_all(&w, o->jobs ? o->jobs : 1, &slots, out)) != 0) {
         ckh_errf(err, errlen, rc, "checking crash states: %s", ckh_strerror(rc));
         goto out;
     }
@@ -696,6 +796,7 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     rc = report_checks(&st, slots, limit_ms, out, err, errlen);
 out:
     free(slots);
+    free(order);
     states_free(&st);
     rec_free(&x);
     ckh_scenario_run_free(&ref);

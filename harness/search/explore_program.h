@@ -21,9 +21,18 @@
  * counted), so `--state K` checks one state alone, and findings are listed
  * smallest K first (fewest operations, then the fewest changes).
  *
+ * Check order: the states are checked likely failures first (the states
+ * right after a commit point, a rename, link, fsync or an in-place
+ * rewrite of a file the run wrote before, and those whose pending
+ * operations were reordered or torn; explore_order.c), the rest in K
+ * order; findings are still reported smallest K first.
+ *
  * Bounds: max_states (generated states), a time limit (no new check
- * starts after it), a step window (crash points while the program's
- * last recorded step is within it). Checks run in `jobs` forked workers.
+ * starts after it, but the first state in check order is always
+ * checked), a step window (crash points while the program's last
+ * recorded step is within it). Checks run in `jobs` forked workers, each
+ * starting Python programs from warm launchers (exec/command_warm.h)
+ * unless asked for cold starts.
  */
 #ifndef CKH_SEARCH_EXPLORE_PROGRAM_H
 #define CKH_SEARCH_EXPLORE_PROGRAM_H
@@ -35,6 +44,13 @@
 #include "report.h"
 #include "exec/runner.h"
 #include "model/scenario.h"
+
+/* How each check starts the job's programs (docs/PROGRAMS.md, "Warm starts"). */
+enum ckh_xprog_start {
+    CKH_XPROG_START_AUTO = 0, /* warm where the program allows it, else cold with a note */
+    CKH_XPROG_START_COLD,     /* every program by fork and exec, as ckh run does */
+    CKH_XPROG_START_WARM,     /* every program from a warm launcher: one that cannot is an error */
+};
 
 /* How each crash state is checked. */
 enum ckh_xprog_check {
@@ -55,6 +71,8 @@ struct ckh_xprog_options {
     const char *keep_dir;     /* with only_state: write that state's durable files
                                  here (must be absent or empty; NULL: no) */
     enum ckh_xprog_check check; /* AUTO: the scenario's explore.check */
+    bool start_set;           /* use start instead of the scenario's explore.start */
+    enum ckh_xprog_start start; /* the --start override */
     const char *argv0;        /* the ckh command, for reproduction lines (NULL: "ckh") */
     const char *source_dir;   /* repository root (golden files of the oracles) */
 };
@@ -77,6 +95,10 @@ struct ckh_xprog_result {
     enum ckh_xprog_check check; /* the check used */
     uint64_t record_ms;       /* the recorded run (wall clock; figures only) */
     uint64_t check_ms;        /* the checks (wall clock; figures only) */
+    enum ckh_xprog_start start; /* how programs were asked to start */
+    uint64_t warm_starts;     /* program starts from a warm launcher */
+    uint64_t cold_starts;     /* program starts by fork and exec */
+    char start_note[320];     /* why some started cold ("" when none did, or when asked to) */
     struct ckh_xprog_failure *fails; /* ascending k (owned, malloc) */
     size_t nfails;            /* their count */
 };
@@ -106,5 +128,7 @@ void ckh_xprog_result_free(struct ckh_xprog_result *r);
 
 /* Stable name of a check ("verify", "restart", "auto"). */
 const char *ckh_xprog_check_name(enum ckh_xprog_check c);
+/* Stable name of a start mode ("auto", "cold", "warm"). */
+const char *ckh_xprog_start_name(enum ckh_xprog_start s);
 
 #endif
