@@ -745,6 +745,75 @@ START_TEST(test_plugin_refusals)
 }
 END_TEST
 
+/* Plugin code never runs in ckh's own process: every verb that loads a
+ * plugin loads it first in a child with the plugin load limit. A
+ * constructor that crashes is bad input (exit 2) naming the file and the
+ * signal; one that never returns is killed at the limit, named. */
+static const char *const fast_limit_env[] = {"CKH_PLUGIN_TIMEOUT=1s", NULL};
+
+START_TEST(test_plugin_load_contained)
+{
+    static const char *const cats[] = {"workloads", "savers", "backends"};
+    static const char *const kinds[] = {"workload", "saver", "backend"};
+    char *out = NULL, lib[256], want[PATH_MAX + 512];
+    for (int i = 0; i < 3; i++) {
+        snprintf(lib, sizeof lib, "plugins/libpl_%s_good.so", kinds[i]);
+        ck_assert_int_eq(ckh((const char *[]){"list", cats[i], lib, NULL}, NULL, &out), 0);
+        snprintf(want, sizeof want, "pl_test");
+        HAS(out, want);
+        snprintf(want, sizeof want, "plugin %s, ABI version 1", lib);
+        HAS(out, want);
+        free(out);
+        snprintf(lib, sizeof lib, "plugins/libpl_%s_ctor_segv.so", kinds[i]);
+        ck_assert_int_eq(ckh((const char *[]){"list", cats[i], lib, NULL}, NULL, &out), 2);
+        snprintf(want, sizeof want, "ckh list: %s: %s plugin: a constructor or the entry point "
+                 "ckh_%s_plugin_v1 crashed with signal 11 (SIGSEGV", lib, kinds[i], kinds[i]);
+        HAS(out, want);
+        free(out);
+        snprintf(lib, sizeof lib, "plugins/libpl_%s_ctor_hang.so", kinds[i]);
+        ck_assert_int_eq(ckh((const char *[]){"list", cats[i], lib, NULL}, fast_limit_env, &out), 2);
+        snprintf(want, sizeof want, "ckh list: %s: %s plugin: loading did not finish within the "
+                 "plugin load limit of 1000 ms", lib, kinds[i]);
+        HAS(out, want);
+        free(out);
+    }
+    ck_assert_int_eq(ckh((const char *[]){"list", "workloads", "plugins/libpl_workload_good.so", NULL},
+                         (const char *const[]){"CKH_PLUGIN_TIMEOUT=later", NULL}, &out), 2);
+    HAS(out, "CKH_PLUGIN_TIMEOUT: expected a duration");
+    free(out);
+
+    /* A scenario naming such a workload: run (in a worker), replay and
+     * shrink (in ckh's process), and fuzz --workload, all bad input. */
+    char segv[PATH_MAX], hang[PATH_MAX], path[PATH_MAX + 64], text[PATH_MAX + 64];
+    ck_assert_ptr_nonnull(realpath("plugins/libpl_workload_ctor_segv.so", segv));
+    ck_assert_ptr_nonnull(realpath("plugins/libpl_workload_ctor_hang.so", hang));
+    snprintf(path, sizeof path, "%s/segv.yaml", work);
+    snprintf(text, sizeof text, "job: {workload: %s}\n", segv);
+    write_file(path, text);
+    static const char *const verbs[] = {"run", "replay", "shrink"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(ckh((const char *[]){verbs[i], path, NULL}, NULL, &out), 2);
+        snprintf(want, sizeof want, "job.workload: %s: workload plugin: a constructor or the entry "
+                 "point ckh_workload_plugin_v1 crashed with signal 11 (SIGSEGV", segv);
+        HAS(out, want);
+        free(out);
+    }
+    ck_assert_int_eq(ckh((const char *[]){"fuzz", "--workload", segv, "--seeds", "1", NULL}, NULL, &out), 2);
+    HAS(out, "crashed with signal 11 (SIGSEGV");
+    free(out);
+    snprintf(path, sizeof path, "%s/hang.yaml", work);
+    snprintf(text, sizeof text, "job: {workload: %s}\n", hang);
+    write_file(path, text);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(ckh((const char *[]){verbs[i], path, NULL}, fast_limit_env, &out), 2);
+        snprintf(want, sizeof want, "%s: workload plugin: loading did not finish within the plugin "
+                 "load limit of 1000 ms", hang);
+        HAS(out, want);
+        free(out);
+    }
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -782,6 +851,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tp, test_workload_plugin_judged);
     tcase_add_test(tp, test_crashing_plugin_is_a_verdict);
     tcase_add_test(tp, test_plugin_refusals);
+    tcase_add_test(tp, test_plugin_load_contained);
     suite_add_tcase(s, tp);
     TCase *ts = tcase_create("signals");
     tcase_add_checked_fixture(ts, setup, teardown);

@@ -120,13 +120,15 @@ static void print_usage_run(FILE *f)
 /* ---- one scenario in a worker ---- */
 
 /* Bad input: the scenario, or a plugin library it names (missing, not a
- * ckh plugin, another ABI, a name already taken). */
+ * ckh plugin, another ABI, a name already taken, crashing or hanging
+ * while it loads: CKH_ECRASH, CKH_ETIMEOUT of exec/plugin.c's probe). */
 static int worker_status_of(int rc)
 {
     if (rc == 0)
         return CKH_EXIT_OK;
     return rc == CKH_EINVAL || rc == CKH_EPARSE || rc == -ENOENT || rc == CKH_ENOTFOUND || rc == CKH_EFOREIGN ||
-                   rc == CKH_EVERSION || rc == CKH_EUNSUPPORTED || rc == CKH_EEXISTS
+                   rc == CKH_EVERSION || rc == CKH_EUNSUPPORTED || rc == CKH_EEXISTS || rc == CKH_ECRASH ||
+                   rc == CKH_ETIMEOUT
                ? CKH_EXIT_BAD_INPUT
                : CKH_EXIT_INTERNAL;
 }

@@ -161,7 +161,8 @@ static uint64_t file_digest(const char *path)
 static int load_plugin(const char *name, const char *scenario_file, enum ckh_plugin_kind kind,
                        const void **table, uint64_t *digest, char *msg, size_t msglen)
 {
-    char path[PATH_MAX], why[512] = "";
+    char path[PATH_MAX], why[PATH_MAX + 512] = "";
+    unsigned limit_ms = 0;
     int rc = ckh_workloads_plugin_path(name, scenario_file, path, sizeof path, msg, msglen);
     if (rc)
         return rc;
@@ -175,6 +176,13 @@ static int load_plugin(const char *name, const char *scenario_file, enum ckh_plu
         return ckh_errf(msg, msglen, CKH_ELIMIT, "plugin %s: more than %d plugins in one run", path,
                         LOADED_MAX);
     struct loaded *l = &loaded[nloaded];
+    /* A constructor or entry point that crashes or hangs ends a probe's
+     * child, not this process (exec/plugin.c P3); only a library that
+     * loaded there is loaded here. */
+    if ((rc = ckh_plugin_timeout_ms(&limit_ms, msg, msglen)) != 0)
+        return rc;
+    if ((rc = ckh_plugin_probe(path, kind, limit_ms, why, sizeof why)) != 0)
+        return ckh_errf(msg, msglen, rc, "%s", why);
     if ((rc = ckh_plugin_load_kind(path, kind, &l->p, why, sizeof why)) != 0)
         return ckh_errf(msg, msglen, rc, "%s", why);
     snprintf(l->path, sizeof l->path, "%s", path);
