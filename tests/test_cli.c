@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckh/ddp.h"
 #include "ckh/version.h"
 #include "exec/pool.h"
 #include "exec/tmpdir.h"
@@ -814,6 +815,59 @@ START_TEST(test_plugin_load_contained)
 }
 END_TEST
 
+/* A job size a workload refuses names the file, the line:column of the
+ * key's value, the key, what was given and what is accepted, with exit
+ * status 2: before the run starts, never a memory limit or a failed
+ * reference run. */
+START_TEST(test_job_size_refusals_located)
+{
+    static const struct {
+        const char *job;  /* the job block after "job:\n" */
+        const char *want; /* after "<file>:" */
+    } cases[] = {
+        {"  workload: ddp-train\n  nodes: 100\n", "3:10: job.nodes: ddp-train supports at most 64 ranks, got 100"},
+        {"  workload: ddp-train\n  ranks: 65\n", "3:10: job.ranks: ddp-train supports at most 64 ranks, got 65"},
+        {"  workload: ddp-train\n  nodes: 2\n  gpu_memory: 1B\n",
+         "4:15: job.gpu_memory: 1 byte cannot hold a rank's model on its GPU (weights and momentum of "
+         "in_dim 8, hidden 16, out_dim 4: 1696 bytes); expected at least 1696 bytes"},
+        {"  workload: ddp-train\n  nodes: 2\n  epochs: 1000000\n",
+         "4:11: job.epochs: 1000000 epochs need a 2.1 GiB record per run (8 optimizer steps per epoch, "
+         "each step's digests and sample ids for 2 ranks), over ddp-train's limit of 1 GiB; at most "},
+        {"  workload: ddp-train\n  nodes: 2\n  steps: 9\n",
+         "4:10: job.steps: ddp-train counts epochs: use job.epochs (and options.samples) instead of steps"},
+        {"  workload: param-server\n  nodes: 1024\n",
+         "3:10: job.nodes: workload 'param-server' has 1026 nodes for 1024 given; a job has 1 to 1024"},
+        {"  workload: seed-pipeline\n  steps: 5\n",
+         "3:10: job.steps: workload 'seed-pipeline' does not support job.steps (it counts epochs: use job.epochs)"},
+        {"  workload: ddp-train\n  nodes: 2\n  epochs: 2\nrestart:\n  world_size: 1024\n",
+         "6:15: restart.world_size: ddp-train supports at most 64 ranks, got 1024"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[PATH_MAX], text[512], want[PATH_MAX + 512], *out = NULL;
+        snprintf(path, sizeof path, "%s/size%zu.yaml", work, i);
+        snprintf(text, sizeof text, "job:\n%s", cases[i].job);
+        write_file(path, text);
+        ck_assert_int_eq(ckh((const char *[]){"run", path, "--quiet", NULL}, NULL, &out), 2);
+        snprintf(want, sizeof want, "%s:%s", path, cases[i].want);
+        HAS(out, want);
+        const char *most = strstr(out, "; at most ");
+        if (most && strstr(cases[i].want, "job.epochs")) {
+            /* The most epochs said: the largest whose record fits. */
+            struct ckh_ddp_config cfg;
+            ckh_ddp_config_default(&cfg);
+            cfg.world = 2;
+            cfg.epochs = atoll(most + strlen("; at most "));
+            ck_assert_int_gt(cfg.epochs, 0);
+            ck_assert_uint_le(ckh_ddp_record_bytes(&cfg, 2), CKH_DDP_RECORD_MAX_BYTES);
+            cfg.epochs++;
+            ck_assert_uint_gt(ckh_ddp_record_bytes(&cfg, 2), CKH_DDP_RECORD_MAX_BYTES);
+            HAS(most, " epochs with this job's ranks, samples, batch and accum");
+        }
+        free(out);
+    }
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -852,6 +906,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tp, test_crashing_plugin_is_a_verdict);
     tcase_add_test(tp, test_plugin_refusals);
     tcase_add_test(tp, test_plugin_load_contained);
+    tcase_add_test(tp, test_job_size_refusals_located);
     suite_add_tcase(s, tp);
     TCase *ts = tcase_create("signals");
     tcase_add_checked_fixture(ts, setup, teardown);

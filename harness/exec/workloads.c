@@ -337,6 +337,37 @@ static enum ckh_wl_option_type option_type(enum ckh_scn_value_type t)
     }
 }
 
+void ckh_workloads_locate(const struct ckh_scenario *sc, char *msg, size_t msglen)
+{
+    if (!sc || !msg || !msglen)
+        return;
+    const struct ckh_scn_job *j = &sc->job;
+    const struct {
+        const char *key;   /* as workloads write it */
+        const char *shown; /* as the file has it */
+        int line, column;
+    } keys[] = {
+        {"job.nodes", j->nodes_as_ranks ? "job.ranks" : "job.nodes", j->nodes_line, j->nodes_column},
+        {"job.ranks", j->nodes_as_ranks ? "job.ranks" : "job.nodes", j->nodes_line, j->nodes_column},
+        {"job.epochs", "job.epochs", j->epochs_line, j->epochs_column},
+        {"job.steps", "job.steps", j->steps_line, j->steps_column},
+        {"job.gpu_memory", "job.gpu_memory", j->gpu_memory_line, j->gpu_memory_column},
+        {"restart.world_size", "restart.world_size", sc->restart.world_size_line,
+         sc->restart.world_size_column},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        size_t klen = strlen(keys[i].key);
+        if (strncmp(msg, keys[i].key, klen) != 0 || msg[klen] != ':' || keys[i].line <= 0)
+            continue;
+        char *rest = strdup(msg + klen);
+        if (!rest)
+            return; /* the message stays as the workload wrote it */
+        snprintf(msg, msglen, "%d:%d: %s%s", keys[i].line, keys[i].column, keys[i].shown, rest);
+        free(rest);
+        return;
+    }
+}
+
 void ckh_workloads_job(const struct ckh_scenario *sc, const struct ckh_resolved *res, uint64_t seed,
                        unsigned mode, struct ckh_workload_job *job, struct ckh_wl_option *opts)
 {

@@ -121,6 +121,14 @@ struct ckh_scn_job {
                                          job (default 120 s); past it the run hangs */
     /* ---- appended: the platform (docs/REAL.md) ---- */
     enum ckh_scn_platform platform;   /* job.platform: sim (default) or real */
+    /* ---- appended: where the job's size keys' values are (1-based; 0:
+     * not given), for messages of the workload that refuses them
+     * (ckh_workloads_locate) ---- */
+    int nodes_line, nodes_column;           /* job.nodes, or job.ranks when nodes_as_ranks */
+    bool nodes_as_ranks;                    /* the file says `ranks` */
+    int epochs_line, epochs_column;         /* job.epochs */
+    int steps_line, steps_column;           /* job.steps */
+    int gpu_memory_line, gpu_memory_column; /* job.gpu_memory */
 };
 
 /* ---- faults ---- */
