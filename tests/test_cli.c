@@ -868,6 +868,73 @@ START_TEST(test_job_size_refusals_located)
 }
 END_TEST
 
+/* Paths longer than 255 characters are whole in every message: a
+ * scenario that does not parse, a job size refused, a plugin that
+ * crashes loading, replay's and shrink's messages. */
+START_TEST(test_long_paths_whole_in_messages)
+{
+    char dir[1024], path[PATH_MAX], want[PATH_MAX + 512], lib[PATH_MAX], real[PATH_MAX], *out = NULL;
+    int at = snprintf(dir, sizeof dir, "%s", work);
+    for (int i = 0; i < 4; i++) { /* 4 folders of 90 characters: a path of over 360 */
+        at += snprintf(dir + at, sizeof dir - (size_t)at, "/%c", 'a' + i);
+        for (int k = 1; k < 90; k++)
+            dir[at++] = (char)('a' + i);
+        dir[at] = '\0';
+        ck_assert_int_eq(mkdir(dir, 0755), 0);
+    }
+    snprintf(path, sizeof path, "%s/syntax.yaml", dir);
+    write_file(path, "job: [\n");
+    ck_assert_int_gt((int)strlen(path), 355);
+    ck_assert_int_eq(ckh((const char *[]){"run", path, "--quiet", NULL}, NULL, &out), 2);
+    snprintf(want, sizeof want, "%s:2:1: malformed YAML", path);
+    HAS(out, want);
+    free(out);
+    snprintf(path, sizeof path, "%s/size.yaml", dir);
+    write_file(path, "job:\n  workload: ddp-train\n  nodes: 100\n");
+    static const char *const verbs[] = {"run", "replay", "shrink"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(ckh((const char *[]){verbs[i], path, NULL}, NULL, &out), 2);
+        snprintf(want, sizeof want, "%s:3:10: job.nodes: ddp-train supports at most 64 ranks, got 100", path);
+        HAS(out, want);
+        free(out);
+    }
+    snprintf(lib, sizeof lib, "%s/libcrash.so", dir);
+    ck_assert_ptr_nonnull(realpath("plugins/libpl_workload_ctor_segv.so", real));
+    ck_assert_int_eq(symlink(real, lib), 0);
+    ck_assert_int_eq(ckh((const char *[]){"list", "workloads", lib, NULL}, NULL, &out), 2);
+    snprintf(want, sizeof want, "ckh list: %s: workload plugin: a constructor", lib);
+    HAS(out, want);
+    free(out);
+    snprintf(path, sizeof path, "%s/plugin.yaml", dir);
+    write_file(path, "job: {workload: ./libcrash.so}\n");
+    ck_assert_int_eq(ckh((const char *[]){"run", path, "--quiet", NULL}, NULL, &out), 2);
+    snprintf(want, sizeof want, "%s: job.workload: %s/./libcrash.so: workload plugin: a constructor", path, dir);
+    HAS(out, want);
+    free(out);
+}
+END_TEST
+
+/* A folder nested deeper than ckh walks names the limit and its value. */
+START_TEST(test_folder_depth_limit_named)
+{
+    char dir[PATH_MAX], *out = NULL;
+    int at = snprintf(dir, sizeof dir, "%s/top", work);
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    for (int i = 0; i <= 65; i++) {
+        at += snprintf(dir + at, sizeof dir - (size_t)at, "/d");
+        ck_assert_int_eq(mkdir(dir, 0755), 0);
+    }
+    char top[PATH_MAX];
+    snprintf(top, sizeof top, "%s/top", work);
+    ck_assert_int_eq(ckh((const char *[]){"run", top, NULL}, NULL, &out), 2);
+    char want[PATH_MAX + 200];
+    snprintf(want, sizeof want, "ckh run: %s: cannot list scenarios: folders nested more than 64 deep below it "
+             "(the limit of a scenario folder's depth is 64)", top);
+    HAS(out, want);
+    free(out);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -907,6 +974,8 @@ static Suite *cli_suite(void)
     tcase_add_test(tp, test_plugin_refusals);
     tcase_add_test(tp, test_plugin_load_contained);
     tcase_add_test(tp, test_job_size_refusals_located);
+    tcase_add_test(tp, test_long_paths_whole_in_messages);
+    tcase_add_test(tp, test_folder_depth_limit_named);
     suite_add_tcase(s, tp);
     TCase *ts = tcase_create("signals");
     tcase_add_checked_fixture(ts, setup, teardown);

@@ -342,9 +342,10 @@ static int cmd_replay(int argc, char **argv)
     }
     char msg[PATH_MAX + 1200];
     int rc = ckh_harness_replay(sc, &ro, node, op, stdout, msg, sizeof msg);
-    if (rc != 0) /* a located message names the file already */
-        fprintf(stderr, "ckh replay: %s%s%s\n", strncmp(msg, path, strlen(path)) ? path : "",
-                strncmp(msg, path, strlen(path)) ? ": " : "", msg);
+    if (rc != 0) { /* "file: why", "file:line:col: why", or a message naming the file already */
+        bool named = strncmp(msg, path, strlen(path)) == 0, at = msg[0] >= '0' && msg[0] <= '9';
+        fprintf(stderr, "ckh replay: %s%s%s\n", named ? "" : path, named ? "" : at ? ":" : ": ", msg);
+    }
     ckh_scenario_free(sc);
     if (rc == 0)
         return CKH_EXIT_OK;

@@ -241,7 +241,7 @@ int ckh_workloads_lookup(const char *name, const char *scenario_file, const stru
 static int resolve_workload(const struct ckh_scenario *sc, struct ckh_resolved *out, char *msg, size_t msglen)
 {
     uint64_t d = 0;
-    char why[512] = "";
+    char why[PATH_MAX + 512] = "";
     int rc = lookup(sc->job.workload, sc->file, &out->workload, &d, why, sizeof why);
     if (rc)
         return ckh_errf(msg, msglen, rc, "%s: job.workload: %s", sc->file, why);
@@ -253,7 +253,7 @@ static int resolve_workload(const struct ckh_scenario *sc, struct ckh_resolved *
 static int resolve_backend(const struct ckh_scenario *sc, struct ckh_resolved *out, char *msg, size_t msglen)
 {
     const char *name = sc->job.backend;
-    char why[512] = "";
+    char why[PATH_MAX + 512] = "";
     if (!name)
         return 0;
     if (!(out->workload->flags & CKH_WL_USES_BACKEND))
@@ -279,7 +279,10 @@ static int resolve_backend(const struct ckh_scenario *sc, struct ckh_resolved *o
                         "%s: job.backend: plugin %s calls its backend '%s', a name already taken",
                         sc->file, name, out->backend->name);
     if (!known && (rc = ckh_backend_register(out->backend)) != 0)
-        return ckh_errf(msg, msglen, rc, "%s: job.backend: plugin %s: %s", sc->file, name, ckh_strerror(rc));
+        return ckh_errf(msg, msglen, rc, "%s: job.backend: plugin %s: %s", sc->file, name,
+                        rc == CKH_ELIMIT ? "more backends than one ckh process registers (the limit is 16, "
+                                           "built-in ones included)"
+                                         : ckh_strerror(rc));
     return 0;
 }
 

@@ -341,7 +341,7 @@ struct ckh_scenario {
 
 /* Where and why parsing failed. */
 struct ckh_scn_error {
-    char file[256]; /* file name (truncated if longer) */
+    char file[4096]; /* file name, whole (PATH_MAX) */
     int line;       /* 1-based; 0 when not tied to a position */
     int column;     /* 1-based; 0 when not tied to a position */
     int code;       /* the returned code */
@@ -468,6 +468,14 @@ int ckh_scn_set_load(const char *dir, const struct ckh_scn_options *opts, const 
  * success *paths (an array of *n owned strings) is freed with
  * ckh_scn_paths_free. */
 int ckh_scn_list_files(const char *dir, struct ckh_alloc *alloc, char ***paths, size_t *n);
+/* The deepest folder ckh_scn_list_files walks below dir; a folder nested
+ * deeper is CKH_ELIMIT. */
+#define CKH_SCN_DIR_DEPTH_MAX 64
+/* Why ckh_scn_list_files returned rc, in words for "cannot list
+ * scenarios: ...": the limit and its value for CKH_ELIMIT, "not a
+ * regular file or folder" for CKH_EUNSUPPORTED, else ckh_strerror(rc).
+ * Static storage. */
+const char *ckh_scn_list_why(int rc);
 void ckh_scn_paths_free(struct ckh_alloc *alloc, char **paths, size_t n);
 
 /* Frees every entry; the set is left empty. */
