@@ -77,6 +77,9 @@ _Noreturn void ckh__assert_fail(const char *cond, const char *file, int line, co
 
 bool ckh_err_is_bad_input(int code)
 {
+    /* CKH_ECRASH and CKH_ETIMEOUT: a plugin the input names crashed or hung
+     * while it loaded (exec/plugin.c's probe). */
     return code == CKH_EINVAL || code == CKH_EPARSE || code == -ENOENT || code == CKH_ENOTFOUND ||
-           code == CKH_EFOREIGN || code == CKH_EVERSION || code == CKH_EUNSUPPORTED || code == CKH_EEXISTS;
+           code == CKH_EFOREIGN || code == CKH_EVERSION || code == CKH_EUNSUPPORTED || code == CKH_EEXISTS ||
+           code == CKH_ECRASH || code == CKH_ETIMEOUT;
 }

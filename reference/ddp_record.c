@@ -15,6 +15,38 @@ int ckh_ddp_record_create(const struct ckh_ddp_config *cfg, struct ckh_ddp_recor
     return ckh_ddp_record_create_worlds(cfg, cfg ? cfg->world : 0, out);
 }
 
+/* Step slots of a record for cfg restarted with world_restart ranks (0:
+ * the job has no step). */
+static uint64_t record_step_slots(const struct ckh_ddp_config *cfg, int world_restart)
+{
+    /* The smaller world takes the most steps per epoch. */
+    struct ckh_ddp_config small = *cfg;
+    small.world = cfg->world < world_restart ? cfg->world : world_restart;
+    uint64_t steps = ckh_ddp_total_steps(&small);
+    if (!steps || !ckh_ddp_total_steps(cfg))
+        return 0;
+    /* A defective resume may take more steps than the reference: room for
+     * twice as many. A world change mid-epoch splits one epoch between the
+     * two worlds: one more epoch of the smaller world and a step. */
+    uint64_t slots = steps * 2 + 2;
+    if (world_restart != cfg->world)
+        slots += steps / (uint64_t)(cfg->epochs > 0 ? cfg->epochs : 1) + 1;
+    return slots;
+}
+
+uint64_t ckh_ddp_record_bytes(const struct ckh_ddp_config *cfg, int world_restart)
+{
+    if (!cfg || cfg->world < 1 || cfg->world > CKH_DDP_MAX_RANKS || world_restart < 1 ||
+        world_restart > CKH_DDP_MAX_RANKS)
+        return 0;
+    uint64_t slots = record_step_slots(cfg, world_restart);
+    if (!slots)
+        return 0;
+    uint64_t ranks = (uint64_t)(cfg->world > world_restart ? cfg->world : world_restart);
+    uint64_t per_slot = sizeof(struct ckh_ddp_step_rec) + (uint64_t)cfg->batch * cfg->accum * sizeof(uint32_t);
+    return sizeof(struct ckh_ddp_record) + ranks * (slots + 1) * per_slot;
+}
+
 int ckh_ddp_record_create_worlds(const struct ckh_ddp_config *cfg, int world_restart,
                                  struct ckh_ddp_record **out)
 {
@@ -24,23 +56,14 @@ int ckh_ddp_record_create_worlds(const struct ckh_ddp_config *cfg, int world_res
         world_restart > CKH_DDP_MAX_RANKS)
         return CKH_EINVAL;
     int ranks = cfg->world > world_restart ? cfg->world : world_restart;
-    /* The smaller world takes the most steps per epoch. */
-    struct ckh_ddp_config small = *cfg;
-    small.world = cfg->world < world_restart ? cfg->world : world_restart;
-    uint64_t steps = ckh_ddp_total_steps(&small);
-    uint64_t big_steps = ckh_ddp_total_steps(cfg);
-    if (!steps || !big_steps)
+    uint64_t slots = record_step_slots(cfg, world_restart);
+    if (!slots)
         return CKH_EINVAL;
     struct ckh_ddp_record *r = calloc(1, sizeof *r);
     if (!r)
         return CKH_ENOMEM;
     r->world = ranks;
-    /* A defective resume may take more steps than the reference: room for
-     * twice as many. A world change mid-epoch splits one epoch between the
-     * two worlds: one more epoch of the smaller world and a step. */
-    r->max_steps = steps * 2 + 2;
-    if (world_restart != cfg->world)
-        r->max_steps += steps / (uint64_t)(cfg->epochs > 0 ? cfg->epochs : 1) + 1;
+    r->max_steps = slots; /* ckh_ddp_record_bytes counts the same */
     r->per_step = cfg->batch * cfg->accum;
     r->samples = cfg->samples;
     r->devices.count = ranks;

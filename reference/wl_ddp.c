@@ -153,6 +153,76 @@ static int apply_options(const struct ckh_workload_job *job, struct ckh_ddp_conf
     return 0;
 }
 
+/* Bytes of the model's parameters (fc1, fc2: weights and biases). */
+static uint64_t model_bytes(const struct ckh_ddp_config *cfg)
+{
+    return ((uint64_t)cfg->in_dim * cfg->hidden + cfg->hidden + (uint64_t)cfg->hidden * cfg->out_dim +
+            cfg->out_dim) * sizeof(float);
+}
+
+/* job.gpu_memory must hold what every rank puts on its GPU before the
+ * first step: its weights and their momentum (ddp_workload.c,
+ * setup_devices). Less is refused up front, not a reference run that
+ * fails with CKH_EOOM_DEVICE. */
+static int check_gpu_memory(const struct ckh_workload_job *job, const struct ckh_ddp_config *cfg, char *msg,
+                            size_t msglen)
+{
+    uint64_t need = 2 * model_bytes(cfg);
+    if (!job->gpu_mem_bytes || job->gpu_mem_bytes >= need)
+        return 0;
+    return ckh_errf(msg, msglen, CKH_EINVAL,
+                    "job.gpu_memory: %" PRIu64 " byte%s cannot hold a rank's model on its GPU (weights and "
+                    "momentum of in_dim %u, hidden %u, out_dim %u: %" PRIu64 " bytes); expected at least %" PRIu64
+                    " bytes (more to stage a checkpoint), or 0 for unlimited",
+                    job->gpu_mem_bytes, job->gpu_mem_bytes == 1 ? "" : "s", (unsigned)cfg->in_dim, (unsigned)cfg->hidden, (unsigned)cfg->out_dim,
+                    need, need);
+}
+
+/* The job's record (every step's digests and sample ids, per rank) must
+ * stay within CKH_DDP_RECORD_MAX_BYTES: a job too long for it is refused
+ * up front, naming job.epochs (or options.samples when epochs were not
+ * given) and the most epochs that fit, instead of running until the
+ * worker's memory limit ends it. */
+static int check_record_size(const struct ckh_workload_job *job, const struct ckh_ddp_config *cfg, int world_restart,
+                             char *msg, size_t msglen)
+{
+    uint64_t bytes = ckh_ddp_record_bytes(cfg, world_restart);
+    if (bytes <= CKH_DDP_RECORD_MAX_BYTES)
+        return 0;
+    struct ckh_ddp_config t = *cfg;
+    int64_t lo = 0, hi = cfg->epochs; /* the most epochs that fit: in [lo, hi) */
+    while (hi - lo > 1) {
+        t.epochs = lo + (hi - lo) / 2;
+        if (ckh_ddp_record_bytes(&t, world_restart) <= CKH_DDP_RECORD_MAX_BYTES)
+            lo = t.epochs;
+        else
+            hi = t.epochs;
+    }
+    struct ckh_ddp_config one = *cfg; /* the world that takes the most steps, one epoch */
+    one.world = cfg->world < world_restart ? cfg->world : world_restart;
+    one.epochs = 1;
+    int ranks = cfg->world > world_restart ? cfg->world : world_restart;
+    char what[256];
+    snprintf(what, sizeof what,
+             "need a %.1f GiB record per run (%" PRIu64 " optimizer steps per epoch, each step's digests and "
+             "sample ids for %d rank%s), over ddp-train's limit of %llu GiB",
+             (double)bytes / (double)(1ull << 30), ckh_ddp_total_steps(&one), ranks, ranks == 1 ? "" : "s",
+             CKH_DDP_RECORD_MAX_BYTES >> 30);
+    if (job->epochs || !lo)
+        return ckh_errf(msg, msglen, CKH_EINVAL,
+                        "job.epochs: %" PRId64 " epochs %s; at most %" PRId64 " epochs with this job's ranks, "
+                        "samples, batch and accum",
+                        cfg->epochs, what, lo);
+    for (size_t i = 0; i < job->noptions; i++)
+        if (strcmp(job->options[i].key, "samples") == 0) {
+            char why[400];
+            snprintf(why, sizeof why, "%" PRIu64 " samples over %" PRId64 " epochs %s", cfg->samples, cfg->epochs,
+                     what);
+            return ckh_wl_option_error(msg, msglen, &job->options[i], why);
+        }
+    return ckh_errf(msg, msglen, CKH_EINVAL, "ddp-train: this job %s", what);
+}
+
 /* The job into d->cfg. */
 static int configure(struct ddp_inst *d, const struct ckh_workload_job *job, char *msg, size_t msglen)
 {
@@ -162,13 +232,13 @@ static int configure(struct ddp_inst *d, const struct ckh_workload_job *job, cha
     cfg->seed = job->seed;
     cfg->world = job->nodes;
     if (cfg->world > CKH_DDP_MAX_RANKS)
-        return ckh_errf(msg, msglen, CKH_EINVAL, "ddp-train supports at most %d ranks, got %d",
+        return ckh_errf(msg, msglen, CKH_EINVAL, "job.nodes: ddp-train supports at most %d ranks, got %d",
                         CKH_DDP_MAX_RANKS, cfg->world);
     if (job->epochs)
         cfg->epochs = job->epochs;
     if (job->steps)
         return ckh_errf(msg, msglen, CKH_EINVAL,
-                        "ddp-train counts epochs: use job.epochs (and options.samples) instead of steps");
+                        "job.steps: ddp-train counts epochs: use job.epochs (and options.samples) instead of steps");
     snprintf(d->dir, sizeof d->dir, "%s", job->checkpoint_dir);
     cfg->ckpt_dir = d->dir;
     snprintf(d->saver, sizeof d->saver, "%s", job->saver_config.name ? job->saver_config.name : "ddp");
@@ -186,7 +256,7 @@ static int configure(struct ddp_inst *d, const struct ckh_workload_job *job, cha
                                                                      : CKH_ADIR_SYNC_ANY;
     cfg->timeout_ns = job->collective_timeout_ns;
     cfg->device_capacity_bytes = job->gpu_mem_bytes;
-    if ((rc = apply_options(job, cfg, msg, msglen)) != 0)
+    if ((rc = apply_options(job, cfg, msg, msglen)) != 0 || (rc = check_gpu_memory(job, cfg, msg, msglen)) != 0)
         return rc;
     d->reshard_allowed = job->reshard;
     for (size_t i = 0; i < job->ndefects; i++) {
@@ -223,6 +293,9 @@ static int configure_restart(struct ddp_inst *d, const struct ckh_workload_job *
         return ckh_errf(msg, msglen, CKH_EINVAL,
                         "restart.world_size: with %d ranks this job has no optimizer step "
                         "(check samples, batch, accum, drop_last)", d->world_restart);
+    int rc = check_record_size(job, cfg, d->world_restart, msg, msglen);
+    if (rc)
+        return rc;
     d->world_first = cfg->world;
     d->nodes = cfg->world > d->world_restart ? cfg->world : d->world_restart;
     return 0;

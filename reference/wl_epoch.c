@@ -82,8 +82,11 @@ static int ep_create(const struct ckh_workload *wl, const struct ckh_workload_jo
 {
     /* Refuse what these jobs cannot honour rather than ignore it: a
      * scenario must never pass while claiming something it did not do. */
-    const char *unsupported = job->steps ? "job.steps"
-                              : job->every_steps || job->every_epochs
+    if (job->steps)
+        return ckh_errf(msg, msglen, CKH_EINVAL,
+                        "job.steps: workload '%s' does not support job.steps (it counts epochs: use job.epochs)",
+                        wl->name);
+    const char *unsupported = job->every_steps || job->every_epochs
                                   ? "job.checkpoint_every (these jobs checkpoint after every epoch)"
                                   : NULL;
     if (unsupported)

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckh/ddp.h"
 #include "ckh/version.h"
 #include "exec/pool.h"
 #include "exec/tmpdir.h"
@@ -796,6 +797,195 @@ START_TEST(test_plugin_refusals)
 }
 END_TEST
 
+/* Plugin code never runs in ckh's own process: every verb that loads a
+ * plugin loads it first in a child with the plugin load limit. A
+ * constructor that crashes is bad input (exit 2) naming the file and the
+ * signal; one that never returns is killed at the limit, named. */
+static const char *const fast_limit_env[] = {"CKH_PLUGIN_TIMEOUT=1s", NULL};
+
+START_TEST(test_plugin_load_contained)
+{
+    static const char *const cats[] = {"workloads", "savers", "backends"};
+    static const char *const kinds[] = {"workload", "saver", "backend"};
+    char *out = NULL, lib[256], want[PATH_MAX + 512];
+    for (int i = 0; i < 3; i++) {
+        snprintf(lib, sizeof lib, "plugins/libpl_%s_good.so", kinds[i]);
+        ck_assert_int_eq(ckh((const char *[]){"list", cats[i], lib, NULL}, NULL, &out), 0);
+        snprintf(want, sizeof want, "pl_test");
+        HAS(out, want);
+        snprintf(want, sizeof want, "plugin %s, ABI version 1", lib);
+        HAS(out, want);
+        free(out);
+        snprintf(lib, sizeof lib, "plugins/libpl_%s_ctor_segv.so", kinds[i]);
+        ck_assert_int_eq(ckh((const char *[]){"list", cats[i], lib, NULL}, NULL, &out), 2);
+        snprintf(want, sizeof want, "ckh list: %s: %s plugin: a constructor or the entry point "
+                 "ckh_%s_plugin_v1 crashed with signal 11 (SIGSEGV", lib, kinds[i], kinds[i]);
+        HAS(out, want);
+        free(out);
+        snprintf(lib, sizeof lib, "plugins/libpl_%s_ctor_hang.so", kinds[i]);
+        ck_assert_int_eq(ckh((const char *[]){"list", cats[i], lib, NULL}, fast_limit_env, &out), 2);
+        snprintf(want, sizeof want, "ckh list: %s: %s plugin: loading did not finish within the "
+                 "plugin load limit of 1000 ms", lib, kinds[i]);
+        HAS(out, want);
+        free(out);
+    }
+    ck_assert_int_eq(ckh((const char *[]){"list", "workloads", "plugins/libpl_workload_good.so", NULL},
+                         (const char *const[]){"CKH_PLUGIN_TIMEOUT=later", NULL}, &out), 2);
+    HAS(out, "CKH_PLUGIN_TIMEOUT: expected a duration");
+    free(out);
+
+    /* A scenario naming such a workload: run (in a worker), replay and
+     * shrink (in ckh's process), and fuzz --workload, all bad input. */
+    char segv[PATH_MAX], hang[PATH_MAX], path[PATH_MAX + 64], text[PATH_MAX + 64];
+    ck_assert_ptr_nonnull(realpath("plugins/libpl_workload_ctor_segv.so", segv));
+    ck_assert_ptr_nonnull(realpath("plugins/libpl_workload_ctor_hang.so", hang));
+    snprintf(path, sizeof path, "%s/segv.yaml", work);
+    snprintf(text, sizeof text, "job: {workload: %s}\n", segv);
+    write_file(path, text);
+    static const char *const verbs[] = {"run", "replay", "shrink"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(ckh((const char *[]){verbs[i], path, NULL}, NULL, &out), 2);
+        snprintf(want, sizeof want, "job.workload: %s: workload plugin: a constructor or the entry "
+                 "point ckh_workload_plugin_v1 crashed with signal 11 (SIGSEGV", segv);
+        HAS(out, want);
+        free(out);
+    }
+    ck_assert_int_eq(ckh((const char *[]){"fuzz", "--workload", segv, "--seeds", "1", NULL}, NULL, &out), 2);
+    HAS(out, "crashed with signal 11 (SIGSEGV");
+    free(out);
+    snprintf(path, sizeof path, "%s/hang.yaml", work);
+    snprintf(text, sizeof text, "job: {workload: %s}\n", hang);
+    write_file(path, text);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(ckh((const char *[]){verbs[i], path, NULL}, fast_limit_env, &out), 2);
+        snprintf(want, sizeof want, "%s: workload plugin: loading did not finish within the plugin "
+                 "load limit of 1000 ms", hang);
+        HAS(out, want);
+        free(out);
+    }
+}
+END_TEST
+
+/* A job size a workload refuses names the file, the line:column of the
+ * key's value, the key, what was given and what is accepted, with exit
+ * status 2: before the run starts, never a memory limit or a failed
+ * reference run. */
+START_TEST(test_job_size_refusals_located)
+{
+    static const struct {
+        const char *job;  /* the job block after "job:\n" */
+        const char *want; /* after "<file>:" */
+    } cases[] = {
+        {"  workload: ddp-train\n  nodes: 100\n", "3:10: job.nodes: ddp-train supports at most 64 ranks, got 100"},
+        {"  workload: ddp-train\n  ranks: 65\n", "3:10: job.ranks: ddp-train supports at most 64 ranks, got 65"},
+        {"  workload: ddp-train\n  nodes: 2\n  gpu_memory: 1B\n",
+         "4:15: job.gpu_memory: 1 byte cannot hold a rank's model on its GPU (weights and momentum of "
+         "in_dim 8, hidden 16, out_dim 4: 1696 bytes); expected at least 1696 bytes"},
+        {"  workload: ddp-train\n  nodes: 2\n  epochs: 1000000\n",
+         "4:11: job.epochs: 1000000 epochs need a 2.1 GiB record per run (8 optimizer steps per epoch, "
+         "each step's digests and sample ids for 2 ranks), over ddp-train's limit of 1 GiB; at most "},
+        {"  workload: ddp-train\n  nodes: 2\n  steps: 9\n",
+         "4:10: job.steps: ddp-train counts epochs: use job.epochs (and options.samples) instead of steps"},
+        {"  workload: param-server\n  nodes: 1024\n",
+         "3:10: job.nodes: workload 'param-server' has 1026 nodes for 1024 given; a job has 1 to 1024"},
+        {"  workload: seed-pipeline\n  steps: 5\n",
+         "3:10: job.steps: workload 'seed-pipeline' does not support job.steps (it counts epochs: use job.epochs)"},
+        {"  workload: ddp-train\n  nodes: 2\n  epochs: 2\nrestart:\n  world_size: 1024\n",
+         "6:15: restart.world_size: ddp-train supports at most 64 ranks, got 1024"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[PATH_MAX], text[512], want[PATH_MAX + 512], *out = NULL;
+        snprintf(path, sizeof path, "%s/size%zu.yaml", work, i);
+        snprintf(text, sizeof text, "job:\n%s", cases[i].job);
+        write_file(path, text);
+        ck_assert_int_eq(ckh((const char *[]){"run", path, "--quiet", NULL}, NULL, &out), 2);
+        snprintf(want, sizeof want, "%s:%s", path, cases[i].want);
+        HAS(out, want);
+        const char *most = strstr(out, "; at most ");
+        if (most && strstr(cases[i].want, "job.epochs")) {
+            /* The most epochs said: the largest whose record fits. */
+            struct ckh_ddp_config cfg;
+            ckh_ddp_config_default(&cfg);
+            cfg.world = 2;
+            cfg.epochs = atoll(most + strlen("; at most "));
+            ck_assert_int_gt(cfg.epochs, 0);
+            ck_assert_uint_le(ckh_ddp_record_bytes(&cfg, 2), CKH_DDP_RECORD_MAX_BYTES);
+            cfg.epochs++;
+            ck_assert_uint_gt(ckh_ddp_record_bytes(&cfg, 2), CKH_DDP_RECORD_MAX_BYTES);
+            HAS(most, " epochs with this job's ranks, samples, batch and accum");
+        }
+        free(out);
+    }
+}
+END_TEST
+
+/* Paths longer than 255 characters are whole in every message: a
+ * scenario that does not parse, a job size refused, a plugin that
+ * crashes loading, replay's and shrink's messages. */
+START_TEST(test_long_paths_whole_in_messages)
+{
+    char dir[1024], path[PATH_MAX], want[PATH_MAX + 512], lib[PATH_MAX], real[PATH_MAX], *out = NULL;
+    int at = snprintf(dir, sizeof dir, "%s", work);
+    for (int i = 0; i < 4; i++) { /* 4 folders of 90 characters: a path of over 360 */
+        at += snprintf(dir + at, sizeof dir - (size_t)at, "/%c", 'a' + i);
+        for (int k = 1; k < 90; k++)
+            dir[at++] = (char)('a' + i);
+        dir[at] = '\0';
+        ck_assert_int_eq(mkdir(dir, 0755), 0);
+    }
+    snprintf(path, sizeof path, "%s/syntax.yaml", dir);
+    write_file(path, "job: [\n");
+    ck_assert_int_gt((int)strlen(path), 355);
+    ck_assert_int_eq(ckh((const char *[]){"run", path, "--quiet", NULL}, NULL, &out), 2);
+    snprintf(want, sizeof want, "%s:2:1: malformed YAML", path);
+    HAS(out, want);
+    free(out);
+    snprintf(path, sizeof path, "%s/size.yaml", dir);
+    write_file(path, "job:\n  workload: ddp-train\n  nodes: 100\n");
+    static const char *const verbs[] = {"run", "replay", "shrink"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(ckh((const char *[]){verbs[i], path, NULL}, NULL, &out), 2);
+        snprintf(want, sizeof want, "%s:3:10: job.nodes: ddp-train supports at most 64 ranks, got 100", path);
+        HAS(out, want);
+        free(out);
+    }
+    snprintf(lib, sizeof lib, "%s/libcrash.so", dir);
+    ck_assert_ptr_nonnull(realpath("plugins/libpl_workload_ctor_segv.so", real));
+    ck_assert_int_eq(symlink(real, lib), 0);
+    ck_assert_int_eq(ckh((const char *[]){"list", "workloads", lib, NULL}, NULL, &out), 2);
+    snprintf(want, sizeof want, "ckh list: %s: workload plugin: a constructor", lib);
+    HAS(out, want);
+    free(out);
+    snprintf(path, sizeof path, "%s/plugin.yaml", dir);
+    write_file(path, "job: {workload: ./libcrash.so}\n");
+    ck_assert_int_eq(ckh((const char *[]){"run", path, "--quiet", NULL}, NULL, &out), 2);
+    snprintf(want, sizeof want, "%s: job.workload: %s/./libcrash.so: workload plugin: a constructor", path, dir);
+    HAS(out, want);
+    free(out);
+}
+END_TEST
+
+/* A folder nested deeper than ckh walks names the limit and its value. */
+START_TEST(test_folder_depth_limit_named)
+{
+    char dir[PATH_MAX], *out = NULL;
+    int at = snprintf(dir, sizeof dir, "%s/top", work);
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    for (int i = 0; i <= 65; i++) {
+        at += snprintf(dir + at, sizeof dir - (size_t)at, "/d");
+        ck_assert_int_eq(mkdir(dir, 0755), 0);
+    }
+    char top[PATH_MAX];
+    snprintf(top, sizeof top, "%s/top", work);
+    ck_assert_int_eq(ckh((const char *[]){"run", top, NULL}, NULL, &out), 2);
+    char want[PATH_MAX + 200];
+    snprintf(want, sizeof want, "ckh run: %s: cannot list scenarios: folders nested more than 64 deep below it "
+             "(the limit of a scenario folder's depth is 64)", top);
+    HAS(out, want);
+    free(out);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -834,6 +1024,10 @@ static Suite *cli_suite(void)
     tcase_add_test(tp, test_workload_plugin_judged);
     tcase_add_test(tp, test_crashing_plugin_is_a_verdict);
     tcase_add_test(tp, test_plugin_refusals);
+    tcase_add_test(tp, test_plugin_load_contained);
+    tcase_add_test(tp, test_job_size_refusals_located);
+    tcase_add_test(tp, test_long_paths_whole_in_messages);
+    tcase_add_test(tp, test_folder_depth_limit_named);
     suite_add_tcase(s, tp);
     TCase *ts = tcase_create("signals");
     tcase_add_checked_fixture(ts, setup, teardown);

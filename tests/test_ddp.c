@@ -225,6 +225,28 @@ static const char *job_text(const struct ckh_ddp_config *cfg, const char *opts, 
     return buf;
 }
 
+/* ckh_ddp_record_bytes counts what ckh_ddp_record_create_worlds
+ * allocates, for a fixed world and a resized one; 0 where it refuses. */
+START_TEST(test_record_bytes)
+{
+    struct ckh_ddp_config cfg;
+    ckh_ddp_config_default(&cfg);
+    const int worlds[][2] = {{2, 2}, {2, 4}, {4, 2}, {1, 1}};
+    for (size_t i = 0; i < sizeof worlds / sizeof worlds[0]; i++) {
+        cfg.world = worlds[i][0];
+        struct ckh_ddp_record *rec = NULL;
+        ck_assert_int_eq(ckh_ddp_record_create_worlds(&cfg, worlds[i][1], &rec), 0);
+        uint64_t want = sizeof *rec + (uint64_t)rec->world * (rec->max_steps + 1) *
+                                          (sizeof(struct ckh_ddp_step_rec) + rec->per_step * sizeof(uint32_t));
+        ck_assert_uint_eq(ckh_ddp_record_bytes(&cfg, worlds[i][1]), want);
+        ckh_ddp_record_destroy(rec);
+    }
+    ck_assert_uint_eq(ckh_ddp_record_bytes(&cfg, CKH_DDP_MAX_RANKS + 1), 0);
+    cfg.samples = 0;
+    ck_assert_uint_eq(ckh_ddp_record_bytes(&cfg, 1), 0);
+}
+END_TEST
+
 START_TEST(test_schedule_and_sd)
 {
     struct ckh_ddp_sched s = {.base_lr = 1.0f, .min_lr = 0.0f, .warmup_steps = 4, .total_steps = 14};
@@ -1019,6 +1041,7 @@ static Suite *ddp_suite(void)
     tcase_add_test(tc, test_record_worlds_and_forget);
     tcase_add_loop_test(tc, test_reshard_off_refused, 0, 2);
     tcase_add_test(tc, test_records_emitted);
+    tcase_add_test(tc, test_record_bytes);
     tcase_add_test(tc, test_node_local_saves);
     suite_add_tcase(s, tc);
     return s;

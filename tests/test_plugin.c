@@ -322,11 +322,52 @@ START_TEST(test_kinds_probe)
     ck_assert_int_eq(ckh_plugin_probe(pl(k, "ctor_segv"), k, 5000, msg, sizeof(msg)), CKH_ECRASH);
     ck_assert_msg(strstr(msg, "signal 11 (SIGSEGV"), "%s", msg);
     ck_assert_int_eq(ckh_plugin_probe(pl(k, "hang"), k, 200, msg, sizeof(msg)), CKH_ETIMEOUT);
-    ck_assert_msg(strstr(msg, "did not finish within 200 ms") && strstr(msg, pl(k, "hang")), "%s",
-                  msg);
+    ck_assert_msg(strstr(msg, "did not finish within the plugin load limit of 200 ms") &&
+                  strstr(msg, pl(k, "hang")), "%s", msg);
+    /* A constructor that never returns: the same, and this process lives on. */
+    ck_assert_int_eq(ckh_plugin_probe(pl(k, "ctor_hang"), k, 200, msg, sizeof(msg)), CKH_ETIMEOUT);
+    ck_assert_msg(strstr(msg, "limit of 200 ms") && strstr(msg, pl(k, "ctor_hang")), "%s", msg);
     ck_assert_int_eq(ckh_plugin_probe("/nonexistent/libx.so", k, 5000, msg, sizeof(msg)),
                      CKH_ENOTFOUND);
     ck_assert_int_eq(ckh_plugin_probe(NULL, k, 5000, msg, sizeof(msg)), CKH_EINVAL);
+}
+END_TEST
+
+/* The describe callback of ckh_plugin_probe_describe: the table's name
+ * and the kind it was loaded as, written in the child. */
+static void describe_name(enum ckh_plugin_kind kind, const void *table, char *out, size_t n)
+{
+    const char *name = kind == CKH_PLUGIN_WORKLOAD ? ((const struct ckh_workload_ops *)table)->name
+                       : kind == CKH_PLUGIN_SAVER  ? ((const struct ckh_saver_ops *)table)->name
+                                                   : ((const struct ckh_backend_ops *)table)->name;
+    snprintf(out, n, "%s %s pid %ld", ckh_plugin_kind_name(kind), name, (long)getpid());
+}
+
+/* P3 with a description: the text comes from the child (another pid),
+ * the plugin never loads here; a refusal leaves out empty. */
+START_TEST(test_kinds_probe_describe)
+{
+    enum ckh_plugin_kind k = (enum ckh_plugin_kind)_i;
+    char msg[512], out[256], want[64];
+    ck_assert_int_eq(ckh_plugin_probe_describe(pl(k, "good"), k, 5000, describe_name, out, sizeof out,
+                                               msg, sizeof msg), 0);
+    snprintf(want, sizeof want, "%s pl_test pid ", ckh_plugin_kind_name(k));
+    ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%s", out);
+    ck_assert_int_ne(atol(out + strlen(want)), (long)getpid());
+    ck_assert_int_eq(ckh_plugin_probe_describe(pl(k, "ctor_segv"), k, 5000, describe_name, out,
+                                               sizeof out, msg, sizeof msg), CKH_ECRASH);
+    ck_assert_str_eq(out, "");
+    /* The limit of 0 is the default one, named as such. */
+    setenv("CKH_PLUGIN_TIMEOUT", "250ms", 1);
+    unsigned ms = 0;
+    ck_assert_int_eq(ckh_plugin_timeout_ms(&ms, msg, sizeof msg), 0);
+    ck_assert_uint_eq(ms, 250);
+    setenv("CKH_PLUGIN_TIMEOUT", "soon", 1);
+    ck_assert_int_eq(ckh_plugin_timeout_ms(&ms, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_msg(strstr(msg, "CKH_PLUGIN_TIMEOUT") && strstr(msg, "'soon'"), "%s", msg);
+    unsetenv("CKH_PLUGIN_TIMEOUT");
+    ck_assert_int_eq(ckh_plugin_timeout_ms(&ms, msg, sizeof msg), 0);
+    ck_assert_uint_eq(ms, CKH_PLUGIN_PROBE_DEFAULT_MS);
 }
 END_TEST
 
@@ -482,6 +523,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_kinds_load, 0, 3);
     tcase_add_test(tc, test_kinds_check);
     tcase_add_loop_test(tc, test_kinds_probe, 0, 3);
+    tcase_add_loop_test(tc, test_kinds_probe_describe, 0, 3);
     tcase_add_test(tc, test_validate_probe_verdict);
     tcase_add_test(tc, test_zero_op_reported);
     tcase_add_test(tc, test_text_sort_caught);

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include "cli/opt.h"
 #include "model/fault.h"
 #include "judge/oracle.h"
+#include "exec/plugin.h"
 #include "exec/workloads.h"
 #include "exec/pool.h"
 #include "exec/runner.h"
@@ -68,6 +70,95 @@ static int list_scenarios(const char *dir)
     return code;
 }
 
+/* ---- plugins named after a category: described in a probe's child ---- */
+
+/* Copies text into out with control characters shown as '?' (a plugin's
+ * strings are its own), then a '\n'; returns the new length. */
+static size_t put_field(char *out, size_t n, size_t at, const char *text)
+{
+    for (const char *c = text ? text : ""; *c && at + 2 < n; c++)
+        out[at++] = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
+    if (at + 1 < n)
+        out[at++] = '\n';
+    out[at < n ? at : n - 1] = '\0';
+    return at;
+}
+
+/* In the probe's child: "name\ndescription\nversion\nfeatures\n" of the
+ * loaded table (nothing of the plugin runs in ckh's own process). */
+static void describe_plugin(enum ckh_plugin_kind kind, const void *table, char *out, size_t n)
+{
+    char version[16], feat[160];
+    const char *name = "", *desc = "";
+    feat[0] = '\0';
+    if (kind == CKH_PLUGIN_WORKLOAD) {
+        const struct ckh_workload_ops *wl = table;
+        name = wl->name, desc = wl->description;
+        snprintf(version, sizeof version, "%d", wl->version);
+        snprintf(feat, sizeof feat, "%s%s%s%s%s%s", wl->flags & CKH_WL_COLLECTIVE ? " collective" : "",
+                 wl->flags & CKH_WL_STEP_BASED ? " step-based" : " epoch-based",
+                 wl->flags & CKH_WL_USES_BACKEND ? " backend" : "", wl->flags & CKH_WL_USES_SAVER ? " saver" : "",
+                 wl->latest_link ? " latest-pointer" : "", wl->set_world ? " resizable" : "");
+    } else if (kind == CKH_PLUGIN_SAVER) {
+        const struct ckh_saver_ops *sv = table;
+        name = sv->name;
+        snprintf(version, sizeof version, "%d", sv->version);
+        snprintf(feat, sizeof feat, "%s%s%s%s", sv->check ? " check" : "", sv->latest_path ? " latest-pointer" : "",
+                 sv->resume ? " resume" : "", sv->view_leader ? " view-leader" : "");
+    } else {
+        const struct ckh_backend_ops *bo = table;
+        name = bo->name;
+        snprintf(version, sizeof version, "%d", bo->version);
+    }
+    size_t at = 0;
+    out[0] = '\0';
+    at = put_field(out, n, at, name);
+    at = put_field(out, n, at, desc);
+    at = put_field(out, n, at, version);
+    put_field(out, n, at, feat);
+}
+
+/* Prints the plugin libraries argv[2..] of `kind` as loaded in a probe's
+ * child within the plugin load limit. A library that is missing, not a
+ * plugin of that kind, crashes or hangs while it loads is bad input (exit
+ * 2), said on stderr with its path. */
+static int list_plugins(int argc, char **argv, enum ckh_plugin_kind kind)
+{
+    unsigned limit_ms = 0;
+    char msg[PATH_MAX + 600] = "";
+    if (ckh_plugin_timeout_ms(&limit_ms, msg, sizeof msg) != 0) {
+        fprintf(stderr, "ckh list: %s\n", msg);
+        return CKH_EXIT_BAD_INPUT;
+    }
+    for (int a = 2; a < argc; a++) {
+        char path[PATH_MAX], text[CKH_PLUGIN_DESCRIBE_BYTES];
+        int rc = ckh_workloads_plugin_path(argv[a], NULL, path, sizeof path, msg, sizeof msg);
+        if (rc == 0)
+            rc = ckh_plugin_probe_describe(path, kind, limit_ms, describe_plugin, text, sizeof text, msg,
+                                           sizeof msg);
+        if (rc != 0) {
+            fprintf(stderr, "ckh list: %s\n", msg[0] ? msg : ckh_strerror(rc));
+            return rc == CKH_ENOMEM || rc == CKH_EINTERNAL ? CKH_EXIT_INTERNAL : CKH_EXIT_BAD_INPUT;
+        }
+        char *f[4] = {text, "", "", ""};
+        for (int i = 1; i < 4; i++) {
+            char *nl = strchr(f[i - 1], '\n');
+            if (!nl)
+                break;
+            *nl = '\0';
+            f[i] = nl + 1;
+        }
+        char *last = strchr(f[3], '\n');
+        if (last)
+            *last = '\0';
+        if (kind == CKH_PLUGIN_WORKLOAD)
+            printf("  %-28s %s\n  %-28s plugin %s, ABI version %s:%s\n", f[0], f[1], "", argv[a], f[2], f[3]);
+        else
+            printf("  %-28s plugin %s, ABI version %s%s%s\n", f[0], argv[a], f[2], f[3][0] ? ":" : "", f[3]);
+    }
+    return CKH_EXIT_OK;
+}
+
 /* `ckh list workloads [LIB.so...]`: the built-in workloads, then what
  * the plugin libraries named after the category are. */
 static int list_workloads(int argc, char **argv, bool all)
@@ -75,29 +166,16 @@ static int list_workloads(int argc, char **argv, bool all)
     printf("workloads:\n");
     for (size_t i = 0; ckh_workloads_at(i); i++)
         printf("  %-28s %s\n", ckh_workloads_at(i)->name, ckh_workloads_at(i)->description);
-    for (int a = 2; !all && a < argc; a++) {
-        const struct ckh_workload_ops *wl = NULL;
-        char msg[512] = "";
-        if (ckh_workloads_lookup(argv[a], NULL, &wl, msg, sizeof msg) != 0) {
-            fprintf(stderr, "ckh list: %s\n", msg);
-            return CKH_EXIT_BAD_INPUT;
-        }
-        printf("  %-28s %s\n  %-28s plugin %s, ABI version %d:%s%s%s%s%s%s\n", wl->name, wl->description, "",
-               argv[a], wl->version, wl->flags & CKH_WL_COLLECTIVE ? " collective" : "",
-               wl->flags & CKH_WL_STEP_BASED ? " step-based" : " epoch-based",
-               wl->flags & CKH_WL_USES_BACKEND ? " backend" : "", wl->flags & CKH_WL_USES_SAVER ? " saver" : "",
-               wl->latest_link ? " latest-pointer" : "", wl->set_world ? " resizable" : "");
-    }
-    return CKH_EXIT_OK;
+    return all ? CKH_EXIT_OK : list_plugins(argc, argv, CKH_PLUGIN_WORKLOAD);
 }
 
+/* `ckh list backends [LIB.so...]`: as workloads. */
 static int list_backends(int argc, char **argv, bool all)
 {
-    (void)argc, (void)argv, (void)all;
     printf("backends:\n");
     for (size_t i = 0; ckh_backend_at(i); i++)
         printf("  %-28s version %d\n", ckh_backend_at(i)->name, ckh_backend_at(i)->version);
-    return CKH_EXIT_OK;
+    return all ? CKH_EXIT_OK : list_plugins(argc, argv, CKH_PLUGIN_BACKEND);
 }
 
 /* `ckh list savers [LIB.so...]`: as workloads. */
@@ -107,19 +185,7 @@ static int list_savers(int argc, char **argv, bool all)
     const char *summary = NULL;
     for (size_t i = 0; ckh_savers_at(i, &summary); i++)
         printf("  %-28s %s\n", ckh_savers_at(i, NULL)->name, summary);
-    for (int a = 2; !all && a < argc; a++) {
-        const void *t = NULL;
-        char msg[512] = "";
-        if (ckh_workloads_plugin(argv[a], NULL, CKH_PLUGIN_SAVER, &t, msg, sizeof msg) != 0) {
-            fprintf(stderr, "ckh list: %s\n", msg);
-            return CKH_EXIT_BAD_INPUT;
-        }
-        const struct ckh_saver_ops *sv = t;
-        printf("  %-28s plugin %s, ABI version %d:%s%s%s%s\n", sv->name, argv[a], sv->version,
-               sv->check ? " check" : "", sv->latest_path ? " latest-pointer" : "",
-               sv->resume ? " resume" : "", sv->view_leader ? " view-leader" : "");
-    }
-    return CKH_EXIT_OK;
+    return all ? CKH_EXIT_OK : list_plugins(argc, argv, CKH_PLUGIN_SAVER);
 }
 
 static int list_faults(int argc, char **argv, bool all)
@@ -166,7 +232,7 @@ static const struct {
     const char *args;  /* what may follow it in the usage line */
     int (*print)(int argc, char **argv, bool all);
 } list_categories[] = {
-    {"workloads", " [LIB.so...]", list_workloads}, {"backends", "", list_backends},
+    {"workloads", " [LIB.so...]", list_workloads}, {"backends", " [LIB.so...]", list_backends},
     {"savers", " [LIB.so...]", list_savers},       {"faults", "", list_faults},
     {"defects", "", list_defects},                 {"oracles", "", list_oracles},
     {"scenarios", " [PATH]", list_scenarios_of},
@@ -274,10 +340,12 @@ static int cmd_replay(int argc, char **argv)
         fprintf(stderr, "ckh replay: %s\n", msg);
         return err.code == CKH_ENOMEM ? CKH_EXIT_INTERNAL : CKH_EXIT_BAD_INPUT;
     }
-    char msg[600];
+    char msg[PATH_MAX + 1200];
     int rc = ckh_harness_replay(sc, &ro, node, op, stdout, msg, sizeof msg);
-    if (rc != 0)
-        fprintf(stderr, "ckh replay: %s: %s\n", path, msg);
+    if (rc != 0) { /* "file: why", "file:line:col: why", or a message naming the file already */
+        bool named = strncmp(msg, path, strlen(path)) == 0, at = msg[0] >= '0' && msg[0] <= '9';
+        fprintf(stderr, "ckh replay: %s%s%s\n", named ? "" : path, named ? "" : at ? ":" : ": ", msg);
+    }
     ckh_scenario_free(sc);
     if (rc == 0)
         return CKH_EXIT_OK;

@@ -137,8 +137,7 @@ static int list_path(const struct ckh_cli_load *l, const char *path, char ***fil
     if (rc == CKH_ENOMEM)
         return rc;
     if (rc) {
-        fprintf(stderr, "ckh %s: %s: cannot list scenarios: %s\n", l->verb, path,
-                rc == CKH_EUNSUPPORTED ? "not a regular file or folder" : ckh_strerror(rc));
+        fprintf(stderr, "ckh %s: %s: cannot list scenarios: %s\n", l->verb, path, ckh_scn_list_why(rc));
         *status = CKH_EXIT_BAD_INPUT;
         return 0;
     }

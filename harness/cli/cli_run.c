@@ -120,7 +120,8 @@ static void print_usage_run(FILE *f)
 /* ---- one scenario in a worker ---- */
 
 /* Bad input: the scenario, or a plugin library it names (missing, not a
- * ckh plugin, another ABI, a name already taken). */
+ * ckh plugin, another ABI, a name already taken, crashing or hanging
+ * while it loads: CKH_ECRASH, CKH_ETIMEOUT of exec/plugin.c's probe). */
 static int worker_status_of(int rc)
 {
     if (rc == 0)

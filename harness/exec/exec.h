@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckh/err.h"
 #include "exec/records.h"
 #include "exec/runner.h"
 #include "exec/workloads.h"
@@ -50,6 +51,12 @@ struct ckh_exec_job {
 /* What verify_view returns for a view there is nothing to look at (no
  * disk view could be made): the view is passed over. */
 #define CKH__EXEC_NO_VIEW 1
+
+/* The size of an execution context's set-up error: a whole PATH_MAX path
+ * (a scenario file, a plugin, a program) and the words around it. The
+ * handles of the code under test keep CKH_ERRMSG_BYTES (their messages
+ * count in a node's simulated memory). */
+#define CKH__EXEC_ERR_BYTES (4096 + CKH_ERRMSG_BYTES)
 
 /* One executor's operations on one execution x (its own struct). */
 struct ckh_exec_ops {

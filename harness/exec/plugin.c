@@ -25,6 +25,7 @@
  *     call them.
  */
 #include <dlfcn.h>
+#include <limits.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -49,6 +50,7 @@
 #include "ckh/workload.h"
 #include "ckh/workspace.h"
 #include "exec/plugin.h"
+#include "model/scenario.h"
 
 struct ckh_plugin {
     void *dl;                  /* dlopen handle */
@@ -214,9 +216,20 @@ static int prefix_path(char *msg, size_t msglen, const char *path, int rc)
 {
     if (!msg || !msglen)
         return rc;
-    char tail[512];
-    snprintf(tail, sizeof(tail), "%s", msg);
-    snprintf(msg, msglen, "%s: %s", path, tail);
+    /* The path goes in front whole (a path may be PATH_MAX long); the
+     * tail moves right and is what a short msg cuts. */
+    size_t plen = strlen(path), tlen = strlen(msg);
+    if (plen + 2 >= msglen) {
+        snprintf(msg, msglen, "%s", path);
+        return rc;
+    }
+    if (plen + 2 + tlen >= msglen)
+        tlen = msglen - plen - 3;
+    memmove(msg + plen + 2, msg, tlen);
+    msg[plen + 2 + tlen] = '\0';
+    memcpy(msg, path, plen);
+    msg[plen] = ':';
+    msg[plen + 1] = ' ';
     return rc;
 }
 
@@ -322,13 +335,12 @@ void ckh_plugin_unload(struct ckh_plugin *p)
 
 /* ------------------------------------------------------------------ probe */
 
-/* Time limit of a probe given timeout_ms 0. */
-#define PROBE_DEFAULT_MS 10000u
 
 /* What the probe's child sends back. */
 struct probe_answer {
-    int rc;        /* the loader's code */
-    char msg[512]; /* its message */
+    int rc;                                /* the loader's code */
+    char msg[PATH_MAX + 512];              /* its message (the path in it whole) */
+    char text[CKH_PLUGIN_DESCRIBE_BYTES];  /* what describe wrote (rc 0) */
 };
 
 /* The conventional name of the signals a crashing plugin raises. */
@@ -352,9 +364,10 @@ static const char *signal_name(int sig)
 
 /* The child of the probe: load, check, answer, exit without running any
  * of the parent's exit handlers. */
-static void probe_child(int fd, const char *path, enum ckh_plugin_kind kind)
+static void probe_child(int fd, const char *path, enum ckh_plugin_kind kind,
+                        ckh_plugin_describe_fn describe)
 {
-    struct probe_answer a;
+    static struct probe_answer a; /* static: the child's stack stays small */
     struct ckh_plugin *p = NULL;
     /* A fault ends the child by its signal, whatever handlers the parent
      * had installed (a sanitizer's would exit with a status instead). */
@@ -363,8 +376,19 @@ static void probe_child(int fd, const char *path, enum ckh_plugin_kind kind)
         signal(fatal[i], SIG_DFL);
     memset(&a, 0, sizeof(a));
     a.rc = ckh_plugin_load_kind(path, kind, &p, a.msg, sizeof(a.msg));
-    ssize_t w = write(fd, &a, sizeof(a));
-    _exit(w == (ssize_t)sizeof(a) ? 0 : 3);
+    if (a.rc == 0 && describe)
+        describe(kind, ckh_plugin_table(p), a.text, sizeof(a.text));
+    a.text[sizeof(a.text) - 1] = '\0';
+    size_t off = 0;
+    while (off < sizeof(a)) {
+        ssize_t w = write(fd, (const char *)&a + off, sizeof(a) - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            _exit(3);
+        off += (size_t)w;
+    }
+    _exit(0);
 }
 
 /* Reads the child's answer until EOF or the deadline. 0 with *got set,
@@ -418,12 +442,22 @@ static int probe_reap(pid_t pid, uint64_t deadline, int *status)
 int ckh_plugin_probe(const char *path, enum ckh_plugin_kind kind, unsigned timeout_ms, char *msg,
                      size_t msglen)
 {
+    return ckh_plugin_probe_describe(path, kind, timeout_ms, NULL, NULL, 0, msg, msglen);
+}
+
+int ckh_plugin_probe_describe(const char *path, enum ckh_plugin_kind kind, unsigned timeout_ms,
+                              ckh_plugin_describe_fn describe, char *out, size_t outlen, char *msg,
+                              size_t msglen)
+{
     int fds[2];
     struct probe_answer a;
     size_t got = 0;
     int status = 0;
+    unsigned limit_ms = timeout_ms ? timeout_ms : CKH_PLUGIN_PROBE_DEFAULT_MS;
     if (msg && msglen)
         msg[0] = '\0';
+    if (out && outlen)
+        out[0] = '\0';
     if (!path || (unsigned)kind > CKH_PLUGIN_SAVER)
         return say(msg, msglen, CKH_EINVAL, kind, "NULL path or unknown kind");
     if (pipe(fds) != 0)
@@ -438,19 +472,19 @@ int ckh_plugin_probe(const char *path, enum ckh_plugin_kind kind, unsigned timeo
     }
     if (pid == 0) {
         close(fds[0]);
-        probe_child(fds[1], path, kind);
+        probe_child(fds[1], path, kind, describe);
     }
     close(fds[1]);
     memset(&a, 0, sizeof(a));
-    uint64_t deadline = ckh_posix_now_ms() + (timeout_ms ? timeout_ms : PROBE_DEFAULT_MS);
+    uint64_t deadline = ckh_posix_now_ms() + limit_ms;
     int rc = probe_read(fds[0], deadline, &a, &got);
     close(fds[0]);
     rc = probe_reap(pid, rc == 0 ? deadline : 0, &status);
     if (rc == CKH_EINTERNAL)
         return say(msg, msglen, rc, kind, "waitpid: %s", strerror(errno));
     if (rc == CKH_ETIMEOUT) {
-        say(msg, msglen, rc, kind, "loading did not finish within %u ms (a constructor or "
-            "the entry point hangs)", timeout_ms);
+        say(msg, msglen, rc, kind, "loading did not finish within the plugin load limit of %u ms "
+            "(a constructor or the entry point hangs; CKH_PLUGIN_TIMEOUT sets the limit)", limit_ms);
         return prefix_path(msg, msglen, path, rc);
     }
     if (WIFSIGNALED(status)) {
@@ -466,7 +500,24 @@ int ckh_plugin_probe(const char *path, enum ckh_plugin_kind kind, unsigned timeo
         return prefix_path(msg, msglen, path, CKH_ECRASH);
     }
     a.msg[sizeof(a.msg) - 1] = '\0';
+    a.text[sizeof(a.text) - 1] = '\0';
     if (msg && msglen)
         snprintf(msg, msglen, "%s", a.msg);
+    if (a.rc == 0 && out && outlen)
+        snprintf(out, outlen, "%s", a.text);
     return a.rc;
+}
+
+int ckh_plugin_timeout_ms(unsigned *out, char *msg, size_t msglen)
+{
+    const char *v = getenv("CKH_PLUGIN_TIMEOUT");
+    uint64_t ns = 0;
+    *out = CKH_PLUGIN_PROBE_DEFAULT_MS;
+    if (!v || !*v)
+        return 0;
+    if (ckh_scn_parse_duration(v, &ns) != 0 || ns < 1000000u || ns / 1000000u > 3600000u)
+        return ckh_errf(msg, msglen, CKH_EINVAL,
+                        "CKH_PLUGIN_TIMEOUT: expected a duration from 1ms to 1h such as 10s, got '%s'", v);
+    *out = (unsigned)(ns / 1000000u);
+    return 0;
 }

@@ -62,11 +62,34 @@ const void *ckh_plugin_table(const struct ckh_plugin *p);
  * says why). */
 int ckh_plugin_check_workload(const struct ckh_workload_ops *ops, char *msg, size_t msglen);
 int ckh_plugin_check_saver(const struct ckh_saver_ops *ops, char *msg, size_t msglen);
-/* Loads path in a forked child, within timeout_ms: 0 when the child
- * loaded and checked it; CKH_ECRASH (msg: the signal) when the entry
- * point or a constructor crashed, CKH_ETIMEOUT when it hung, else the
- * loader's code and message. Nothing of the plugin runs in this process. */
+/* The plugin load limit when nothing sets another (CKH_PLUGIN_TIMEOUT). */
+#define CKH_PLUGIN_PROBE_DEFAULT_MS 10000u
+/* The most a describe callback may write (its text is cut there). */
+#define CKH_PLUGIN_DESCRIBE_BYTES 2048
+
+/* Loads path in a forked child, within timeout_ms (0: the default
+ * limit): 0 when the child loaded and checked it; CKH_ECRASH (msg names
+ * the path, the entry point and the signal) when the entry point or a
+ * constructor crashed or exited, CKH_ETIMEOUT (msg names the limit in
+ * ms) when it hung and was killed, else the loader's code and message.
+ * Nothing of the plugin runs in this process; the child is reaped on
+ * every path. */
 int ckh_plugin_probe(const char *path, enum ckh_plugin_kind kind, unsigned timeout_ms, char *msg,
                      size_t msglen);
+/* Runs in the probe's child with the loaded, checked table: writes what
+ * the caller wants to know of it into out (NUL-terminated, at most
+ * outlen bytes). It may read the table and call its pure methods. */
+typedef void (*ckh_plugin_describe_fn)(enum ckh_plugin_kind kind, const void *table, char *out,
+                                       size_t outlen);
+/* ckh_plugin_probe, and on success the text describe wrote in the child
+ * copied to out (caller's buffer; cut at outlen, and at
+ * CKH_PLUGIN_DESCRIBE_BYTES). describe may be NULL (out gets ""). */
+int ckh_plugin_probe_describe(const char *path, enum ckh_plugin_kind kind, unsigned timeout_ms,
+                              ckh_plugin_describe_fn describe, char *out, size_t outlen, char *msg,
+                              size_t msglen);
+/* The plugin load limit in *out: CKH_PLUGIN_TIMEOUT (a duration, 1ms to
+ * 1h) when set, else CKH_PLUGIN_PROBE_DEFAULT_MS. CKH_EINVAL with msg
+ * for a value that is not such a duration. */
+int ckh_plugin_timeout_ms(unsigned *out, char *msg, size_t msglen);
 
 #endif

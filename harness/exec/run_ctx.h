@@ -74,7 +74,7 @@ struct ckh__run_ctx {
     bool step_based;                     /* progress counted in steps (training jobs) */
     int world_first;                     /* ranks of run 1 */
     int world_restart;                   /* ranks of runs 2.. (world_first: unchanged) */
-    char err[CKH_ERRMSG_BYTES];          /* set-up error */
+    char err[CKH__EXEC_ERR_BYTES];       /* set-up error */
 };
 
 /* Formats the run's error message (c->err, CKH_ERRF); returns code. */

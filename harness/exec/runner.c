@@ -187,13 +187,18 @@ int ckh__run_create_workload(struct ckh__run_ctx *c, const struct ckh_scenario *
         return ckh__run_fail(c, CKH_ENOMEM, "out of memory");
     ckh_workloads_job(sc, &c->res, seed, mode, &c->job, c->opts);
     int rc = c->wl->create(&c->job, &c->inst, c->err, sizeof c->err);
-    if (rc)
+    if (rc) {
+        ckh_workloads_locate(sc, c->err, sizeof c->err); /* "7:11: job.epochs: ..." */
         return rc;
+    }
     c->step_based = (c->wl->flags & CKH_WL_STEP_BASED) != 0;
     c->n = c->wl->node_count(c->inst);
-    if (c->n < 1 || c->n > CKH_RUNNER_MAX_NODES)
-        return ckh__run_fail(c, CKH_EINVAL, "workload '%s' has %d nodes (1..%d)", c->wl->name, c->n,
-                             CKH_RUNNER_MAX_NODES);
+    if (c->n < 1 || c->n > CKH_RUNNER_MAX_NODES) {
+        ckh__run_fail(c, CKH_EINVAL, "job.nodes: workload '%s' has %d nodes for %u given; a job has 1 to %d",
+                      c->wl->name, c->n, sc->job.nodes, CKH_RUNNER_MAX_NODES);
+        ckh_workloads_locate(sc, c->err, sizeof c->err);
+        return CKH_EINVAL;
+    }
     return 0;
 }
 

@@ -161,7 +161,8 @@ static uint64_t file_digest(const char *path)
 static int load_plugin(const char *name, const char *scenario_file, enum ckh_plugin_kind kind,
                        const void **table, uint64_t *digest, char *msg, size_t msglen)
 {
-    char path[PATH_MAX], why[512] = "";
+    char path[PATH_MAX], why[PATH_MAX + 512] = "";
+    unsigned limit_ms = 0;
     int rc = ckh_workloads_plugin_path(name, scenario_file, path, sizeof path, msg, msglen);
     if (rc)
         return rc;
@@ -175,6 +176,13 @@ static int load_plugin(const char *name, const char *scenario_file, enum ckh_plu
         return ckh_errf(msg, msglen, CKH_ELIMIT, "plugin %s: more than %d plugins in one run", path,
                         LOADED_MAX);
     struct loaded *l = &loaded[nloaded];
+    /* A constructor or entry point that crashes or hangs ends a probe's
+     * child, not this process (exec/plugin.c P3); only a library that
+     * loaded there is loaded here. */
+    if ((rc = ckh_plugin_timeout_ms(&limit_ms, msg, msglen)) != 0)
+        return rc;
+    if ((rc = ckh_plugin_probe(path, kind, limit_ms, why, sizeof why)) != 0)
+        return ckh_errf(msg, msglen, rc, "%s", why);
     if ((rc = ckh_plugin_load_kind(path, kind, &l->p, why, sizeof why)) != 0)
         return ckh_errf(msg, msglen, rc, "%s", why);
     snprintf(l->path, sizeof l->path, "%s", path);
@@ -233,7 +241,7 @@ int ckh_workloads_lookup(const char *name, const char *scenario_file, const stru
 static int resolve_workload(const struct ckh_scenario *sc, struct ckh_resolved *out, char *msg, size_t msglen)
 {
     uint64_t d = 0;
-    char why[512] = "";
+    char why[PATH_MAX + 512] = "";
     int rc = lookup(sc->job.workload, sc->file, &out->workload, &d, why, sizeof why);
     if (rc)
         return ckh_errf(msg, msglen, rc, "%s: job.workload: %s", sc->file, why);
@@ -245,7 +253,7 @@ static int resolve_workload(const struct ckh_scenario *sc, struct ckh_resolved *
 static int resolve_backend(const struct ckh_scenario *sc, struct ckh_resolved *out, char *msg, size_t msglen)
 {
     const char *name = sc->job.backend;
-    char why[512] = "";
+    char why[PATH_MAX + 512] = "";
     if (!name)
         return 0;
     if (!(out->workload->flags & CKH_WL_USES_BACKEND))
@@ -271,7 +279,10 @@ static int resolve_backend(const struct ckh_scenario *sc, struct ckh_resolved *o
                         "%s: job.backend: plugin %s calls its backend '%s', a name already taken",
                         sc->file, name, out->backend->name);
     if (!known && (rc = ckh_backend_register(out->backend)) != 0)
-        return ckh_errf(msg, msglen, rc, "%s: job.backend: plugin %s: %s", sc->file, name, ckh_strerror(rc));
+        return ckh_errf(msg, msglen, rc, "%s: job.backend: plugin %s: %s", sc->file, name,
+                        rc == CKH_ELIMIT ? "more backends than one ckh process registers (the limit is 16, "
+                                           "built-in ones included)"
+                                         : ckh_strerror(rc));
     return 0;
 }
 
@@ -326,6 +337,37 @@ static enum ckh_wl_option_type option_type(enum ckh_scn_value_type t)
     case CKH_SCN_FLOAT: return CKH_WL_OPT_FLOAT;
     case CKH_SCN_BOOL: return CKH_WL_OPT_BOOL;
     default: return CKH_WL_OPT_STRING;
+    }
+}
+
+void ckh_workloads_locate(const struct ckh_scenario *sc, char *msg, size_t msglen)
+{
+    if (!sc || !msg || !msglen)
+        return;
+    const struct ckh_scn_job *j = &sc->job;
+    const struct {
+        const char *key;   /* as workloads write it */
+        const char *shown; /* as the file has it */
+        int line, column;
+    } keys[] = {
+        {"job.nodes", j->nodes_as_ranks ? "job.ranks" : "job.nodes", j->nodes_line, j->nodes_column},
+        {"job.ranks", j->nodes_as_ranks ? "job.ranks" : "job.nodes", j->nodes_line, j->nodes_column},
+        {"job.epochs", "job.epochs", j->epochs_line, j->epochs_column},
+        {"job.steps", "job.steps", j->steps_line, j->steps_column},
+        {"job.gpu_memory", "job.gpu_memory", j->gpu_memory_line, j->gpu_memory_column},
+        {"restart.world_size", "restart.world_size", sc->restart.world_size_line,
+         sc->restart.world_size_column},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        size_t klen = strlen(keys[i].key);
+        if (strncmp(msg, keys[i].key, klen) != 0 || msg[klen] != ':' || keys[i].line <= 0)
+            continue;
+        char *rest = strdup(msg + klen);
+        if (!rest)
+            return; /* the message stays as the workload wrote it */
+        snprintf(msg, msglen, "%d:%d: %s%s", keys[i].line, keys[i].column, keys[i].shown, rest);
+        free(rest);
+        return;
     }
 }
 

@@ -91,6 +91,17 @@ int ckh_workloads_resolve(const struct ckh_scenario *sc, struct ckh_resolved *ou
  * flags above: a reference run gets no defects and no faults).
  * opts must have room for sc->job.noptions entries; job borrows it, sc
  * and res for its life. */
+/* A workload that refuses a job names the scenario key first
+ * ("job.nodes: ddp-train supports at most 64 ranks, got 100";
+ * include/ckh/workload.h, create). When msg starts with a size key the
+ * scenario gave (job.nodes or job.ranks, job.epochs, job.steps,
+ * job.gpu_memory, restart.world_size) this puts "LINE:COLUMN: " of its
+ * value in front, and writes the key as the file does (job.ranks for
+ * job.nodes when the file says ranks), so the message reads
+ * "scenario.yaml:7:11: job.epochs: ..." once the file is named. Other
+ * messages are left as they are. msg is NUL-terminated, msglen its size;
+ * what does not fit is cut at the end. */
+void ckh_workloads_locate(const struct ckh_scenario *sc, char *msg, size_t msglen);
 void ckh_workloads_job(const struct ckh_scenario *sc, const struct ckh_resolved *res, uint64_t seed,
                        unsigned mode, struct ckh_workload_job *job, struct ckh_wl_option *opts);
 

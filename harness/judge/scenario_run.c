@@ -88,7 +88,7 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     uint64_t seed = o->seed_set ? o->seed : sc->seed;
     struct ckh_scenario_run r;
     void *job = NULL;
-    char err[1200] = "";
+    char err[CKH__EXEC_ERR_BYTES + 200] = "";
     memset(&r, 0, sizeof r);
     r.sc = sc;
     r.seed = seed;

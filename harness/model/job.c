@@ -454,14 +454,23 @@ static int parse_job_size(struct ckh__scn_reader *p, const yaml_node_t *n, struc
         if ((rc = ckh__scn_get_int(p, v, nodes ? "job.nodes" : "job.ranks", 1, 1024, &i)))
             return rc;
         job->nodes = (uint32_t)i;
+        job->nodes_line = (int)v->start_mark.line + 1;
+        job->nodes_column = (int)v->start_mark.column + 1;
+        job->nodes_as_ranks = !nodes;
     }
     if ((v = ckh__scn_get(p, n, "epochs"))) {
         if ((rc = ckh__scn_get_int(p, v, "job.epochs", 1, 1000000, &i)))
             return rc;
         job->epochs = (uint32_t)i;
+        job->epochs_line = (int)v->start_mark.line + 1;
+        job->epochs_column = (int)v->start_mark.column + 1;
     }
-    if ((v = ckh__scn_get(p, n, "steps")) && (rc = ckh__scn_get_u64(p, v, "job.steps", 1, &job->steps)))
-        return rc;
+    if ((v = ckh__scn_get(p, n, "steps"))) {
+        if ((rc = ckh__scn_get_u64(p, v, "job.steps", 1, &job->steps)))
+            return rc;
+        job->steps_line = (int)v->start_mark.line + 1;
+        job->steps_column = (int)v->start_mark.column + 1;
+    }
     return 0;
 }
 
@@ -522,9 +531,12 @@ int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct c
     if ((v = ckh__scn_get(p, n, "collective_timeout")) &&
         (rc = ckh__scn_get_duration(p, v, "job.collective_timeout", &job->collective_timeout_ns)))
         return rc;
-    if ((v = ckh__scn_get(p, n, "gpu_memory")) &&
-        (rc = ckh__scn_get_size(p, v, "job.gpu_memory", &job->gpu_mem_bytes)))
-        return rc;
+    if ((v = ckh__scn_get(p, n, "gpu_memory"))) {
+        if ((rc = ckh__scn_get_size(p, v, "job.gpu_memory", &job->gpu_mem_bytes)))
+            return rc;
+        job->gpu_memory_line = (int)v->start_mark.line + 1;
+        job->gpu_memory_column = (int)v->start_mark.column + 1;
+    }
     if ((v = ckh__scn_get(p, n, "defects")) &&
         (rc = ckh__scn_get_name_list(p, v, "job.defects", o ? &o->defects : NULL, &job->defects,
                             &job->ndefects)))

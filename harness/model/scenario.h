@@ -121,6 +121,14 @@ struct ckh_scn_job {
                                          job (default 120 s); past it the run hangs */
     /* ---- appended: the platform (docs/REAL.md) ---- */
     enum ckh_scn_platform platform;   /* job.platform: sim (default) or real */
+    /* ---- appended: where the job's size keys' values are (1-based; 0:
+     * not given), for messages of the workload that refuses them
+     * (ckh_workloads_locate) ---- */
+    int nodes_line, nodes_column;           /* job.nodes, or job.ranks when nodes_as_ranks */
+    bool nodes_as_ranks;                    /* the file says `ranks` */
+    int epochs_line, epochs_column;         /* job.epochs */
+    int steps_line, steps_column;           /* job.steps */
+    int gpu_memory_line, gpu_memory_column; /* job.gpu_memory */
 };
 
 /* ---- faults ---- */
@@ -339,7 +347,7 @@ struct ckh_scenario {
 
 /* Where and why parsing failed. */
 struct ckh_scn_error {
-    char file[256]; /* file name (truncated if longer) */
+    char file[4096]; /* file name, whole (PATH_MAX) */
     int line;       /* 1-based; 0 when not tied to a position */
     int column;     /* 1-based; 0 when not tied to a position */
     int code;       /* the returned code */
@@ -466,6 +474,14 @@ int ckh_scn_set_load(const char *dir, const struct ckh_scn_options *opts, const 
  * success *paths (an array of *n owned strings) is freed with
  * ckh_scn_paths_free. */
 int ckh_scn_list_files(const char *dir, struct ckh_alloc *alloc, char ***paths, size_t *n);
+/* The deepest folder ckh_scn_list_files walks below dir; a folder nested
+ * deeper is CKH_ELIMIT. */
+#define CKH_SCN_DIR_DEPTH_MAX 64
+/* Why ckh_scn_list_files returned rc, in words for "cannot list
+ * scenarios: ...": the limit and its value for CKH_ELIMIT, "not a
+ * regular file or folder" for CKH_EUNSUPPORTED, else ckh_strerror(rc).
+ * Static storage. */
+const char *ckh_scn_list_why(int rc);
 void ckh_scn_paths_free(struct ckh_alloc *alloc, char **paths, size_t n);
 
 /* Frees every entry; the set is left empty. */

@@ -62,7 +62,7 @@ static bool is_scenario_name(const char *name)
 
 static int walk(struct path_vec *pv, const char *dir, int depth)
 {
-    if (depth > 64)
+    if (depth > CKH_SCN_DIR_DEPTH_MAX)
         return CKH_ELIMIT;
     DIR *d = opendir(dir);
     if (!d) /* a subfolder that cannot be read is an entry whose error names it */
@@ -172,6 +172,20 @@ int ckh_scn_list_files(const char *dir, struct ckh_alloc *alloc, char ***paths, 
     return 0;
 }
 
+#define DEPTH_TEXT_(n) #n
+#define DEPTH_TEXT_OF(n) DEPTH_TEXT_(n)
+#define DEPTH_TEXT DEPTH_TEXT_OF(CKH_SCN_DIR_DEPTH_MAX)
+
+const char *ckh_scn_list_why(int rc)
+{
+    if (rc == CKH_ELIMIT)
+        return "folders nested more than " DEPTH_TEXT " deep below it (the limit of a scenario "
+               "folder's depth is " DEPTH_TEXT ")";
+    if (rc == CKH_EUNSUPPORTED)
+        return "not a regular file or folder";
+    return ckh_strerror(rc);
+}
+
 void ckh_scn_paths_free(struct ckh_alloc *alloc, char **paths, size_t n)
 {
     if (!paths)
@@ -200,8 +214,7 @@ int ckh_scn_set_load(const char *dir, const struct ckh_scn_options *opts, const 
     int rc = ckh_scn_list_files(dir, alloc, &paths, &n);
     if (rc) {
         snprintf(e->file, sizeof(e->file), "%s", dir);
-        snprintf(e->msg, sizeof(e->msg), "cannot list scenarios: %s",
-                 rc == CKH_EUNSUPPORTED ? "not a regular file or folder" : ckh_strerror(rc));
+        snprintf(e->msg, sizeof(e->msg), "cannot list scenarios: %s", ckh_scn_list_why(rc));
         e->code = rc;
         return rc;
     }

@@ -74,6 +74,7 @@ struct shrinker {
     size_t runs;                         /* runs so far */
     size_t max_runs;                     /* budget */
     struct ckh_scenario *cur;            /* smallest failing scenario so far (owned) */
+    char *error;                         /* why the last run did not run (malloc'd; NULL: it ran) */
 };
 
 struct fired_ctx {
@@ -103,7 +104,9 @@ static int still_fails(struct shrinker *s, const struct ckh_scenario *sc, struct
     struct ckh_report_result rr;
     ckh_report_result_init(&rr);
     s->runs++;
-    ckh_harness_run(sc, &ro, &rr);
+    int rc = ckh_harness_run(sc, &ro, &rr);
+    free(s->error);
+    s->error = rc && rr.message ? strdup(rr.message) : NULL;
     int ok = 0;
     if (rr.verdict == CKH_VERDICT_FAIL && rr.failed_oracle) {
         if (!s->oracle[0])
@@ -412,6 +415,12 @@ static int input_fails(struct shrinker *s, struct fired_ctx *fired, const char *
         memset(fired, 0, sizeof *fired);
         rc = still_fails(s, s->cur, fired);
     }
+    if (rc <= 0 && s->error) {
+        /* It did not run (a plugin that does not load, a job the workload
+         * refuses): that message, not "does not fail". */
+        snprintf(msg, msglen, "%s", s->error);
+        return CKH_EINVAL;
+    }
     if (rc <= 0) {
         snprintf(msg, msglen, "%s does not fail: nothing to shrink", name ? name : "the scenario");
         return CKH_EINVAL;
@@ -489,6 +498,7 @@ int ckh_shrink_text(const char *text, size_t len, const char *name,
     snprintf(st->oracle, sizeof st->oracle, "%s", s.oracle);
 out:
     free(fired.v);
+    free(s.error);
     ckh_scenario_free(s.cur);
     cache_remove(s.cache);
     return rc;

@@ -266,6 +266,15 @@ int ckh_ddp_record_create(const struct ckh_ddp_config *cfg, struct ckh_ddp_recor
  * 1..CKH_DDP_MAX_RANKS or a job without steps. */
 int ckh_ddp_record_create_worlds(const struct ckh_ddp_config *cfg, int world_restart,
                                  struct ckh_ddp_record **out);
+/* Bytes ckh_ddp_record_create_worlds(cfg, world_restart) allocates: the
+ * record, and per rank slot one step record and batch * accum sample ids
+ * per step slot. 0 where it would refuse (no step, a world out of range). */
+uint64_t ckh_ddp_record_bytes(const struct ckh_ddp_config *cfg, int world_restart);
+/* The most a ddp-train job's record may take (ckh_ddp_record_bytes): a
+ * quarter of a scenario worker's default memory limit (4 GiB), which
+ * also holds the harness's copy of every step's sample ids and the
+ * simulator. A longer job is refused up front, naming job.epochs. */
+#define CKH_DDP_RECORD_MAX_BYTES (1ull << 30)
 /* Forgets what rank recorded for the steps after `step` (slots cleared,
  * sample ids none): a resumed run keeps only the history that led to its
  * state. No-op for a bad rank. */

@@ -55,7 +55,8 @@ const char *ckh_strerror(int code);
 const char *ckh_err_name(int code);
 
 /* Whether a harness call that returned code was refused for bad input
- * (a malformed scenario, a missing file, a plugin that is not one, ...),
+ * (a malformed scenario, a missing file, a plugin that is not one or
+ * that crashes or hangs while it loads, ...),
  * not for an internal error: the codes a verb maps to exit status 2, and
  * a verdict with nothing to replay. */
 bool ckh_err_is_bad_input(int code);

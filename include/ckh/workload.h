@@ -152,7 +152,12 @@ struct ckh_workload_ops {
 
     /* --- version 1, required --- */
     /* Builds an instance for job. Bad options: CKH_EINVAL with msg naming
-     * the option ("line:col: option 'lr': expected a number"). */
+     * the option ("line:col: option 'lr': expected a number"). A job size
+     * it cannot run: CKH_EINVAL with msg starting with the key (job.nodes,
+     * job.epochs, job.steps, job.gpu_memory, restart.world_size), then
+     * what was given and what is accepted ("job.nodes: ddp-train supports
+     * at most 64 ranks, got 100"); the harness puts the key's line:col
+     * in front. */
     int (*create)(const struct ckh_workload_job *job, void **inst, char *msg, size_t msglen);
     void (*destroy)(void *inst);
     /* Nodes of the job (at most 1024). */

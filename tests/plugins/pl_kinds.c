@@ -14,12 +14,14 @@
  *   PL_HANG       the entry point never returns
  *   PL_CTOR_SEGV  a constructor raises SIGSEGV while the library loads
  *   PL_USES_API   valid, and refers to the public API a plugin may call
+ *   PL_CTOR_HANG  a constructor never returns while the library loads
  *                 (records, savers, background tasks, collectives, clock,
  *                 atomic saves): RTLD_NOW resolves each from the host, so
  *                 the load fails if the host does not export one
  */
 #include <signal.h>
 #include <stddef.h>
+#include <unistd.h>
 
 #include "ckh/atomic.h"
 #include "ckh/env.h"
@@ -38,6 +40,7 @@
 #define PL_HANG 6
 #define PL_CTOR_SEGV 7
 #define PL_USES_API 8
+#define PL_CTOR_HANG 9
 
 /* Methods some variants leave out of the table, and the entry point's
  * prologue, which PL_NO_ENTRY never calls. */
@@ -58,6 +61,14 @@
 __attribute__((constructor)) static void pl_ctor(void)
 {
     raise(SIGSEGV);
+}
+#endif
+
+#if PL_VARIANT == PL_CTOR_HANG
+__attribute__((constructor)) static void pl_ctor(void)
+{
+    for (;;)
+        pause();
 }
 #endif
 
