@@ -333,12 +333,24 @@ real)
     sed 's/epochs: 3$/epochs: 400/' scn/a-ddp.yaml >scn/zz-long.yaml
     nscn=3
     max_delay_ms=800
+    # Each MPI this build and machine have (ckh-rank-X beside ckh, its
+    # launcher on PATH), one picked at random per trial.
+    mpis=()
+    for m in openmpi mpich; do
+        [ -x "$(dirname "$ckh")/ckh-rank-$m" ] || continue
+        case $m in
+        openmpi) command -v mpirun.openmpi >/dev/null && mpis+=(openmpi) ;;
+        mpich) { command -v mpirun.mpich || command -v mpiexec.hydra; } >/dev/null && mpis+=(mpich) ;;
+        esac
+    done
+    [ ${#mpis[@]} -gt 0 ] || ckh_skip "no MPI launcher for the rank programs ckh was built with"
     for sig in "${signals[@]}"; do
+        export CKH_MPI=${mpis[$((RANDOM % ${#mpis[@]}))]}
         if [ $((RANDOM % 2)) -eq 0 ]; then
             # shellcheck disable=SC2046
-            run_trial real "$sig" $(results_cond 2) -- scn --platform real
+            run_trial "real-$CKH_MPI" "$sig" $(results_cond 2) -- scn --platform real
         else
-            run_trial real "$sig" have_mpirun -- scn --platform real
+            run_trial "real-$CKH_MPI" "$sig" have_mpirun -- scn --platform real
         fi
     done
     ;;
