@@ -38,7 +38,8 @@ set -uo pipefail
 part=${1:?usage: test_interrupts.sh PART CKH SOURCE_DIR PROG_SAVER PYTHON}
 ckh=$(realpath "${2:?ckh}")
 src=$(realpath "${3:?source dir}")
-export CKH_PROG_SAVER=$(realpath "${4:?prog_saver}")
+CKH_PROG_SAVER=$(realpath "${4:?prog_saver}") || exit 2
+export CKH_PROG_SAVER
 py=${5:?python}
 ckh_test_name=test_interrupts_$part
 . "$src/tests/support/skip.sh"
