@@ -4,8 +4,12 @@
  *
  * Page layout (ids and classes are what tests/test_html.c looks for):
  *   section#summary          totals: scenarios, passed, failed, errors
- *   section.scenario          one per result, data-verdict="pass|fail|error"
- *     span.verdict            PASS / FAIL / ERROR
+ *                             (and b.n-notrun, not run, when interrupted)
+ *   div#interrupted           an interrupted run only: by which signal, how
+ *                             many scenarios did not finish
+ *   section.scenario          one per result, data-verdict="pass|fail|error|not-run"
+ *     span.verdict            PASS / FAIL / ERROR / NOT RUN
+ *     div.notrun              not run only: why (the message)
  *     div.failure             failures and errors only:
  *       div.oracle              the failed oracle
  *       pre.diff                its detail: expected against actual
@@ -70,6 +74,8 @@ static const char css[] =
     ".scenario[data-verdict=fail]{border-left-color:#c33}.scenario[data-verdict=error]{border-left-color:#c90}"
     ".verdict{font-weight:bold;padding:0 .4em;border-radius:3px;color:#fff;background:#3a3}"
     ".verdict.fail{background:#c33}.verdict.error{background:#c90}"
+    ".scenario[data-verdict=not-run]{border-left-color:#999}.verdict.not-run{background:#999}"
+    "#interrupted{margin:.6em 0;padding:.4em 1em;background:#ffe;border:1px solid #cc9}"
     ".meta{color:#666}pre{background:#f3f3f3;padding:.5em;white-space:pre-wrap;margin:.3em 0}"
     "pre.replay{background:#eef}"
     "table.oracles{border-collapse:collapse;margin:.4em 0}"
@@ -208,8 +214,28 @@ static void legend(FILE *f)
     fputs("</div>\n", f);
 }
 
+/* A scenario of an interrupted run that did not finish. */
+static void scenario_not_run(FILE *f, const struct ckh_report_result *r, size_t idx)
+{
+    fprintf(f, "<section class=\"scenario\" id=\"scenario-%zu\" data-verdict=\"not-run\">\n"
+            "<h2><span class=\"verdict not-run\">NOT RUN</span> ", idx);
+    ckh_report_html_escape(f, r->name ? r->name : "?");
+    fputs("</h2>\n<div class=\"meta\">", f);
+    if (r->file) {
+        ckh_report_html_escape(f, r->file);
+        fputs(" · ", f);
+    }
+    fprintf(f, "seed %" PRIu64 "</div>\n<div class=\"notrun\">", r->seed);
+    ckh_report_html_escape(f, r->message ? r->message : "not run: the run was interrupted");
+    fputs("</div>\n</section>\n", f);
+}
+
 static void scenario(FILE *f, const struct ckh_report_result *r, size_t idx)
 {
+    if (!ckh_report_finished(r)) {
+        scenario_not_run(f, r, idx);
+        return;
+    }
     const char *v = ckh_verdict_name(r->verdict);
     char vt[32];
     ckh__report_fmt_ns(r->virtual_ns, vt, sizeof vt);
@@ -288,8 +314,14 @@ int ckh_report_html(FILE *f, const struct ckh_report_meta *meta, const struct ck
     fprintf(f,
             "<section id=\"summary\" class=\"summary\"><div><b>%zu</b> scenarios</div>"
             "<div><b class=\"n-pass\">%zu</b> passed</div><div><b class=\"n-fail\">%zu</b> failed</div>"
-            "<div><b class=\"n-error\">%zu</b> errors</div><div>%" PRIu64 " ms wall, %s virtual</div></section>\n",
-            s.total, s.passed, s.failed, s.errors, s.wall_ms, vt);
+            "<div><b class=\"n-error\">%zu</b> errors</div>",
+            s.total, s.passed, s.failed, s.errors);
+    if (s.not_run)
+        fprintf(f, "<div><b class=\"n-notrun\">%zu</b> not run</div>", s.not_run);
+    fprintf(f, "<div>%" PRIu64 " ms wall, %s virtual</div></section>\n", s.wall_ms, vt);
+    if (meta && meta->interrupted_by)
+        fprintf(f, "<div id=\"interrupted\">interrupted by signal %d (%s): %zu of %zu scenarios did not "
+                "finish</div>\n", meta->interrupted_by, strsignal(meta->interrupted_by), s.not_run, s.total);
     if (meta && (meta->command || meta->timestamp || meta->hostname)) {
         fputs("<div class=\"meta\">", f);
         if (meta->command) {

@@ -5,10 +5,12 @@
  *
  *   { "version": 1, "tool": "ckh", "suite": STRING,
  *     "timestamp": STRING|null, "hostname": STRING|null, "command": STRING|null,
+ *     "interrupted": BOOL, "signal": N|null,
  *     "summary": { "total": N, "passed": N, "failed": N, "errors": N,
- *                  "wall_ms": N, "virtual_ns": N },
+ *                  "not_run": N, "wall_ms": N, "virtual_ns": N },
  *     "scenarios": [ { "name": STRING, "file": STRING|null,
- *                      "verdict": "pass"|"fail"|"error",
+ *                      "status": "finished"|"interrupted"|"not-started",
+ *                      "verdict": "pass"|"fail"|"error"|"not-run",
  *                      "failed_oracle": STRING|null, "message": STRING|null,
  *                      "first_divergent_step": N|null, "seed": N,
  *                      "replay": STRING|null, "virtual_ns": N, "wall_ms": N,
@@ -16,7 +18,10 @@
  *                      "oracles": [ { "name": STRING, "passed": BOOL,
  *                                     "detail": STRING|null } ] } ] }
  *
- * Every key is always present, in this order. Integers are written exactly
+ * A run interrupted by a signal has "interrupted": true and the signal;
+ * its scenarios that did not finish (status "interrupted": running then,
+ * or "not-started") have the verdict "not-run", which no other report
+ * has, and a message saying so. Every key is always present, in this order. Integers are written exactly
  * (seeds may exceed 2^53: read them as 64-bit integers). Strings are valid
  * UTF-8: control characters are escaped as \uXXXX (or \n, \t, ...), an
  * invalid byte becomes U+FFFD.
@@ -91,7 +96,8 @@ static void scenario(FILE *f, const struct ckh_report_result *r, bool last)
     fputs("    {\n", f);
     key_str(f, in, "name", r->name ? r->name : "?", true);
     key_str(f, in, "file", r->file, true);
-    key_str(f, in, "verdict", ckh_verdict_name(r->verdict), true);
+    key_str(f, in, "status", ckh_report_state_name(r->state), true);
+    key_str(f, in, "verdict", ckh_report_finished(r) ? ckh_verdict_name(r->verdict) : "not-run", true);
     key_str(f, in, "failed_oracle", r->failed_oracle, true);
     key_str(f, in, "message", r->message, true);
     if (r->first_divergent_step >= 0)
@@ -129,10 +135,15 @@ int ckh_report_json(FILE *f, const struct ckh_report_meta *meta,
     key_str(f, "  ", "timestamp", meta ? meta->timestamp : NULL, true);
     key_str(f, "  ", "hostname", meta ? meta->hostname : NULL, true);
     key_str(f, "  ", "command", meta ? meta->command : NULL, true);
+    int sig = meta ? meta->interrupted_by : 0;
+    if (sig)
+        fprintf(f, "  \"interrupted\": true,\n  \"signal\": %d,\n", sig);
+    else
+        fputs("  \"interrupted\": false,\n  \"signal\": null,\n", f);
     fprintf(f,
             "  \"summary\": {\"total\": %zu, \"passed\": %zu, \"failed\": %zu, \"errors\": %zu, "
-            "\"wall_ms\": %llu, \"virtual_ns\": %llu},\n",
-            sum.total, sum.passed, sum.failed, sum.errors, (unsigned long long)sum.wall_ms,
+            "\"not_run\": %zu, \"wall_ms\": %llu, \"virtual_ns\": %llu},\n",
+            sum.total, sum.passed, sum.failed, sum.errors, sum.not_run, (unsigned long long)sum.wall_ms,
             (unsigned long long)sum.virtual_ns);
     fputs(n ? "  \"scenarios\": [\n" : "  \"scenarios\": [", f);
     for (size_t i = 0; i < n; i++)

@@ -3,19 +3,23 @@
  * Layout (the subset GitLab, Jenkins and GitHub test reporters read):
  *
  *   <?xml version="1.0" encoding="UTF-8"?>
- *   <testsuites name=S tests=N failures=F errors=E skipped="0" time=T>
- *     <testsuite name=S tests=N failures=F errors=E skipped="0" time=T
+ *   <testsuites name=S tests=N failures=F errors=E skipped=K time=T>
+ *     <testsuite name=S tests=N failures=F errors=E skipped=K time=T
  *                [timestamp=..] [hostname=..]>
- *       [<properties><property name="command" value=..></properties>]
+ *       [<properties>[<property name="command" value=..>]
+ *                    [<property name="interrupted" value="signal N (NAME)">]</properties>]
  *       <testcase name=SCENARIO classname=FOLDER file=PATH time=T>
  *         <failure message=ONE-LINE type=ORACLE>TEXT + replay</failure>   (fail)
  *         <error message=ONE-LINE type="error">TEXT + replay</error>      (error)
+ *         <skipped message=ONE-LINE/>                  (not run: interrupted)
  *         <system-out>[what a pass detected as expected] seed, runs, virtual time,
  *                     oracle list</system-out>
  *       </testcase> ...
  *     </testsuite>
  *   </testsuites>
  *
+ * skipped counts the scenarios of an interrupted run that did not finish
+ * (each a <skipped> whose message says why; no <system-out>), 0 otherwise.
  * One <testsuite> per invocation; classname is the scenario's folder with
  * '/' as '.', so CI groups scenarios by folder. Times are wall seconds with
  * millisecond precision. Text is escaped for XML 1.0: & < > " ' become
@@ -124,6 +128,13 @@ static void testcase(FILE *f, const struct ckh_report_result *r)
         attr(f, "file", r->file);
     time_attr(f, r->wall_ms);
     fputs(">\n", f);
+    if (!ckh_report_finished(r)) {
+        first_line(r->message, "not run: the run was interrupted", one, sizeof(one));
+        fputs("      <skipped", f);
+        attr(f, "message", one);
+        fputs("/>\n    </testcase>\n", f);
+        return;
+    }
     if (r->verdict != CKH_VERDICT_PASS) {
         bool failure = r->verdict == CKH_VERDICT_FAIL;
         const char *tag = failure ? "failure" : "error";
@@ -190,8 +201,8 @@ int ckh_report_junit(FILE *f, const struct ckh_report_meta *meta,
     ckh_report_summarize(rs, n, &sum);
     const char *suite = meta && meta->suite ? meta->suite : "ckh";
     char counts[160];
-    snprintf(counts, sizeof(counts), " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\"",
-             sum.total, sum.failed, sum.errors);
+    snprintf(counts, sizeof(counts), " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\"",
+             sum.total, sum.failed, sum.errors, sum.not_run);
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites", f);
     attr(f, "name", suite);
     fputs(counts, f);
@@ -205,10 +216,21 @@ int ckh_report_junit(FILE *f, const struct ckh_report_meta *meta,
     if (meta && meta->hostname)
         attr(f, "hostname", meta->hostname);
     fputs(">\n", f);
-    if (meta && meta->command) {
-        fputs("    <properties>\n      <property name=\"command\"", f);
-        attr(f, "value", meta->command);
-        fputs("/>\n    </properties>\n", f);
+    if (meta && (meta->command || meta->interrupted_by)) {
+        fputs("    <properties>\n", f);
+        if (meta->command) {
+            fputs("      <property name=\"command\"", f);
+            attr(f, "value", meta->command);
+            fputs("/>\n", f);
+        }
+        if (meta->interrupted_by) {
+            char sig[96];
+            snprintf(sig, sizeof(sig), "signal %d (%s)", meta->interrupted_by, strsignal(meta->interrupted_by));
+            fputs("      <property name=\"interrupted\"", f);
+            attr(f, "value", sig);
+            fputs("/>\n", f);
+        }
+        fputs("    </properties>\n", f);
     }
     for (size_t i = 0; i < n; i++)
         testcase(f, &rs[i]);

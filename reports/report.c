@@ -92,6 +92,24 @@ const char *ckh_verdict_name(enum ckh_verdict v)
     return "?";
 }
 
+const char *ckh_report_state_name(enum ckh_report_state s)
+{
+    switch (s) {
+    case CKH_REPORT_FINISHED:
+        return "finished";
+    case CKH_REPORT_INTERRUPTED:
+        return "interrupted";
+    case CKH_REPORT_NOT_STARTED:
+        return "not-started";
+    }
+    return "?";
+}
+
+bool ckh_report_finished(const struct ckh_report_result *r)
+{
+    return r->state == CKH_REPORT_FINISHED;
+}
+
 void ckh_report_summarize(const struct ckh_report_result *rs, size_t n,
                           struct ckh_report_summary *out)
 {
@@ -102,14 +120,17 @@ void ckh_report_summarize(const struct ckh_report_result *rs, size_t n,
         out->total++;
         out->wall_ms += rs[i].wall_ms;
         out->virtual_ns += rs[i].virtual_ns;
-        if (rs[i].verdict == CKH_VERDICT_PASS)
+        if (!ckh_report_finished(&rs[i]))
+            out->not_run++;
+        else if (rs[i].verdict == CKH_VERDICT_PASS)
             out->passed++;
         else if (rs[i].verdict == CKH_VERDICT_FAIL)
             out->failed++;
         else
             out->errors++;
     }
-    CKH_ASSERT(out->passed + out->failed + out->errors == out->total && (!rs || out->total == n));
+    CKH_ASSERT(out->passed + out->failed + out->errors + out->not_run == out->total &&
+               (!rs || out->total == n));
 }
 
 size_t ckh__report_utf8_next(const unsigned char *s, uint32_t *cp)

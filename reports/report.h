@@ -25,6 +25,15 @@ enum ckh_verdict {
     CKH_VERDICT_ERROR,    /* bad input (scenario file) or an internal error */
 };
 
+/* Whether a result's scenario ran to its verdict. A run interrupted by a
+ * signal reports the scenarios that finished as they are and the others
+ * as not run (docs/SCENARIOS.md, "Reports"). */
+enum ckh_report_state {
+    CKH_REPORT_FINISHED = 0,    /* ran to its verdict */
+    CKH_REPORT_INTERRUPTED,     /* was running when the run was interrupted: no verdict */
+    CKH_REPORT_NOT_STARTED,     /* had not started when the run was interrupted: no verdict */
+};
+
 /* One oracle's outcome. */
 struct ckh_oracle_result {
     char *name;   /* oracle name ("totals", "latest-committed") (owned) */
@@ -35,7 +44,9 @@ struct ckh_oracle_result {
 struct ckh_report_result {
     char *name;                   /* scenario name (owned) */
     char *file;                   /* scenario file path (owned, may be NULL) */
-    enum ckh_verdict verdict;     /* pass / fail / error */
+    enum ckh_report_state state;  /* finished, or not run (interrupted, not started): then
+                                     verdict, oracles and times mean nothing, message says why */
+    enum ckh_verdict verdict;     /* pass / fail / error (state finished) */
     char *failed_oracle;          /* first failed oracle (owned, NULL when none) */
     char *message;                /* failure or error text: expected vs actual (owned, may be NULL) */
     int64_t first_divergent_step; /* first step where runs diverged, -1: none or unknown */
@@ -65,6 +76,10 @@ int ckh_report_add_oracle(struct ckh_report_result *r, const char *name, bool pa
 
 /* Verdict name: "pass", "fail", "error" ("?" when out of range). */
 const char *ckh_verdict_name(enum ckh_verdict v);
+/* State name: "finished", "interrupted", "not-started" ("?" when out of range). */
+const char *ckh_report_state_name(enum ckh_report_state s);
+/* Whether r ran to its verdict (state finished). */
+bool ckh_report_finished(const struct ckh_report_result *r);
 
 /* Counts over a set of results. */
 struct ckh_report_summary {
@@ -72,6 +87,7 @@ struct ckh_report_summary {
     size_t passed;     /* CKH_VERDICT_PASS */
     size_t failed;     /* CKH_VERDICT_FAIL */
     size_t errors;     /* CKH_VERDICT_ERROR */
+    size_t not_run;    /* not finished (interrupted, not started): none of the three above */
     uint64_t wall_ms;  /* sum of wall_ms */
     uint64_t virtual_ns; /* sum of virtual_ns */
 };
@@ -85,6 +101,7 @@ struct ckh_report_meta {
     const char *timestamp; /* ISO 8601 start time (NULL: omitted, keeps output reproducible) */
     const char *hostname;  /* host (NULL: omitted) */
     const char *command;   /* the command line of the invocation (NULL: omitted) */
+    int interrupted_by;    /* the signal that interrupted the run (0: it ran to its end) */
 };
 
 /* ---- JUnit XML (reports/junit.c) ---- */

@@ -11,8 +11,10 @@
  *         replay: COMMAND
  *   ERROR NAME: MESSAGE
  *         replay: COMMAND                    (when there is one)
+ *   NOT RUN NAME: MESSAGE                    (an interrupted run's unfinished scenario)
  * The summary repeats every failure and error, then
- *   "N scenarios: P passed, F failed, E errors".
+ *   "N scenarios: P passed, F failed, E errors", and when some did not
+ *   finish (an interrupted run) "K not run (interrupted)".
  * Control characters other than newline and tab in names and messages are
  * shown as '?', so a message cannot drive the terminal.
  */
@@ -46,6 +48,14 @@ void ckh_report_term_result(FILE *f, const struct ckh_report_result *r, bool col
     if (!f || !r)
         return;
     const char *ind = "      ";
+    if (!ckh_report_finished(r)) { /* a scenario of an interrupted run */
+        fputs("NOT RUN ", f);
+        text(f, r->name, ind);
+        fputs(": ", f);
+        text(f, r->message ? r->message : "the run was interrupted", ind);
+        fputc('\n', f);
+        return;
+    }
     if (r->verdict == CKH_VERDICT_PASS) {
         char vt[32];
         ckh__report_fmt_ns(r->virtual_ns, vt, sizeof(vt));
@@ -93,7 +103,7 @@ void ckh_report_term_summary(FILE *f, const struct ckh_report_result *rs, size_t
     if (sum.failed || sum.errors) {
         fputs("\nFailures:\n", f);
         for (size_t i = 0; i < n; i++)
-            if (rs[i].verdict != CKH_VERDICT_PASS)
+            if (ckh_report_finished(&rs[i]) && rs[i].verdict != CKH_VERDICT_PASS)
                 ckh_report_term_result(f, &rs[i], color);
     }
     fprintf(f, "\n%zu scenario%s: %s%zu passed%s, %s%zu failed%s, %s%zu error%s%s\n", sum.total,
@@ -101,6 +111,8 @@ void ckh_report_term_summary(FILE *f, const struct ckh_report_result *rs, size_t
             color && sum.passed ? RESET : "", color && sum.failed ? RED : "", sum.failed,
             color && sum.failed ? RESET : "", color && sum.errors ? YELLOW : "", sum.errors,
             sum.errors == 1 ? "" : "s", color && sum.errors ? RESET : "");
+    if (sum.not_run) /* an interrupted run: after the line a script may read */
+        fprintf(f, "%zu not run (interrupted)\n", sum.not_run);
 }
 
 int ckh_report_progress_format(const struct ckh_report_progress *p, unsigned width, char *buf,

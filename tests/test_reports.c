@@ -346,6 +346,8 @@ START_TEST(test_result_helpers)
     ckh_report_result_clear(NULL);
     ck_assert_str_eq(ckh_verdict_name(CKH_VERDICT_ERROR), "error");
     ck_assert_str_eq(ckh_verdict_name((enum ckh_verdict)9), "?");
+    ck_assert_str_eq(ckh_report_state_name(CKH_REPORT_NOT_STARTED), "not-started");
+    ck_assert_str_eq(ckh_report_state_name((enum ckh_report_state)9), "?");
 
     make_results();
     struct ckh_report_summary s;
@@ -354,6 +356,7 @@ START_TEST(test_result_helpers)
     ck_assert_uint_eq(s.passed, 1);
     ck_assert_uint_eq(s.failed, 1);
     ck_assert_uint_eq(s.errors, 1);
+    ck_assert_uint_eq(s.not_run, 0);
     ck_assert_uint_eq(s.wall_ms, 1246);
     free_results();
 }
@@ -461,12 +464,14 @@ START_TEST(test_json)
     ck_assert_ptr_nonnull(strstr(
         j, "{\n  \"version\": 1,\n  \"tool\": \"ckh\",\n  \"suite\": \"nightly\",\n"
            "  \"timestamp\": null,\n  \"hostname\": \"h\\\"1\",\n  \"command\": null,\n"
+           "  \"interrupted\": false,\n  \"signal\": null,\n"
            "  \"summary\": {\"total\": 3, \"passed\": 1, \"failed\": 1, \"errors\": 1, "
-           "\"wall_ms\": 1246, \"virtual_ns\": 1500000000},\n"
+           "\"not_run\": 0, \"wall_ms\": 1246, \"virtual_ns\": 1500000000},\n"
            "  \"scenarios\": [\n"));
     ck_assert_ptr_nonnull(strstr(
         j, "      \"name\": \"kill<mid>&\\\"quoted\\\"\",\n"
            "      \"file\": \"./scenarios/minidb/kill.yaml\",\n"
+           "      \"status\": \"finished\",\n"
            "      \"verdict\": \"fail\",\n"
            "      \"failed_oracle\": \"totals\",\n"
            "      \"message\": \"expected total 145, got 144 <&>\\n\\u0001 bell\\u0007 "
@@ -660,6 +665,85 @@ START_TEST(test_progress)
 }
 END_TEST
 
+/* An interrupted run's reports: the finished scenarios as they are, the
+ * others not run (running then, or not started), each format saying so;
+ * the summary counts them apart from the verdicts. */
+START_TEST(test_interrupted)
+{
+    make_results();
+    /* rs[1] was running and rs[2] had not started when the signal came:
+     * whatever verdict they carry is not theirs. */
+    rs[1].state = CKH_REPORT_INTERRUPTED;
+    ckh_report_set(&rs[1].message, "not run: ckh was interrupted by signal 2 (Interrupt) while it ran");
+    rs[2].state = CKH_REPORT_NOT_STARTED;
+    ckh_report_set(&rs[2].message, "not run: ckh was interrupted by signal 2 (Interrupt) before it started");
+    struct ckh_report_summary sum;
+    ckh_report_summarize(rs, 3, &sum);
+    ck_assert_uint_eq(sum.total, 3);
+    ck_assert_uint_eq(sum.passed, 1);
+    ck_assert_uint_eq(sum.failed + sum.errors, 0);
+    ck_assert_uint_eq(sum.not_run, 2);
+    struct ckh_report_meta meta = {.interrupted_by = 2};
+
+    char *j = render(ckh_report_json, &meta, 3);
+    ck_assert_msg(json_ok(j), "invalid JSON:\n%s", j);
+    ck_assert_ptr_nonnull(strstr(j, "  \"interrupted\": true,\n  \"signal\": 2,\n"
+                                    "  \"summary\": {\"total\": 3, \"passed\": 1, \"failed\": 0, "
+                                    "\"errors\": 0, \"not_run\": 2,"));
+    ck_assert_ptr_nonnull(strstr(j, "\"status\": \"finished\",\n      \"verdict\": \"pass\""));
+    ck_assert_ptr_nonnull(strstr(j, "\"status\": \"interrupted\",\n      \"verdict\": \"not-run\""));
+    ck_assert_ptr_nonnull(strstr(j, "\"status\": \"not-started\",\n      \"verdict\": \"not-run\""));
+    ck_assert_ptr_nonnull(strstr(j, "interrupted by signal 2 (Interrupt) before it started"));
+    free(j);
+
+    char *x = render(ckh_report_junit, &meta, 3);
+    int elements = 0;
+    const char *problem = xml_check(x, &elements);
+    ck_assert_msg(problem == NULL, "%s in:\n%s", problem, x);
+    /* testsuites, testsuite, properties, property, 3 testcases, 1
+     * system-out (the finished one), 2 skipped */
+    ck_assert_int_eq(elements, 10);
+    ck_assert_ptr_nonnull(strstr(x, "tests=\"3\" failures=\"0\" errors=\"0\" skipped=\"2\""));
+    ck_assert_ptr_nonnull(strstr(x, "<property name=\"interrupted\" value=\"signal 2 (Interrupt)\"/>"));
+    ck_assert_ptr_nonnull(strstr(x, "<skipped message=\"not run: ckh was interrupted by signal 2 "
+                                    "(Interrupt) while it ran\"/>\n    </testcase>"));
+    ck_assert_ptr_null(strstr(x, "<failure"));
+    ck_assert_ptr_null(strstr(x, "<error"));
+    free(x);
+
+    char *h = render(ckh_report_html, &meta, 3);
+    ck_assert_ptr_nonnull(strstr(h, "<b class=\"n-notrun\">2</b> not run"));
+    ck_assert_ptr_nonnull(strstr(h, "<div id=\"interrupted\">interrupted by signal 2 (Interrupt): 2 of 3 "
+                                    "scenarios did not finish</div>"));
+    size_t notrun = 0;
+    for (const char *p = h; (p = strstr(p, "data-verdict=\"not-run\"")) != NULL; p++)
+        notrun++;
+    ck_assert_uint_eq(notrun, 2);
+    ck_assert_ptr_null(strstr(h, "data-verdict=\"fail\""));
+    free(h);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ckh_report_term_result(f, &rs[2], false);
+    ckh_report_term_summary(f, rs, 3, false);
+    fclose(f);
+    ck_assert_str_eq(buf, "NOT RUN broken: not run: ckh was interrupted by signal 2 (Interrupt) before it "
+                          "started\n"
+                          "\n3 scenarios: 1 passed, 0 failed, 0 errors\n2 not run (interrupted)\n");
+    free(buf);
+
+    /* Without the signal (a caller that has not-run results only): no
+     * interrupted property, no banner, still consistent counts. */
+    x = render(ckh_report_junit, NULL, 3);
+    ck_assert_ptr_null(xml_check(x, &elements));
+    ck_assert_ptr_null(strstr(x, "<properties>"));
+    ck_assert_ptr_nonnull(strstr(x, "skipped=\"2\""));
+    free(x);
+    free_results();
+}
+END_TEST
+
 static Suite *reports_suite(void)
 {
     Suite *s = suite_create("reports");
@@ -676,6 +760,7 @@ static Suite *reports_suite(void)
     tcase_add_test(tc, test_term_real_program);
     tcase_add_test(tc, test_term_pass_detected);
     tcase_add_test(tc, test_progress);
+    tcase_add_test(tc, test_interrupted);
     suite_add_tcase(s, tc);
     return s;
 }

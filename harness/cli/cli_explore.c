@@ -1,6 +1,10 @@
 /* `ckh explore FILE`: every crash state of a real program's run
  * (harness/search/explore_program.h), and the `explore:` scenario's
  * verdict for `ckh run`.
+ *
+ * SIGINT, SIGTERM and SIGHUP are recorded (the pool's handler, as `ckh
+ * run` does): the explorer stops its run or checks at once and cleans up,
+ * then ckh says so and exits with 128 + N (docs/CLI.md, "Signals").
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +19,7 @@
 #include "cli/cli.h"
 #include "cli/cli_load.h"
 #include "cli/opt.h"
+#include "exec/pool.h"
 #include "search/explore_program.h"
 
 static void usage(FILE *f)
@@ -207,8 +212,22 @@ int ckh__cli_explore(int argc, char **argv, const char *argv0)
         fprintf(stderr, "ckh explore: %s\n", msg);
         return err.code == CKH_ENOMEM ? CKH_EXIT_INTERNAL : CKH_EXIT_BAD_INPUT;
     }
+    if (ckh_pool_signals_install() != 0) {
+        fprintf(stderr, "ckh explore: cannot catch signals: %s\n", strerror(errno));
+        ckh_scenario_free(sc);
+        return CKH_EXIT_INTERNAL;
+    }
     struct ckh_xprog_result r;
-    int rc = ckh_explore_program(sc, &o, &r, msg, sizeof msg);
+    int rc = ckh_pool_interrupted() ? -EINTR : ckh_explore_program(sc, &o, &r, msg, sizeof msg);
+    int sig = ckh_pool_interrupted(); /* the explorer's watch hands a signal on once it cleaned up */
+    ckh_pool_signals_reset();
+    if (sig) {
+        if (rc == 0)
+            ckh_xprog_result_free(&r);
+        fprintf(stderr, "ckh explore: interrupted by signal %d (%s)\n", sig, strsignal(sig));
+        ckh_scenario_free(sc);
+        return CKH_EXIT_SIGNAL + sig;
+    }
     if (rc == CKH_EFAILS_UNFAULTED) { /* a found bug: the fault-free run itself fails */
         printf("explore %s: the fault-free run of the job fails; no crash state was explored\n"
                "FAIL: fails without faults: %s\n    reproduce: %s run %s\n", path, msg, argv0, path);

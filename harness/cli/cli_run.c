@@ -71,6 +71,8 @@ struct slot {
     struct ckh_cli_scn *e;        /* what its parse worker saw */
     struct ckh_report_result res; /* its result */
     int status;                   /* CKH_EXIT_* the scenario contributes */
+    bool started;                 /* its worker was started */
+    bool finished;                /* res holds its verdict (or its parse error) */
 };
 
 /* The run as the pool's callbacks see it. */
@@ -218,6 +220,7 @@ static void run_done(void *ctx, uint64_t k, const struct ckh_pool_result *r)
     }
     if (f)
         fclose(f);
+    s->finished = true;
     show_result(c, s);
     c->prog.elapsed_ms = 0;
     if (c->tty) {
@@ -239,6 +242,7 @@ static void print_parse_errors(struct run_ctx *c, size_t upto)
         ckh_report_set(&s->res.message, "%s", s->e->error);
         s->res.verdict = CKH_VERDICT_ERROR;
         s->status = s->e->status;
+        s->finished = true;
         show_result(c, s);
     }
 }
@@ -248,6 +252,7 @@ static bool run_more(void *ctx, uint64_t k)
     struct run_ctx *c = ctx;
     CKH_ASSERT(k < c->nrunnable && (k == 0 || c->runnable[k - 1] < c->runnable[k]));
     print_parse_errors(c, c->runnable[k] + 1);
+    c->slots[c->runnable[k]].started = true; /* the pool starts it now */
     return true;
 }
 
@@ -320,16 +325,17 @@ static int run_options(int argc, char **argv, struct run_args *a)
     return -1;
 }
 
+/* Writes one report of n results; sig: the signal that interrupted the run (0: none). */
 static int write_report(const char *path, const char *what, const struct ckh_report_result *rs,
-                        size_t n, int (*fn)(FILE *, const struct ckh_report_meta *,
-                                            const struct ckh_report_result *, size_t))
+                        size_t n, int sig, int (*fn)(FILE *, const struct ckh_report_meta *,
+                                                     const struct ckh_report_result *, size_t))
 {
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "ckh: cannot write the %s report %s: %s\n", what, path, strerror(errno));
         return CKH_EXIT_BAD_INPUT;
     }
-    struct ckh_report_meta meta = {.suite = "ckh"};
+    struct ckh_report_meta meta = {.suite = "ckh", .interrupted_by = sig};
     int rc = fn(f, &meta, rs, n);
     if (fclose(f) != 0 || rc != 0) {
         fprintf(stderr, "ckh: writing the %s report %s failed\n", what, path);
@@ -343,6 +349,20 @@ static int max_status(int a, int b)
     return a > b ? a : b;
 }
 
+/* The reports asked for, of total results in list order; returns
+ * exit_code raised by a report that could not be written. */
+static int write_reports(const struct run_args *a, const struct ckh_report_result *rs, size_t total, int sig,
+                         int exit_code)
+{
+    if (a->junit)
+        exit_code = max_status(exit_code, write_report(a->junit, "JUnit", rs, total, sig, ckh_report_junit));
+    if (a->json)
+        exit_code = max_status(exit_code, write_report(a->json, "JSON", rs, total, sig, ckh_report_json));
+    if (a->html)
+        exit_code = max_status(exit_code, write_report(a->html, "HTML", rs, total, sig, ckh_report_html));
+    return exit_code;
+}
+
 /* Summary and reports of total results in list order; returns exit_code
  * raised by a report that could not be written. */
 static int report_results(const struct run_args *a, const struct ckh_report_result *rs,
@@ -350,13 +370,7 @@ static int report_results(const struct run_args *a, const struct ckh_report_resu
 {
     if (total > 0) /* with nothing loaded, the error above says it all */
         ckh_report_term_summary(stdout, rs, total, color);
-    if (a->junit)
-        exit_code = max_status(exit_code, write_report(a->junit, "JUnit", rs, total, ckh_report_junit));
-    if (a->json)
-        exit_code = max_status(exit_code, write_report(a->json, "JSON", rs, total, ckh_report_json));
-    if (a->html)
-        exit_code = max_status(exit_code, write_report(a->html, "HTML", rs, total, ckh_report_html));
-    return exit_code;
+    return write_reports(a, rs, total, 0, exit_code);
 }
 
 /* Summary and reports; returns the exit status the results give. */
@@ -373,6 +387,47 @@ static int run_report(const struct run_ctx *c, int exit_code)
     exit_code = report_results(c->a, rs, total, exit_code, c->color);
     free(rs);
     return exit_code;
+}
+
+/* An interrupted run's reports (single machine): the scenarios that
+ * finished as they are, a parse error as it is, the others not run
+ * (interrupted while they ran, or not started), marked with the signal
+ * (docs/SCENARIOS.md, "Reports"). Returns the status a report that could
+ * not be written gives (0: none). */
+static int interrupted_report(struct run_ctx *c, int sig)
+{
+    const struct run_args *a = c->a;
+    if (!a->junit && !a->json && !a->html)
+        return 0;
+    size_t total = c->slots ? c->nslots : 0;
+    struct ckh_report_result *rs = calloc(total ? total : 1, sizeof *rs);
+    if (!rs)
+        return CKH_EXIT_INTERNAL;
+    for (size_t i = 0; i < total; i++) {
+        struct slot *s = &c->slots[i];
+        if (!s->finished) {
+            ckh_report_result_clear(&s->res);
+            ckh_report_result_init(&s->res);
+            ckh_report_set(&s->res.name, "%s", s->e->name);
+            ckh_report_set(&s->res.file, "%s", s->e->path);
+        }
+        if (!s->finished && s->e->error) { /* known before anything ran */
+            s->res.verdict = CKH_VERDICT_ERROR;
+            ckh_report_set(&s->res.message, "%s", s->e->error);
+            s->finished = true;
+        } else if (!s->finished) {
+            s->res.state = s->started ? CKH_REPORT_INTERRUPTED : CKH_REPORT_NOT_STARTED;
+            s->res.seed = a->ro.seed_set ? a->ro.seed : s->e->seed;
+            ckh_report_set(&s->res.replay, "%s run %s --seed %" PRIu64 "%s", a->ro.argv0, s->e->path,
+                           s->res.seed, a->ro.real_platform ? " --platform real" : "");
+            ckh_report_set(&s->res.message, "not run: ckh was interrupted by signal %d (%s) %s", sig,
+                           strsignal(sig), s->started ? "while it ran" : "before it started");
+        }
+        rs[i] = s->res;
+    }
+    int st = write_reports(a, rs, total, sig, CKH_EXIT_OK);
+    free(rs);
+    return st;
 }
 
 /* Runs the loaded scenarios in the pool; returns 0, -EINTR or a code. */
@@ -713,6 +768,8 @@ static int run_all(struct run_args *a, char **paths, size_t npaths, const char *
     else if (many)
         ckh_dist_give_up(&a->m, rc == -EINTR ? CKH_EXIT_SIGNAL + ckh_pool_interrupted()
                                               : CKH_EXIT_INTERNAL);
+    if (rc == -EINTR && !many)
+        interrupted_report(&c, ckh_pool_interrupted()); /* a report that fails says so; the status is the signal's */
     for (size_t i = 0; c.slots && i < n; i++)
         ckh_report_result_clear(&c.slots[i].res);
     free(c.slots);
@@ -841,6 +898,10 @@ int ckh__cli_run(int argc, char **argv, const char *argv0)
     }
     st = run_all(&a, argv + optind, (size_t)(argc - optind), tmp);
     ckh_tmp_remove(tmp);
+    /* A worker killed past its grace (or its time limit) could not remove
+     * its run folder or unmount its mounts: every worker is reaped now, so
+     * they are stale and go (tmpdir.h: only folders of dead ckh processes). */
+    ckh_tmp_sweep(NULL);
     ckh_pool_signals_reset();
     return st;
 }

@@ -16,6 +16,15 @@
  * ckhfs disk (platform_real_disk.c) each run is framed by mounting the
  * disks (after the run's at-rest faults) and unmounting them (then the
  * crash model), and `verify` looks at the simfs disk itself.
+ *
+ * Interrupts (docs/CLI.md, "Signals"): for the job's duration SIGINT,
+ * SIGTERM and SIGHUP are only recorded (the command jobs' watch,
+ * exec/command_proc.h). A launcher dies with the process that started it
+ * (PR_SET_PDEATHSIG, as a rank dies with its launcher); once a signal is
+ * recorded no run starts, the wait loop kills every process group of the
+ * run (SIGKILL) and reaps it, ckh as the job's child subreaper kills and
+ * reaps what the launchers left, the disks are unmounted, the run folder
+ * is removed, and only then does the signal take its course.
  */
 #include "exec/mpi.h"
 
@@ -38,6 +47,7 @@
 #include "ckh/posix.h"
 #include "model/fault.h"
 #include "exec/mpi_fs.h"
+#include "exec/command_proc.h"
 #include "exec/mpi_internal.h"
 #include "exec/run_ctx.h"
 #include "exec/tmpdir.h"
@@ -215,6 +225,9 @@ static int job_init(struct real_job *j, const struct ckh_scenario *sc, uint64_t 
     j->seed = seed;
     if ((rc = ckh__real_check(sc, c->err, sizeof c->err)) != 0)
         return rc;
+    /* Watched before anything is made that an interrupt must undo. */
+    ckh__cmd_signals_install();
+    j->signals_set = true;
     if ((rc = ckh__real_find_mpi(NULL, j->exe, sizeof j->exe, j->launcher, sizeof j->launcher, c->err,
                                  sizeof c->err)) != 0)
         return rc;
@@ -281,12 +294,15 @@ static void job_free(struct real_job *j)
         ckh_tmp_remove(j->dir);
     if (j->subreaper_set)
         prctl(PR_SET_CHILD_SUBREAPER, j->subreaper_was);
+    bool signals_set = j->signals_set;
     free(j->ranks);
     free(j->start);
     free(j->groups);
     free(j->parked);
     ckh__run_ctx_free(&j->c);
     memset(j, 0, sizeof *j);
+    if (signals_set) /* last: a caught signal takes its course once nothing is left */
+        ckh__cmd_signals_restore();
 }
 
 /* ---- launching and waiting ---- */
@@ -362,15 +378,20 @@ static void launch_log_tail(const struct real_job *j, char *buf, size_t n)
     snprintf(buf, n, "%s", tail);
 }
 
-/* Forks argv in a process group of its own, output to the run's log. */
+/* Forks argv in a process group of its own, output to the run's log; it
+ * dies with ckh (PR_SET_PDEATHSIG: a SIGKILLed ckh leaves no launcher). */
 static pid_t spawn(const struct real_job *j, char *const argv[])
 {
     char log[PATH_MAX];
     snprintf(log, sizeof log, "%s/logs/launch.%d", j->dir, j->run);
+    const pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0)
         return pid;
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) /* ckh died before the call above */
+        _exit(127);
     int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd >= 0) {
         dup2(fd, 1);
@@ -460,9 +481,22 @@ static pid_t launch_plain(struct real_job *j, int node)
     return spawn(j, argv);
 }
 
+/* Kills (SIGKILL) and reaps every process group of p not reaped yet. */
+static void kill_groups(struct proc *p, size_t np)
+{
+    for (size_t i = 0; i < np; i++)
+        if (!p[i].reaped) {
+            kill(-p[i].pid, SIGKILL);
+            while (waitpid(p[i].pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+            p[i].reaped = true;
+            p[i].status = -1;
+        }
+}
+
 /* Waits for every process until the run's wall-clock limit; kills what
- * remains then (*hung). Every process group is killed and reaped on
- * every path. */
+ * remains then (*hung), or at once when ckh is interrupted. Every process
+ * group is killed and reaped on every path. */
 static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t limit_ns, bool *hung,
                      bool *late)
 {
@@ -477,6 +511,10 @@ static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t lim
         }
     bool power_killed = false;
     while (left > 0) {
+        if (ckh__cmd_interrupted()) {
+            kill_groups(p, np);
+            return;
+        }
         if (!power_killed && j->ckhfs && ckh__real_power_lost(j)) {
             /* A power loss stops every machine, not only the one that saw it. */
             power_killed = true;
@@ -506,13 +544,7 @@ static void wait_all(struct real_job *j, struct proc *p, size_t np, uint64_t lim
         }
         if (left > 0 && el > limit_ns) {
             *hung = !*late;
-            for (size_t i = 0; i < np; i++)
-                if (!p[i].reaped) {
-                    kill(-p[i].pid, SIGKILL);
-                    waitpid(p[i].pid, NULL, 0);
-                    p[i].reaped = true;
-                    p[i].status = -1;
-                }
+            kill_groups(p, np);
             left = 0;
         }
         if (left > 0) {
@@ -577,9 +609,18 @@ static void set_groups(struct real_job *j, int node, pid_t g)
         pthread_mutex_unlock(&j->lock);
 }
 
+/* The error of an interrupted job. */
+static int interrupted(struct real_job *j)
+{
+    int sig = ckh__cmd_interrupted();
+    return ckh__run_fail(&j->c, -EINTR, "interrupted by signal %d (%s)", sig, strsignal(sig));
+}
+
 /* Starts every node of the run and waits for them. */
 static int launch_run(struct real_job *j, bool *hung)
 {
+    if (ckh__cmd_interrupted()) /* no run starts once ckh is told to stop */
+        return interrupted(j);
     struct proc *p = calloc((size_t)j->c.n + 1, sizeof *p);
     char *list = malloc(8u * (size_t)j->c.n + 8);
     if (!p || !list) {
@@ -614,7 +655,9 @@ static int launch_run(struct real_job *j, bool *hung)
     reap_orphans();
     set_groups(j, -1, 0);
     char missing[512], tail[600];
-    if (rc == 0 && late) {
+    if (ckh__cmd_interrupted()) {
+        rc = interrupted(j);
+    } else if (rc == 0 && late) {
         missing_nodes(j, missing, sizeof missing);
         launch_log_tail(j, tail, sizeof tail);
         rc = ckh__run_fail(&j->c, CKH_EINTERNAL, "run %d: never joined within %.0f s "

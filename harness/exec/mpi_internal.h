@@ -57,6 +57,7 @@ struct real_job {
     pid_t *groups;               /* [n]: the process group node i runs in this run (0: none) */
     int subreaper_was;           /* PR_GET_CHILD_SUBREAPER before the job */
     bool subreaper_set;          /* ckh is the child subreaper during the job (restored at the end) */
+    bool signals_set;            /* SIGINT, SIGTERM, SIGHUP watched (exec/command_proc.h), restored last */
     /* ---- ckhfs disks (platform_real_disk.c) ---- */
     bool ckhfs;                  /* the disks are simfs disks served over ckhfs */
     struct real_mount *mounts;   /* every distinct disk (owned) */

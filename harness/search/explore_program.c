@@ -17,17 +17,25 @@
  *      its Python programs started from the worker's warm launchers
  *      (exec/command_warm.h) unless cold starts were asked for;
  *   4. report: the failures, smallest K first.
+ * Interrupts (SIGINT, SIGTERM, SIGHUP, recorded by the command jobs'
+ * watch): the run or check in progress stops at once (its programs'
+ * process groups killed and reaped, its mounts unmounted), no further
+ * state is generated or checked, the check workers are told (SIGTERM) and
+ * reaped, the job's folder goes, and the call returns -EINTR.
  * Memory: every crash point holds a clone (bytes shared with the disk), so
  * the cost is O(crash points x (inodes + extents)), never O(bytes).
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ckh/assert.h"
@@ -37,6 +45,7 @@
 #include "exec/command_proc.h"
 #include "exec/command_result.h"
 #include "exec/command_warm.h"
+#include "exec/tmpdir.h"
 #include "exec/worker.h"
 #include "search/explore_internal.h"
 #include "search/explore_program.h"
@@ -265,6 +274,10 @@ static int generate(const struct xp_rec *x, uint64_t max_states, uint64_t only, 
     struct ckh__xseen seen = {0};
     int rc = 0;
     for (size_t i = 0; i < x->npts && rc == 0 && !out->bounded; i++) {
+        if (ckh__cmd_interrupted()) {
+            rc = -EINTR;
+            break;
+        }
         const struct xp_point *pt = &x->pts[i];
         struct ckh__xpend *p = NULL;
         size_t n = 0;
@@ -413,6 +426,9 @@ static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_
     }
     s->done = 1;
     ckh__cmd_free(&c);
+    /* Its folder goes now (unmounted above): the job's folder stays small,
+     * so its removal at the end, an interrupted run's included, is quick. */
+    ckh_tmp_remove(dir);
 }
 
 /* The worker's warm launchers (NULL: cold starts; a set that cannot be
@@ -469,6 +485,68 @@ static void work(const struct xp_run *w, unsigned worker, struct xp_shared *sh, 
     ckh__warm_set_destroy(warm);
 }
 
+/* A check worker after fork: it dies with ckh (a SIGKILLed ckh leaves no
+ * worker; the programs of its check die with it, command_proc.c), and it
+ * is the child subreaper of its checks' programs (as ckh is of the
+ * recorded run's), so that it reaps what they leave: orphans reparented
+ * to ckh instead would stay as zombies of its groups until ckh waited. */
+static _Noreturn void worker_main(const struct xp_run *w, unsigned j, pid_t parent, struct xp_shared *sh,
+                                  struct xp_slot *slots)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        ckh__worker_exit(0);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    work(w, j, sh, slots);
+    ckh__worker_exit(0);
+}
+
+/* Waits for the check workers. On an interrupt of ckh (a terminal's ^C
+ * reaches them too, a kill of ckh alone does not) each gets SIGTERM: its
+ * check stops at once (the programs' process groups killed and reaped,
+ * the mounts unmounted, exec/command_proc.c) and it takes no other state;
+ * one still running WORKER_GRACE_MS later gets SIGKILL (its programs die
+ * with it, its dead mounts go with the job's folder). */
+#define WORKER_GRACE_MS 5000u
+static void wait_workers(pid_t *pids, unsigned jobs)
+{
+    bool told = false;
+    uint64_t kill_at = 0;
+    for (;;) {
+        unsigned left = 0;
+        for (unsigned j = 0; j < jobs; j++) {
+            if (pids[j] <= 0)
+                continue;
+            pid_t r = waitpid(pids[j], NULL, WNOHANG);
+            if (r == pids[j] || (r < 0 && errno == ECHILD))
+                pids[j] = 0;
+            else
+                left++;
+        }
+        if (!left)
+            return;
+        if (!told && ckh__cmd_interrupted()) {
+            told = true;
+            kill_at = ckh_posix_now_ms() + WORKER_GRACE_MS;
+            for (unsigned j = 0; j < jobs; j++)
+                if (pids[j] > 0)
+                    kill(pids[j], SIGTERM);
+        }
+        if (told && ckh_posix_now_ms() >= kill_at) {
+            for (unsigned j = 0; j < jobs; j++)
+                if (pids[j] > 0) {
+                    kill(pids[j], SIGKILL);
+                    while (waitpid(pids[j], NULL, 0) < 0 && errno == EINTR)
+                        ;
+                    pids[j] = 0;
+                }
+            return;
+        }
+        struct timespec ts = {.tv_nsec = 5000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int check_all(const struct xp_run *w, unsigned jobs, struct xp_slot **out, struct ckh_xprog_result *res)
 {
     size_t n = w->st->n, bytes = sizeof(struct xp_shared) + (n ? n : 1) * sizeof(struct xp_slot);
@@ -486,17 +564,14 @@ static int check_all(const struct xp_run *w, unsigned jobs, struct xp_slot **out
             return CKH_ENOMEM;
         }
         fflush(NULL);
+        const pid_t parent = getpid();
         for (unsigned j = 0; j < jobs; j++) {
             pid_t p = fork();
-            if (p == 0) {
-                work(w, j, sh, slots);
-                ckh__worker_exit(0);
-            }
+            if (p == 0)
+                worker_main(w, j, parent, sh, slots);
             pids[j] = p > 0 ? p : 0;
         }
-        for (unsigned j = 0; j < jobs; j++)
-            while (pids[j] > 0 && waitpid(pids[j], NULL, 0) < 0 && errno == EINTR)
-                ;
+        wait_workers(pids, jobs);
         free(pids);
     }
     struct xp_slot *copy = malloc((n ? n : 1) * sizeof *copy);
@@ -672,7 +747,9 @@ static int generate_states(const struct xp_rec *x, uint64_t max_states, uint64_t
                            struct ckh_xprog_result *out, char *err, size_t errlen)
 {
     int rc;
-    if ((rc = generate(x, max_states, only, st)) != 0)
+    if ((rc = generate(x, max_states, only, st)) == -EINTR)
+        return ckh_errf(err, errlen, rc, "interrupted by signal %d", ckh__cmd_interrupted());
+    if (rc != 0)
         return ckh_errf(err, errlen, rc, "generating crash states: %s", ckh_strerror(rc));
     out->states = st->generated;
     out->distinct = st->n;
