@@ -21,6 +21,30 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+# ---- ckh's own folders, relative to the installed executable ----
+# The plugin folder, the last place a bare plugin name is looked up
+# (harness/exec/workloads.h): under lib/, in the multiarch folder where the
+# toolchain has one (Debian: /usr/lib/x86_64-linux-gnu/ckh/plugins), as
+# GNUInstallDirs places libraries under /usr.
+if(CMAKE_LIBRARY_ARCHITECTURE)
+  set(ckh_plugindir_default lib/${CMAKE_LIBRARY_ARCHITECTURE}/ckh/plugins)
+else()
+  set(ckh_plugindir_default ${CMAKE_INSTALL_LIBDIR}/ckh/plugins)
+endif()
+set(CKH_INSTALL_PLUGINDIR ${ckh_plugindir_default} CACHE STRING
+    "Where ckh looks for plugins named by file name, relative to the install prefix")
+# ckh finds them from its own location (harness/exec/home.c), so a package
+# unpacked anywhere (scripts/package-test.sh) and `--prefix P` both work.
+file(RELATIVE_PATH ckh_bin_to_plugins ${CMAKE_INSTALL_FULL_BINDIR}
+     ${CMAKE_INSTALL_PREFIX}/${CKH_INSTALL_PLUGINDIR})
+file(RELATIVE_PATH ckh_bin_to_docs ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_DOCDIR})
+if(TARGET ckh_harness)
+  set_property(SOURCE ${CMAKE_SOURCE_DIR}/harness/exec/home.c TARGET_DIRECTORY ckh_harness APPEND PROPERTY
+    COMPILE_DEFINITIONS CKH_HOME_BUILD_DIR="${CMAKE_BINARY_DIR}"
+    CKH_HOME_SOURCE_DOCS="${CMAKE_SOURCE_DIR}/docs" CKH_HOME_BIN_TO_PLUGINS="${ckh_bin_to_plugins}"
+    CKH_HOME_BIN_TO_DOCS="${ckh_bin_to_docs}")
+endif()
+
 # Static libraries installed; the list follows the library layout of
 # CMakeLists.txt (a name that is not a target is skipped).
 if(NOT DEFINED CKH_INSTALL_LIBS)

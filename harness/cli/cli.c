@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,28 @@ static int list_scenarios(const char *dir)
     return code;
 }
 
+/* Under a plugin's line in `ckh list`: the file that name loaded (looked
+ * up as a scenario in the working folder would: exec/workloads.h), its
+ * build id, and the files of that name it shadows. */
+static void print_plugin_file(const char *name)
+{
+    struct ckh_plugin_found found;
+    char path[PATH_MAX], id[160];
+    if (ckh_workloads_plugin_find(name, NULL, &found, NULL, 0) != 0)
+        return;
+    if (!realpath(found.path, path))
+        snprintf(path, sizeof path, "%s", found.path);
+    ckh_workloads_plugin_id(path, id, sizeof id);
+    printf("  %-28s file %s (%s)\n", "", path, id);
+    for (char *line = found.shadowed, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        if ((nl = strchr(line, '\n')) != NULL)
+            *nl = '\0';
+        char abs[PATH_MAX];
+        printf("  %-28s warning: %s also names %s, shadowed (the first file on the search path is taken)\n",
+               "", name, realpath(line, abs) ? abs : line);
+    }
+}
+
 /* `ckh list workloads [LIB.so...]`: the built-in workloads, then what
  * the plugin libraries named after the category are. */
 static int list_workloads(int argc, char **argv, bool all)
@@ -77,7 +100,7 @@ static int list_workloads(int argc, char **argv, bool all)
         printf("  %-28s %s\n", ckh_workloads_at(i)->name, ckh_workloads_at(i)->description);
     for (int a = 2; !all && a < argc; a++) {
         const struct ckh_workload_ops *wl = NULL;
-        char msg[512] = "";
+        char msg[1024] = "";
         if (ckh_workloads_lookup(argv[a], NULL, &wl, msg, sizeof msg) != 0) {
             fprintf(stderr, "ckh list: %s\n", msg);
             return CKH_EXIT_BAD_INPUT;
@@ -87,16 +110,28 @@ static int list_workloads(int argc, char **argv, bool all)
                wl->flags & CKH_WL_STEP_BASED ? " step-based" : " epoch-based",
                wl->flags & CKH_WL_USES_BACKEND ? " backend" : "", wl->flags & CKH_WL_USES_SAVER ? " saver" : "",
                wl->latest_link ? " latest-pointer" : "", wl->set_world ? " resizable" : "");
+        print_plugin_file(argv[a]);
     }
     return CKH_EXIT_OK;
 }
 
+/* `ckh list backends [LIB.so...]`: as workloads. */
 static int list_backends(int argc, char **argv, bool all)
 {
-    (void)argc, (void)argv, (void)all;
     printf("backends:\n");
     for (size_t i = 0; ckh_backend_at(i); i++)
         printf("  %-28s version %d\n", ckh_backend_at(i)->name, ckh_backend_at(i)->version);
+    for (int a = 2; !all && a < argc; a++) {
+        const void *t = NULL;
+        char msg[1024] = "";
+        if (ckh_workloads_plugin(argv[a], NULL, CKH_PLUGIN_BACKEND, &t, msg, sizeof msg) != 0) {
+            fprintf(stderr, "ckh list: %s\n", msg);
+            return CKH_EXIT_BAD_INPUT;
+        }
+        const struct ckh_backend_ops *bk = t;
+        printf("  %-28s plugin %s, ABI version %d\n", bk->name, argv[a], bk->version);
+        print_plugin_file(argv[a]);
+    }
     return CKH_EXIT_OK;
 }
 
@@ -109,7 +144,7 @@ static int list_savers(int argc, char **argv, bool all)
         printf("  %-28s %s\n", ckh_savers_at(i, NULL)->name, summary);
     for (int a = 2; !all && a < argc; a++) {
         const void *t = NULL;
-        char msg[512] = "";
+        char msg[1024] = "";
         if (ckh_workloads_plugin(argv[a], NULL, CKH_PLUGIN_SAVER, &t, msg, sizeof msg) != 0) {
             fprintf(stderr, "ckh list: %s\n", msg);
             return CKH_EXIT_BAD_INPUT;
@@ -118,6 +153,7 @@ static int list_savers(int argc, char **argv, bool all)
         printf("  %-28s plugin %s, ABI version %d:%s%s%s%s\n", sv->name, argv[a], sv->version,
                sv->check ? " check" : "", sv->latest_path ? " latest-pointer" : "",
                sv->resume ? " resume" : "", sv->view_leader ? " view-leader" : "");
+        print_plugin_file(argv[a]);
     }
     return CKH_EXIT_OK;
 }
@@ -166,7 +202,7 @@ static const struct {
     const char *args;  /* what may follow it in the usage line */
     int (*print)(int argc, char **argv, bool all);
 } list_categories[] = {
-    {"workloads", " [LIB.so...]", list_workloads}, {"backends", "", list_backends},
+    {"workloads", " [LIB.so...]", list_workloads}, {"backends", " [LIB.so...]", list_backends},
     {"savers", " [LIB.so...]", list_savers},       {"faults", "", list_faults},
     {"defects", "", list_defects},                 {"oracles", "", list_oracles},
     {"scenarios", " [PATH]", list_scenarios_of},

@@ -121,6 +121,11 @@ struct ckh_scn_job {
                                          job (default 120 s); past it the run hangs */
     /* ---- appended: the platform (docs/REAL.md) ---- */
     enum ckh_scn_platform platform;   /* job.platform: sim (default) or real */
+    /* ---- appended: where the names stand, for messages about the plugin
+       libraries they name (1-based; 0: not given) ---- */
+    int workload_line, workload_column; /* job.workload's value */
+    int backend_line, backend_column;   /* job.backend's value */
+    int saver_line, saver_column;       /* job.saver's kind */
 };
 
 /* ---- faults ---- */
