@@ -30,6 +30,7 @@
 #include "cli/opt.h"
 #include "model/fault.h"
 #include "judge/oracle.h"
+#include "exec/home.h"
 #include "exec/workloads.h"
 #include "exec/pool.h"
 #include "exec/runner.h"
@@ -423,14 +424,24 @@ static void print_usage(FILE *f)
             fprintf(f, "%.*s\n  %-24s", (int)(nl - line), line, "");
         fprintf(f, "%s\n", line);
     }
-    fputs("\n"
-          "Reference: docs/CLI.md. Scenario format: docs/SCENARIOS.md.\n",
-          f);
+    /* Where the pages are: the source tree for the build tree's ckh,
+     * PREFIX/share/doc/ckh for an installed one (exec/home.h). */
+    char docs[PATH_MAX];
+    if (!ckh_home_docs_dir(docs, sizeof docs))
+        snprintf(docs, sizeof docs, ".");
+    fprintf(f,
+            "\n"
+            "Reference: %s/docs/CLI.md. Scenario format: %s/docs/SCENARIOS.md.\n"
+            "All the documentation: %s (README.md, docs/); installed, also man ckh.\n",
+            docs, docs, docs);
 }
 
-/* `ckh help [COMMAND]` (also -h, --help): the help, or COMMAND's. */
+/* `ckh help [COMMAND]` (also -h, --help): the help, or COMMAND's;
+ * `ckh --help-man`: the manual page (cli_man.c). */
 static int verb_help(int argc, char **argv, const char *argv0)
 {
+    if (strcmp(argv[0], "--help-man") == 0)
+        return ckh__cli_man(stdout, argv0);
     if (argc > 1 && strcmp(argv[0], "help") == 0)
         return ckh_cli_main(3, (char *[]){(char *)argv0, argv[1], (char *)"--help", NULL});
     print_usage(stdout);

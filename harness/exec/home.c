@@ -1,7 +1,7 @@
 /* ckh's own folders (exec/home.h). The build defines, on ckh_harness
  * (cmake/install.cmake):
  *   CKH_HOME_BUILD_DIR       the build folder (CMAKE_BINARY_DIR)
- *   CKH_HOME_SOURCE_DOCS     the source tree's docs/ folder
+ *   CKH_HOME_SOURCE_DIR      the source tree (README.md, docs/)
  *   CKH_HOME_BIN_TO_PLUGINS  the plugin folder relative to the installed
  *                            executable's folder ("../lib/<triplet>/ckh/plugins")
  *   CKH_HOME_BIN_TO_DOCS     the doc folder likewise ("../share/doc/ckh")
@@ -79,11 +79,29 @@ bool ckh_home_plugins_dir(char *buf, size_t n)
 
 bool ckh_home_docs_dir(char *buf, size_t n)
 {
-#ifdef CKH_HOME_SOURCE_DOCS
+#ifdef CKH_HOME_SOURCE_DIR
     if (ckh_home_in_build_tree()) {
-        int w = snprintf(buf, n, "%s", CKH_HOME_SOURCE_DOCS);
+        int w = snprintf(buf, n, "%s", CKH_HOME_SOURCE_DIR);
         return w > 0 && (size_t)w < n;
     }
 #endif
     return below_exe(CKH_HOME_BIN_TO_DOCS, buf, n);
+}
+
+/* rel without its leading "../" steps (the executable's folder is PREFIX/bin). */
+static const char *from_prefix(const char *rel)
+{
+    while (strncmp(rel, "../", 3) == 0)
+        rel += 3;
+    return rel;
+}
+
+const char *ckh_home_plugins_rel(void)
+{
+    return from_prefix(CKH_HOME_BIN_TO_PLUGINS);
+}
+
+const char *ckh_home_docs_rel(void)
+{
+    return from_prefix(CKH_HOME_BIN_TO_DOCS);
 }

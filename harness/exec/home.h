@@ -5,7 +5,7 @@
  * `cmake --install --prefix P`) finds its files as /usr/bin/ckh does:
  *   - an executable in the build folder it was built in (build/ckh, a test
  *     binary beside it) uses the build tree: BUILD/plugins, and the
- *     source tree's docs/;
+ *     source tree's README.md and docs/;
  *   - any other is taken as installed in PREFIX/BINDIR (bin/ under
  *     GNUInstallDirs): PREFIX/lib/<multiarch triplet>/ckh/plugins and
  *     PREFIX/share/doc/ckh, each reached from the executable's folder by
@@ -26,9 +26,17 @@ bool ckh_home_in_build_tree(void);
  * read or does not fit in n bytes; the folder need not exist. */
 bool ckh_home_plugins_dir(char *buf, size_t n);
 
-/* Where ckh's documentation is: the source tree's docs/ for a build-tree
- * executable, PREFIX/share/doc/ckh for an installed one (README.md,
- * NEWS.md and the pages of docs/ there). false as ckh_home_plugins_dir. */
+/* Where ckh's documentation is: the folder holding README.md, NEWS.md and
+ * docs/ (the pages), laid out as in the source tree: the source tree itself
+ * for a build-tree executable, PREFIX/share/doc/ckh for an installed one
+ * (with examples/ and scenarios/examples/ beside). false as
+ * ckh_home_plugins_dir. */
 bool ckh_home_docs_dir(char *buf, size_t n);
+
+/* The plugin and doc folders of an installed ckh, relative to its install
+ * prefix ("lib/x86_64-linux-gnu/ckh/plugins", "share/doc/ckh"), as the man
+ * page names them. Static storage. */
+const char *ckh_home_plugins_rel(void);
+const char *ckh_home_docs_rel(void);
 
 #endif
