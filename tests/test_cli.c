@@ -184,6 +184,44 @@ START_TEST(test_version)
 }
 END_TEST
 
+/* `ckh --help` names where the documentation is (the source tree for the
+ * build tree's ckh); `ckh --help-man` writes ckh(1) from the same verb
+ * table, every verb's line and its own --help text in it. */
+START_TEST(test_help_and_man_page)
+{
+    char *out, *usage, source[PATH_MAX], want[PATH_MAX + 64];
+    ck_assert_ptr_nonnull(realpath(getenv("CKH_SOURCE_DIR") ? getenv("CKH_SOURCE_DIR") : "..", source));
+    ck_assert_int_eq(ckh((const char *[]){"--help", NULL}, NULL, &out), 0);
+    snprintf(want, sizeof want, "Reference: %s/docs/CLI.md.", source);
+    HAS(out, want);
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"--help-man", NULL}, NULL, &out), 0);
+    ck_assert_msg(strstr(out, "\n.TH CKH 1 \"\" \"ckh " CKH_VERSION_STRING "\" \"User Commands\"\n") != NULL, "%s",
+                  out);
+    HAS(out, ".TP\n.B ckh run PATH...\nrun scenario files or folders (ckh run \\-\\-help)\n");
+    HAS(out, ".TP\n.B ckh validate\\-backend LIB\nput a backend plugin through the fault catalogue and every "
+             "crash state of its save protocol\n");
+    HAS(out, ".SS \"ckh run\"\n.nf\nusage: ckh run PATH... [options]\n");
+    HAS(out, ".SH EXIT STATUS\n");
+    HAS(out, "CKH_PLUGIN_PATH");
+    ck_assert_ptr_null(strstr(out, ".SS \"ckh help\"")); /* help and version have no usage of their own */
+    /* The usage of `ckh replay` is its --help, line for line. */
+    ck_assert_int_eq(ckh((const char *[]){"replay", "--help", NULL}, NULL, &usage), 0);
+    const char *sec = strstr(out, ".SS \"ckh replay\"\n.nf\n");
+    ck_assert_ptr_nonnull(sec);
+    sec += strlen(".SS \"ckh replay\"\n.nf\n");
+    for (const char *u = usage; *u; u++, sec++) {
+        if (*u == '-') /* written \- in roff */
+            ck_assert_msg(sec[0] == '\\' && sec[1] == '-', "at %.40s", sec), sec++;
+        else
+            ck_assert_msg(*sec == *u, "man page differs from ckh replay --help at %.40s", sec);
+    }
+    ck_assert(strncmp(sec, ".fi\n", 4) == 0);
+    free(usage);
+    free(out);
+}
+END_TEST
+
 struct bad_case {
     const char *args[10]; /* "@" stands for one scenario file, "%" for the library */
     const char *says;     /* part of the message */
@@ -860,6 +898,7 @@ static Suite *cli_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, test_version);
+    tcase_add_test(tc, test_help_and_man_page);
     tcase_add_test(tc, test_run_shards_partition);
     tcase_add_test(tc, test_numeric_options_refused);
     tcase_add_test(tc, test_replay_of_a_folder);
