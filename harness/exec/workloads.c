@@ -78,25 +78,24 @@ const struct ckh_saver_ops *ckh_savers_find(const char *name)
 
 #define PLACES_MAX 32 /* beside the scenario, CKH_PLUGIN_PATH, ckh's folder */
 
-/* The folders a bare name is looked up in, in order. */
+/* The folders a bare name is looked up in, in order: beside the scenario,
+ * CKH_PLUGIN_PATH's, ckh's plugin folder. */
 struct places {
     const char *dir[PLACES_MAX];  /* not NUL-terminated: len[i] bytes */
     size_t len[PLACES_MAX];
-    const char *what[PLACES_MAX]; /* why it is looked in */
     size_t n;
     bool too_many;                /* CKH_PLUGIN_PATH has more folders than fit */
     char home[PATH_MAX];          /* ckh's plugin folder ("" unknown) */
 };
 
-static void places_add(struct places *pl, const char *dir, size_t len, const char *what)
+static void places_add(struct places *pl, const char *dir, size_t len)
 {
     if (pl->n == PLACES_MAX) {
         pl->too_many = true;
         return;
     }
     pl->dir[pl->n] = dir;
-    pl->len[pl->n] = len;
-    pl->what[pl->n++] = what;
+    pl->len[pl->n++] = len;
 }
 
 /* The scenario file's folder (the working folder, ".", without one). */
@@ -113,12 +112,12 @@ static void places_of(const char *scenario_file, struct places *pl)
     size_t len;
     memset(pl, 0, sizeof *pl);
     scenario_dir(scenario_file, &dir, &len);
-    places_add(pl, dir, len, "beside the scenario");
+    places_add(pl, dir, len);
     for (const char *p = getenv("CKH_PLUGIN_PATH"); p && *p;) {
         const char *end = strchr(p, ':');
         size_t l = end ? (size_t)(end - p) : strlen(p);
         if (l)
-            places_add(pl, p, l, "CKH_PLUGIN_PATH");
+            places_add(pl, p, l);
         p = end ? end + 1 : p + l;
     }
     /* ckh's own folder comes last even when CKH_PLUGIN_PATH is long. */
@@ -127,7 +126,7 @@ static void places_of(const char *scenario_file, struct places *pl)
             pl->too_many = true;
             pl->n--;
         }
-        places_add(pl, pl->home, strlen(pl->home), "ckh's plugin folder");
+        places_add(pl, pl->home, strlen(pl->home));
     }
 }
 
