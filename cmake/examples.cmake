@@ -1,8 +1,9 @@
 # The out-of-tree example (examples/workload_example/: a training-loop
 # workload plugin, a saver plugin and the loop's planted-bug variants),
-# built as part of ckh's build into ${CMAKE_BINARY_DIR}/plugins/, the
-# folder next to the ckh command where a scenario's bare plugin name
-# (`job.workload: libckh_example_loop.so`) is looked up. The example's own
+# built as part of ckh's build into ${CMAKE_BINARY_DIR}/plugins/, the build
+# tree's plugin folder: the last place a scenario's bare plugin name
+# (`job.workload: libckh_example_loop.so`) is looked up, after the
+# scenario's folder and CKH_PLUGIN_PATH (harness/exec/workloads.h). The example's own
 # CMakeLists.txt is used unchanged: here ckh::headers is the source tree's
 # include folders instead of find_package(ckh). Like the backend plugins,
 # the libraries link nothing of ckh (the ckh command exports the API).

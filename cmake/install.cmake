@@ -9,6 +9,11 @@
 #   lib/cmake/ckh/ckhConfig*.cmake        find_package(ckh) + ckh_add_backend()
 #   share/ckh/python/ckh_result.py        the result protocol for Python jobs
 #                                         (docs/PROGRAMS.md; PYTHONPATH=P/share/ckh/python)
+#   share/doc/ckh/                        README.md, NEWS.md, docs/*.md, examples/,
+#                                         scenarios/examples/ (`ckh --help` names it)
+#   share/man/man1/ckh.1                  the manual page (`ckh --help-man`)
+#   lib/<triplet>/ckh/plugins/            ckh's plugin folder (CKH_INSTALL_PLUGINDIR):
+#                                         the last place a bare plugin name is looked up
 #
 # The build tree is usable the same way without installing:
 #   PKG_CONFIG_PATH=BUILD/pkgconfig pkg-config --cflags ckh
@@ -20,6 +25,30 @@
 
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
+
+# ---- ckh's own folders, relative to the installed executable ----
+# The plugin folder, the last place a bare plugin name is looked up
+# (harness/exec/workloads.h): under lib/, in the multiarch folder where the
+# toolchain has one (Debian: /usr/lib/x86_64-linux-gnu/ckh/plugins), as
+# GNUInstallDirs places libraries under /usr.
+if(CMAKE_LIBRARY_ARCHITECTURE)
+  set(ckh_plugindir_default lib/${CMAKE_LIBRARY_ARCHITECTURE}/ckh/plugins)
+else()
+  set(ckh_plugindir_default ${CMAKE_INSTALL_LIBDIR}/ckh/plugins)
+endif()
+set(CKH_INSTALL_PLUGINDIR ${ckh_plugindir_default} CACHE STRING
+    "Where ckh looks for plugins named by file name, relative to the install prefix")
+# ckh finds them from its own location (harness/exec/home.c), so a package
+# unpacked anywhere (scripts/package-test.sh) and `--prefix P` both work.
+file(RELATIVE_PATH ckh_bin_to_plugins ${CMAKE_INSTALL_FULL_BINDIR}
+     ${CMAKE_INSTALL_PREFIX}/${CKH_INSTALL_PLUGINDIR})
+file(RELATIVE_PATH ckh_bin_to_docs ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_DOCDIR})
+if(TARGET ckh_harness)
+  set_property(SOURCE ${CMAKE_SOURCE_DIR}/harness/exec/home.c TARGET_DIRECTORY ckh_harness APPEND PROPERTY
+    COMPILE_DEFINITIONS CKH_HOME_BUILD_DIR="${CMAKE_BINARY_DIR}"
+    CKH_HOME_SOURCE_DIR="${CMAKE_SOURCE_DIR}" CKH_HOME_BIN_TO_PLUGINS="${ckh_bin_to_plugins}"
+    CKH_HOME_BIN_TO_DOCS="${ckh_bin_to_docs}")
+endif()
 
 # Static libraries installed; the list follows the library layout of
 # CMakeLists.txt (a name that is not a target is skipped).
@@ -87,6 +116,30 @@ endif()
 install(FILES ${CMAKE_BINARY_DIR}/install/ckh.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 install(FILES ${CMAKE_BINARY_DIR}/install/ckhConfig.cmake ${CMAKE_BINARY_DIR}/ckhConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ckh)
+# The documentation, laid out as in the source tree so the README's links
+# work: PREFIX/share/doc/ckh/{README.md,NEWS.md,docs/*.md}, the example
+# projects (examples/) and their scenarios (scenarios/examples/). `ckh
+# --help` names this folder (harness/exec/home.c).
+install(FILES ${CMAKE_SOURCE_DIR}/README.md ${CMAKE_SOURCE_DIR}/NEWS.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
+        PATTERN "*.so" EXCLUDE PATTERN "*.o" EXCLUDE PATTERN "build*" EXCLUDE)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/scenarios/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/scenarios/examples)
+# The manual page ckh(1), written at build time by the command itself from
+# its help table (harness/cli/cli_man.c), so it cannot drift from it.
+if(TARGET ckh)
+  file(GLOB ckh_doc_pages CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/docs/*.md)
+  add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/man/ckh.1
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/man
+    COMMAND $<TARGET_FILE:ckh> --help-man > ${CMAKE_BINARY_DIR}/man/ckh.1
+    DEPENDS ckh ${ckh_doc_pages}
+    COMMENT "Writing the manual page man/ckh.1 (ckh --help-man)")
+  add_custom_target(ckh_man ALL DEPENDS ${CMAKE_BINARY_DIR}/man/ckh.1)
+  install(FILES ${CMAKE_BINARY_DIR}/man/ckh.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+endif()
+# ckh's plugin folder: empty in the package, where plugins a scenario names
+# by file name alone may be put for every user (harness/exec/workloads.h).
+install(DIRECTORY DESTINATION ${CKH_INSTALL_PLUGINDIR})
 # The result protocol's Python helper (standard library only): a training
 # script imports it with PYTHONPATH=PREFIX/share/ckh/python.
 install(FILES ${CMAKE_SOURCE_DIR}/tools/ckh_result.py

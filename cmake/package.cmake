@@ -2,7 +2,9 @@
 #   cpack -G DEB        ->  ckh_<version>_<arch>.deb
 # It holds what `cmake --install` installs (cmake/install.cmake), under /usr:
 # the ckh command, the headers, the static libraries, ckh.pc and the CMake
-# package. The package version is PROJECT_VERSION, the same number
+# package, the Python helper, the documentation and examples under
+# /usr/share/doc/ckh, the manual page ckh(1) and the (empty) plugin folder
+# /usr/lib/<triplet>/ckh/plugins. The package version is PROJECT_VERSION, the same number
 # ckh/version.h (CKH_VERSION_STRING) and so `ckh --version` carry.
 #
 # Dependencies: the runtime ones of the ckh binary (libc, libyaml, libjemalloc
@@ -19,8 +21,9 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
 set(CPACK_PACKAGE_DESCRIPTION
     "ckh runs the checkpoint/resume logic of distributed training jobs in a deterministic
 simulator, injects crashes, torn writes and storage faults, and judges every run
-with oracles. The package holds the ckh command, the headers and static libraries,
-and the pkg-config and CMake files for building checkpoint-backend plugins.")
+with oracles. The package holds the ckh command and its manual page, the headers
+and static libraries, the pkg-config and CMake files for building plugins, the
+Python result helper, and the documentation with examples in /usr/share/doc/ckh.")
 set(CKH_PACKAGE_CONTACT "ckh maintainers <ckh@localhost>" CACHE STRING
     "Maintainer field of the ckh Debian package")
 set(CPACK_PACKAGE_CONTACT ${CKH_PACKAGE_CONTACT})

@@ -15,6 +15,9 @@
  *                      "first_divergent_step": N|null, "seed": N,
  *                      "replay": STRING|null, "virtual_ns": N, "wall_ms": N,
  *                      "runs": N, "restarts": N,
+ *                      "plugins": [ { "role": STRING, "name": STRING,
+ *                                     "path": STRING, "id": STRING,
+ *                                     "shadowed": [ STRING ] } ],
  *                      "oracles": [ { "name": STRING, "passed": BOOL,
  *                                     "detail": STRING|null } ] } ] }
  *
@@ -28,6 +31,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ckh/assert.h"
 #include "ckh/err.h"
@@ -110,6 +114,29 @@ static void scenario(FILE *f, const struct ckh_report_result *r, bool last)
     key_u64(f, in, "wall_ms", r->wall_ms, true);
     key_u64(f, in, "runs", r->runs, true);
     key_u64(f, in, "restarts", r->restarts, true);
+    fprintf(f, "%s\"plugins\": [", in);
+    for (size_t i = 0; i < r->nplugins; i++) {
+        const struct ckh_report_plugin *p = &r->plugins[i];
+        fputs(i ? ",\n        {\"role\": " : "\n        {\"role\": ", f);
+        ckh_report_json_string(f, p->role);
+        fputs(", \"name\": ", f);
+        ckh_report_json_string(f, p->name);
+        fputs(", \"path\": ", f);
+        ckh_report_json_string(f, p->path);
+        fputs(", \"id\": ", f);
+        ckh_report_json_string(f, p->id);
+        fputs(", \"shadowed\": [", f);
+        for (const char *s = p->shadowed, *nl; s && *s; s = nl ? nl + 1 : NULL) {
+            nl = strchr(s, '\n');
+            char one[4096];
+            snprintf(one, sizeof one, "%.*s", (int)(nl ? (size_t)(nl - s) : strlen(s)), s);
+            if (s != p->shadowed)
+                fputs(", ", f);
+            ckh_report_json_string(f, one);
+        }
+        fputs("]}", f);
+    }
+    fprintf(f, "%s],\n", r->nplugins ? "\n      " : "");
     fprintf(f, "%s\"oracles\": [", in);
     for (size_t i = 0; i < r->noracles; i++) {
         const struct ckh_oracle_result *o = &r->oracles[i];

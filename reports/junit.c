@@ -9,6 +9,8 @@
  *       [<properties>[<property name="command" value=..>]
  *                    [<property name="interrupted" value="signal N (NAME)">]</properties>]
  *       <testcase name=SCENARIO classname=FOLDER file=PATH time=T>
+ *         [<properties><property name="plugin.ROLE" value="NAME: PATH (ID)"/>
+ *                      <property name="plugin.ROLE.shadowed" value=PATH/>...</properties>]
  *         <failure message=ONE-LINE type=ORACLE>TEXT + replay</failure>   (fail)
  *         <error message=ONE-LINE type="error">TEXT + replay</error>      (error)
  *         <skipped message=ONE-LINE/>                  (not run: interrupted)
@@ -128,6 +130,29 @@ static void testcase(FILE *f, const struct ckh_report_result *r)
         attr(f, "file", r->file);
     time_attr(f, r->wall_ms);
     fputs(">\n", f);
+    if (r->nplugins)
+        fputs("      <properties>\n", f);
+    for (size_t i = 0; i < r->nplugins; i++) {
+        const struct ckh_report_plugin *p = &r->plugins[i];
+        char key[64], value[8192];
+        snprintf(key, sizeof key, "plugin.%s", p->role);
+        snprintf(value, sizeof value, "%s: %s (%s)", p->name, p->path, p->id);
+        fputs("        <property", f);
+        attr(f, "name", key);
+        attr(f, "value", value);
+        fputs("/>\n", f);
+        snprintf(key, sizeof key, "plugin.%s.shadowed", p->role);
+        for (const char *s = p->shadowed, *nl; s && *s; s = nl ? nl + 1 : NULL) {
+            nl = strchr(s, '\n');
+            snprintf(value, sizeof value, "%.*s", (int)(nl ? (size_t)(nl - s) : strlen(s)), s);
+            fputs("        <property", f);
+            attr(f, "name", key);
+            attr(f, "value", value);
+            fputs("/>\n", f);
+        }
+    }
+    if (r->nplugins)
+        fputs("      </properties>\n", f);
     if (!ckh_report_finished(r)) {
         first_line(r->message, "not run: the run was interrupted", one, sizeof(one));
         fputs("      <skipped", f);

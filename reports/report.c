@@ -31,6 +31,14 @@ void ckh_report_result_clear(struct ckh_report_result *r)
         ckh_free(NULL, r->oracles[i].detail);
     }
     ckh_free(NULL, r->oracles);
+    for (size_t i = 0; i < r->nplugins; i++) {
+        ckh_free(NULL, r->plugins[i].role);
+        ckh_free(NULL, r->plugins[i].name);
+        ckh_free(NULL, r->plugins[i].path);
+        ckh_free(NULL, r->plugins[i].id);
+        ckh_free(NULL, r->plugins[i].shadowed);
+    }
+    ckh_free(NULL, r->plugins);
     ckh_report_timeline_free(r->timeline);
     ckh_report_result_init(r);
 }
@@ -185,4 +193,31 @@ void ckh__report_fmt_ns(uint64_t ns, char *buf, size_t size)
         snprintf(buf, size, "%.1fms", (double)ns / 1e6);
     else
         snprintf(buf, size, "%.3fs", (double)ns / 1e9);
+}
+
+int ckh_report_add_plugin(struct ckh_report_result *r, const char *role, const char *name,
+                          const char *path, const char *id, const char *shadowed)
+{
+    if (!r || !role || !name || !path || !id)
+        return CKH_EINVAL;
+    struct ckh_report_plugin *v = ckh_realloc(NULL, r->plugins, (r->nplugins + 1) * sizeof(*v));
+    if (!v)
+        return CKH_ENOMEM;
+    r->plugins = v;
+    struct ckh_report_plugin *p = &v[r->nplugins];
+    p->role = ckh_strdup(NULL, role);
+    p->name = ckh_strdup(NULL, name);
+    p->path = ckh_strdup(NULL, path);
+    p->id = ckh_strdup(NULL, id);
+    p->shadowed = shadowed ? ckh_strdup(NULL, shadowed) : NULL;
+    if (!p->role || !p->name || !p->path || !p->id || (shadowed && !p->shadowed)) {
+        ckh_free(NULL, p->role);
+        ckh_free(NULL, p->name);
+        ckh_free(NULL, p->path);
+        ckh_free(NULL, p->id);
+        ckh_free(NULL, p->shadowed);
+        return CKH_ENOMEM;
+    }
+    r->nplugins++;
+    return 0;
 }

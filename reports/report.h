@@ -41,6 +41,16 @@ struct ckh_oracle_result {
     char *detail; /* expected vs actual, or what it checked (owned, may be NULL) */
 };
 
+/* A plugin library a scenario's job named, as loaded. */
+struct ckh_report_plugin {
+    char *role;     /* "workload", "backend" or "saver" (owned) */
+    char *name;     /* as the scenario names it ("libloop.so", "./b/libloop.so") (owned) */
+    char *path;     /* the file loaded, absolute (owned) */
+    char *id;       /* "build-id HEX" (ELF NT_GNU_BUILD_ID) or "content-hash HEX" (owned) */
+    char *shadowed; /* files of the same name further along the search path, one per
+                       line, that the bare name did not take (owned; NULL: none) */
+};
+
 struct ckh_report_result {
     char *name;                   /* scenario name (owned) */
     char *file;                   /* scenario file path (owned, may be NULL) */
@@ -60,6 +70,9 @@ struct ckh_report_result {
     size_t noracles;              /* number of oracles */
     struct ckh_report_timeline *timeline; /* per-node events of every run for the HTML
                                      report (owned; NULL: none; see the end of this file) */
+    struct ckh_report_plugin *plugins; /* the plugin libraries of the job, in the order
+                                     workload, backend, saver (owned; NULL: none) */
+    size_t nplugins;              /* number of plugins */
 };
 
 /* Zeroes r and sets first_divergent_step to -1. */
@@ -73,6 +86,11 @@ int ckh_report_set(char **field, const char *fmt, ...) __attribute__((format(pri
  * Returns 0, CKH_EINVAL (NULL r or name) or CKH_ENOMEM. */
 int ckh_report_add_oracle(struct ckh_report_result *r, const char *name, bool passed,
                           const char *detail);
+
+/* Appends a plugin entry (every string copied; shadowed may be NULL).
+ * Returns 0, CKH_EINVAL (NULL r, role, name, path or id) or CKH_ENOMEM. */
+int ckh_report_add_plugin(struct ckh_report_result *r, const char *role, const char *name,
+                          const char *path, const char *id, const char *shadowed);
 
 /* Verdict name: "pass", "fail", "error" ("?" when out of range). */
 const char *ckh_verdict_name(enum ckh_verdict v);
@@ -134,7 +152,9 @@ void ckh_report_json_string(FILE *f, const char *s);
 /* ---- terminal (reports/term.c) ---- */
 
 /* One line per scenario: "PASS name (runs, virtual time)" or
- * "FAIL name: oracle: message" followed by an indented "replay:" line.
+ * "FAIL name: oracle: message" followed by an indented "replay:" line;
+ * under either, one indented "plugin ROLE NAME: PATH (ID)" line per
+ * plugin library, and a "warning:" line for each that shadows others.
  * color adds ANSI colours (use only on a terminal). */
 void ckh_report_term_result(FILE *f, const struct ckh_report_result *r, bool color);
 

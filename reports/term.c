@@ -12,6 +12,9 @@
  *   ERROR NAME: MESSAGE
  *         replay: COMMAND                    (when there is one)
  *   NOT RUN NAME: MESSAGE                    (an interrupted run's unfinished scenario)
+ * Under the first line of each, for every plugin library of the job:
+ *         plugin ROLE NAME: PATH (build-id HEX | content-hash HEX)
+ *         warning: NAME also names OTHER, shadowed (one line per file)
  * The summary repeats every failure and error, then
  *   "N scenarios: P passed, F failed, E errors", and when some did not
  *   finish (an interrupted run) "K not run (interrupted)".
@@ -39,6 +42,30 @@ static void text(FILE *f, const char *s, const char *indent)
             fputc('?', f);
         } else {
             fputc(*c, f);
+        }
+    }
+}
+
+/* The plugin lines under a verdict's first line. */
+static void plugins(FILE *f, const struct ckh_report_result *r, const char *ind, bool color)
+{
+    for (size_t i = 0; i < r->nplugins; i++) {
+        const struct ckh_report_plugin *p = &r->plugins[i];
+        fprintf(f, "%splugin %s ", ind, p->role);
+        text(f, p->name, ind);
+        fputs(": ", f);
+        text(f, p->path, ind);
+        fputs(" (", f);
+        text(f, p->id, ind);
+        fputs(")\n", f);
+        for (const char *s = p->shadowed, *nl; s && *s; s = nl ? nl + 1 : NULL) {
+            nl = strchr(s, '\n');
+            fprintf(f, "%s%swarning:%s ", ind, color ? YELLOW : "", color ? RESET : "");
+            text(f, p->name, ind);
+            fputs(" also names ", f);
+            for (const char *c = s; nl ? c < nl : *c; c++)
+                fputc((*c < 0x20 && *c != '\t') || *c == 0x7f ? '?' : *c, f);
+            fputs(", shadowed (the first file on the search path is taken)\n", f);
         }
     }
 }
@@ -71,6 +98,7 @@ void ckh_report_term_result(FILE *f, const struct ckh_report_result *r, bool col
             text(f, r->message, ind);
         }
         fputc('\n', f);
+        plugins(f, r, ind, color);
         return;
     }
     bool failure = r->verdict == CKH_VERDICT_FAIL;
@@ -85,6 +113,7 @@ void ckh_report_term_result(FILE *f, const struct ckh_report_result *r, bool col
     text(f, r->message ? r->message : (failure ? "scenario failed" : "scenario could not run"),
          ind);
     fputc('\n', f);
+    plugins(f, r, ind, color);
     if (r->first_divergent_step >= 0)
         fprintf(f, "%sfirst divergent step: %lld\n", ind, (long long)r->first_divergent_step);
     if (r->replay) {

@@ -5,12 +5,34 @@
 # listed as skipped, with the reasons it printed.
 # The binaries run JOBS at a time (default: the processors; ctest already
 # runs the same binaries side by side); each one's verdict is printed in
-# name order once all have ended, its log tail after a failure.
+# name order once all have ended. After a failure, the test's own output
+# comes first (its end: the failed check is there), then valgrind's
+# report without its warnings about system calls it does not know
+# ("unhandled amd64-linux syscall: 434", pidfd_open, with their stacks and
+# boilerplate: no suppression file can hide them), which are counted in
+# one line instead.
 # Usage: scripts/memcheck.sh BUILD_DIR [JOBS]
 set -uo pipefail
 build=${1:?usage: memcheck.sh BUILD_DIR [JOBS]}
 jobs=${2:-$(nproc)}
 root=$(cd "$(dirname "$0")/.." && pwd)
+
+# Valgrind's log $1 without its debug lines ("--PID-- ...") and without its
+# warnings about system calls it does not handle (each a WARNING line, its
+# stack and four lines of boilerplate), which become one line at the end.
+valgrind_report() {
+  awk '
+    /^--[0-9]+-- / && !/unhandled .* syscall/ { next }
+    /WARNING: unhandled .* syscall: / {
+      n++; nr = $NF; if (!(nr in seen)) { seen[nr] = 1; list = list (list ? ", " : "") nr }
+      skip = 1; next
+    }
+    skip && /^(==|--)[0-9]+(==|--) +(at|by) / { next }
+    skip && /You may be able to write your own handler|README_MISSING_SYSCALL_OR_IOCTL|Nevertheless we consider this a bug|bug_reports\.html/ { next }
+    { skip = 0; print }
+    END { if (n) printf "(%d warning%s of valgrind about system calls it does not handle (%s) left out: not memory errors)\n", n, n == 1 ? "" : "s", list }
+  ' "$1"
+}
 
 # One binary under valgrind; its exit status in $build/memcheck-NAME.rc.
 check_one() {
@@ -57,9 +79,10 @@ for t in $(printf '%s\n' "${tests[@]}" | sort); do
     grep -E '^[A-Za-z0-9_.-]+: SKIPPED' "$build/memcheck-$name.out" | sort -u | sed 's/^/  /'
   else
     echo "memcheck: $name FAILED, exit status $rc (see $build/memcheck-$name.log)"
-    grep -v -e '^--[0-9]*-- ' "$build/memcheck-$name.log" | tail -n 30
     echo "  the test's own output, its end:"
-    tail -n 15 "$build/memcheck-$name.out" | sed 's/^/  /'
+    tail -n 40 "$build/memcheck-$name.out" | sed 's/^/    /'
+    echo "  valgrind's report, its end:"
+    valgrind_report "$build/memcheck-$name.log" | tail -n 40 | sed 's/^/    /'
     status=1
   fi
   rm -f "$build/memcheck-$name.rc" "$build/memcheck-$name.out"

@@ -10,6 +10,16 @@
 #      examples/workload_example is built the same two ways, and the
 #      unpacked `ckh run` passes its scenarios with those plugins
 #      (found through CKH_PLUGIN_PATH);
+#   3b. the package is whole: the docs (README.md, NEWS.md, docs/*.md of
+#      the source tree) under share/doc/ckh, the examples, the manual page
+#      ckh(1) (a roff page man reads, equal to what the unpacked ckh
+#      writes with --help-man), the Python helper, the plugin folder under
+#      lib/<triplet>/ckh/plugins; `ckh --help` names share/doc/ckh;
+#   3c. plugin lookup in the installed layout: a plugin put in the
+#      unpacked plugin folder is found by its bare name with no
+#      CKH_PLUGIN_PATH, the verdict names that file and its build id; a
+#      copy beside the scenario is taken first and the packaged one named
+#      as shadowed;
 #   4. only with CKH_PACKAGE_APT=1 (default: CI=true and root): the package is
 #      installed with `apt-get install ./ckh_*.deb`, the example is built
 #      against /usr and validated, then `apt-get remove ckh` leaves the
@@ -92,7 +102,58 @@ for f in bin/ckh include/ckh/plugin.h include/ckh/version.h lib/pkgconfig/ckh.pc
   [ -e "$prefix/$f" ] || fail "the package lacks /usr/$f"
 done
 check_version "$prefix" "$version"
+
+# ---- the package is whole ----
+docdir=$prefix/share/doc/ckh
+for f in README.md NEWS.md; do
+  cmp -s "$CKH_ROOT/$f" "$docdir/$f" || fail "the package lacks /usr/share/doc/ckh/$f (or it differs)"
+done
+for page in "$CKH_ROOT"/docs/*.md; do
+  cmp -s "$page" "$docdir/docs/$(basename "$page")" || fail "the package lacks /usr/share/doc/ckh/docs/$(basename "$page")"
+done
+for f in examples/backend_example/example_backend.c examples/workload_example/loop.c \
+         examples/workload_example/CMakeLists.txt scenarios/examples/loop-kill-shared.yaml; do
+  [ -f "$docdir/$f" ] || fail "the package lacks /usr/share/doc/ckh/$f"
+done
+[ -f "$prefix/share/ckh/python/ckh_result.py" ] || fail "the package lacks the Python helper share/ckh/python/ckh_result.py"
+man=$prefix/share/man/man1/ckh.1
+[ -f "$man" ] || fail "the package lacks the manual page /usr/share/man/man1/ckh.1"
+"$prefix/bin/ckh" --help-man >"$work/ckh.1" || fail "ckh --help-man"
+cmp -s "$man" "$work/ckh.1" || fail "the packaged ckh.1 is not what the packaged ckh --help-man writes"
+if command -v man >/dev/null; then
+  man -l "$man" >"$work/man.txt" 2>"$work/man.err" || { cat "$work/man.err"; fail "man cannot read ckh.1"; }
+  grep -q "validate-backend" "$work/man.txt" || fail "ckh.1 does not list validate-backend"
+fi
+plugindir=
+for d in "$prefix"/lib/*/ckh/plugins "$prefix"/lib/ckh/plugins; do
+  [ -d "$d" ] && plugindir=${d#"$prefix"/} && break
+done
+[ -n "$plugindir" ] || fail "the package has no plugin folder under /usr/lib/"
+"$prefix/bin/ckh" --help >"$work/help.txt"
+grep -q "Reference: $docdir/docs/CLI.md" "$work/help.txt" || { cat "$work/help.txt"; fail "ckh --help does not name $docdir"; }
+step "docs, examples, ckh(1), Python helper, /usr/$plugindir: in the package"
+
 build_and_validate "$prefix" unpacked
+
+# ---- plugin lookup in the installed layout ----
+# The unpacked ckh finds a plugin in its own plugin folder by its bare name
+# (no CKH_PLUGIN_PATH); a copy beside the scenario comes first.
+lib=libckh_example_loop.so
+cp "$work/unpacked/pc/$lib" "$prefix/$plugindir/$lib"
+mkdir -p "$work/scn"
+cp "$CKH_ROOT/scenarios/examples/loop-kill-mid-save-node-local.yaml" "$work/scn/"
+(cd "$work" && env -u CKH_PLUGIN_PATH "$prefix/bin/ckh" run scn/loop-kill-mid-save-node-local.yaml) \
+  >"$work/lookup.log" 2>&1 || { cat "$work/lookup.log"; fail "a plugin in /usr/$plugindir, named bare"; }
+grep -q "plugin workload $lib: $prefix/$plugindir/$lib (build-id " "$work/lookup.log" ||
+  { cat "$work/lookup.log"; fail "the verdict does not name /usr/$plugindir/$lib and its build id"; }
+cp "$work/unpacked/wl-cmake/$lib" "$work/scn/$lib"
+(cd "$work" && env -u CKH_PLUGIN_PATH "$prefix/bin/ckh" run scn/loop-kill-mid-save-node-local.yaml) \
+  >"$work/lookup.log" 2>&1 || { cat "$work/lookup.log"; fail "a plugin beside the scenario"; }
+grep -q "plugin workload $lib: $work/scn/$lib (build-id " "$work/lookup.log" &&
+  grep -q "warning: $lib also names $prefix/$plugindir/$lib, shadowed" "$work/lookup.log" ||
+  { cat "$work/lookup.log"; fail "the copy beside the scenario is not taken first, or the shadowed one not named"; }
+rm -f "$prefix/$plugindir/$lib"
+step "plugin lookup: beside the scenario, then /usr/$plugindir (no CKH_PLUGIN_PATH); shadowing named"
 
 apt_default=0
 if [ "${CI:-}" = true ] && [ "$(id -u)" -eq 0 ]; then apt_default=1; fi

@@ -236,6 +236,44 @@ START_TEST(test_pass_by_detection_says_what)
 }
 END_TEST
 
+/* `ckh --help` names where the documentation is (the source tree for the
+ * build tree's ckh); `ckh --help-man` writes ckh(1) from the same verb
+ * table, every verb's line and its own --help text in it. */
+START_TEST(test_help_and_man_page)
+{
+    char *out, *usage, source[PATH_MAX], want[PATH_MAX + 64];
+    ck_assert_ptr_nonnull(realpath(getenv("CKH_SOURCE_DIR") ? getenv("CKH_SOURCE_DIR") : "..", source));
+    ck_assert_int_eq(ckh((const char *[]){"--help", NULL}, NULL, &out), 0);
+    snprintf(want, sizeof want, "Reference: %s/docs/CLI.md.", source);
+    HAS(out, want);
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"--help-man", NULL}, NULL, &out), 0);
+    ck_assert_msg(strstr(out, "\n.TH CKH 1 \"\" \"ckh " CKH_VERSION_STRING "\" \"User Commands\"\n") != NULL, "%s",
+                  out);
+    HAS(out, ".TP\n.B ckh run PATH...\nrun scenario files or folders (ckh run \\-\\-help)\n");
+    HAS(out, ".TP\n.B ckh validate\\-backend LIB\nput a backend plugin through the fault catalogue and every "
+             "crash state of its save protocol\n");
+    HAS(out, ".SS \"ckh run\"\n.nf\nusage: ckh run PATH... [options]\n");
+    HAS(out, ".SH EXIT STATUS\n");
+    HAS(out, "CKH_PLUGIN_PATH");
+    ck_assert_ptr_null(strstr(out, ".SS \"ckh help\"")); /* help and version have no usage of their own */
+    /* The usage of `ckh replay` is its --help, line for line. */
+    ck_assert_int_eq(ckh((const char *[]){"replay", "--help", NULL}, NULL, &usage), 0);
+    const char *sec = strstr(out, ".SS \"ckh replay\"\n.nf\n");
+    ck_assert_ptr_nonnull(sec);
+    sec += strlen(".SS \"ckh replay\"\n.nf\n");
+    for (const char *u = usage; *u; u++, sec++) {
+        if (*u == '-') /* written \- in roff */
+            ck_assert_msg(sec[0] == '\\' && sec[1] == '-', "at %.40s", sec), sec++;
+        else
+            ck_assert_msg(*sec == *u, "man page differs from ckh replay --help at %.40s", sec);
+    }
+    ck_assert(strncmp(sec, ".fi\n", 4) == 0);
+    free(usage);
+    free(out);
+}
+END_TEST
+
 struct bad_case {
     const char *args[10]; /* "@" stands for one scenario file, "%" for the library */
     const char *says;     /* part of the message */
@@ -762,6 +800,106 @@ START_TEST(test_crashing_plugin_is_a_verdict)
 }
 END_TEST
 
+/* Copies the file at from to to (a copy, not a link: another file). */
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *o = fopen(to, "wb");
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_nonnull(o);
+    char buf[65536];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, got, o), got);
+    fclose(in);
+    ck_assert_int_eq(fclose(o), 0);
+}
+
+/* How many times what occurs in the line of text that starts with prefix. */
+static int count_in_line(const char *text, const char *prefix, const char *what)
+{
+    const char *line = strstr(text, prefix);
+    ck_assert_ptr_nonnull(line);
+    const char *end = strchr(line, '\n');
+    int n = 0;
+    for (const char *p = line; (p = strstr(p, what)) != NULL && (!end || p < end); p += strlen(what))
+        n++;
+    return n;
+}
+
+/* A bare plugin name is looked up beside the scenario first: the copy
+ * there is taken over the one of CKH_PLUGIN_PATH, every verdict (terminal,
+ * JSON, JUnit) names the file taken with its build id, and the other file
+ * of that name is named as shadowed. */
+START_TEST(test_plugin_beside_scenario_taken)
+{
+    char *out = NULL, path[512], lib[512], here[PATH_MAX], env_lib[PATH_MAX], want[PATH_MAX + 512];
+    ck_assert_ptr_nonnull(realpath("test-plugins/libwl_counter.so", env_lib));
+    snprintf(lib, sizeof lib, "%s/libwl_counter.so", work);
+    copy_file(env_lib, lib);
+    ck_assert_ptr_nonnull(realpath(lib, here));
+    counter_scenario("beside.yaml", "steps: 6, every: 3", "");
+    snprintf(path, sizeof path, "%s/beside.yaml", work);
+    char json[600], junit[600];
+    snprintf(json, sizeof json, "%s/r.json", work);
+    snprintf(junit, sizeof junit, "%s/r.xml", work);
+    ck_assert_int_eq(ckh((const char *[]){"run", path, "--json", json, "--junit", junit, NULL}, plugin_env, &out), 0);
+    HAS(out, "PASS  beside");
+    snprintf(want, sizeof want, "      plugin workload libwl_counter.so: %s (build-id ", here);
+    HAS(out, want);
+    snprintf(want, sizeof want, "      warning: libwl_counter.so also names %s, shadowed", env_lib);
+    HAS(out, want);
+    free(out);
+    out = slurp_path(json);
+    snprintf(want, sizeof want, "{\"role\": \"workload\", \"name\": \"libwl_counter.so\", \"path\": \"%s\", \"id\": \"build-id ",
+             here);
+    HAS(out, want);
+    snprintf(want, sizeof want, "\"shadowed\": [\"%s\"]}", env_lib);
+    HAS(out, want);
+    free(out);
+    out = slurp_path(junit);
+    snprintf(want, sizeof want, "<property name=\"plugin.workload\" value=\"libwl_counter.so: %s (build-id ", here);
+    HAS(out, want);
+    snprintf(want, sizeof want, "<property name=\"plugin.workload.shadowed\" value=\"%s\"/>", env_lib);
+    HAS(out, want);
+    free(out);
+    /* ckh list names the file the same way, the working folder standing
+     * for the scenario's: here CKH_PLUGIN_PATH's. */
+    ck_assert_int_eq(ckh((const char *[]){"list", "workloads", "libwl_counter.so", NULL}, plugin_env, &out), 0);
+    snprintf(want, sizeof want, "file %s (build-id ", env_lib);
+    HAS(out, want);
+    ck_assert_ptr_null(strstr(out, "warning:"));
+    free(out);
+}
+END_TEST
+
+/* A plugin that is not found: the error names the scenario's
+ * file:line:column and the plugin once, lists every place looked in, in
+ * order, and points at the file beside the scenario when the path missed
+ * it. */
+START_TEST(test_plugin_not_found_says_where)
+{
+    char *out = NULL, path[512], lib[512], want[1024];
+    snprintf(path, sizeof path, "%s/notfound.yaml", work);
+    write_file(path, "# a plugin nowhere\njob:\n  workload: libnothing.so\n");
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, plugin_env, &out), 2);
+    snprintf(want, sizeof want,
+             "notfound.yaml:3:13: job.workload: plugin libnothing.so not found; looked beside the scenario (%s), "
+             "in CKH_PLUGIN_PATH (test-plugins) and in ckh's plugin folder (",
+             work);
+    HAS(out, want);
+    ck_assert_int_eq(count_in_line(out, "ERROR", "libnothing.so"), 1);
+    free(out);
+    snprintf(lib, sizeof lib, "%s/libwl_counter.so", work);
+    copy_file("test-plugins/libwl_counter.so", lib);
+    snprintf(path, sizeof path, "%s/wrongdir.yaml", work);
+    write_file(path, "job:\n  workload: ./lib/libwl_counter.so\n");
+    ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, NULL, &out), 2);
+    HAS(out, "wrongdir.yaml:2:13: job.workload: plugin ./lib/libwl_counter.so: no such file");
+    HAS(out, "libwl_counter.so is beside the scenario: write ./libwl_counter.so");
+    free(out);
+}
+END_TEST
+
 /* What a workload cannot honour is refused with exit status 2, naming the
  * file and the key; a plugin that is not there names where ckh looked. */
 START_TEST(test_plugin_refusals)
@@ -781,8 +919,8 @@ START_TEST(test_plugin_refusals)
     snprintf(path, sizeof path, "%s/missing.yaml", work);
     write_file(path, "job: {workload: ./nowhere/libloop.so}\n");
     ck_assert_int_eq(ckh((const char *[]){"run", path, NULL}, NULL, &out), 2);
-    HAS(out, "nowhere/libloop.so");
-    HAS(out, "relative to the scenario file");
+    HAS(out, "missing.yaml:1:17: job.workload: plugin ./nowhere/libloop.so: no such file");
+    HAS(out, "a path is taken from the scenario's folder");
     free(out);
     snprintf(path, sizeof path, "%s/notfound.yaml", work);
     write_file(path, "job: {workload: libnothing.so}\n");
@@ -818,13 +956,13 @@ START_TEST(test_plugin_load_contained)
         free(out);
         snprintf(lib, sizeof lib, "plugins/libpl_%s_ctor_segv.so", kinds[i]);
         ck_assert_int_eq(ckh((const char *[]){"list", cats[i], lib, NULL}, NULL, &out), 2);
-        snprintf(want, sizeof want, "ckh list: %s: %s plugin: a constructor or the entry point "
+        snprintf(want, sizeof want, "ckh list: ./%s: %s plugin: a constructor or the entry point "
                  "ckh_%s_plugin_v1 crashed with signal 11 (SIGSEGV", lib, kinds[i], kinds[i]);
         HAS(out, want);
         free(out);
         snprintf(lib, sizeof lib, "plugins/libpl_%s_ctor_hang.so", kinds[i]);
         ck_assert_int_eq(ckh((const char *[]){"list", cats[i], lib, NULL}, fast_limit_env, &out), 2);
-        snprintf(want, sizeof want, "ckh list: %s: %s plugin: loading did not finish within the "
+        snprintf(want, sizeof want, "ckh list: ./%s: %s plugin: loading did not finish within the "
                  "plugin load limit of 1000 ms", lib, kinds[i]);
         HAS(out, want);
         free(out);
@@ -959,7 +1097,7 @@ START_TEST(test_long_paths_whole_in_messages)
     snprintf(path, sizeof path, "%s/plugin.yaml", dir);
     write_file(path, "job: {workload: ./libcrash.so}\n");
     ck_assert_int_eq(ckh((const char *[]){"run", path, "--quiet", NULL}, NULL, &out), 2);
-    snprintf(want, sizeof want, "%s: job.workload: %s/./libcrash.so: workload plugin: a constructor", path, dir);
+    snprintf(want, sizeof want, "%s:1:17: job.workload: %s/libcrash.so: workload plugin: a constructor", path, dir);
     HAS(out, want);
     free(out);
 }
@@ -994,6 +1132,7 @@ static Suite *cli_suite(void)
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, test_version);
     tcase_add_test(tc, test_pass_by_detection_says_what);
+    tcase_add_test(tc, test_help_and_man_page);
     tcase_add_test(tc, test_run_shards_partition);
     tcase_add_test(tc, test_numeric_options_refused);
     tcase_add_test(tc, test_replay_of_a_folder);
@@ -1023,6 +1162,8 @@ static Suite *cli_suite(void)
     tcase_set_timeout(tp, 280);
     tcase_add_test(tp, test_workload_plugin_judged);
     tcase_add_test(tp, test_crashing_plugin_is_a_verdict);
+    tcase_add_test(tp, test_plugin_beside_scenario_taken);
+    tcase_add_test(tp, test_plugin_not_found_says_where);
     tcase_add_test(tp, test_plugin_refusals);
     tcase_add_test(tp, test_plugin_load_contained);
     tcase_add_test(tp, test_job_size_refusals_located);

@@ -484,6 +484,7 @@ START_TEST(test_json)
            "      \"wall_ms\": 1234,\n"
            "      \"runs\": 2,\n"
            "      \"restarts\": 1,\n"
+           "      \"plugins\": [],\n"
            "      \"oracles\": [\n"
            "        {\"name\": \"latest\", \"passed\": true, \"detail\": \"resolves to epoch "
            "3\"},\n"
@@ -627,6 +628,55 @@ START_TEST(test_term_real_program)
 }
 END_TEST
 
+/* The plugin libraries of a job, in every renderer: the file loaded and
+ * its id on (or under) the verdict, the files it shadowed as warnings. */
+START_TEST(test_plugins_rendered)
+{
+    struct ckh_report_result r;
+    ckh_report_result_init(&r);
+    ckh_report_set(&r.name, "loop");
+    r.runs = 2;
+    r.virtual_ns = 1000;
+    ck_assert_int_eq(ckh_report_add_plugin(&r, "workload", "libloop.so", "/s/libloop.so", "build-id 0a1b", NULL), 0);
+    ck_assert_int_eq(ckh_report_add_plugin(&r, "saver", "libsv.so", "/s/libsv.so", "content-hash 00ff",
+                                           "/p/a&b/libsv.so\n/q/\"x\"/libsv.so"),
+                     0);
+    ck_assert_int_eq(ckh_report_add_plugin(&r, "saver", NULL, "/x", "id", NULL), CKH_EINVAL);
+    ck_assert_uint_eq(r.nplugins, 2);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ckh_report_term_result(f, &r, false);
+    fclose(f);
+    ck_assert_str_eq(buf, "PASS  loop  (2 runs, 1.0us virtual, 0 ms)\n"
+                          "      plugin workload libloop.so: /s/libloop.so (build-id 0a1b)\n"
+                          "      plugin saver libsv.so: /s/libsv.so (content-hash 00ff)\n"
+                          "      warning: libsv.so also names /p/a&b/libsv.so, shadowed (the first file on the "
+                          "search path is taken)\n"
+                          "      warning: libsv.so also names /q/\"x\"/libsv.so, shadowed (the first file on the "
+                          "search path is taken)\n");
+    free(buf);
+
+    rs[0] = r; /* render() reads rs[] */
+    char *j = render(ckh_report_json, NULL, 1);
+    ck_assert_msg(json_ok(j), "invalid JSON:\n%s", j);
+    ck_assert_ptr_nonnull(strstr(j, "{\"role\": \"workload\", \"name\": \"libloop.so\", \"path\": \"/s/libloop.so\", "
+                                    "\"id\": \"build-id 0a1b\", \"shadowed\": []}"));
+    ck_assert_ptr_nonnull(strstr(j, "\"shadowed\": [\"/p/a&b/libsv.so\", \"/q/\\\"x\\\"/libsv.so\"]}"));
+    free(j);
+    char *x = render(ckh_report_junit, NULL, 1);
+    int elements;
+    ck_assert_ptr_null(xml_check(x, &elements));
+    ck_assert_ptr_nonnull(strstr(x, "<property name=\"plugin.workload\" value=\"libloop.so: /s/libloop.so (build-id "
+                                    "0a1b)\"/>"));
+    ck_assert_ptr_nonnull(strstr(x, "<property name=\"plugin.saver.shadowed\" value=\"/p/a&amp;b/libsv.so\"/>"));
+    ck_assert_ptr_nonnull(strstr(x, "<property name=\"plugin.saver.shadowed\" value=\"/q/&quot;x&quot;/libsv.so\"/>"));
+    free(x);
+    ckh_report_result_clear(&rs[0]);
+}
+END_TEST
+
 START_TEST(test_progress)
 {
     char line[256];
@@ -759,6 +809,7 @@ static Suite *reports_suite(void)
     tcase_add_test(tc, test_term);
     tcase_add_test(tc, test_term_real_program);
     tcase_add_test(tc, test_term_pass_detected);
+    tcase_add_test(tc, test_plugins_rendered);
     tcase_add_test(tc, test_progress);
     tcase_add_test(tc, test_interrupted);
     suite_add_tcase(s, tc);

@@ -17,6 +17,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "model/fault.h"
 #include "judge/oracle.h"
 #include "exec/plugin.h"
+#include "exec/home.h"
 #include "exec/workloads.h"
 #include "exec/pool.h"
 #include "exec/runner.h"
@@ -68,6 +70,28 @@ static int list_scenarios(const char *dir)
     }
     ckh_cli_scns_free(v, n);
     return code;
+}
+
+/* Under a plugin's line in `ckh list`: the file that name loaded (looked
+ * up as a scenario in the working folder would: exec/workloads.h), its
+ * build id, and the files of that name it shadows. */
+static void print_plugin_file(const char *name)
+{
+    struct ckh_plugin_found found;
+    char path[PATH_MAX], id[160];
+    if (ckh_workloads_plugin_find(name, NULL, &found, NULL, 0) != 0)
+        return;
+    if (!realpath(found.path, path))
+        snprintf(path, sizeof path, "%s", found.path);
+    ckh_workloads_plugin_id(path, id, sizeof id);
+    printf("  %-28s file %s (%s)\n", "", path, id);
+    for (char *line = found.shadowed, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        if ((nl = strchr(line, '\n')) != NULL)
+            *nl = '\0';
+        char abs[PATH_MAX];
+        printf("  %-28s warning: %s also names %s, shadowed (the first file on the search path is taken)\n",
+               "", name, realpath(line, abs) ? abs : line);
+    }
 }
 
 /* ---- plugins named after a category: described in a probe's child ---- */
@@ -155,6 +179,7 @@ static int list_plugins(int argc, char **argv, enum ckh_plugin_kind kind)
             printf("  %-28s %s\n  %-28s plugin %s, ABI version %s:%s\n", f[0], f[1], "", argv[a], f[2], f[3]);
         else
             printf("  %-28s plugin %s, ABI version %s%s%s\n", f[0], argv[a], f[2], f[3][0] ? ":" : "", f[3]);
+        print_plugin_file(argv[a]);
     }
     return CKH_EXIT_OK;
 }
@@ -454,14 +479,24 @@ static void print_usage(FILE *f)
             fprintf(f, "%.*s\n  %-24s", (int)(nl - line), line, "");
         fprintf(f, "%s\n", line);
     }
-    fputs("\n"
-          "Reference: docs/CLI.md. Scenario format: docs/SCENARIOS.md.\n",
-          f);
+    /* Where the pages are: the source tree for the build tree's ckh,
+     * PREFIX/share/doc/ckh for an installed one (exec/home.h). */
+    char docs[PATH_MAX];
+    if (!ckh_home_docs_dir(docs, sizeof docs))
+        snprintf(docs, sizeof docs, ".");
+    fprintf(f,
+            "\n"
+            "Reference: %s/docs/CLI.md. Scenario format: %s/docs/SCENARIOS.md.\n"
+            "All the documentation: %s (README.md, docs/); installed, also man ckh.\n",
+            docs, docs, docs);
 }
 
-/* `ckh help [COMMAND]` (also -h, --help): the help, or COMMAND's. */
+/* `ckh help [COMMAND]` (also -h, --help): the help, or COMMAND's;
+ * `ckh --help-man`: the manual page (cli_man.c). */
 static int verb_help(int argc, char **argv, const char *argv0)
 {
+    if (strcmp(argv[0], "--help-man") == 0)
+        return ckh__cli_man(stdout, argv0);
     if (argc > 1 && strcmp(argv[0], "help") == 0)
         return ckh_cli_main(3, (char *[]){(char *)argv0, argv[1], (char *)"--help", NULL});
     print_usage(stdout);

@@ -2,6 +2,8 @@
 #ifndef CKH_CLI_H
 #define CKH_CLI_H
 
+#include <stdio.h>
+
 /* Exit statuses of the ckh command. */
 enum {
     CKH_EXIT_OK = 0,        /* every scenario passed */
@@ -14,6 +16,11 @@ enum {
 /* Runs the ckh command with argv (argv[0] is the program name); returns
  * the exit status. Writes to stdout/stderr; may fork workers. */
 int ckh_cli_main(int argc, char **argv);
+
+/* `ckh --help-man` (harness/cli/cli_man.c): the manual page ckh(1), in
+ * roff, to f; argv0 is the ckh command (each verb's usage is its own
+ * --help, run in a child). Returns an exit status. */
+int ckh__cli_man(FILE *f, const char *argv0);
 
 /* `ckh run` (harness/cli/cli_run.c): argv[0] is the verb; argv0 is the
  * ckh command as replay lines name it. */

@@ -31,6 +31,16 @@ static int result_write(FILE *f, const struct ckh_report_result *r)
         fwrite(&passed, 1, 1, f);
         ckh_wire_put_str(f, r->oracles[i].detail);
     }
+    uint64_t nplugins = r->nplugins;
+    fwrite(&nplugins, sizeof nplugins, 1, f);
+    for (size_t i = 0; i < r->nplugins; i++) {
+        const struct ckh_report_plugin *p = &r->plugins[i];
+        ckh_wire_put_str(f, p->role);
+        ckh_wire_put_str(f, p->name);
+        ckh_wire_put_str(f, p->path);
+        ckh_wire_put_str(f, p->id);
+        ckh_wire_put_str(f, p->shadowed);
+    }
     uint8_t has_timeline = r->timeline != NULL;
     fwrite(&has_timeline, 1, 1, f);
     if (has_timeline && ckh_report_timeline_write(f, r->timeline) != 0)
@@ -64,6 +74,27 @@ static int result_read_oracles(FILE *f, struct ckh_report_result *r, uint64_t n)
     return 0;
 }
 
+static int result_read_plugins(FILE *f, struct ckh_report_result *r)
+{
+    uint64_t n;
+    if (fread(&n, sizeof n, 1, f) != 1)
+        return CKH_ETRUNCATED;
+    for (uint64_t i = 0; i < n; i++) {
+        char *s[5] = {NULL, NULL, NULL, NULL, NULL}; /* role, name, path, id, shadowed */
+        int rc = 0;
+        for (size_t k = 0; k < 5 && rc == 0; k++)
+            rc = ckh_wire_get_str(f, &s[k]);
+        if (rc == 0)
+            rc = ckh_report_add_plugin(r, s[0] ? s[0] : "?", s[1] ? s[1] : "?", s[2] ? s[2] : "?",
+                                       s[3] ? s[3] : "?", s[4]);
+        for (size_t k = 0; k < 5; k++)
+            free(s[k]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int ckh_cli_result_read(FILE *f, struct ckh_report_result *r)
 {
     int32_t verdict;
@@ -86,7 +117,7 @@ int ckh_cli_result_read(FILE *f, struct ckh_report_result *r)
     r->wall_ms = nums[3];
     r->runs = (uint32_t)nums[4];
     r->restarts = (uint32_t)nums[5];
-    if ((rc = result_read_oracles(f, r, nums[6])) != 0)
+    if ((rc = result_read_oracles(f, r, nums[6])) != 0 || (rc = result_read_plugins(f, r)) != 0)
         return rc;
     uint8_t has_timeline = 0;
     if (fread(&has_timeline, 1, 1, f) != 1)

@@ -6,7 +6,8 @@
  * and summary make its line in `ckh --help` (a "\n" in summary continues
  * it on the next line, under the first). The one table of cli.c both
  * dispatches and prints the help from this list, so the two cannot drift;
- * the order is the help's.
+ * the order is the help's. The manual page ckh(1) is written from the same
+ * list (`ckh --help-man`, cli_man.c).
  */
 #ifndef CKH_CLI_VERBS_H
 #define CKH_CLI_VERBS_H
@@ -20,7 +21,7 @@
     X(explore, "explore", "", "explore FILE", "check every crash state of a real program's run")  \
     X(fuzz, "fuzz", "", "fuzz", "random fault schedules over many seeds, failures shrunk")        \
     X(shrink, "shrink", "", "shrink FILE", "minimize a failing scenario to its essential faults") \
-    X(help, "help", "-h --help", "help [COMMAND]", "this help, or a command's")                    \
+    X(help, "help", "-h --help --help-man", "help [COMMAND]", "this help, or a command's")         \
     X(version, "version", "--version", "version", "ckh's version (also --version)")
 
 #endif

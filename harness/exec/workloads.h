@@ -6,17 +6,26 @@
  *
  * Names and plugins. job.workload, job.backend and job.saver (its kind)
  * name a built-in, or a plugin library (ckh_scn_is_plugin_path):
- *   - a name with a '/' is a path, relative to the scenario file's folder
- *     unless absolute;
- *   - a bare "libname.so" is looked up in the folders of CKH_PLUGIN_PATH
- *     (colon-separated), then in `plugins/` next to the ckh executable
- *     (the build tree's build/plugins), then in CKH_PLUGIN_INSTALL_DIR.
+ *   - a name with a '/' is a path, taken as given when absolute, else
+ *     relative to the scenario file's folder;
+ *   - a bare "libname.so" is looked up, in this order:
+ *       1. beside the scenario file (in its folder);
+ *       2. in each folder of CKH_PLUGIN_PATH (colon-separated), in order;
+ *       3. in ckh's plugin folder (exec/home.h): build/plugins for the
+ *          build tree's ckh, PREFIX/lib/<triplet>/ckh/plugins for an
+ *          installed one;
+ *     the first file found is taken; other files of that name further
+ *     along are shadowed, and every verdict names them
+ *     (ckh_workloads_describe) with the file taken and its build id.
+ * Without a scenario file (`ckh list workloads LIB`) the working folder
+ * stands for the scenario's folder.
  * A plugin is loaded once per process and stays loaded (its tables live
  * as long as the process), so the tables handed out never dangle.
  */
 #ifndef CKH_RUN_WORKLOADS_H
 #define CKH_RUN_WORKLOADS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,6 +35,7 @@
 #include "ckh/workload.h"
 #include "exec/plugin.h"
 #include "model/scenario.h"
+#include "report.h"
 
 /* How an instance runs the job (the `mode` of a run). */
 enum {
@@ -60,6 +70,34 @@ int ckh_workloads_lookup(const char *name, const char *scenario_file, const stru
  * its table (cast to the kind's ops). Errors as ckh_workloads_resolve. */
 int ckh_workloads_plugin(const char *name, const char *scenario_file, enum ckh_plugin_kind kind,
                          const void **table, char *msg, size_t msglen);
+
+/* Where a plugin name led (ckh_workloads_plugin_find). */
+struct ckh_plugin_found {
+    char path[PATH_MAX]; /* the library taken, as found (relative when its folder is) */
+    char shadowed[2048]; /* the other files of that name further along the search
+                            path, one per line ("": none; cut short with "...") */
+};
+
+/* Finds the library a plugin name leads to, in the order at the top of
+ * this file, into *out. CKH_ENOTFOUND with msg naming every place it
+ * looked, in order (and, when the file is beside the scenario or in the
+ * working folder under another spelling, how to name it); CKH_ELIMIT when
+ * CKH_PLUGIN_PATH names too many folders. scenario_file may be NULL. msg
+ * does not name the scenario (the caller adds FILE:LINE:COLUMN). */
+int ckh_workloads_plugin_find(const char *name, const char *scenario_file, struct ckh_plugin_found *out,
+                              char *msg, size_t msglen);
+
+/* What a library file is, for people: "build-id HEX" (its ELF
+ * NT_GNU_BUILD_ID note) or, without one, "content-hash HEX" (a 64-bit hash
+ * of its bytes); "unreadable" when it cannot be read. */
+void ckh_workloads_plugin_id(const char *path, char *buf, size_t n);
+
+/* Adds to r (ckh_report_add_plugin) one entry per plugin library sc's job
+ * names (workload, backend, saver kind): the name, the file it resolves
+ * to (absolute), its id (ckh_workloads_plugin_id) and the files it
+ * shadows. A name that does not resolve is left out (the verdict's error
+ * says why). 0, CKH_EINVAL or CKH_ENOMEM. */
+int ckh_workloads_describe(const struct ckh_scenario *sc, struct ckh_report_result *r);
 
 /* Where a plugin name leads: the library's path into buf. CKH_ENOTFOUND
  * with msg naming where it looked. scenario_file may be NULL (paths are

@@ -25,6 +25,7 @@
 #include "ckh/err.h"
 #include "ckh/posix.h"
 #include "exec/exec.h"
+#include "exec/workloads.h"
 
 /* A job restarted with another world size is judged by the reshard
  * oracle (every sample exactly once per epoch across the ranks, from the
@@ -100,6 +101,9 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
                    sc->file, seed);
 
     int rc = execute(ex, &job, sc, seed, o, &r, out, err, sizeof err);
+    /* Which plugin files the job ran, with their build ids, for every
+     * verdict; out of memory only leaves those lines out. */
+    (void)ckh_workloads_describe(sc, out);
     if (rc == 0) {
         ckh__run_verdict(&r, out);
         if (sc->expect.ndetect && sc->job.ndefects && out->verdict == CKH_VERDICT_PASS)

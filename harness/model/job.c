@@ -432,6 +432,9 @@ static int parse_job_kind(struct ckh__scn_reader *p, const yaml_node_t *n, struc
                                                "(a real program run per node)");
     } else if ((rc = ckh__scn_get_name(p, v, "job.workload", o ? &o->workloads : NULL, &job->workload))) {
         return rc;
+    } else {
+        job->workload_line = (int)v->start_mark.line + 1;
+        job->workload_column = (int)v->start_mark.column + 1;
     }
     static const char *const command_only[] = {"env", "timeout"};
     for (size_t k = 0; !job->commands && k < CKH__NKEYS(command_only); k++)
@@ -480,11 +483,19 @@ static int parse_job_checkpoint(struct ckh__scn_reader *p, const yaml_node_t *n,
     const struct ckh_scn_options *o = p->opts;
     yaml_node_t *v;
     int rc;
-    if ((v = ckh__scn_get(p, n, "backend")) &&
-        (rc = ckh__scn_get_name(p, v, "job.backend", o ? &o->backends : NULL, &job->backend)))
-        return rc;
-    if ((v = ckh__scn_get(p, n, "saver")) && (rc = parse_saver(p, v, &job->saver)))
-        return rc;
+    if ((v = ckh__scn_get(p, n, "backend"))) {
+        if ((rc = ckh__scn_get_name(p, v, "job.backend", o ? &o->backends : NULL, &job->backend)))
+            return rc;
+        job->backend_line = (int)v->start_mark.line + 1;
+        job->backend_column = (int)v->start_mark.column + 1;
+    }
+    if ((v = ckh__scn_get(p, n, "saver"))) {
+        if ((rc = parse_saver(p, v, &job->saver)))
+            return rc;
+        const yaml_node_t *kind = ckh__scn_is_scalar(v) ? v : ckh__scn_get(p, v, "kind");
+        job->saver_line = (int)kind->start_mark.line + 1;
+        job->saver_column = (int)kind->start_mark.column + 1;
+    }
     if ((v = ckh__scn_get(p, n, "checkpoint_dir"))) {
         if ((rc = ckh__scn_get_sim_path(p, v, "job.checkpoint_dir", &job->checkpoint_dir)))
             return rc;

@@ -129,6 +129,11 @@ struct ckh_scn_job {
     int epochs_line, epochs_column;         /* job.epochs */
     int steps_line, steps_column;           /* job.steps */
     int gpu_memory_line, gpu_memory_column; /* job.gpu_memory */
+    /* ---- appended: where the names stand, for messages about the plugin
+       libraries they name (1-based; 0: not given) ---- */
+    int workload_line, workload_column; /* job.workload's value */
+    int backend_line, backend_column;   /* job.backend's value */
+    int saver_line, saver_column;       /* job.saver's kind */
 };
 
 /* ---- faults ---- */
