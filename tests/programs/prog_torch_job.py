@@ -5,8 +5,9 @@ and in the world size.
 
 The job (CPU, deterministic: the same arguments give the same bits):
   - data: 64 samples of 32 features and a target, generated from --seed;
-  - model: Linear(32, H) -> Tanh -> Linear(H, 1), SGD with momentum 0.9,
-    StepLR halving the learning rate after each epoch;
+  - model: Linear(32, H) -> Tanh -> Linear(H, 1), SGD with momentum 0.9
+    (or Adam, --optim adam), StepLR halving the learning rate after each
+    epoch;
   - order: epoch e visits the samples in torch.randperm(64) drawn from a
     generator seeded with (seed, e); a step takes the next 8 (a global
     batch); with WORLD_SIZE = W > 1 each rank takes every W-th of them and
@@ -50,6 +51,9 @@ def parse_args(prog, argv):
     p.add_argument("--save-every", type=int, default=4, help="steps between saves (default 4)")
     p.add_argument("--hidden", type=int, default=128, help="hidden units (checkpoint size)")
     p.add_argument("--seed", type=int, default=1234, help="seed of the data, model and order")
+    p.add_argument("--optim", choices=("sgd", "adam"), default="sgd",
+                   help="the optimizer: SGD with momentum (default) or Adam, whose reloaded state "
+                        "torch.save pickles into other bytes than the uninterrupted run's")
     p.add_argument("--forget-optimizer", action="store_true",
                    help="a planted bug: resume without restoring the optimizer's state")
     p.add_argument("--verify", nargs="?", const="", metavar="DIR",
@@ -185,7 +189,10 @@ def run(prog, protocol, argv=None):
     torch.manual_seed(args.seed)
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, args.hidden), torch.nn.Tanh(),
                                 torch.nn.Linear(args.hidden, 1))
-    opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
+    if args.optim == "adam":
+        opt = torch.optim.Adam(model.parameters(), lr=0.002)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
     x, y = make_data(args.seed)
 
