@@ -38,6 +38,8 @@ struct ckh_shrink_stats {
     uint32_t nodes_after;    /* nodes of the result */
     bool concrete;           /* probability triggers were replaced by exact ones */
     char oracle[64];         /* the oracle the input and the result fail */
+    char cause[384];         /* what the failure is, as both show it (shrink.c's "cause") */
+    size_t silent_dropped;   /* faults dropped by the final pass: they did not fire */
 };
 
 /* The scenario writer, ckh_scenario_write, lives in scenario/scenario.h. */
