@@ -1,10 +1,9 @@
 /* Shrinking: a failing scenario in, the smallest scenario we can find that
- * still fails the same oracle out.
+ * still fails the same oracle for the same cause out.
  *
  * Specification:
- *   1. Run the input once; it must fail (verdict FAIL). Its first failed
- *      oracle is the target; a candidate "still fails" when its first
- *      failed oracle is the target.
+ *   1. Run the input once; it must fail (verdict FAIL). Its cause is the
+ *      target; a candidate "still fails" when its cause is the target's.
  *   2. Concrete schedule: from the run's trace, every fault that fired
  *      becomes one fault with an exact trigger {node, op, path, nth, run}
  *      (nth counts that node's ops of that kind on that path in that run);
@@ -20,12 +19,48 @@
  *                      not exist are dropped with them), epochs 1 then
  *                      epochs-1, steps halved, restart budget cut to the
  *                      runs the failure needs.
- *   4. The result is written with ckh_scenario_write: a scenario file
- *      `ckh run` replays, naming the target oracle in its description.
+ *   4. No silent faults: the result runs once more, and each fault that
+ *      did not fire in that run (its trigger matched nothing, or its
+ *      change did not land) is dropped, last first, when the scenario
+ *      still fails without it. This pass is outside the budget (one run,
+ *      and one per such fault), so that a spent budget leaves no fault in
+ *      the file that the failure does not need.
+ *   5. The result is written with ckh_scenario_write: a scenario file
+ *      `ckh run` replays, its description naming the oracle and the cause.
+ *
+ * The cause of a failure is its first failed oracle and the kind of its
+ * first difference, with what shrinking legitimately changes (step and run
+ * numbers, node names and counts, digests, checkpoint folders) left out:
+ *   resume-equivalence  the distinct kinds and names of what differs at
+ *                       the first divergent step ("first divergence:
+ *                       optim, rng, weights"; "missing NAME", "extra
+ *                       NAME", "epoch", "no record", "extra record"), or
+ *                       "samples" when only an epoch's samples differ;
+ *   no-corrupt-load     the kinds of the damaging faults that fired and,
+ *                       as for resume-equivalence, what differs first;
+ *   outcome             the expected outcome, how the job ended, and when
+ *                       it failed each distinct "ERROR in PHASE" of the
+ *                       nodes that ended with an error in the causal run
+ *                       (the run the oracle's first cause names), or that
+ *                       run's own report, masked as below;
+ *   determinism         the oracle alone;
+ *   any other oracle    its detail's first line masked: every word holding
+ *                       a digit becomes '#' ("rank_1, rank_2" one '#'), a
+ *                       word after a '#' loses a plural 's', asides in
+ *                       parentheses go, a repeated "; " clause is written
+ *                       once; for hang and liveness only up to the first
+ *                       ':' (which run and which ranks hung is detail).
+ * And a failure that no fault caused stays so: when no fault fired in the
+ * input's run (a planted defect or a wrong expectation alone), a candidate
+ * still fails only if no fault fires in its run either, and the final
+ * pass leaves a scenario with no faults at all. Where the runs give no
+ * record to look at (a job the simulator does not run), every oracle's
+ * cause is its masked detail.
+ *
  * Every candidate runs with a private reference-run cache, so candidates
  * that change only faults cost one faulted run each.
  *
- * Map: candidate runs · concrete schedule · passes · commands (the writer
+ * Map: the cause · candidate runs · concrete schedule · passes · commands (the writer
  * is harness/model/writer.c).
  */
 #include "search/shrink.h"
