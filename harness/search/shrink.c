@@ -124,7 +124,16 @@ static void facts_clear(struct run_facts *f)
     memset(f, 0, sizeof *f);
 }
 
-/* Appends word to the sorted, distinct, comma-separated set in buf. */
+/* Appends "SEP TEXT" to buf (n bytes) at *used, truncating. */
+static void append(char *buf, size_t n, size_t *used, const char *text)
+{
+    if (*used + 1 >= n)
+        return;
+    int k = snprintf(buf + *used, n - *used, "%s%s", *used ? ", " : "", text);
+    *used = k > 0 && *used + (size_t)k < n ? *used + (size_t)k : n - 1;
+}
+
+/* Adds word to the sorted, distinct, comma-separated set in buf. */
 static void set_add(char *buf, size_t n, const char *word)
 {
     char tmp[512] = "";
@@ -137,17 +146,16 @@ static void set_add(char *buf, size_t n, const char *word)
         if (strcmp(cur, word) == 0)
             return;
         if (!placed && strcmp(word, cur) < 0) {
-            used += (size_t)snprintf(tmp + used, sizeof tmp - used, "%s%s", used ? ", " : "", word);
+            append(tmp, sizeof tmp, &used, word);
             placed = true;
         }
-        if (used < sizeof tmp)
-            used += (size_t)snprintf(tmp + used, sizeof tmp - used, "%s%s", used ? ", " : "", cur);
+        append(tmp, sizeof tmp, &used, cur);
         p += len;
         while (*p == ',' || *p == ' ')
             p++;
     }
-    if (!placed && used < sizeof tmp)
-        snprintf(tmp + used, sizeof tmp - used, "%s%s", used ? ", " : "", word);
+    if (!placed)
+        append(tmp, sizeof tmp, &used, word);
     snprintf(buf, n, "%s", tmp);
 }
 
@@ -268,8 +276,8 @@ static void mask(const char *text, bool cut, char *out, size_t n)
         }
         const char *w = p;
         bool digit = false;
-        while (word_char(*p))
-            digit |= *p >= '0' && *p <= '9', p++;
+        for (; word_char(*p); p++)
+            digit |= *p >= '0' && *p <= '9';
         if (digit) {
             if (k >= 3 && memcmp(flat + k - 3, "#, ", 3) == 0)
                 k -= 2; /* "rank_0, rank_1" -> "#" */
