@@ -45,11 +45,12 @@
  *                       run's own report, masked as below;
  *   determinism         the oracle alone;
  *   any other oracle    its detail's first line masked: every word holding
- *                       a digit becomes '#' ("rank_1, rank_2" one '#'), a
- *                       word after a '#' loses a plural 's', asides in
- *                       parentheses go, a repeated "; " clause is written
- *                       once; for hang and liveness only up to the first
- *                       ':' (which run and which ranks hung is detail).
+ *                       a digit becomes '#' ("rank_1, rank_2" one '#'),
+ *                       asides in parentheses go, a repeated "; " clause
+ *                       is written once, and a word after a '#' compares
+ *                       without a plural 's' ("# run" = "# runs"); for
+ *                       hang and liveness only up to the first ':' (which
+ *                       run and which ranks hung is detail).
  * And a failure that no fault caused stays so: when no fault fired in the
  * input's run (a planted defect or a wrong expectation alone), a candidate
  * still fails only if no fault fires in its run either, and the final
@@ -236,6 +237,7 @@ static void take_facts(void *ctx, const struct ckh_sim *sim, const struct ckh_sc
 struct cause {
     char oracle[64];  /* the first failed oracle */
     char what[384];   /* the kind of first difference, as the description shows it */
+    char key[384];    /* what, as causes are compared (plurals after '#' made singular) */
     bool bare;        /* no fault fired: the failure is the code's (a planted defect) alone */
 };
 
@@ -246,10 +248,12 @@ static bool word_char(char c)
 
 /* text's first line with what shrinking legitimately changes masked:
  * every word holding a digit (steps, runs, counts, node names such as
- * rank_1, digests, checkpoint folders) becomes '#', a word right after a
- * '#' loses a plural 's', parenthesised asides go, a "; " clause already
- * written is not repeated, and with cut the text ends at its first ':'. */
-static void mask(const char *text, bool cut, char *out, size_t n)
+ * rank_1, digests, checkpoint folders) becomes '#' (a list of them one
+ * '#'), with singular a word right after a '#' loses a plural 's' (for
+ * comparing, not for showing), parenthesised asides go, a "; " clause
+ * already written is not repeated, and with cut the text ends at its
+ * first ':'. */
+static void mask(const char *text, bool cut, bool singular, char *out, size_t n)
 {
     char flat[1024];
     size_t k = 0;
@@ -287,7 +291,7 @@ static void mask(const char *text, bool cut, char *out, size_t n)
             continue;
         }
         size_t len = (size_t)(p - w);
-        if (after_num && len > 1 && w[len - 1] == 's')
+        if (singular && after_num && len > 1 && w[len - 1] == 's')
             len--;
         after_num = false;
         if (k + len + 1 >= sizeof flat)
@@ -337,19 +341,22 @@ static void cause_of(const struct ckh_report_result *rr, const struct run_facts 
     } else if (f->seen && strcmp(o, "outcome") == 0) {
         char m[256] = "";
         if (f->ended_report)
-            mask(rr->message, false, m, sizeof m);
+            mask(rr->message, false, false, m, sizeof m);
         snprintf(c->what, sizeof c->what, "%s%s%s", f->ended, m[0] ? ": " : "", m);
     } else if (strcmp(o, "determinism") == 0) {
         snprintf(c->what, sizeof c->what, "the same seed gave different traces");
     } else {
         bool cut = strcmp(o, "hang") == 0 || strcmp(o, "liveness") == 0;
-        mask(rr->message, cut, c->what, sizeof c->what);
+        mask(rr->message, cut, false, c->what, sizeof c->what);
+        mask(rr->message, cut, true, c->key, sizeof c->key);
+        return;
     }
+    snprintf(c->key, sizeof c->key, "%s", c->what);
 }
 
 static bool same_cause(const struct cause *target, const struct cause *c)
 {
-    return strcmp(target->oracle, c->oracle) == 0 && strcmp(target->what, c->what) == 0 &&
+    return strcmp(target->oracle, c->oracle) == 0 && strcmp(target->key, c->key) == 0 &&
            (!target->bare || c->bare);
 }
 
