@@ -29,8 +29,9 @@ int ckh_shrink_main(int argc, char **argv)
             max_runs = (size_t)v;
         } else if (strcmp(argv[i], "--help") == 0) {
             printf("usage: ckh shrink FILE [-o OUT] [--max-runs N]\n"
-                   "Shrinks a failing scenario to a small one failing the same oracle;\n"
-                   "writes OUT (default FILE with .shrunk.yaml). See docs/FUZZING.md.\n");
+                   "Shrinks a failing scenario to a small one that fails the same oracle with\n"
+                   "the same cause; writes OUT (default FILE with .shrunk.yaml).\n"
+                   "See docs/FUZZING.md.\n");
             return 0;
         } else if (argv[i][0] == '-' || in) {
             fprintf(stderr, "ckh shrink: unexpected argument '%s'\n", argv[i]);
@@ -74,9 +75,9 @@ int ckh_shrink_main(int argc, char **argv)
         fprintf(stderr, "ckh shrink: cannot write %s: %s\n", outp, ckh_strerror(rc));
         return 3;
     }
-    printf("shrunk %s in %zu runs: %zu -> %zu faults, %u -> %u nodes%s; fails %s\n"
+    printf("shrunk %s in %zu runs: %zu -> %zu faults, %u -> %u nodes%s; fails %s: %s\n"
            "replay: ckh run %s\n",
            in, st.runs, st.faults_before, st.faults_after, st.nodes_before, st.nodes_after,
-           st.concrete ? ", concrete triggers" : "", st.oracle, outp);
+           st.concrete ? ", concrete triggers" : "", st.oracle, st.cause, outp);
     return 0;
 }

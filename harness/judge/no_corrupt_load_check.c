@@ -1,7 +1,11 @@
 /* Oracle "no-corrupt-load": corrupt data is never loaded silently. When
  * the fault script damaged data at rest, the job must either refuse it
  * (corruption detected, or the job fails) or end exactly where the
- * reference run ended (the damage was never read or was repaired). */
+ * reference run ended (the damage was never read or was repaired). A
+ * damaging fault that never fired (its trigger matched nothing, or its
+ * change did not land: a path that did not exist, an offset past the
+ * end) damaged nothing: with no other, there is nothing to judge, and a
+ * changed end state is not damaged data's doing. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,8 +23,10 @@ static bool applies(const struct ckh_scenario_run *r)
         /* A kill can tear a write; with defect switches on, though, a
          * changed end state is the defect's doing, not damaged data. */
         bool kill = k == CKH_SCN_ACT_KILL && r->sc->job.ndefects == 0;
-        if (k == CKH_SCN_ACT_CORRUPT || k == CKH_SCN_ACT_STALE_LATEST ||
-            k == CKH_SCN_ACT_DANGLING_LATEST || kill)
+        bool damaging = k == CKH_SCN_ACT_CORRUPT || k == CKH_SCN_ACT_STALE_LATEST ||
+                        k == CKH_SCN_ACT_DANGLING_LATEST || kill;
+        /* fault_fired is NULL only where firings are not counted. */
+        if (damaging && (!r->fault_fired || r->fault_fired[i] > 0))
             return r->ref_ok;
     }
     return false;

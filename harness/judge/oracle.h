@@ -50,6 +50,18 @@ bool ckh_oracle_resizes(const struct ckh_scenario_run *r);
  * compare.ignore: the comparisons with the reference run leave it out. */
 bool ckh_oracle_ignored(const struct ckh_scenario_run *r, const char *name);
 
+/* resume_check.c: what differs at the first step where r's step records
+ * differ from the reference run's, as the shrinker compares causes
+ * (harness/search/shrink.c): the sorted, distinct kinds and quantity
+ * names, comma-separated, without step numbers, node names or values:
+ * "optim, rng, weights" (other bits), "missing NAME", "extra NAME",
+ * "epoch", "no record", "extra record"; or "samples" when every step
+ * record agrees but an epoch consumed other samples. Written to buf (n
+ * bytes, truncated); returns the step (the epoch for "samples"), or -1
+ * with buf "" when nothing differs or the runs have no step records to
+ * compare (no reference, no records, another world size). */
+int64_t ckh__resume_first_divergence(const struct ckh_scenario_run *r, char *buf, size_t n);
+
 /* The descriptors (private to harness/; listed by oracle.c). */
 #define CKH__ORACLE_DECL(id) extern const struct ckh_oracle_ops ckh__oracle_##id;
 CKH_ORACLE_LIST(CKH__ORACLE_DECL)

@@ -357,8 +357,8 @@ static void describe(const struct ckh_scenario_run *r, const struct step_diff *s
 
 /* ---- the check ---- */
 
-/* The first step whose records differ: described in detail, false. */
-static bool check_steps(const struct ckh_scenario_run *r, char *detail, size_t n, int64_t *divergent)
+/* The first step whose records differ into *sd: false when one does. */
+static bool first_step_diff(const struct ckh_scenario_run *r, struct step_diff *sd)
 {
     const struct ckh_job_result *want = &r->ref.r, *got = &r->got.r;
     size_t i = 0, j = 0;
@@ -374,17 +374,25 @@ static bool check_steps(const struct ckh_scenario_run *r, char *detail, size_t n
         CKH_ASSERT(ie > i || je > j); /* s is the smaller head: the merge moves on */
         for (size_t k = j + 1; k < je; k++) /* the record store's order: one record per node and step */
             CKH_ASSERT(got->steps[k - 1].node < got->steps[k].node);
-        struct step_diff sd = {.step = s};
-        compare_step(r, want->steps + i, ie - i, got->steps + j, je - j, &sd);
-        if (sd.total) {
-            describe(r, &sd, detail, n);
-            *divergent = s;
+        *sd = (struct step_diff){.step = s};
+        compare_step(r, want->steps + i, ie - i, got->steps + j, je - j, sd);
+        if (sd->total)
             return false;
-        }
         i = ie;
         j = je;
     }
     return true;
+}
+
+/* The first step whose records differ: described in detail, false. */
+static bool check_steps(const struct ckh_scenario_run *r, char *detail, size_t n, int64_t *divergent)
+{
+    struct step_diff sd;
+    if (first_step_diff(r, &sd))
+        return true;
+    describe(r, &sd, detail, n);
+    *divergent = sd.step;
+    return false;
 }
 
 /* Epoch e's samples in the reference run, less those of the steps the
@@ -404,20 +412,34 @@ static struct ckh_epoch_samples expected_samples(const struct ckh_scenario_run *
     return w;
 }
 
+/* The first epoch whose samples differ from the reference's, or -1. */
+static int64_t first_samples_diff(const struct ckh_scenario_run *r, struct ckh_epoch_samples *w_out)
+{
+    const struct ckh_job_result *want = &r->ref.r, *got = &r->got.r;
+    for (size_t i = 0; i < want->nsamples && i < got->nsamples; i++) {
+        const struct ckh_epoch_samples w = expected_samples(r, i), *g = &got->samples[i];
+        if (w.count != g->count || w.multiset != g->multiset) {
+            *w_out = w;
+            return (int64_t)i;
+        }
+    }
+    return -1;
+}
+
 static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int64_t *divergent)
 {
     const struct ckh_job_result *want = &r->ref.r, *got = &r->got.r;
     if (!check_steps(r, detail, n, divergent))
         return false;
-    for (size_t i = 0; i < want->nsamples && i < got->nsamples; i++) {
-        const struct ckh_epoch_samples w = expected_samples(r, i), *g = &got->samples[i];
-        if (w.count != g->count || w.multiset != g->multiset) {
-            snprintf(detail, n,
-                     "epoch %" PRId64 ": samples skipped or repeated: consumed %" PRIu64
-                     " samples (multiset %016" PRIx64 "), reference %" PRIu64 " (%016" PRIx64 ")",
-                     w.epoch, g->count, g->multiset, w.count, w.multiset);
-            return false;
-        }
+    struct ckh_epoch_samples w;
+    int64_t e = first_samples_diff(r, &w);
+    if (e >= 0) {
+        const struct ckh_epoch_samples *g = &got->samples[e];
+        snprintf(detail, n,
+                 "epoch %" PRId64 ": samples skipped or repeated: consumed %" PRIu64
+                 " samples (multiset %016" PRIx64 "), reference %" PRIu64 " (%016" PRIx64 ")",
+                 w.epoch, g->count, g->multiset, w.count, w.multiset);
+        return false;
     }
     int k = snprintf(detail, n, "%zu step records and %zu epochs identical to the uninterrupted run",
                      want->nsteps, want->nsamples);
@@ -426,6 +448,57 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
                  "without a record of %s)", got->nrestored, got->nrestored == 1 ? "" : "s",
                  got->nrestored == 1 ? "its own" : "their own");
     return true;
+}
+
+/* The words ckh__resume_first_divergence gives a difference. */
+static void diff_words(const struct diff *d, char *buf, size_t n)
+{
+    switch (d->kind) {
+    case D_BITS: snprintf(buf, n, "%s", d->name); break;
+    case D_MISSING: snprintf(buf, n, "missing %s", d->name); break;
+    case D_EXTRA: snprintf(buf, n, "extra %s", d->name); break;
+    case D_EPOCH: snprintf(buf, n, "epoch"); break;
+    case D_NO_RECORD: snprintf(buf, n, "no record"); break;
+    default: snprintf(buf, n, "extra record"); break;
+    }
+}
+
+int64_t ckh__resume_first_divergence(const struct ckh_scenario_run *r, char *buf, size_t n)
+{
+    CKH_ASSERT(r && buf && n > 0);
+    buf[0] = '\0';
+    if (!r->ref_ok || r->ref.r.nsteps + r->got.r.nsteps == 0 || ckh_oracle_resizes(r))
+        return -1;
+    struct step_diff sd;
+    if (first_step_diff(r, &sd)) {
+        struct ckh_epoch_samples w;
+        int64_t e = first_samples_diff(r, &w);
+        if (e >= 0)
+            snprintf(buf, n, "samples");
+        return e >= 0 ? w.epoch : -1;
+    }
+    /* Sorted and distinct: a selection of the smallest word greater than
+     * the last one written, over the kept differences. */
+    char last[CKH_RECORD_NAME_MAX + 16] = "";
+    size_t used = 0;
+    for (bool any = true; any;) {
+        any = false;
+        char best[sizeof last] = "";
+        for (size_t i = 0; i < sd.n; i++) {
+            char w[sizeof last];
+            diff_words(&sd.d[i], w, sizeof w);
+            if ((!used || strcmp(w, last) > 0) && (!any || strcmp(w, best) < 0)) {
+                memcpy(best, w, sizeof best);
+                any = true;
+            }
+        }
+        if (any) {
+            int k = snprintf(buf + used, n - used, "%s%s", used ? ", " : "", best);
+            used = k > 0 && used + (size_t)k < n ? used + (size_t)k : n - 1;
+            memcpy(last, best, sizeof last);
+        }
+    }
+    return sd.step;
 }
 
 const struct ckh_oracle_ops ckh__oracle_resume = {

@@ -4,11 +4,13 @@
  * becomes an exact trigger (the nth op of that kind on that path by that
  * node in that run) and faults that never fired are dropped, so the file
  * no longer depends on probabilities. Then it is minimized while it keeps
- * failing the same oracle: faults dropped (halves, then quarters, ..., then
- * one by one), faults moved earlier (smaller nth, earlier run), fewer
- * nodes, fewer epochs and steps, fewer restarts. The algorithm and its
- * budget are specified at the top of harness/search/shrink.c; the scenario
- * writer is scenario/writer.c.
+ * failing the same oracle with the same cause (the kind of first
+ * difference): faults dropped (halves, then quarters, ..., then one by
+ * one), faults moved earlier (smaller nth, earlier run), fewer nodes,
+ * fewer epochs and steps, fewer restarts; last, every fault that did not
+ * fire is dropped when the failure stays the same. The algorithm, its
+ * budget and what "the same cause" means are specified at the top of
+ * harness/search/shrink.c; the scenario writer is harness/model/writer.c.
  *
  * Ownership: text results are malloc'd (free()); the scenario writer only
  * reads its argument.
@@ -27,7 +29,8 @@
 struct ckh_shrink_config {
     const char *source_dir; /* repository root for golden files (NULL: ".") */
     const char *argv0;      /* the ckh command in replay lines (NULL: "ckh") */
-    size_t max_runs;        /* scenario runs allowed (0: 400) */
+    size_t max_runs;        /* scenario runs the minimization may take (0: 400); the
+                               final pass adds one, and one per fault that did not fire */
 };
 
 struct ckh_shrink_stats {
@@ -38,6 +41,8 @@ struct ckh_shrink_stats {
     uint32_t nodes_after;    /* nodes of the result */
     bool concrete;           /* probability triggers were replaced by exact ones */
     char oracle[64];         /* the oracle the input and the result fail */
+    char cause[384];         /* what the failure is, as both show it (shrink.c's "cause") */
+    size_t silent_dropped;   /* faults dropped by the final pass: they did not fire */
 };
 
 /* The scenario writer, ckh_scenario_write, lives in scenario/scenario.h. */
