@@ -170,6 +170,8 @@ struct ckh__cmd_crash {
 
 /* One execution of the job (the reference, the faulted job, a second
  * execution for --check-determinism). */
+struct ckh__cmd_outside;
+
 struct ckh__cmd {
     const struct ckh_scenario *sc;   /* the scenario */
     uint64_t seed;                   /* the seed in use */
@@ -193,6 +195,8 @@ struct ckh__cmd {
     size_t nrules;                   /* their count */
     bool at_rest_applied;            /* an at-rest fault changed the disks before this run */
     struct ckh__cmd_crash crash;     /* pending crash of the current run */
+    struct ckh__cmd_outside *outside; /* the watch for writes outside the checkpoint
+                                         directory (command_outside.h; borrowed, NULL: none) */
     struct ckh_scenario_run *rec;    /* firing counts go here (NULL: reference) */
     struct ckh__cmd_trace *trace;    /* every operation, every run (owned) */
     size_t ntrace, captrace;         /* its length and capacity */

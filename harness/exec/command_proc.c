@@ -47,6 +47,7 @@
 #include "ckh/err.h"
 #include "ckh/posix.h"
 #include "exec/command_proc.h"
+#include "exec/command_outside.h"
 #include "exec/command_result.h"
 #include "exec/prog_file.h"
 #include "exec/command_warm.h"
@@ -548,6 +549,9 @@ static void reap_node(struct ckh__cmd *c, int i)
         return;
     for (;;) {
         int st = 0;
+        /* What the group's exited processes wrote was queued before they
+         * exited: read it while they are still there to look up. */
+        ckh__cmd_outside_poll(c->outside);
         pid_t r = waitpid(-nd->pid, &st, WNOHANG);
         if (r < 0 && errno == EINTR)
             continue;

@@ -414,7 +414,7 @@ struct ckh__cmd_snapshot {
 /* Bytecode caches that interpreters write beside the program are not
  * checkpoints; neither are ckh's own run folders ("ckh-PID-XXXXXX",
  * harness/exec/tmpdir.c), there when TMPDIR is inside the working folder. */
-static bool snap_skipped(const char *name)
+bool ckh__cmd_snapshot_skipped(const char *name)
 {
     size_t len = strlen(name);
     return !strcmp(name, "__pycache__") || (len > 4 && !strcmp(name + len - 4, ".pyc")) ||
@@ -435,7 +435,7 @@ static void snap_walk(struct ckh__cmd_snapshot *s, const char *root, const char 
     }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || snap_skipped(de->d_name))
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || ckh__cmd_snapshot_skipped(de->d_name))
             continue;
         if (s->n >= SNAP_ENTRIES_MAX) {
             s->truncated = true;

@@ -35,5 +35,9 @@ int ckh__cmd_snapshot_take(const char *dir, struct ckh__cmd_snapshot **out);
 /* 0, or CKH_EINVAL with msg naming the first file that appeared or changed. */
 int ckh__cmd_snapshot_compare(const struct ckh__cmd_snapshot *s, const char *dir, char *msg, size_t n);
 void ckh__cmd_snapshot_free(struct ckh__cmd_snapshot *s);
+/* Whether a file or folder name is no checkpoint and is left out of the
+ * folder's snapshot and of the outside-write watch: an interpreter's
+ * bytecode cache, .git, ckh's own run folders. */
+bool ckh__cmd_snapshot_skipped(const char *name);
 
 #endif
