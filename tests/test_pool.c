@@ -444,7 +444,9 @@ START_TEST(test_resident_outcome_independent_of_history)
             ck_assert_int_eq(c->r[i].status, CKH_POOL_OK);
             runs += atomic_load(&c->attempts[i]);
         }
-        ck_assert_int_ge(runs, 9); /* at least one job died after job 2 and ran again */
+        if (workers == 1) /* job 3 died after job 2 and ran again (with two workers
+                             the poisoned one may get no further job) */
+            ck_assert_int_ge(runs, 9);
         mixed_free(c);
     }
     assert_no_child();
@@ -458,7 +460,7 @@ START_TEST(test_resident_time_limit)
     int kinds[6] = {[2] = MX_SLEEP};
     struct rec *c = mixed_rec(kinds, 6);
     per_worker = 100;
-    struct ckh_pool_limits lim = {1, 0};
+    struct ckh_pool_limits lim = {2, 0}; /* the other jobs answer well within it */
     ck_assert_int_eq(run_pool(c, 1, 6, lim), 0);
     ck_assert_int_eq(c->calls, 6);
     for (int i = 0; i < 6; i++)

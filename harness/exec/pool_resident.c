@@ -313,8 +313,9 @@ static int fill(struct rpool *p)
 
 /* ---- reading frames and reaping ---- */
 
-/* Job w->index ended with r: reported, or queued to run again. */
-static int job_ended(struct rpool *p, struct worker *w, const struct ckh_pool_result *r)
+/* Job w->index ended with r: queued to run again, or reported (also when
+ * there is no memory to queue it). */
+static void job_ended(struct rpool *p, struct worker *w, const struct ckh_pool_result *r)
 {
     CKH_ASSERT(w->state == W_BUSY && p->busy > 0);
     /* A terminal's ^C reaches the workers too: their death is the
@@ -324,55 +325,54 @@ static int job_ended(struct rpool *p, struct worker *w, const struct ckh_pool_re
                  r->status != CKH_POOL_TIME_LIMIT;
     p->busy--;
     w->state = W_RETIRING;
-    if (again) {
-        if (p->nagain == p->again_cap) {
-            size_t nc = p->again_cap ? p->again_cap * 2 : 8;
-            uint64_t *nv = realloc(p->again, nc * sizeof *nv);
-            if (!nv)
-                return CKH_ENOMEM;
+    if (again && p->nagain == p->again_cap) {
+        size_t nc = p->again_cap ? p->again_cap * 2 : 8;
+        uint64_t *nv = realloc(p->again, nc * sizeof *nv);
+        if (nv) {
             p->again = nv;
             p->again_cap = nc;
         }
+        again = nv != NULL;
+    }
+    if (again) {
         p->again[p->nagain++] = w->index;
-        return 0;
+        return;
     }
     p->ended++;
     if (p->cfg->ops->done && !interrupted)
         p->cfg->ops->done(p->cfg->ctx, w->index, r);
-    return 0;
 }
 
 /* Takes a whole frame off w's bytes, if there is one. A frame that is
  * not the busy job's answer stops the worker (SIGKILL): its job ends as
  * that death. */
-static int take_frame(struct rpool *p, struct worker *w)
+static void take_frame(struct rpool *p, struct worker *w)
 {
     struct frame h;
     if (w->len < sizeof h)
-        return 0;
+        return;
     memcpy(&h, w->buf, sizeof h);
     bool ok = w->state == W_BUSY && h.index == w->index && h.len <= FRAME_LEN_MAX && h.status >= 0;
     if (!ok) {
         kill(w->pid, SIGKILL);
         w->killed = true; /* the reap may block */
         w->len = 0;
-        return 0;
+        return;
     }
     if (w->len - sizeof h < h.len)
-        return 0;
+        return;
     struct ckh_pool_result r = {.status = ckh__pool_exit_status(h.status, &p->cfg->limits),
                                 .code = h.status, .data = w->buf + sizeof h, .len = (size_t)h.len};
-    bool timed_out = w->timed_out;
-    w->timed_out = false; /* it answered in time after all */
-    int rc = job_ended(p, w, &r);
+    job_ended(p, w, &r);
     w->jobs++;
     size_t used = sizeof h + (size_t)h.len;
     memmove(w->buf, w->buf + used, w->len - used);
     w->len -= used;
-    w->state = h.retire || timed_out ? W_RETIRING : W_IDLE;
-    if (timed_out) /* SIGTERM is on its way: no job may start there */
+    /* answered just past its deadline: SIGTERM is on its way, no job may
+     * start there (and SIGKILL follows the grace as for a busy one) */
+    w->state = h.retire || w->timed_out ? W_RETIRING : W_IDLE;
+    if (w->timed_out)
         retire(w);
-    return rc;
 }
 
 /* Reads what w's worker sent; at end of file closes its socket. */
@@ -396,7 +396,8 @@ static int read_worker(struct rpool *p, struct worker *w)
         return 0;
     }
     w->len += (size_t)r;
-    return take_frame(p, w);
+    take_frame(p, w);
+    return 0;
 }
 
 static void empty_slot(struct worker *w)
@@ -413,7 +414,7 @@ static void empty_slot(struct worker *w)
 
 /* Reaps w's child if it ended (blocking once it got SIGKILL); a busy one's
  * job ends as the child did. */
-static int try_reap(struct rpool *p, struct worker *w)
+static void try_reap(struct rpool *p, struct worker *w)
 {
     CKH_ASSERT(w->pid > 0 && w->fd < 0);
     int st;
@@ -422,8 +423,7 @@ static int try_reap(struct rpool *p, struct worker *w)
         r = waitpid(w->pid, &st, w->killed ? 0 : WNOHANG);
     while (r < 0 && errno == EINTR);
     if (r == 0)
-        return 0;
-    int rc = 0;
+        return;
     if (w->state == W_BUSY) {
         struct ckh_pool_result res = {.data = w->buf, .len = 0};
         if (r < 0) {
@@ -439,10 +439,9 @@ static int try_reap(struct rpool *p, struct worker *w)
             res.status = res.code == CKH_POOL_EXIT_MEM && p->cfg->limits.mem_bytes ? CKH_POOL_MEM_LIMIT
                                                                                    : CKH_POOL_EXITED;
         }
-        rc = job_ended(p, w, &res);
+        job_ended(p, w, &res);
     }
     empty_slot(w);
-    return rc;
 }
 
 /* Stops every worker and reaps it: the end of its socket, and SIGTERM
@@ -521,7 +520,7 @@ static int poll_round(struct rpool *p)
     int timeout = -1, rc = 0;
     bool reaped = false; /* a slot emptied: fill it before waiting */
     uint64_t now = ckh_posix_now_ms();
-    for (unsigned i = 0; i < p->nslots && rc == 0; i++) {
+    for (unsigned i = 0; i < p->nslots; i++) {
         struct worker *w = &p->w[i];
         if (!w->pid)
             continue;
@@ -534,15 +533,15 @@ static int poll_round(struct rpool *p)
             p->pfd[n++] = (struct pollfd){.fd = w->fd, .events = POLLIN};
             continue;
         }
-        rc = try_reap(p, w); /* end of file seen: reap it, or wait for its end */
+        try_reap(p, w); /* end of file seen: reap it, or wait for its end */
         reaped |= !w->pid;
         if (w->pid && w->pidfd >= 0)
             p->pfd[n++] = (struct pollfd){.fd = w->pidfd, .events = POLLIN};
         else if (w->pid)
             timeout = min_timeout(timeout, 2);
     }
-    if (rc || reaped)
-        return rc;
+    if (reaped)
+        return 0;
     p->pfd[n++] = (struct pollfd){.fd = ckh__pool_signal_fd(), .events = POLLIN}; /* -1: ignored */
     CKH_ASSERT(n <= p->nslots + 1 && n + (timeout >= 0) > 1); /* a worker to wait for */
     if (poll(p->pfd, n, timeout) < 0 && errno != EINTR)
@@ -555,7 +554,7 @@ static int poll_round(struct rpool *p)
             if (p->pfd[k].fd == w->fd && p->pfd[k].revents) {
                 rc = read_worker(p, w);
                 if (rc == 0 && w->fd < 0)
-                    rc = try_reap(p, w);
+                    try_reap(p, w);
                 break;
             }
     }
