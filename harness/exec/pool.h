@@ -35,14 +35,13 @@
  * with its status once `run` returns; so `run` must return (no execve, no
  * exit) and must not close fd. What a job sees of earlier jobs of its
  * child is the caller's affair (the fuzzer's seeds share nothing). A job
- * that ends other than ok (a signal, a non-zero status, the memory limit)
- * in a child that had run earlier jobs is run once more in a fresh child,
- * and that run's outcome is the one reported: a crash or an exhausted
- * limit left behind by an earlier job is never charged to a later one,
- * so outcomes do not depend on how jobs fell to children. A time limit is
- * not retried. A child that ends a job other than ok, or whose peak
- * address space came within a quarter of its memory limit, is not given
- * another job.
+ * that ends other than ok (a signal, a non-zero status, the memory limit),
+ * or whose child's peak address space came within a quarter of its memory
+ * limit, in a child that had run earlier jobs is run once more in a fresh
+ * child, and that run's outcome is the one reported: a crash or memory
+ * left behind by an earlier job is never charged to a later one, so
+ * outcomes do not depend on how jobs fell to children. A time limit is
+ * not retried. A child that ended a job so is not given another.
  */
 #ifndef CKH_POOL_H
 #define CKH_POOL_H

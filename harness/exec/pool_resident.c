@@ -6,7 +6,7 @@
  * reply descriptor, then answers with one frame: struct frame, then the
  * len bytes the job wrote. The pool shutting down its side (end of file
  * for the worker) tells an idle worker to end; it exits with status 0.
- * A worker also ends by itself after the frame that says `retire`.
+ * A worker also ends by itself after a frame marked FRAME_RETIRE.
  *
  * The pool's side. A slot holds at most one worker, in one state:
  *   empty     no child
@@ -56,8 +56,14 @@
 struct frame {
     uint64_t index;  /* the job */
     int32_t status;  /* what run returned (CKH_POOL_EXIT_MEM: the memory limit's doing) */
-    uint32_t retire; /* 1: the worker ends after this frame */
+    uint32_t flags;  /* FRAME_* */
     uint64_t len;    /* bytes of the job's answer that follow */
+};
+
+enum {
+    FRAME_RETIRE = 1, /* the worker ends after this frame */
+    FRAME_NEAR = 2,   /* its peak address space came within a quarter of the memory
+                         limit: what earlier jobs left in it may have weighed on this one */
 };
 
 /* Answers above this are refused as a broken frame (the one-job pool's
@@ -83,13 +89,13 @@ static int read_index(int sock, uint64_t *index)
 
 /* Sends the frame of job index: the header, then what the job wrote to
  * mfd. Returns 0 or -errno. */
-static int send_frame(int sock, int mfd, uint64_t index, int status, bool retire)
+static int send_frame(int sock, int mfd, uint64_t index, int status, uint32_t flags)
 {
     static char chunk[64 * 1024];
     struct stat st;
     if (fstat(mfd, &st) != 0)
         return -errno;
-    struct frame h = {.index = index, .status = status, .retire = retire, .len = (uint64_t)st.st_size};
+    struct frame h = {.index = index, .status = status, .flags = flags, .len = (uint64_t)st.st_size};
     int rc = ckh_pool_reply(sock, &h, sizeof h);
     for (uint64_t off = 0; rc == 0 && off < h.len;) {
         size_t want = h.len - off < sizeof chunk ? (size_t)(h.len - off) : sizeof chunk;
@@ -130,7 +136,8 @@ static _Noreturn void worker_main(const struct ckh_pool_config *cfg, int sock, p
             js = CKH_POOL_EXIT_MEM;
         done++;
         bool retire = js != 0 || near || done >= cfg->jobs_per_worker;
-        if (send_frame(sock, mfd, index, js, retire) != 0) {
+        uint32_t flags = (retire ? FRAME_RETIRE : 0u) | (near ? FRAME_NEAR : 0u);
+        if (send_frame(sock, mfd, index, js, flags) != 0) {
             st = 3;
             break;
         }
@@ -313,15 +320,16 @@ static int fill(struct rpool *p)
 
 /* ---- reading frames and reaping ---- */
 
-/* Job w->index ended with r: queued to run again, or reported (also when
- * there is no memory to queue it). */
-static void job_ended(struct rpool *p, struct worker *w, const struct ckh_pool_result *r)
+/* Job w->index ended with r (near: its worker's peak came near the memory
+ * limit): queued to run again, or reported (also when there is no memory
+ * to queue it). */
+static void job_ended(struct rpool *p, struct worker *w, const struct ckh_pool_result *r, bool near)
 {
     CKH_ASSERT(w->state == W_BUSY && p->busy > 0);
     /* A terminal's ^C reaches the workers too: their death is the
      * interruption's, not a result. */
     bool interrupted = ckh_pool_interrupted() && r->status == CKH_POOL_SIGNALED;
-    bool again = !w->final && !interrupted && r->status != CKH_POOL_OK &&
+    bool again = !w->final && !interrupted && (r->status != CKH_POOL_OK || near) &&
                  r->status != CKH_POOL_TIME_LIMIT;
     p->busy--;
     w->state = W_RETIRING;
@@ -363,14 +371,14 @@ static void take_frame(struct rpool *p, struct worker *w)
         return;
     struct ckh_pool_result r = {.status = ckh__pool_exit_status(h.status, &p->cfg->limits),
                                 .code = h.status, .data = w->buf + sizeof h, .len = (size_t)h.len};
-    job_ended(p, w, &r);
+    job_ended(p, w, &r, h.flags & FRAME_NEAR);
     w->jobs++;
     size_t used = sizeof h + (size_t)h.len;
     memmove(w->buf, w->buf + used, w->len - used);
     w->len -= used;
     /* answered just past its deadline: SIGTERM is on its way, no job may
      * start there (and SIGKILL follows the grace as for a busy one) */
-    w->state = h.retire || w->timed_out ? W_RETIRING : W_IDLE;
+    w->state = (h.flags & FRAME_RETIRE) || w->timed_out ? W_RETIRING : W_IDLE;
     if (w->timed_out)
         retire(w);
 }
@@ -439,7 +447,7 @@ static void try_reap(struct rpool *p, struct worker *w)
             res.status = res.code == CKH_POOL_EXIT_MEM && p->cfg->limits.mem_bytes ? CKH_POOL_MEM_LIMIT
                                                                                    : CKH_POOL_EXITED;
         }
-        job_ended(p, w, &res);
+        job_ended(p, w, &res, false);
     }
     empty_slot(w);
 }
