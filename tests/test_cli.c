@@ -900,6 +900,75 @@ START_TEST(test_plugin_not_found_says_where)
 }
 END_TEST
 
+/* A fuzz output without its summary line ("N seeds run (shard 1/1, J
+ * jobs, ...) in T s: ..."), the one line that names --jobs and the time. */
+static char *without_summary(const char *out)
+{
+    char *res = calloc(1, strlen(out) + 1);
+    ck_assert_ptr_nonnull(res);
+    for (const char *l = out; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l + 1) : strlen(l);
+        const char *mark = strstr(l, " seeds run (shard ");
+        if (!mark || mark >= l + len)
+            strncat(res, l, len);
+        l += len;
+    }
+    return res;
+}
+
+/* A campaign over a workload whose node crashes its worker in some seeds
+ * (the crash test plugin draws crash: true one seed in four): each such
+ * seed, and only those, is an error naming the signal, with the message
+ * of a worker that died; the other seeds still run and pass; everything
+ * but the summary line is the same with one, two and three workers. */
+START_TEST(test_fuzz_crashing_seeds_reported_whatever_jobs)
+{
+    enum { SEEDS = 40 };
+    const char *args[] = {"fuzz", "--workload", "libwl_crash.so", "--seeds", "40", "--no-shrink",
+                          "--determinism-every", "1", "--jobs", NULL, NULL};
+    const char *jobs[] = {"1", "2", "3"};
+    char *rest[3], summary[128];
+    for (int i = 0; i < 3; i++) {
+        char *out;
+        args[9] = jobs[i];
+        ck_assert_int_eq(ckh(args, plugin_env, &out), 3);
+        rest[i] = without_summary(out);
+        free(out);
+    }
+    ck_assert_str_eq(rest[0], rest[1]);
+    ck_assert_str_eq(rest[0], rest[2]);
+    int crashed = 0;
+    for (int s = 1; s <= SEEDS; s++) {
+        char seed[16], line[128], *text;
+        snprintf(seed, sizeof seed, "%d", s);
+        ck_assert_int_eq(ckh((const char *[]){"fuzz", "--workload", "libwl_crash.so", "--print-seed",
+                                              seed, NULL}, plugin_env, &text), 0);
+        bool crash = strstr(text, "crash: true") != NULL;
+        HAS(text, crash ? "crash: true" : "crash: false");
+        free(text);
+        snprintf(line, sizeof line, "ERROR seed %d: the worker died running the seed (killed by "
+                 "signal 11", s);
+        ck_assert_msg((strstr(rest[0], line) != NULL) == crash, "seed %d (crash: %d) in:\n%s", s,
+                      crash, rest[0]);
+        crashed += crash;
+    }
+    ck_assert_int_ge(crashed, 2); /* and not every seed: the rest ran and passed */
+    ck_assert_int_le(crashed, SEEDS - 2);
+    char *out;
+    ck_assert_int_eq(ckh(args, plugin_env, &out), 3);
+    /* a seed whose worker died did not report its determinism check */
+    snprintf(summary, sizeof summary, "%d seeds run (shard 1/1, 3 jobs, %d with the determinism check)",
+             SEEDS, SEEDS - crashed);
+    HAS(out, summary);
+    snprintf(summary, sizeof summary, ": 0 failed, %d errors", crashed);
+    HAS(out, summary);
+    free(out);
+    for (int i = 0; i < 3; i++)
+        free(rest[i]);
+}
+END_TEST
+
 /* What a workload cannot honour is refused with exit status 2, naming the
  * file and the key; a plugin that is not there names where ckh looked. */
 START_TEST(test_plugin_refusals)
@@ -1164,6 +1233,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tp, test_crashing_plugin_is_a_verdict);
     tcase_add_test(tp, test_plugin_beside_scenario_taken);
     tcase_add_test(tp, test_plugin_not_found_says_where);
+    tcase_add_test(tp, test_fuzz_crashing_seeds_reported_whatever_jobs);
     tcase_add_test(tp, test_plugin_refusals);
     tcase_add_test(tp, test_plugin_load_contained);
     tcase_add_test(tp, test_job_size_refusals_located);

@@ -1,9 +1,11 @@
-/* Tests of the worker pool (harness/exec/pool.c), ckh's temporary folders
- * (harness/exec/tmpdir.c) and the checked option values (harness/cli/opt.c):
- * replies and every job status, the concurrency bound, children that die
- * with their parent, an interrupting signal that leaves no child, the
- * sweep that removes only stale folders, and the numbers an option
- * refuses. */
+/* Tests of the worker pool (harness/exec/pool.c, pool_resident.c), ckh's
+ * temporary folders (harness/exec/tmpdir.c) and the checked option values
+ * (harness/cli/opt.c): replies and every job status, the concurrency
+ * bound, children that die with their parent, an interrupting signal that
+ * leaves no child (each in both modes: a child per job, resident
+ * workers); resident workers run many jobs each, a job that dies in a
+ * used worker is run again in a fresh one, the others go on; the sweep
+ * that removes only stale folders, and the numbers an option refuses. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -28,7 +30,15 @@
 
 /* ---- jobs ---- */
 
-enum { J_ECHO, J_EXIT7, J_SIGNAL, J_SLEEP, J_EAT, J_BIG };
+enum { J_ECHO, J_EXIT7, J_SIGNAL, J_SLEEP, J_EAT, J_BIG, J_MIXED };
+
+/* The pool's two modes, by a loop test's _i: a child per job, and
+ * resident workers of 4 jobs each. */
+static const uint64_t modes[] = {0, 4};
+static uint64_t per_worker; /* the mode of the running test */
+
+/* J_MIXED: what job i does (the others answer "job I pid P"). */
+enum { MX_ECHO, MX_CRASH, MX_POISON, MX_SLEEP, MX_EXIT7, MX_FAT };
 
 struct rec {
     int kind;                           /* what every job does */
@@ -38,10 +48,46 @@ struct rec {
     int interrupt_at;                   /* raise SIGINT before this job (-1: never) */
     size_t big_len;                     /* J_BIG: bytes received */
     _Atomic int *running, *running_max; /* shared with the children */
+    int mixed[16];                      /* J_MIXED: what each job does */
+    _Atomic int *attempts;              /* J_MIXED: runs of each job (shared, 16) */
 };
 
 static int ready_fd = -1;       /* J_SLEEP jobs write a byte here once started */
 static void *volatile eaten;    /* J_EAT's blocks, chained */
+static bool poisoned;           /* MX_POISON ran in this process: later jobs here crash */
+
+static _Noreturn void crash(void)
+{
+    signal(SIGSEGV, SIG_DFL); /* whatever a sanitizer installed */
+    raise(SIGSEGV);
+    abort();
+}
+
+/* J_MIXED's job i: counts its run, then does what c->mixed[i] says. */
+static int mixed_job(struct rec *c, uint64_t i, int fd)
+{
+    atomic_fetch_add(&c->attempts[i], 1);
+    char msg[64];
+    switch (poisoned ? MX_CRASH : c->mixed[i]) {
+    case MX_CRASH: crash();
+    case MX_POISON: poisoned = true; break;
+    case MX_SLEEP:
+        for (;;)
+            pause();
+    case MX_EXIT7: return 7;
+    case MX_FAT: { /* peaks near a 384 MiB limit, frees, answers */
+        char *p = malloc(300u << 20);
+        if (!p)
+            return 1;
+        memset(p, 1, 300u << 20);
+        free(p);
+        break;
+    }
+    default: break;
+    }
+    snprintf(msg, sizeof msg, "job %d pid %ld", (int)i, (long)getpid());
+    return ckh_pool_reply(fd, msg, strlen(msg) + 1) ? 3 : 0;
+}
 
 static void pause_ms(long ms)
 {
@@ -62,6 +108,7 @@ static int job(void *ctx, uint64_t i, int fd)
     }
     char msg[64];
     switch (c->kind) {
+    case J_MIXED: return mixed_job(c, i, fd);
     case J_ECHO:
         snprintf(msg, sizeof msg, "job %d", (int)i);
         return ckh_pool_reply(fd, msg, strlen(msg) + 1) ? 3 : 0;
@@ -115,7 +162,7 @@ static const struct ckh_pool_ops ops = {.run = job, .done = done, .more = more};
 static int run_pool(struct rec *c, unsigned workers, uint64_t njobs, struct ckh_pool_limits lim)
 {
     struct ckh_pool_config cfg = {.workers = workers, .njobs = njobs, .limits = lim,
-                                  .ops = &ops, .ctx = c};
+                                  .ops = &ops, .ctx = c, .jobs_per_worker = per_worker};
     return ckh_pool_run(&cfg);
 }
 
@@ -129,6 +176,7 @@ static void assert_no_child(void)
 
 START_TEST(test_replies_in_order_of_index)
 {
+    per_worker = modes[_i];
     struct rec c = {.kind = J_ECHO, .interrupt_at = -1};
     ck_assert_int_eq(run_pool(&c, 3, 10, (struct ckh_pool_limits){0, 0}), 0);
     ck_assert_int_eq(c.calls, 10);
@@ -144,6 +192,7 @@ END_TEST
 
 START_TEST(test_large_reply)
 {
+    per_worker = modes[_i];
     struct rec c = {.kind = J_BIG, .interrupt_at = -1};
     ck_assert_int_eq(run_pool(&c, 1, 1, (struct ckh_pool_limits){0, 0}), 0);
     ck_assert_int_eq(c.r[0].status, CKH_POOL_OK);
@@ -153,6 +202,7 @@ END_TEST
 
 START_TEST(test_statuses)
 {
+    per_worker = modes[_i];
     struct rec c = {.kind = J_EXIT7, .interrupt_at = -1};
     char line[128];
     struct ckh_pool_limits lim = {1, 0};
@@ -181,6 +231,7 @@ END_TEST
 
 START_TEST(test_memory_limit)
 {
+    per_worker = modes[_i];
     if (!ckh_pool_mem_limit_supported())
         CKH_SKIP("no memory limit in this build (AddressSanitizer needs the address space)");
     if (getenv("CKH_VALGRIND"))
@@ -197,6 +248,7 @@ END_TEST
 
 START_TEST(test_at_most_workers_at_a_time)
 {
+    per_worker = modes[_i];
     _Atomic int *shared = mmap(NULL, 2 * sizeof(_Atomic int), PROT_READ | PROT_WRITE,
                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert_ptr_ne(shared, MAP_FAILED);
@@ -214,6 +266,7 @@ END_TEST
 
 START_TEST(test_interrupt_kills_and_reaps)
 {
+    per_worker = modes[_i];
     ck_assert_int_eq(ckh_pool_signals_install(), 0);
     struct rec c = {.kind = J_SLEEP, .interrupt_at = 2};
     /* Jobs 0 and 1 sleep forever; SIGINT arrives before job 2 starts. */
@@ -237,6 +290,7 @@ END_TEST
  * them once they are orphans (a child that lives on hangs the test). */
 START_TEST(test_children_die_with_parent)
 {
+    per_worker = modes[_i];
     ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
     int fds[2];
     ck_assert_int_eq(pipe(fds), 0);
@@ -266,6 +320,184 @@ START_TEST(test_children_die_with_parent)
     alarm(0);
     ck_assert_int_eq(killed, 2);
     prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+END_TEST
+
+/* ---- resident workers ---- */
+
+/* A J_MIXED record whose jobs do what kinds says (n of them). */
+static struct rec *mixed_rec(const int *kinds, int n)
+{
+    struct rec *c = calloc(1, sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    c->kind = J_MIXED;
+    c->interrupt_at = -1;
+    for (int i = 0; i < n; i++)
+        c->mixed[i] = kinds[i];
+    c->attempts = mmap(NULL, 16 * sizeof(_Atomic int), PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(c->attempts, MAP_FAILED);
+    for (int i = 0; i < 16; i++)
+        atomic_store(&c->attempts[i], 0);
+    return c;
+}
+
+static void mixed_free(struct rec *c)
+{
+    munmap(c->attempts, 16 * sizeof(_Atomic int));
+    free(c);
+}
+
+/* The pid in job i's answer "job I pid P". */
+static long answer_pid(const struct rec *c, int i)
+{
+    const char *p = strstr(c->data[i], " pid ");
+    ck_assert_ptr_nonnull(p);
+    return strtol(p + 5, NULL, 10);
+}
+
+static int distinct_pids(const struct rec *c, int n)
+{
+    long seen[16];
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        long pid = answer_pid(c, i);
+        bool dup = false;
+        for (int j = 0; j < k; j++)
+            dup |= seen[j] == pid;
+        if (!dup)
+            seen[k++] = pid;
+    }
+    return k;
+}
+
+/* One worker of 4 jobs runs 12 jobs in 3 children; 16 jobs a worker: in
+ * one. Every job ends once, in order of index, with its answer. */
+START_TEST(test_resident_workers_run_many_jobs)
+{
+    int kinds[12] = {0};
+    struct rec *c = mixed_rec(kinds, 12);
+    per_worker = 4;
+    ck_assert_int_eq(run_pool(c, 1, 12, (struct ckh_pool_limits){0, 0}), 0);
+    ck_assert_int_eq(c->calls, 12);
+    for (int i = 0; i < 12; i++) {
+        ck_assert_int_eq(c->r[i].status, CKH_POOL_OK);
+        ck_assert_int_eq(atomic_load(&c->attempts[i]), 1);
+    }
+    ck_assert_int_eq(distinct_pids(c, 12), 3);
+    ck_assert_int_eq(answer_pid(c, 0), answer_pid(c, 3));
+    ck_assert_int_ne(answer_pid(c, 3), answer_pid(c, 4));
+    mixed_free(c);
+    c = mixed_rec(kinds, 12);
+    per_worker = 16;
+    ck_assert_int_eq(run_pool(c, 2, 12, (struct ckh_pool_limits){0, 0}), 0);
+    ck_assert_int_eq(c->calls, 12);
+    ck_assert_int_le(distinct_pids(c, 12), 2);
+    mixed_free(c);
+    assert_no_child();
+}
+END_TEST
+
+/* A job that crashes its worker ends as that crash (signal 11), after a
+ * second run in a fresh worker when its worker had run other jobs; the
+ * first job of a worker is not run again; every other job still runs and
+ * answers. */
+START_TEST(test_resident_crash_reported_and_others_run)
+{
+    int kinds[10] = {[0] = MX_CRASH, [5] = MX_CRASH};
+    struct rec *c = mixed_rec(kinds, 10);
+    per_worker = 100;
+    ck_assert_int_eq(run_pool(c, 1, 10, (struct ckh_pool_limits){0, 0}), 0);
+    ck_assert_int_eq(c->calls, 10);
+    for (int i = 0; i < 10; i++) {
+        if (i == 0 || i == 5) {
+            ck_assert_int_eq(c->r[i].status, CKH_POOL_SIGNALED);
+            ck_assert_int_eq(c->r[i].code, SIGSEGV);
+        } else {
+            ck_assert_int_eq(c->r[i].status, CKH_POOL_OK);
+            ck_assert_int_eq(atomic_load(&c->attempts[i]), 1);
+        }
+    }
+    ck_assert_int_eq(atomic_load(&c->attempts[0]), 1); /* the first job of its worker */
+    ck_assert_int_eq(atomic_load(&c->attempts[5]), 2); /* job 5 followed jobs 1..4 */
+    ck_assert_int_eq(answer_pid(c, 1), answer_pid(c, 4));
+    ck_assert_int_ne(answer_pid(c, 4), answer_pid(c, 6));
+    mixed_free(c);
+    assert_no_child();
+}
+END_TEST
+
+/* A job that leaves its worker broken (here: every later job there
+ * crashes) costs the next job nothing: that job dies, runs again in a
+ * fresh worker and answers, as it would have in a child of its own. With
+ * two workers and a broken one the outcomes are the same as with one. */
+START_TEST(test_resident_outcome_independent_of_history)
+{
+    int kinds[8] = {[2] = MX_POISON};
+    for (unsigned workers = 1; workers <= 2; workers++) {
+        struct rec *c = mixed_rec(kinds, 8);
+        per_worker = 100;
+        ck_assert_int_eq(run_pool(c, workers, 8, (struct ckh_pool_limits){0, 0}), 0);
+        ck_assert_int_eq(c->calls, 8);
+        int runs = 0;
+        for (int i = 0; i < 8; i++) {
+            ck_assert_int_eq(c->r[i].status, CKH_POOL_OK);
+            runs += atomic_load(&c->attempts[i]);
+        }
+        if (workers == 1) /* job 3 died after job 2 and ran again (with two workers
+                             the poisoned one may get no further job) */
+            ck_assert_int_ge(runs, 9);
+        mixed_free(c);
+    }
+    assert_no_child();
+}
+END_TEST
+
+/* A job past its time limit ends as such and is not run again; the jobs
+ * after it run in another worker. */
+START_TEST(test_resident_time_limit)
+{
+    int kinds[6] = {[2] = MX_SLEEP};
+    struct rec *c = mixed_rec(kinds, 6);
+    per_worker = 100;
+    struct ckh_pool_limits lim = {2, 0}; /* the other jobs answer well within it */
+    ck_assert_int_eq(run_pool(c, 1, 6, lim), 0);
+    ck_assert_int_eq(c->calls, 6);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(c->r[i].status, i == 2 ? CKH_POOL_TIME_LIMIT : CKH_POOL_OK);
+    ck_assert_int_eq(atomic_load(&c->attempts[2]), 1);
+    ck_assert_int_ne(answer_pid(c, 1), answer_pid(c, 3));
+    mixed_free(c);
+    assert_no_child();
+}
+END_TEST
+
+/* A job that peaks near the memory limit in a used worker runs again in a
+ * fresh one (what the earlier jobs left may have weighed on it), and that
+ * worker takes no further job: the next job's own failure status is its
+ * outcome, not the memory limit's. */
+START_TEST(test_resident_peak_near_limit_retires)
+{
+    if (!ckh_pool_mem_limit_supported())
+        CKH_SKIP("no memory limit in this build (AddressSanitizer needs the address space)");
+    if (getenv("CKH_VALGRIND"))
+        CKH_SKIP("under valgrind (it needs the address space)");
+    int kinds[5] = {[1] = MX_FAT, [3] = MX_EXIT7};
+    struct rec *c = mixed_rec(kinds, 5);
+    per_worker = 100;
+    struct ckh_pool_limits lim = {60, 384u << 20};
+    ck_assert_int_eq(run_pool(c, 1, 5, lim), 0);
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(c->r[i].status, i == 3 ? CKH_POOL_EXITED : CKH_POOL_OK);
+    ck_assert_int_eq(c->r[3].code, 7);
+    ck_assert_int_eq(atomic_load(&c->attempts[1]), 2);
+    ck_assert_int_ne(answer_pid(c, 0), answer_pid(c, 1)); /* the fresh worker's answer */
+    ck_assert_int_ne(answer_pid(c, 1), answer_pid(c, 2)); /* retired after its peak */
+    /* job 3 failed in a used worker: run again in a fresh one, same outcome */
+    ck_assert_int_eq(atomic_load(&c->attempts[3]), 2);
+    ck_assert_int_ne(answer_pid(c, 2), answer_pid(c, 4));
+    mixed_free(c);
+    assert_no_child();
 }
 END_TEST
 
@@ -426,19 +658,24 @@ static Suite *pool_suite(void)
     Suite *s = suite_create("pool");
     TCase *tc = tcase_create("pool");
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_replies_in_order_of_index);
-    tcase_add_test(tc, test_large_reply);
-    tcase_add_test(tc, test_statuses);
-    tcase_add_test(tc, test_at_most_workers_at_a_time);
-    tcase_add_test(tc, test_interrupt_kills_and_reaps);
-    tcase_add_test(tc, test_children_die_with_parent);
+    tcase_add_loop_test(tc, test_replies_in_order_of_index, 0, 2);
+    tcase_add_loop_test(tc, test_large_reply, 0, 2);
+    tcase_add_loop_test(tc, test_statuses, 0, 2);
+    tcase_add_loop_test(tc, test_at_most_workers_at_a_time, 0, 2);
+    tcase_add_loop_test(tc, test_interrupt_kills_and_reaps, 0, 2);
+    tcase_add_loop_test(tc, test_children_die_with_parent, 0, 2);
+    tcase_add_test(tc, test_resident_workers_run_many_jobs);
+    tcase_add_test(tc, test_resident_crash_reported_and_others_run);
+    tcase_add_test(tc, test_resident_outcome_independent_of_history);
+    tcase_add_test(tc, test_resident_time_limit);
     suite_add_tcase(s, tc);
     /* A build or tool that needs the address space cannot limit it: a
      * CTest entry of its own (test_pool_memlimit), skipped there. */
     TCase *tm = tcase_create("memlimit");
     tcase_set_timeout(tm, 120);
     tcase_set_tags(tm, "memlimit");
-    tcase_add_test(tm, test_memory_limit);
+    tcase_add_loop_test(tm, test_memory_limit, 0, 2);
+    tcase_add_test(tm, test_resident_peak_near_limit_retires);
     suite_add_tcase(s, tm);
     TCase *tt = tcase_create("tmpdir");
     tcase_add_test(tt, test_tmp_make_names_and_marks);

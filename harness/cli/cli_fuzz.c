@@ -7,8 +7,13 @@
  *     or, with --time, from --start until the deadline.
  *   - Each seed is one job: a worker generates, runs and judges it
  *     (ckh_fuzz_run_seed) under the per-seed wall-time limit and the
- *     memory limit, and sends its struct ckh_fuzz_seed_result back. A
- *     worker that dies is an error of its seed; the campaign goes on.
+ *     memory limit, and sends its struct ckh_fuzz_seed_result back. The
+ *     workers are resident (harness/exec/pool.h): each runs up to
+ *     FUZZ_SEEDS_PER_WORKER seeds, so a seed costs no fork. A worker that
+ *     dies is an error of its seed (once the seed has died in a fresh
+ *     worker too, if it was not its worker's first); a new worker takes
+ *     the next seeds and the campaign goes on. A seed's outcome does not
+ *     depend on the seeds run before it in its worker.
  *   - Failures are listed in seed order, whatever --jobs, at most
  *     FUZZ_LIST_MAX of them (the count of the others is said); the first
  *     --shrink-max failures of that list are shrunk into files under --out.
@@ -61,6 +66,7 @@
 
 #define FUZZ_LIST_MAX 64       /* failures listed */
 #define FUZZ_SEED_LIMIT_S 600  /* wall time of one seed */
+#define FUZZ_SEEDS_PER_WORKER 1000 /* seeds a worker runs before a fresh one takes over */
 #define FUZZ_EXIT_SIGNAL 128   /* + N: interrupted by signal N */
 
 struct fuzz_plan {
@@ -372,7 +378,8 @@ static int run_seeds(const struct fuzz_plan *p, struct fuzz_total *t)
     static const struct ckh_pool_ops ops = {.run = seed_job, .done = seed_done,
                                             .more = seed_more};
     struct ckh_pool_config cfg = {.workers = p->jobs, .njobs = count_seeds(&s),
-                                  .limits = s.limits, .ops = &ops, .ctx = &s};
+                                  .limits = s.limits, .ops = &ops, .ctx = &s,
+                                  .jobs_per_worker = FUZZ_SEEDS_PER_WORKER};
     int rc = ckh_pool_run(&cfg);
     if (t->nfails)
         qsort(t->fails, t->nfails, sizeof *t->fails, cmp_seed);

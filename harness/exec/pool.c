@@ -1,4 +1,6 @@
-/* The worker pool (see pool.h for the contract).
+/* The worker pool (see pool.h for the contract): a child per job here;
+ * resident workers (jobs_per_worker > 1) in pool_resident.c, which shares
+ * the signals and the child's setup through pool_internal.h.
  *
  * Map: signals (the self-pipe) · the child side (limits, death with the
  * parent, the memory-limit verdict) · the parent side (slots, poll loop,
@@ -28,6 +30,7 @@
 #include "ckh/assert.h"
 #include "ckh/err.h"
 #include "ckh/posix.h"
+#include "exec/pool_internal.h"
 #include "exec/worker.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -77,6 +80,20 @@ int ckh_pool_signals_install(void)
 int ckh_pool_interrupted(void)
 {
     return sig_caught;
+}
+
+int ckh__pool_signal_fd(void)
+{
+    return sig_pipe[0];
+}
+
+void ckh__pool_block_signals(sigset_t *old)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    for (size_t i = 0; i < NCAUGHT; i++)
+        sigaddset(&block, caught_signals[i]);
+    sigprocmask(SIG_BLOCK, &block, old);
 }
 
 void ckh_pool_signals_reset(void)
@@ -176,10 +193,7 @@ static void child_limits(const struct ckh_pool_limits *lim)
     sigaction(SIGABRT, &sa, NULL);
 }
 
-/* The child after fork: dies with the parent, default signal actions,
- * limits, the job, then ckh__worker_exit. */
-static _Noreturn void child_main(const struct ckh_pool_config *cfg, uint64_t index, int fd,
-                                 pid_t parent, const sigset_t *old_mask)
+void ckh__pool_child_setup(const struct ckh_pool_limits *lim, pid_t parent, const sigset_t *old_mask)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) /* the parent died before the call above */
@@ -193,7 +207,15 @@ static _Noreturn void child_main(const struct ckh_pool_config *cfg, uint64_t ind
         sig_pipe[0] = sig_pipe[1] = -1;
     }
     sigprocmask(SIG_SETMASK, old_mask, NULL);
-    child_limits(&cfg->limits);
+    child_limits(lim);
+}
+
+/* The child after fork: dies with the parent, default signal actions,
+ * limits, the job, then ckh__worker_exit. */
+static _Noreturn void child_main(const struct ckh_pool_config *cfg, uint64_t index, int fd,
+                                 pid_t parent, const sigset_t *old_mask)
+{
+    ckh__pool_child_setup(&cfg->limits, parent, old_mask);
     int st = cfg->ops->run(cfg->ctx, index, fd);
     if (st != 0 && ckh_pool_child_near_mem_limit())
         st = CKH_POOL_EXIT_MEM;
@@ -218,12 +240,7 @@ int ckh_pool_reply(int fd, const void *p, size_t n)
 
 /* ---- the parent side ---- */
 
-/* A child that is stopped gets SIGTERM first and this long to end before
- * SIGKILL: a worker running a command job (harness/exec/command.h) kills
- * and reaps its programs' process groups and unmounts its ckhfs mounts on
- * SIGTERM, which SIGKILL would not let it do. A worker that does not
- * catch SIGTERM dies of it at once. */
-#define TERM_GRACE_MS 5000u
+#define TERM_GRACE_MS CKH__POOL_TERM_GRACE_MS /* pool_internal.h */
 
 /* One running job. */
 struct slot {
@@ -271,12 +288,9 @@ static int start_job(struct pool *p, struct slot *s)
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return -errno;
-    sigset_t block, old;
-    sigemptyset(&block);
-    for (size_t i = 0; i < NCAUGHT; i++)
-        sigaddset(&block, caught_signals[i]);
+    sigset_t old;
     /* Blocked across fork: the child never runs the parent's handler. */
-    sigprocmask(SIG_BLOCK, &block, &old);
+    ckh__pool_block_signals(&old);
     fflush(NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -370,9 +384,7 @@ static void try_reap(struct pool *p, struct slot *s)
         res.code = WTERMSIG(st);
     } else {
         res.code = WEXITSTATUS(st);
-        res.status = res.code == 0 ? CKH_POOL_OK
-                   : res.code == CKH_POOL_EXIT_MEM && p->cfg->limits.mem_bytes ? CKH_POOL_MEM_LIMIT
-                                                                               : CKH_POOL_EXITED;
+        res.status = ckh__pool_exit_status(res.code, &p->cfg->limits);
     }
     uint64_t index = s->index;
     /* A terminal's ^C reaches the workers too: their death is the
@@ -494,10 +506,19 @@ static int poll_round(struct pool *p, struct pollfd *pfd)
     return 0;
 }
 
+enum ckh_pool_status ckh__pool_exit_status(int code, const struct ckh_pool_limits *lim)
+{
+    return code == 0 ? CKH_POOL_OK
+         : code == CKH_POOL_EXIT_MEM && lim->mem_bytes ? CKH_POOL_MEM_LIMIT
+                                                       : CKH_POOL_EXITED;
+}
+
 int ckh_pool_run(const struct ckh_pool_config *cfg)
 {
     if (!cfg || !cfg->ops || !cfg->ops->run)
         return CKH_EINVAL;
+    if (cfg->jobs_per_worker > 1)
+        return ckh__pool_run_resident(cfg);
     struct pool p = {.cfg = cfg, .nslots = cfg->workers ? cfg->workers : 1};
     p.slots = calloc(p.nslots, sizeof *p.slots);
     p.pfd = calloc(p.nslots + 1, sizeof *p.pfd);

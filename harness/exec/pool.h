@@ -26,6 +26,22 @@
  * parent-death signal survive the exec (the descriptor is not
  * close-on-exec in the child); such a program reports a reached memory
  * limit by exiting with CKH_POOL_EXIT_MEM, or dies by a signal.
+ *
+ * Resident workers (jobs_per_worker > 1, harness/exec/pool_resident.c):
+ * a child runs up to that many jobs one after another, each under its own
+ * wall-time limit, instead of one fork per job (`ckh fuzz`: a seed costs
+ * a few CPU-ms, a fork and the copy-on-write faults of a fresh child as
+ * much again). The job's bytes go to a memory file and come back framed
+ * with its status once `run` returns; so `run` must return (no execve, no
+ * exit) and must not close fd. What a job sees of earlier jobs of its
+ * child is the caller's affair (the fuzzer's seeds share nothing). A job
+ * that ends other than ok (a signal, a non-zero status, the memory limit),
+ * or whose child's peak address space came within a quarter of its memory
+ * limit, in a child that had run earlier jobs is run once more in a fresh
+ * child, and that run's outcome is the one reported: a crash or memory
+ * left behind by an earlier job is never charged to a later one, so
+ * outcomes do not depend on how jobs fell to children. A time limit is
+ * not retried. A child that ended a job so is not given another.
  */
 #ifndef CKH_POOL_H
 #define CKH_POOL_H
@@ -86,13 +102,16 @@ struct ckh_pool_config {
     struct ckh_pool_limits limits; /* per job */
     const struct ckh_pool_ops *ops; /* the jobs */
     void *ctx;                     /* handed to ops */
+    uint64_t jobs_per_worker;      /* jobs a child runs at most (0, 1: one child per
+                                      job; more: resident workers, see the top) */
 };
 
 /* Runs the jobs; done is called in the parent as each ends (in the order
- * they end). Returns 0 when every started job ended; -EINTR when a signal
- * caught by ckh_pool_signals_install arrived (no new job starts, the
- * running ones are killed, their done is not called); or a negative code
- * (a failed fork or pipe, CKH_ENOMEM). On every return no child is left. */
+ * they end), once per job. Returns 0 when every started job ended; -EINTR
+ * when a signal caught by ckh_pool_signals_install arrived (no new job
+ * starts, the running ones are killed, their done is not called); or a
+ * negative code (a failed fork or pipe, CKH_ENOMEM). On every return no
+ * child is left. */
 int ckh_pool_run(const struct ckh_pool_config *cfg);
 
 /* Child: writes n bytes to fd, retrying short writes. Returns 0 or -errno. */

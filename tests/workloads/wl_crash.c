@@ -1,19 +1,36 @@
 /* A test workload plugin whose node program crashes (SIGSEGV with the
  * default action, as an unhandled invalid access ends a process, whatever
  * handlers a sanitizer build installed): ckh must report an error verdict
- * for the scenario, not die. */
+ * for the scenario, not die.
+ *
+ * Option: crash (bool, default true); false: the node writes nothing and
+ * ends. For `ckh fuzz` it draws one node and crash true one time in four,
+ * so that some seeds of a campaign crash their worker and the others
+ * pass. */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ckh/err.h"
 #include "ckh/workload.h"
 
 static int create(const struct ckh_workload_job *job, void **out, char *msg, size_t msglen)
 {
-    (void)job, (void)msg, (void)msglen;
-    *out = malloc(1);
-    return *out ? 0 : CKH_ENOMEM;
+    bool crash = true;
+    for (size_t i = 0; i < job->noptions; i++) {
+        const struct ckh_wl_option *o = &job->options[i];
+        if (strcmp(o->key, "crash") != 0 || o->type != CKH_WL_OPT_BOOL)
+            return ckh_wl_option_error(msg, msglen, o, "expected crash (a bool)");
+        crash = o->b;
+    }
+    bool *p = malloc(sizeof *p);
+    if (!p)
+        return CKH_ENOMEM;
+    *p = crash;
+    *out = p;
+    return 0;
 }
 
 static void destroy(void *p)
@@ -37,9 +54,22 @@ static int node(void *p, int i, char *name, size_t n, int *rank)
 
 static int node_main(struct ckh_env *env, void *p, int i)
 {
-    (void)env, (void)p, (void)i;
+    (void)env, (void)i;
+    if (!*(const bool *)p)
+        return 0;
     signal(SIGSEGV, SIG_DFL);
     raise(SIGSEGV);
+    return 0;
+}
+
+static int generate(struct ckh_rng *rng, struct ckh_workload_shape *shape)
+{
+    shape->nodes = 1;
+    shape->epochs = 1;
+    snprintf(shape->options[0].key, sizeof shape->options[0].key, "crash");
+    snprintf(shape->options[0].value, sizeof shape->options[0].value, "%s",
+             ckh_rng_below(rng, 4) == 0 ? "true" : "false");
+    shape->noptions = 1;
     return 0;
 }
 
@@ -52,6 +82,7 @@ static const struct ckh_workload_ops ops = {
     .node_count = node_count,
     .node = node,
     .node_main = node_main,
+    .generate = generate,
 };
 
 CKH_WORKLOAD_PLUGIN(ops)
