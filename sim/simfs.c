@@ -998,7 +998,7 @@ static void commit_entry(struct ckh_simfs *d, struct sf_op *op)
         struct sf_op *x = op->ino->ops_head;
         while (x && x->seq < op->seq) {
             struct sf_op *next = x->inext;
-            if (x->node == op->node)
+            if (ckh__sf_same_cache(d, x->node, op->node))
                 commit(d, x);
             x = next;
         }
@@ -1052,28 +1052,28 @@ static void commit_journal(struct ckh_simfs *d, int node)
 {
     for (size_t i = 0; i < d->pn; i++) {
         struct sf_op *op = d->pv[i].op;
-        if (op && !ckh__sf_op_is_data(op) && op->node == node)
+        if (op && !ckh__sf_op_is_data(op) && ckh__sf_same_cache(d, op->node, node))
             commit_entry_deps(d, op);
     }
 }
 
 #ifdef CKH_SLOW_ASSERTS
-/* Slow check of S4: whether node still has pending data ops on ino. */
-static bool node_has_data_ops(const struct sf_inode *ino, int node)
+/* Slow check of S4: whether node's cache still has pending data ops on ino. */
+static bool node_has_data_ops(const struct ckh_simfs *d, const struct sf_inode *ino, int node)
 {
     for (const struct sf_op *x = ino->ops_head; x; x = x->inext)
-        if (x->node == node)
+        if (ckh__sf_same_cache(d, x->node, node))
             return true;
     return false;
 }
 
-/* Slow check of S4 (POSIX_WEAK): whether node still has a pending link or
- * unlink in dir. */
+/* Slow check of S4 (POSIX_WEAK): whether node's cache still has a pending
+ * link or unlink in dir. */
 static bool node_has_entry_ops(const struct ckh_simfs *d, const struct sf_inode *dir, int node)
 {
     for (size_t i = 0; i < d->pn; i++) {
         const struct sf_op *op = d->pv[i].op;
-        if (op && op->node == node && op->dir == dir &&
+        if (op && ckh__sf_same_cache(d, op->node, node) && op->dir == dir &&
             (op->k == SF_OP_LINK || op->k == SF_OP_UNLINK))
             return true;
     }
@@ -1086,14 +1086,14 @@ void ckh__sf_fsync(struct ckh_simfs *d, int node, struct sf_inode *ino)
     struct sf_op *x = ino->ops_head;
     while (x) {
         struct sf_op *next = x->inext;
-        if (x->node == node)
+        if (ckh__sf_same_cache(d, x->node, node))
             commit(d, x);
         x = next;
     }
     if (d->cfg.model == CKH_CRASH_EXT4_ORDERED)
         commit_journal(d, node);
     ckh__sf_pv_compact(d);
-    CKH_ASSERT_SLOW(!node_has_data_ops(ino, node));
+    CKH_ASSERT_SLOW(!node_has_data_ops(d, ino, node));
 }
 
 void ckh__sf_fsync_dir(struct ckh_simfs *d, int node, struct sf_inode *dir)
@@ -1103,7 +1103,7 @@ void ckh__sf_fsync_dir(struct ckh_simfs *d, int node, struct sf_inode *dir)
     } else {
         for (size_t i = 0; i < d->pn; i++) {
             struct sf_op *op = d->pv[i].op;
-            if (!op || ckh__sf_op_is_data(op) || op->node != node)
+            if (!op || ckh__sf_op_is_data(op) || !ckh__sf_same_cache(d, op->node, node))
                 continue;
             if (op->k == SF_OP_RENAME) {
                 if (op->dir == dir)
@@ -1127,7 +1127,7 @@ void ckh__sf_fsync_lost(struct ckh_simfs *d, int node, struct sf_inode *ino)
     struct sf_op *x = ino->ops_head;
     while (x) {
         struct sf_op *next = x->inext;
-        if (x->node == node)
+        if (ckh__sf_same_cache(d, x->node, node))
             ckh__sf_op_retire(d, x);
         x = next;
     }
@@ -1142,7 +1142,7 @@ int ckh_simfs_crash_uniform(struct ckh_simfs *d, int node, enum ckh_crash_choice
         return CKH_EINVAL;
     size_t n = 0;
     for (size_t i = 0; i < d->pn; i++)
-        if (ckh__sf_op_affected(d->pv[i].op, node))
+        if (ckh__sf_op_affected(d, d->pv[i].op, node))
             n++;
     enum ckh_crash_choice *v = malloc((n ? n : 1) * sizeof *v);
     if (v == NULL)
@@ -1163,6 +1163,8 @@ int ckh_simfs_create(const struct ckh_simfs_config *cfg, struct ckh_simfs **out)
     if (cfg->sector_bytes != 0 && cfg->sector_bytes != 512 && cfg->sector_bytes != 4096)
         return CKH_EINVAL;
     if (cfg->model != CKH_CRASH_POSIX_WEAK && cfg->model != CKH_CRASH_EXT4_ORDERED)
+        return CKH_EINVAL;
+    if (cfg->sharing != CKH_SHARING_NETWORK && cfg->sharing != CKH_SHARING_MACHINE)
         return CKH_EINVAL;
     struct ckh_simfs *d = calloc(1, sizeof(*d));
     if (!d)
@@ -1268,6 +1270,11 @@ int ckh_simfs_pending_get(const struct ckh_simfs *d, size_t i, struct ckh_simfs_
         .sectors = op_sectors(d, op),
     };
     return 0;
+}
+
+enum ckh_simfs_sharing ckh_simfs_sharing(const struct ckh_simfs *d)
+{
+    return d ? d->cfg.sharing : CKH_SHARING_NETWORK;
 }
 
 void ckh_simfs_sync_all(struct ckh_simfs *d)
