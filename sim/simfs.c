@@ -1599,6 +1599,37 @@ void ckh__simfs_test_rewind_seq(struct ckh_simfs *d)
         d->next_seq = 0;
 }
 
+int64_t ckh__simfs_test_read(const struct ckh_simfs *d, const char *path, bool durable, void *buf,
+                             size_t cap, uint64_t *ino)
+{
+    if (!d || !path || path[0] != '/' || (cap && !buf))
+        return CKH_EINVAL;
+    int w = durable ? SF_DUR : SF_LIVE;
+    struct sf_inode *cur = d->root;
+    char comp[CKH_PATH_MAX + 1];
+    for (const char *p = path + 1; *p && cur;) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 0 || n > CKH_PATH_MAX)
+            return CKH_EINVAL;
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        cur = ckh__sf_lookup(cur, w, comp);
+        p = slash ? slash + 1 : p + n;
+    }
+    if (!cur)
+        return -ENOENT;
+    if (cur->type != CKH_FT_FILE)
+        return -EISDIR;
+    const struct sf_data *dt = &cur->data[w];
+    int64_t got = cap ? ckh__sf_read(dt, buf, cap < dt->size ? cap : dt->size, 0) : 0;
+    if (got < 0)
+        return got;
+    if (ino)
+        *ino = cur->ino;
+    return (int64_t)dt->size;
+}
+
 int ckh__simfs_test_set_size(struct ckh_simfs *d, const char *path, uint64_t size_bytes)
 {
     struct sf_inode *ino;
