@@ -1,6 +1,7 @@
 /* The simulated disk: content, pending operations and the crash model.
  *
- * SPECIFICATION (the tests in tests/test_simfs.c cite the numbered rules)
+ * SPECIFICATION (the tests in tests/test_simfs.c and tests/test_simfs_shared.c
+ * cite the numbered rules)
  *
  * S1. State. A disk holds a tree of directories, files and symlinks. Each
  *     inode keeps two copies of its content: the DURABLE copy (what the
@@ -48,16 +49,19 @@
  *     - fsync_dir of D makes the node's pending link/unlink ops in D
  *       durable. A rename becomes durable once both its source and its
  *       destination directories have been fsynced (one fsync when equal).
- *     - On a shared disk an fsync only flushes ops of the calling node
- *       (another machine's cache is out of reach). When two nodes wrote
- *       the same bytes, the durable copy holds the later flushed one.
+ *     - On a shared disk an fsync flushes the ops in the calling node's
+ *       cache (S9): on a network disk only the node's own (another
+ *       machine's cache is out of reach), on a machine's disk every
+ *       node's. When two caches wrote the same bytes, the durable copy
+ *       holds the later flushed one.
  *
  * S4'. Durability, CKH_CRASH_EXT4_ORDERED (what ext4 with data=ordered
  *     and auto_da_alloc gives in practice, as modelled here):
  *     - Entry ops are journaled: they persist in issue order, so a crash
  *       keeps a prefix of the node's pending entry ops. Any fsync,
- *       fdatasync or fsync_dir by a node commits its whole journal (all
- *       its pending entry ops), so an fsynced new file keeps its entry.
+ *       fdatasync or fsync_dir by a node commits its cache's whole
+ *       journal (all its pending entry ops; S9 says whose), so an fsynced
+ *       new file keeps its entry.
  *     - Data ordering: when an entry op on an inode persists (create,
  *       rename, unlink), the node's data writes to that inode issued
  *       before it persist too, complete (never torn). This covers the
@@ -65,9 +69,9 @@
  *       op here too.
  *     - Data ops not covered by that rule are as under POSIX_WEAK.
  *
- * S5. Crash (ckh_simfs_crash): every pending op issued by the crashing
- *     node (all ops when node == -1: a power loss) is resolved, in issue
- *     order: APPLY (persists), DROP (lost), or for writes TORN_ZERO /
+ * S5. Crash (ckh_simfs_crash): every pending op in the crashing node's
+ *     cache (S9; all ops when node == -1: a power loss) is resolved, in
+ *     issue order: APPLY (persists), DROP (lost), or for writes TORN_ZERO /
  *     TORN_GARBAGE: the write's first k whole sectors persist (k in
  *     [0, sectors), sectors counted at sector_bytes granularity from the
  *     disk's start, the first one possibly partial) and the rest of the
@@ -76,8 +80,11 @@
  *     list reproduces one exact state. Drawn choices come from the disk's
  *     PRNG (seeded with cfg->seed): writes 40% apply, 40% drop, 10% each
  *     torn kind; other ops 50/50; under EXT4_ORDERED the journal prefix
- *     length is drawn uniformly. Ops of other nodes stay pending; the
- *     live copy becomes the durable copy with those ops applied again.
+ *     length is drawn uniformly. Ops of other caches stay pending, except
+ *     those that depend (S3, directly or through each other) on an op
+ *     this crash dropped: they can never persist and are dropped with it.
+ *     The live copy becomes the durable copy with the ops still pending
+ *     applied again.
  *
  * S6. Faults. An fsync that gets CKH_FAULT_FSYNC_LOST drops the node's
  *     dirty data of that file without persisting it and fails with -EIO;
@@ -95,6 +102,32 @@
  *     that each copy can be crashed on its own; specified in
  *     sim/simfs_clone.c (C1-C4).
  *
+ * S9. Sharing (ckh_simfs_config.sharing). Ops carry the node that issued
+ *     them; the sharing says which nodes' ops sit in one CACHE, the unit
+ *     an fsync flushes (S4, S4') and a crash resolves (S5):
+ *     - CKH_SHARING_NETWORK (the default): a network filesystem mounted
+ *       by several machines, each node its own client cache. A node's
+ *       fsync and fsync_dir flush only its own ops; its crash resolves
+ *       only its own, plus the other nodes' that depend on one it dropped
+ *       (S5). Close-to-open consistency is not modelled: every node reads
+ *       the one live copy, which holds every node's unsynced ops.
+ *     - CKH_SHARING_MACHINE: the local disk of one machine whose nodes are
+ *       processes sharing its page cache. Every node's ops are in the one
+ *       cache: an fsync of a file by any node makes every node's pending
+ *       data ops on it durable, an fsync_dir by any node every node's
+ *       entry ops there (under EXT4_ORDERED: the one journal, all entry
+ *       ops), and a crash of any node resolves every node's pending op (a
+ *       crash of the machine, the same as node -1 on this disk). The
+ *       simulator crashes the machine's other running nodes with it
+ *       (sim/sched.c); command jobs resolve the crash once their run ends.
+ *     Durability promise, both sharings and both crash models: an op made
+ *     durable (by any node's fsync, with what it depends on, S3) is in the
+ *     durable copy, and no later crash of any node or power loss takes it
+ *     out; only a later op that persists (one issued later, or on a
+ *     network disk another cache's older op flushed or kept later) can
+ *     change what it wrote. tests/test_simfs_shared.c checks this as a
+ *     seeded property over random multi-node op sequences.
+ *
  * Invariants (CKH_ASSERT; tests/test_simfs.c breaks them on purpose):
  * pending ops are numbered in issue order (the table is sorted by seq);
  * an op depends only on earlier ops (S3); a file's pending data ops are
@@ -102,8 +135,9 @@
  * a crash applies no op whose dependency it dropped or left pending (S3,
  * S5). CKH_ASSERT_SLOW adds the whole-list checks: extents sorted and
  * disjoint; the whole pending table sorted; after an fsync no data op of
- * that node on that file is pending (S4); after fsync_dir (POSIX_WEAK) no
- * link/unlink of that node in that directory is pending.
+ * that node's cache on that file is pending (S4, S9); after fsync_dir
+ * (POSIX_WEAK) no link/unlink of that node's cache in that directory is
+ * pending.
  *
  * Map: memory | extents | directories | inodes | pending table | applying
  * ops | issuing ops | durability | public API | test-only entries. The crash itself (S5):

@@ -191,7 +191,7 @@ START_TEST(test_dependent_op_of_other_node_dropped)
 }
 END_TEST
 
-/* A bad sharing value is refused. */
+/* A bad sharing value is refused; a clone keeps the disk's sharing. */
 START_TEST(test_bad_sharing)
 {
     struct ckh_simfs_config cfg = {.name = "x", .sharing = (enum ckh_simfs_sharing)7};
@@ -199,6 +199,13 @@ START_TEST(test_bad_sharing)
     ck_assert_int_eq(ckh_simfs_create(&cfg, &d), CKH_EINVAL);
     ck_assert_ptr_null(d);
     ck_assert_int_eq(ckh_simfs_sharing(NULL), CKH_SHARING_NETWORK);
+    /* a clone keeps the sharing (sim/simfs_clone.c copies the config) */
+    d = mkdisk(CKH_CRASH_POSIX_WEAK, CKH_SHARING_MACHINE, 1);
+    struct ckh_simfs *c = NULL;
+    ck_assert_int_eq(ckh_simfs_clone(d, &c), 0);
+    ck_assert_int_eq(ckh_simfs_sharing(c), CKH_SHARING_MACHINE);
+    ckh_simfs_destroy(c);
+    ckh_simfs_destroy(d);
 }
 END_TEST
 

@@ -40,7 +40,6 @@ enum ckh_simfs_sharing {
 struct ckh_simfs_config {
     const char *name;           /* disk name in traces ("local0", "shared") */
     enum ckh_crash_model model; /* crash model */
-    enum ckh_simfs_sharing sharing; /* whose cache an fsync flushes and a crash loses */
     uint32_t sector_bytes;      /* torn-write granularity: 512 or 4096 */
     uint64_t capacity_bytes;    /* 0: unlimited; else writes past it fail ENOSPC */
     uint64_t latency_ns;        /* virtual time charged per operation */
@@ -52,6 +51,8 @@ struct ckh_simfs_config {
      * disk's memory is O(inodes + extents + pending ops), whatever the
      * size of its files. The simulator keeps its disks in memory. */
     const char *store_dir;
+    /* Whose cache an fsync flushes and a crash loses (0: network). */
+    enum ckh_simfs_sharing sharing;
 };
 
 /* What a crash does to one pending operation. */
