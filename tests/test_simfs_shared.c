@@ -424,87 +424,118 @@ static void note_create(struct ckh_simfs *d, struct model *m, const char *path)
     m->create_ino[pi.seq] = live_ino(d, path);
 }
 
-/* A crash of node (-1: power loss), with explicit random choices or the
- * disk's own draws. S3 checked on its result: a name whose first pending
- * op was left out or dropped keeps its durable binding, and an inode whose
- * pending create was left out or dropped is not durable (and, once
- * dropped, never becomes so). */
-static void crash(struct ckh_simfs *d, struct model *m, struct ckh_rng *rng, int node, uint64_t step)
+/* What a crash is about to resolve: the pending ops (their node, kind and
+ * which test names they touch), and the explicit choice of each affected
+ * one. held[i]: op i is left pending or dropped by its choice. */
+struct plan {
+    size_t np, na;                      /* pending ops, affected ones */
+    struct ckh_simfs_pending_info *pi;  /* the ops (strings not kept: borrowed) */
+    int (*pidx)[2];                     /* name index of path and of a rename's path2 (NPATHS: none) */
+    enum ckh_crash_choice *ch;          /* choices of the affected ops, in order */
+    bool *held;                         /* left pending, or dropped by its choice */
+    bool *affected;                     /* resolved by the crash */
+    uint64_t before[NPATHS];            /* durable inode at each name (0: none) */
+};
+
+static uint64_t dur_ino(struct ckh_simfs *d, int p)
 {
-    size_t np = ckh_simfs_pending_count(d);
-    struct ckh_simfs_pending_info *pi = calloc(np ? np : 1, sizeof *pi);
-    enum ckh_crash_choice *ch = calloc(np ? np : 1, sizeof *ch);
-    bool *held = calloc(np ? np : 1, sizeof *held); /* not resolved, or dropped by choice */
-    int (*pidx)[2] = calloc(np ? np : 1, sizeof *pidx);
-    ck_assert(pi && ch && held && pidx);
-    size_t na = 0;
+    char path[32];
+    uint64_t ino = 0;
+    path_of(p, path, sizeof path);
+    return ckh__simfs_test_read(d, path, true, NULL, 0, &ino) >= 0 ? ino : 0;
+}
+
+static void plan_crash(struct ckh_simfs *d, const struct model *m, struct ckh_rng *rng, int node, struct plan *pl)
+{
+    size_t np = ckh_simfs_pending_count(d), cap = np ? np : 1;
+    *pl = (struct plan){.np = np};
+    pl->pi = calloc(cap, sizeof *pl->pi);
+    pl->pidx = calloc(cap, sizeof *pl->pidx);
+    pl->ch = calloc(cap, sizeof *pl->ch);
+    pl->held = calloc(cap, sizeof *pl->held);
+    pl->affected = calloc(cap, sizeof *pl->affected);
+    ck_assert(pl->pi && pl->pidx && pl->ch && pl->held && pl->affected);
     for (size_t i = 0; i < np; i++) {
-        ck_assert_int_eq(ckh_simfs_pending_get(d, i, &pi[i]), 0);
-        /* the strings are borrowed until the disk changes: keep the name
-         * index of each (NPATHS: none of the test's names) */
-        pidx[i][0] = pidx[i][1] = NPATHS;
+        struct ckh_simfs_pending_info *pi = &pl->pi[i];
+        ck_assert_int_eq(ckh_simfs_pending_get(d, i, pi), 0);
+        pl->pidx[i][0] = pl->pidx[i][1] = NPATHS;
         for (int p = 0; p < NPATHS; p++) {
             char path[32];
             path_of(p, path, sizeof path);
-            if (!strcmp(pi[i].path, path))
-                pidx[i][0] = p;
-            if (pi[i].kind == CKH_OP_RENAME && pi[i].path2 && !strcmp(pi[i].path2, path))
-                pidx[i][1] = p;
+            if (!strcmp(pi->path, path))
+                pl->pidx[i][0] = p;
+            if (pi->kind == CKH_OP_RENAME && pi->path2 && !strcmp(pi->path2, path))
+                pl->pidx[i][1] = p;
         }
-        bool affected = node == -1 || m->machine || pi[i].node == node;
-        held[i] = !affected;
-        if (!affected)
+        pi->path = pi->path2 = NULL; /* borrowed until the disk changes */
+        pl->affected[i] = node == -1 || m->machine || pi->node == node;
+        pl->held[i] = !pl->affected[i];
+        if (!pl->affected[i])
             continue;
         uint64_t r = ckh_rng_below(rng, 10);
         enum ckh_crash_choice c = r < 5 ? CKH_CRASH_APPLY : CKH_CRASH_DROP;
-        if (pi[i].kind == CKH_OP_PWRITE && pi[i].sectors > 0 && r == 9)
+        if (pi->kind == CKH_OP_PWRITE && pi->sectors > 0 && r == 9)
             c = ckh_rng_below(rng, 2) ? CKH_CRASH_TORN_ZERO : CKH_CRASH_TORN_GARBAGE;
-        ch[na++] = c;
-        held[i] = c == CKH_CRASH_DROP;
+        pl->ch[pl->na++] = c;
+        pl->held[i] = c == CKH_CRASH_DROP;
     }
-    bool drawn = ckh_rng_below(rng, 3) == 0;
-    /* durable bindings of the paths before the crash */
-    uint64_t before[NPATHS];
+    for (int p = 0; p < NPATHS; p++)
+        pl->before[p] = dur_ino(d, p);
+}
+
+static void plan_free(struct plan *pl)
+{
+    free(pl->pi);
+    free(pl->pidx);
+    free(pl->ch);
+    free(pl->held);
+    free(pl->affected);
+}
+
+/* S3 on the result of a crash with explicit choices: a name whose first
+ * pending op was left pending or dropped keeps its durable binding; an
+ * inode whose pending create was left pending or dropped is durable at no
+ * name (and, once dropped, never becomes so: m->dead). */
+static void check_dependencies(struct ckh_simfs *d, struct model *m, const struct plan *pl, const char *when)
+{
     for (int p = 0; p < NPATHS; p++) {
-        char path[32];
-        path_of(p, path, sizeof path);
-        before[p] = ckh__simfs_test_read(d, path, true, NULL, 0, &before[p]) >= 0 ? before[p] : 0;
+        size_t first = SIZE_MAX;
+        for (size_t i = 0; i < pl->np && first == SIZE_MAX; i++)
+            if (is_entry_kind(pl->pi[i].kind) && (pl->pidx[i][0] == p || pl->pidx[i][1] == p))
+                first = i;
+        if (first == SIZE_MAX || !pl->held[first])
+            continue;
+        ck_assert_msg(dur_ino(d, p) == pl->before[p],
+                      "%s: name %d's durable entry changed though its first pending op (seq %llu) was %s", when, p,
+                      (unsigned long long)pl->pi[first].seq, pl->affected[first] ? "dropped" : "left pending");
     }
-    ck_assert_int_eq(ckh_simfs_crash(d, node, drawn ? NULL : ch, drawn ? 0 : na), 0);
+    for (size_t i = 0; i < pl->np; i++) {
+        uint64_t seq = pl->pi[i].seq, ino = seq < 1024 ? m->create_ino[seq] : 0;
+        if (pl->pi[i].kind != CKH_OP_OPEN || !pl->held[i] || ino == 0 || ino >= MAXINO)
+            continue;
+        if (pl->affected[i])
+            m->dead[ino] = true;
+        for (int p = 0; p < NPATHS; p++)
+            ck_assert_msg(dur_ino(d, p) != ino, "%s: name %d durably holds inode %llu whose create (seq %llu) was %s",
+                          when, p, (unsigned long long)ino, (unsigned long long)seq,
+                          pl->affected[i] ? "dropped" : "left pending");
+    }
+}
+
+/* A crash of node (-1: power loss), with explicit random choices (S3
+ * checked on the result) or the disk's own draws; then every fact must
+ * still hold. */
+static void crash(struct ckh_simfs *d, struct model *m, struct ckh_rng *rng, int node, uint64_t step)
+{
+    struct plan pl;
+    plan_crash(d, m, rng, node, &pl);
+    bool drawn = ckh_rng_below(rng, 3) == 0;
+    ck_assert_int_eq(ckh_simfs_crash(d, node, drawn ? NULL : pl.ch, drawn ? 0 : pl.na), 0);
     char when[96];
     snprintf(when, sizeof when, "step %llu: crash of node %d (%s)", (unsigned long long)step, node,
              drawn ? "drawn" : "explicit");
-    if (!drawn) {
-        for (int p = 0; p < NPATHS; p++) {
-            char path[32];
-            path_of(p, path, sizeof path);
-            size_t first = SIZE_MAX;
-            for (size_t i = 0; i < np && first == SIZE_MAX; i++)
-                if (is_entry_kind(pi[i].kind) && (pidx[i][0] == p || pidx[i][1] == p))
-                    first = i;
-            if (first == SIZE_MAX || !held[first])
-                continue;
-            uint64_t now = 0;
-            now = ckh__simfs_test_read(d, path, true, NULL, 0, &now) >= 0 ? now : 0;
-            ck_assert_msg(now == before[p], "%s: %s's durable entry changed though its first pending op was %s",
-                          when, path, node == -1 || m->machine || pi[first].node == node ? "dropped" : "left pending");
-        }
-        for (size_t i = 0; i < np; i++)
-            if (pi[i].kind == CKH_OP_OPEN && held[i] && pi[i].seq < 1024 && m->create_ino[pi[i].seq] &&
-                m->create_ino[pi[i].seq] < MAXINO) {
-                bool affected = node == -1 || m->machine || pi[i].node == node;
-                if (affected) /* dropped: never durable again */
-                    m->dead[m->create_ino[pi[i].seq]] = true;
-                for (int p = 0; p < NPATHS; p++) {
-                    char path[32];
-                    uint64_t now = 0;
-                    path_of(p, path, sizeof path);
-                    if (ckh__simfs_test_read(d, path, true, NULL, 0, &now) >= 0)
-                        ck_assert_msg(now != m->create_ino[pi[i].seq],
-                                      "%s: %s durably names an inode whose create was not kept", when, path);
-                }
-            }
-    }
+    if (!drawn)
+        check_dependencies(d, m, &pl, when);
     /* the crashed caches hold nothing any more */
     for (int c = 0; c < m->n; c++) {
         if (node != -1 && !m->machine && c != node)
@@ -514,15 +545,100 @@ static void crash(struct ckh_simfs *d, struct model *m, struct ckh_rng *rng, int
         journal_commit(m, c);
     }
     check_facts(d, m, when);
-    free(pi);
-    free(ch);
-    free(held);
-    free(pidx);
+    plan_free(&pl);
 }
 
 static void retire(struct model *m, int p)
 {
     m->fact[p] = false;
+}
+
+/* One random data op by node on the existing file p (write, truncate or
+ * fsync/fdatasync, r picks); the model follows. */
+static void data_op(struct ckh_simfs *d, struct model *m, struct ckh_fs *v, struct ckh_rng *rng, int node,
+                    int p, uint64_t r)
+{
+    static unsigned char data[2048];
+    char path[32];
+    path_of(p, path, sizeof path);
+    uint64_t ino = live_ino(d, path);
+    int c = cache_of(m, node);
+    struct ckh_file *f = NULL;
+    ck_assert_uint_lt(ino, MAXINO);
+    ck_assert_int_eq(ckh_fs_open(v, path, CKH_O_WRONLY, &f), 0);
+    if (r < 40) {
+        uint64_t off = ckh_rng_below(rng, 3000), len = 1 + ckh_rng_below(rng, sizeof data);
+        for (uint64_t k = 0; k < len; k++)
+            data[k] = (unsigned char)ckh_rng_next(rng);
+        ck_assert_int_eq(ckh_file_pwrite(f, data, len, off), (int64_t)len);
+    } else if (r < 46) {
+        ck_assert_int_eq(ckh_file_ftruncate(f, ckh_rng_below(rng, 4000)), 0);
+    } else {
+        ck_assert_int_eq(r % 2 ? ckh_file_fsync(f) : ckh_file_fdatasync(f), 0);
+    }
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    if (r < 46) {
+        m->dirty[ino] |= 1u << c;
+        retire(m, p);
+        return;
+    }
+    m->dirty[ino] &= ~(1u << c);
+    if (m->ext4)
+        journal_commit(m, c);
+}
+
+/* One random step: a crash, or an op by a random node on a random name
+ * (create, write, truncate, rename, unlink, fsync, fdatasync, fsync_dir);
+ * false when the drawn op does not apply (nothing done). */
+static bool random_step(struct ckh_simfs *d, struct model *m, struct ckh_fs **v, struct ckh_rng *rng,
+                        uint64_t step, int *crashes)
+{
+    int node = (int)ckh_rng_below(rng, (uint64_t)m->n), c = cache_of(m, node);
+    int p = (int)ckh_rng_below(rng, NPATHS), q = (int)ckh_rng_below(rng, NPATHS);
+    int dir = p / NNAMES, dir2 = q / NNAMES;
+    char path[32], path2[32];
+    path_of(p, path, sizeof path);
+    path_of(q, path2, sizeof path2);
+    struct ckh_stat st;
+    bool exists = ckh_fs_stat(v[node], path, &st) == 0;
+    uint64_t r = ckh_rng_below(rng, 100);
+    if (r < 8) {
+        crash(d, m, rng, (int)ckh_rng_below(rng, (uint64_t)m->n + 1) - 1, step);
+        (*crashes)++;
+    } else if (!exists) {
+        struct ckh_file *f = NULL;
+        ck_assert_int_eq(ckh_fs_open(v[node], path, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_EXCL, &f), 0);
+        ck_assert_int_eq(ckh_file_close(f), 0);
+        note_create(d, m, path);
+        m->since_sync[c][dir] = true;
+        retire(m, p);
+    } else if (r < 16) {
+        return false;
+    } else if (r < 46 || (r >= 62 && r < 82)) {
+        data_op(d, m, v[node], rng, node, p, r < 46 ? r : 46 + r % 2);
+    } else if (r < 56) {
+        if (p == q)
+            return false;
+        ck_assert_int_eq(ckh_fs_rename(v[node], path, path2), 0);
+        m->since_sync[c][dir] = m->since_sync[c][dir2] = true;
+        if (!m->ext4 && dir != dir2) {
+            ck_assert_int_lt(m->nren[c], 64);
+            m->ren_bits[c][m->nren[c]++] = 0;
+        }
+        retire(m, p);
+        retire(m, q);
+    } else if (r < 62) {
+        ck_assert_int_eq(ckh_fs_unlink(v[node], path), 0);
+        m->since_sync[c][dir] = true;
+        retire(m, p);
+    } else {
+        ck_assert_int_eq(ckh_fs_fsync_dir(v[node], dir ? "/d1" : "/d0"), 0);
+        if (m->ext4)
+            journal_commit(m, c);
+        else
+            synced_dir(m, c, dir);
+    }
+    return true;
 }
 
 /* Seeded random op sequences from 2-3 nodes on one shared disk, random
@@ -547,80 +663,12 @@ START_TEST(test_durable_survives_every_crash)
     struct ckh_fs *v[MAXN];
     for (int i = 0; i < m->n; i++)
         v[i] = mkview(d, i);
-    static unsigned char data[2048];
     int crashes = 0, facts_checked = 0;
     for (uint64_t step = 0; step < 160; step++) {
-        int node = (int)ckh_rng_below(&rng, (uint64_t)m->n), c = cache_of(m, node);
-        int p = (int)ckh_rng_below(&rng, NPATHS), q = (int)ckh_rng_below(&rng, NPATHS);
-        int dir = p / NNAMES;
-        char path[32], path2[32];
-        path_of(p, path, sizeof path);
-        path_of(q, path2, sizeof path2);
-        struct ckh_stat st;
-        bool exists = ckh_fs_stat(v[node], path, &st) == 0;
-        uint64_t ino = exists ? live_ino(d, path) : 0;
-        struct ckh_file *f = NULL;
-        uint64_t r = ckh_rng_below(&rng, 100);
-        if (r < 8) {
-            int who = (int)ckh_rng_below(&rng, (uint64_t)m->n + 1) - 1;
-            crash(d, m, &rng, who, step);
-            crashes++;
-        } else if (!exists || r < 16) {
-            if (exists)
-                continue;
-            ck_assert_int_eq(ckh_fs_open(v[node], path, CKH_O_WRONLY | CKH_O_CREAT | CKH_O_EXCL, &f), 0);
-            ck_assert_int_eq(ckh_file_close(f), 0);
-            note_create(d, m, path);
-            m->since_sync[c][dir] = true;
-            retire(m, p);
-        } else if (r < 40) {
-            uint64_t off = ckh_rng_below(&rng, 3000), len = 1 + ckh_rng_below(&rng, sizeof data);
-            for (uint64_t k = 0; k < len; k++)
-                data[k] = (unsigned char)ckh_rng_next(&rng);
-            ck_assert_int_eq(ckh_fs_open(v[node], path, CKH_O_WRONLY, &f), 0);
-            ck_assert_int_eq(ckh_file_pwrite(f, data, len, off), (int64_t)len);
-            ck_assert_int_eq(ckh_file_close(f), 0);
-            ck_assert_uint_lt(ino, MAXINO);
-            m->dirty[ino] |= 1u << c;
-            retire(m, p);
-        } else if (r < 46) {
-            ck_assert_int_eq(ckh_fs_open(v[node], path, CKH_O_WRONLY, &f), 0);
-            ck_assert_int_eq(ckh_file_ftruncate(f, ckh_rng_below(&rng, 4000)), 0);
-            ck_assert_int_eq(ckh_file_close(f), 0);
-            m->dirty[ino] |= 1u << c;
-            retire(m, p);
-        } else if (r < 56) {
-            if (p == q)
-                continue;
-            ck_assert_int_eq(ckh_fs_rename(v[node], path, path2), 0);
-            m->since_sync[c][dir] = m->since_sync[c][q / NNAMES] = true;
-            if (!m->ext4 && dir != q / NNAMES) {
-                ck_assert_int_lt(m->nren[c], 64);
-                m->ren_bits[c][m->nren[c]++] = 0;
-            }
-            retire(m, p);
-            retire(m, q);
-        } else if (r < 62) {
-            ck_assert_int_eq(ckh_fs_unlink(v[node], path), 0);
-            m->since_sync[c][dir] = true;
-            retire(m, p);
-        } else if (r < 82) {
-            ck_assert_int_eq(ckh_fs_open(v[node], path, CKH_O_WRONLY, &f), 0);
-            ck_assert_int_eq(r % 2 ? ckh_file_fsync(f) : ckh_file_fdatasync(f), 0);
-            ck_assert_int_eq(ckh_file_close(f), 0);
-            m->dirty[ino] &= ~(1u << c);
-            if (m->ext4)
-                journal_commit(m, c);
-        } else {
-            ck_assert_int_eq(ckh_fs_fsync_dir(v[node], dir ? "/d1" : "/d0"), 0);
-            if (m->ext4)
-                journal_commit(m, c);
-            else
-                synced_dir(m, c, dir);
-        }
+        if (!random_step(d, m, v, &rng, step, &crashes))
+            continue;
         char when[64];
-        snprintf(when, sizeof when, "step %llu (op %llu by node %d)", (unsigned long long)step,
-                 (unsigned long long)r, node);
+        snprintf(when, sizeof when, "step %llu", (unsigned long long)step);
         check_facts(d, m, when);
         establish(d, m, when);
         for (int k = 0; k < NPATHS; k++)
