@@ -53,7 +53,10 @@
  * incarnation). main returning or exit() records EXIT (arg = status). A
  * kill records KILL (arg 0: process, 2: power loss); a machine crash
  * records CRASH (arg 1) and then crashes the node's unsynced writes on
- * each disk it mounts (ckh_simfs_crash(disk, node)); a power loss kills
+ * each disk it mounts (ckh_simfs_crash(disk, node)); nodes that mount a
+ * disk shared with CKH_SHARING_MACHINE are processes of one machine, so
+ * the running ones crash with it, each recording CRASH after it (node id
+ * order; sim/simfs.c S9); a power loss kills
  * every node, records CRASH for node -1 (arg 2) and crashes every disk
  * (ckh_simfs_crash(disk, -1)). In every case the view is destroyed first
  * (page-cache content stays on the disk as pending operations), every block
@@ -469,6 +472,34 @@ static bool thread_stop(struct ckh__thread *t, void *ctx)
     return false;
 }
 
+static void node_stop(struct ckh_sim *sim, struct ckh__node *n, enum stop_how how, int status);
+
+/* Whether nodes a and b mount one disk with CKH_SHARING_MACHINE: they are
+ * processes of one machine (sim/simfs.c S9). */
+static bool same_machine(const struct ckh__node *a, const struct ckh__node *b)
+{
+    for (size_t i = 0; i < a->nmounts; i++) {
+        if (ckh_simfs_sharing(a->mounts[i].disk) != CKH_SHARING_MACHINE)
+            continue;
+        for (size_t j = 0; j < b->nmounts; j++)
+            if (b->mounts[j].disk == a->mounts[i].disk)
+                return true;
+    }
+    return false;
+}
+
+/* A machine crash of n takes down every running node of its machine too
+ * (n is stopped already, so the walk ends). */
+static void crash_machine_mates(struct ckh_sim *sim, struct ckh__node *n)
+{
+    for (int i = 0; i < sim->nnodes; i++) {
+        struct ckh__node *m = sim->nodes[i];
+        if (m != n && (m->state == CKH_NODE_RUNNING || m->state == CKH_NODE_READY) &&
+            same_machine(n, m))
+            node_stop(sim, m, HOW_CRASH, 0);
+    }
+}
+
 static void node_stop(struct ckh_sim *sim, struct ckh__node *n, enum stop_how how, int status)
 {
     switch (how) {
@@ -506,12 +537,15 @@ static void node_stop(struct ckh_sim *sim, struct ckh__node *n, enum stop_how ho
             if (!seen)
                 crash_disk(sim, n->mounts[i].disk, n->id);
         }
-        sim->crash_keep = CKH_CRASH_KEEP_RANDOM;
     }
     ckh__env_free_memory(n);
     ckh__coll_node_stop(sim, n);
     n->state = how == HOW_EXIT ? CKH_NODE_EXITED : CKH_NODE_KILLED;
     n->exit_status = how == HOW_EXIT ? status : 0;
+    if (how == HOW_CRASH) {
+        crash_machine_mates(sim, n); /* with the crash's own keep */
+        sim->crash_keep = CKH_CRASH_KEEP_RANDOM;
+    }
 }
 
 static void power_loss(struct ckh_sim *sim)
@@ -1215,6 +1249,8 @@ int ckh_sim_kill(struct ckh_sim *sim, int id, bool machine)
     if (sim->cur != NULL && sim->cur->node == n)
         ckh__sim_die(sim, machine);
     node_stop(sim, n, machine ? HOW_CRASH : HOW_KILL, 0);
+    if (sim->cur != NULL && sim->cur->node->state == CKH_NODE_KILLED)
+        sched_leave_for_good(sim, sim->cur); /* the caller's machine crashed with n's */
     return 0;
 }
 

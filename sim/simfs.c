@@ -1,6 +1,7 @@
 /* The simulated disk: content, pending operations and the crash model.
  *
- * SPECIFICATION (the tests in tests/test_simfs.c cite the numbered rules)
+ * SPECIFICATION (the tests in tests/test_simfs.c and tests/test_simfs_shared.c
+ * cite the numbered rules)
  *
  * S1. State. A disk holds a tree of directories, files and symlinks. Each
  *     inode keeps two copies of its content: the DURABLE copy (what the
@@ -48,16 +49,19 @@
  *     - fsync_dir of D makes the node's pending link/unlink ops in D
  *       durable. A rename becomes durable once both its source and its
  *       destination directories have been fsynced (one fsync when equal).
- *     - On a shared disk an fsync only flushes ops of the calling node
- *       (another machine's cache is out of reach). When two nodes wrote
- *       the same bytes, the durable copy holds the later flushed one.
+ *     - On a shared disk an fsync flushes the ops in the calling node's
+ *       cache (S9): on a network disk only the node's own (another
+ *       machine's cache is out of reach), on a machine's disk every
+ *       node's. When two caches wrote the same bytes, the durable copy
+ *       holds the later flushed one.
  *
  * S4'. Durability, CKH_CRASH_EXT4_ORDERED (what ext4 with data=ordered
  *     and auto_da_alloc gives in practice, as modelled here):
  *     - Entry ops are journaled: they persist in issue order, so a crash
  *       keeps a prefix of the node's pending entry ops. Any fsync,
- *       fdatasync or fsync_dir by a node commits its whole journal (all
- *       its pending entry ops), so an fsynced new file keeps its entry.
+ *       fdatasync or fsync_dir by a node commits its cache's whole
+ *       journal (all its pending entry ops; S9 says whose), so an fsynced
+ *       new file keeps its entry.
  *     - Data ordering: when an entry op on an inode persists (create,
  *       rename, unlink), the node's data writes to that inode issued
  *       before it persist too, complete (never torn). This covers the
@@ -65,9 +69,9 @@
  *       op here too.
  *     - Data ops not covered by that rule are as under POSIX_WEAK.
  *
- * S5. Crash (ckh_simfs_crash): every pending op issued by the crashing
- *     node (all ops when node == -1: a power loss) is resolved, in issue
- *     order: APPLY (persists), DROP (lost), or for writes TORN_ZERO /
+ * S5. Crash (ckh_simfs_crash): every pending op in the crashing node's
+ *     cache (S9; all ops when node == -1: a power loss) is resolved, in
+ *     issue order: APPLY (persists), DROP (lost), or for writes TORN_ZERO /
  *     TORN_GARBAGE: the write's first k whole sectors persist (k in
  *     [0, sectors), sectors counted at sector_bytes granularity from the
  *     disk's start, the first one possibly partial) and the rest of the
@@ -76,8 +80,11 @@
  *     list reproduces one exact state. Drawn choices come from the disk's
  *     PRNG (seeded with cfg->seed): writes 40% apply, 40% drop, 10% each
  *     torn kind; other ops 50/50; under EXT4_ORDERED the journal prefix
- *     length is drawn uniformly. Ops of other nodes stay pending; the
- *     live copy becomes the durable copy with those ops applied again.
+ *     length is drawn uniformly. Ops of other caches stay pending, except
+ *     those that depend (S3, directly or through each other) on an op
+ *     this crash dropped: they can never persist and are dropped with it.
+ *     The live copy becomes the durable copy with the ops still pending
+ *     applied again.
  *
  * S6. Faults. An fsync that gets CKH_FAULT_FSYNC_LOST drops the node's
  *     dirty data of that file without persisting it and fails with -EIO;
@@ -95,6 +102,32 @@
  *     that each copy can be crashed on its own; specified in
  *     sim/simfs_clone.c (C1-C4).
  *
+ * S9. Sharing (ckh_simfs_config.sharing). Ops carry the node that issued
+ *     them; the sharing says which nodes' ops sit in one CACHE, the unit
+ *     an fsync flushes (S4, S4') and a crash resolves (S5):
+ *     - CKH_SHARING_NETWORK (the default): a network filesystem mounted
+ *       by several machines, each node its own client cache. A node's
+ *       fsync and fsync_dir flush only its own ops; its crash resolves
+ *       only its own, plus the other nodes' that depend on one it dropped
+ *       (S5). Close-to-open consistency is not modelled: every node reads
+ *       the one live copy, which holds every node's unsynced ops.
+ *     - CKH_SHARING_MACHINE: the local disk of one machine whose nodes are
+ *       processes sharing its page cache. Every node's ops are in the one
+ *       cache: an fsync of a file by any node makes every node's pending
+ *       data ops on it durable, an fsync_dir by any node every node's
+ *       entry ops there (under EXT4_ORDERED: the one journal, all entry
+ *       ops), and a crash of any node resolves every node's pending op (a
+ *       crash of the machine, the same as node -1 on this disk). The
+ *       simulator crashes the machine's other running nodes with it
+ *       (sim/sched.c); command jobs resolve the crash once their run ends.
+ *     Durability promise, both sharings and both crash models: an op made
+ *     durable (by any node's fsync, with what it depends on, S3) is in the
+ *     durable copy, and no later crash of any node or power loss takes it
+ *     out; only a later op that persists (one issued later, or on a
+ *     network disk another cache's older op flushed or kept later) can
+ *     change what it wrote. tests/test_simfs_shared.c checks this as a
+ *     seeded property over random multi-node op sequences.
+ *
  * Invariants (CKH_ASSERT; tests/test_simfs.c breaks them on purpose):
  * pending ops are numbered in issue order (the table is sorted by seq);
  * an op depends only on earlier ops (S3); a file's pending data ops are
@@ -102,8 +135,9 @@
  * a crash applies no op whose dependency it dropped or left pending (S3,
  * S5). CKH_ASSERT_SLOW adds the whole-list checks: extents sorted and
  * disjoint; the whole pending table sorted; after an fsync no data op of
- * that node on that file is pending (S4); after fsync_dir (POSIX_WEAK) no
- * link/unlink of that node in that directory is pending.
+ * that node's cache on that file is pending (S4, S9); after fsync_dir
+ * (POSIX_WEAK) no link/unlink of that node's cache in that directory is
+ * pending.
  *
  * Map: memory | extents | directories | inodes | pending table | applying
  * ops | issuing ops | durability | public API | test-only entries. The crash itself (S5):
@@ -998,7 +1032,7 @@ static void commit_entry(struct ckh_simfs *d, struct sf_op *op)
         struct sf_op *x = op->ino->ops_head;
         while (x && x->seq < op->seq) {
             struct sf_op *next = x->inext;
-            if (x->node == op->node)
+            if (ckh__sf_same_cache(d, x->node, op->node))
                 commit(d, x);
             x = next;
         }
@@ -1052,28 +1086,28 @@ static void commit_journal(struct ckh_simfs *d, int node)
 {
     for (size_t i = 0; i < d->pn; i++) {
         struct sf_op *op = d->pv[i].op;
-        if (op && !ckh__sf_op_is_data(op) && op->node == node)
+        if (op && !ckh__sf_op_is_data(op) && ckh__sf_same_cache(d, op->node, node))
             commit_entry_deps(d, op);
     }
 }
 
 #ifdef CKH_SLOW_ASSERTS
-/* Slow check of S4: whether node still has pending data ops on ino. */
-static bool node_has_data_ops(const struct sf_inode *ino, int node)
+/* Slow check of S4: whether node's cache still has pending data ops on ino. */
+static bool node_has_data_ops(const struct ckh_simfs *d, const struct sf_inode *ino, int node)
 {
     for (const struct sf_op *x = ino->ops_head; x; x = x->inext)
-        if (x->node == node)
+        if (ckh__sf_same_cache(d, x->node, node))
             return true;
     return false;
 }
 
-/* Slow check of S4 (POSIX_WEAK): whether node still has a pending link or
- * unlink in dir. */
+/* Slow check of S4 (POSIX_WEAK): whether node's cache still has a pending
+ * link or unlink in dir. */
 static bool node_has_entry_ops(const struct ckh_simfs *d, const struct sf_inode *dir, int node)
 {
     for (size_t i = 0; i < d->pn; i++) {
         const struct sf_op *op = d->pv[i].op;
-        if (op && op->node == node && op->dir == dir &&
+        if (op && ckh__sf_same_cache(d, op->node, node) && op->dir == dir &&
             (op->k == SF_OP_LINK || op->k == SF_OP_UNLINK))
             return true;
     }
@@ -1086,14 +1120,14 @@ void ckh__sf_fsync(struct ckh_simfs *d, int node, struct sf_inode *ino)
     struct sf_op *x = ino->ops_head;
     while (x) {
         struct sf_op *next = x->inext;
-        if (x->node == node)
+        if (ckh__sf_same_cache(d, x->node, node))
             commit(d, x);
         x = next;
     }
     if (d->cfg.model == CKH_CRASH_EXT4_ORDERED)
         commit_journal(d, node);
     ckh__sf_pv_compact(d);
-    CKH_ASSERT_SLOW(!node_has_data_ops(ino, node));
+    CKH_ASSERT_SLOW(!node_has_data_ops(d, ino, node));
 }
 
 void ckh__sf_fsync_dir(struct ckh_simfs *d, int node, struct sf_inode *dir)
@@ -1103,7 +1137,7 @@ void ckh__sf_fsync_dir(struct ckh_simfs *d, int node, struct sf_inode *dir)
     } else {
         for (size_t i = 0; i < d->pn; i++) {
             struct sf_op *op = d->pv[i].op;
-            if (!op || ckh__sf_op_is_data(op) || op->node != node)
+            if (!op || ckh__sf_op_is_data(op) || !ckh__sf_same_cache(d, op->node, node))
                 continue;
             if (op->k == SF_OP_RENAME) {
                 if (op->dir == dir)
@@ -1127,7 +1161,7 @@ void ckh__sf_fsync_lost(struct ckh_simfs *d, int node, struct sf_inode *ino)
     struct sf_op *x = ino->ops_head;
     while (x) {
         struct sf_op *next = x->inext;
-        if (x->node == node)
+        if (ckh__sf_same_cache(d, x->node, node))
             ckh__sf_op_retire(d, x);
         x = next;
     }
@@ -1142,7 +1176,7 @@ int ckh_simfs_crash_uniform(struct ckh_simfs *d, int node, enum ckh_crash_choice
         return CKH_EINVAL;
     size_t n = 0;
     for (size_t i = 0; i < d->pn; i++)
-        if (ckh__sf_op_affected(d->pv[i].op, node))
+        if (ckh__sf_op_affected(d, d->pv[i].op, node))
             n++;
     enum ckh_crash_choice *v = malloc((n ? n : 1) * sizeof *v);
     if (v == NULL)
@@ -1163,6 +1197,8 @@ int ckh_simfs_create(const struct ckh_simfs_config *cfg, struct ckh_simfs **out)
     if (cfg->sector_bytes != 0 && cfg->sector_bytes != 512 && cfg->sector_bytes != 4096)
         return CKH_EINVAL;
     if (cfg->model != CKH_CRASH_POSIX_WEAK && cfg->model != CKH_CRASH_EXT4_ORDERED)
+        return CKH_EINVAL;
+    if (cfg->sharing != CKH_SHARING_NETWORK && cfg->sharing != CKH_SHARING_MACHINE)
         return CKH_EINVAL;
     struct ckh_simfs *d = calloc(1, sizeof(*d));
     if (!d)
@@ -1268,6 +1304,11 @@ int ckh_simfs_pending_get(const struct ckh_simfs *d, size_t i, struct ckh_simfs_
         .sectors = op_sectors(d, op),
     };
     return 0;
+}
+
+enum ckh_simfs_sharing ckh_simfs_sharing(const struct ckh_simfs *d)
+{
+    return d ? d->cfg.sharing : CKH_SHARING_NETWORK;
 }
 
 void ckh_simfs_sync_all(struct ckh_simfs *d)
@@ -1590,6 +1631,37 @@ void ckh__simfs_test_rewind_seq(struct ckh_simfs *d)
 {
     if (d != NULL)
         d->next_seq = 0;
+}
+
+int64_t ckh__simfs_test_read(const struct ckh_simfs *d, const char *path, bool durable, void *buf,
+                             size_t cap, uint64_t *ino)
+{
+    if (!d || !path || path[0] != '/' || (cap && !buf))
+        return CKH_EINVAL;
+    int w = durable ? SF_DUR : SF_LIVE;
+    struct sf_inode *cur = d->root;
+    char comp[CKH_PATH_MAX + 1];
+    for (const char *p = path + 1; *p && cur;) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 0 || n > CKH_PATH_MAX)
+            return CKH_EINVAL;
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        cur = ckh__sf_lookup(cur, w, comp);
+        p = slash ? slash + 1 : p + n;
+    }
+    if (!cur)
+        return -ENOENT;
+    if (cur->type != CKH_FT_FILE)
+        return -EISDIR;
+    const struct sf_data *dt = &cur->data[w];
+    int64_t got = cap ? ckh__sf_read(dt, buf, cap < dt->size ? cap : dt->size, 0) : 0;
+    if (got < 0)
+        return got;
+    if (ino)
+        *ino = cur->ino;
+    return (int64_t)dt->size;
 }
 
 int ckh__simfs_test_set_size(struct ckh_simfs *d, const char *path, uint64_t size_bytes)

@@ -1,7 +1,8 @@
-/* simfs: a crash of one node's machine or a power loss (rule S5 of the
- * specification at the top of simfs.c): each pending op of the crashed
- * machine is applied, dropped or torn as the crash model and the seed (or
- * an explicit list) decide, and the live view is rebuilt from what the
+/* simfs: a crash of one node's machine or a power loss (rules S5 and S9 of
+ * the specification at the top of simfs.c): each pending op in the crashed
+ * cache is applied, dropped or torn as the crash model and the seed (or
+ * an explicit list) decide, other caches' ops that built on a dropped one
+ * are dropped with it (S3), and the live view is rebuilt from what the
  * disk kept. The rest of the disk's machinery is simfs.c's, shared through
  * simfs_internal.h. */
 #include <stdarg.h>
@@ -16,9 +17,9 @@
 
 /* ------------------------------------------------------------------ crash */
 
-bool ckh__sf_op_affected(const struct sf_op *op, int node)
+bool ckh__sf_op_affected(const struct ckh_simfs *d, const struct sf_op *op, int node)
 {
-    return op && (node == -1 || op->node == node);
+    return op && (node == -1 || ckh__sf_same_cache(d, op->node, node));
 }
 
 /* An op cannot persist without what it depends on: a dependency this crash
@@ -51,7 +52,7 @@ static void decide_posix(struct ckh_simfs *d, int node, const enum ckh_crash_cho
     size_t ai = 0;
     for (size_t i = 0; i < d->pn; i++) {
         struct sf_op *op = d->pv[i].op;
-        if (!ckh__sf_op_affected(op, node))
+        if (!ckh__sf_op_affected(d, op, node))
             continue;
         enum ckh_crash_choice c = choices ? choices[ai] : CKH_CRASH_APPLY;
         ai++;
@@ -68,7 +69,7 @@ static void decide_ext4(struct ckh_simfs *d, int node, const enum ckh_crash_choi
     size_t m = 0, ai = 0;
     for (size_t i = 0; i < d->pn; i++) {
         struct sf_op *op = d->pv[i].op;
-        if (ckh__sf_op_affected(op, node)) {
+        if (ckh__sf_op_affected(d, op, node)) {
             op->ino->crash_order_seq = 0;
             if (!ckh__sf_op_is_data(op))
                 m++;
@@ -79,7 +80,7 @@ static void decide_ext4(struct ckh_simfs *d, int node, const enum ckh_crash_choi
     size_t mi = 0;
     for (size_t i = 0; i < d->pn; i++) {
         struct sf_op *op = d->pv[i].op;
-        if (!ckh__sf_op_affected(op, node))
+        if (!ckh__sf_op_affected(d, op, node))
             continue;
         size_t idx = ai++;
         if (ckh__sf_op_is_data(op))
@@ -99,7 +100,7 @@ static void decide_ext4(struct ckh_simfs *d, int node, const enum ckh_crash_choi
     ai = 0;
     for (size_t i = 0; i < d->pn; i++) {
         struct sf_op *op = d->pv[i].op;
-        if (!ckh__sf_op_affected(op, node))
+        if (!ckh__sf_op_affected(d, op, node))
             continue;
         size_t idx = ai++;
         if (!ckh__sf_op_is_data(op))
@@ -112,6 +113,27 @@ static void decide_ext4(struct ckh_simfs *d, int node, const enum ckh_crash_choi
         else
             c = choices ? choices[idx] : draw_choice(d, op);
         op->decision = (uint8_t)c;
+    }
+}
+
+/* S3 across caches: an op outside this crash that builds on an op the
+ * crash dropped (directly or through another op dropped so) can never
+ * persist, so it is dropped with it. The table is in issue order, so one
+ * pass reaches every chain. */
+static void drop_dependents(struct ckh_simfs *d)
+{
+    for (size_t i = 0; i < d->pn; i++) {
+        struct sf_op *op = d->pv[i].op;
+        if (!op || op->affected)
+            continue;
+        for (int k = 0; k < 3; k++) {
+            const struct sf_op *x = ckh__sf_op_by_seq(d, op->dep[k]);
+            if (x && x->affected && x->decision == CKH_CRASH_DROP) {
+                op->affected = true;
+                op->decision = CKH_CRASH_DROP;
+                break;
+            }
+        }
     }
 }
 
@@ -161,7 +183,7 @@ int ckh_simfs_crash(struct ckh_simfs *d, int node, const enum ckh_crash_choice *
     size_t na = 0;
     for (size_t i = 0; i < d->pn; i++) {
         struct sf_op *op = d->pv[i].op;
-        op->affected = ckh__sf_op_affected(op, node);
+        op->affected = ckh__sf_op_affected(d, op, node);
         op->decision = CKH_CRASH_APPLY;
         if (op->affected) {
             if (choices && na < n) {
@@ -181,6 +203,7 @@ int ckh_simfs_crash(struct ckh_simfs *d, int node, const enum ckh_crash_choice *
         decide_ext4(d, node, choices);
     else
         decide_posix(d, node, choices);
+    drop_dependents(d);
     for (size_t i = 0; i < d->pn; i++) {
         struct sf_op *op = d->pv[i].op;
         if (op && op->affected && op->decision != CKH_CRASH_DROP) {

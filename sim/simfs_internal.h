@@ -274,7 +274,14 @@ struct sf_op *ckh__sf_op_by_seq(const struct ckh_simfs *d, uint64_t seq);
 bool ckh__sf_op_is_data(const struct sf_op *op);
 void ckh__sf_op_retire(struct ckh_simfs *d, struct sf_op *op);
 void ckh__sf_pv_compact(struct ckh_simfs *d);
-bool ckh__sf_op_affected(const struct sf_op *op, int node);
+/* Whether a crash of node (-1: a power loss) resolves op (S5, S9). */
+bool ckh__sf_op_affected(const struct ckh_simfs *d, const struct sf_op *op, int node);
+/* Whether ops of node a sit in node b's cache (S9): always on a machine's
+ * disk, else when a == b. */
+static inline bool ckh__sf_same_cache(const struct ckh_simfs *d, int a, int b)
+{
+    return d->cfg.sharing == CKH_SHARING_MACHINE || a == b;
+}
 
 /* ---- sim/simfs_store.c: where literal bytes live ---- */
 /* A store in folder dir (*out owned, ckh__sf_store_unref); -errno when dir

@@ -321,6 +321,38 @@ START_TEST(test_restarts_and_compare)
 }
 END_TEST
 
+/* job.disks[].sharing: network by default (no existing scenario changes),
+ * machine when asked; the writer names it only when not the default, and
+ * the written text parses back to the same disk. */
+START_TEST(test_disk_sharing)
+{
+    struct ckh_scenario *s = parse_ok("job:\n  workload: ddp-train\n  disks: [{mount: /}]\n");
+    ck_assert_int_eq(s->job.disks[0].sharing, CKH_SHARING_NETWORK);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_int_eq(ckh_scenario_write(f, s), 0);
+    fclose(f);
+    ck_assert_ptr_null(strstr(buf, "sharing"));
+    free(buf);
+    ckh_scenario_free(s);
+    s = parse_ok("job:\n  workload: ddp-train\n  disks: [{mount: /, sharing: machine}, "
+                 "{mount: /net, sharing: network}]\n");
+    ck_assert_int_eq(s->job.disks[0].sharing, CKH_SHARING_MACHINE);
+    ck_assert_int_eq(s->job.disks[1].sharing, CKH_SHARING_NETWORK);
+    f = open_memstream(&buf, &len);
+    ck_assert_int_eq(ckh_scenario_write(f, s), 0);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, ", sharing: machine"));
+    struct ckh_scenario *b = parse_ok(buf);
+    ck_assert_int_eq(b->job.disks[0].sharing, CKH_SHARING_MACHINE);
+    ck_assert_int_eq(b->job.disks[1].sharing, CKH_SHARING_NETWORK);
+    ckh_scenario_free(b);
+    free(buf);
+    ckh_scenario_free(s);
+}
+END_TEST
+
 /* Each action kind with its parameters and defaults. */
 START_TEST(test_actions)
 {
@@ -786,6 +818,12 @@ static const struct bad_case bad_cases[] = {
     {"job:\n  workload: seed-pipeline\n  disks: [{mount: /, crash_model: ext3}]\n", CKH_EINVAL,
      3, 35, "'job.disks[].crash_model' got unknown value 'ext3'; expected one of: posix-weak, "
             "ext4-ordered"},
+    {"job:\n  workload: seed-pipeline\n  disks: [{mount: /, sharing: cluster}]\n", CKH_EINVAL,
+     3, 31, "'job.disks[].sharing' got unknown value 'cluster'; expected one of: network, machine"},
+    {"job:\n  workload: seed-pipeline\n  disks: [{mount: /, shared: false, sharing: machine}]\n",
+     CKH_EINVAL, 3, 46,
+     "disk 'disk0': 'sharing' applies to a disk the nodes share; this one has 'shared: false' (one "
+     "disk per node)"},
     {"job:\n  workload: seed-pipeline\n  disks: [{name: d}]\n", CKH_EINVAL, 3, 11,
      "disk 'd' needs 'mount' (an absolute path)"},
     {"job:\n  workload: seed-pipeline\n  disks: [{mount: /a}, {mount: /a}]\n", CKH_EINVAL, 3,
@@ -869,6 +907,7 @@ static Suite *scenario_suite(void)
     TCase *tc = tcase_create("parse");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_full_file);
+    tcase_add_test(tc, test_disk_sharing);
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_variants);
     tcase_add_test(tc, test_restarts_and_compare);

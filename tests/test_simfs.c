@@ -1,5 +1,5 @@
 /* Tests for the simulated filesystem (sim/simfs.c, sim/simfs_view.c).
- * Rule numbers (S1..S7) refer to the specification at the top of
+ * Rule numbers (S1..S9) refer to the specification at the top of
  * sim/simfs.c. Views here have no simulator (sim == NULL).
  */
 #include <check.h>

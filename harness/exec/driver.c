@@ -180,6 +180,7 @@ int ckh__exec_build_disks(const struct ckh_scenario *sc, int n, const char *cons
             struct ckh_simfs_config dc = {
                 .name = name,
                 .model = sd->model,
+                .sharing = sd->sharing,
                 .sector_bytes = sd->sector_bytes,
                 .capacity_bytes = sd->capacity_bytes,
                 .latency_ns = sd->latency_ns,

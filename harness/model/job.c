@@ -16,12 +16,13 @@
 
 static const char *const disk_keys[] = {"name",     "mount",   "shared",    "crash_model",
                                         "sector",   "capacity", "latency",  "bandwidth",
-                                        "ns_per_kib"};
+                                        "ns_per_kib", "sharing"};
 
 static void disk_defaults(struct ckh_scn_disk *d)
 {
     d->shared = true;
     d->model = CKH_CRASH_POSIX_WEAK;
+    d->sharing = CKH_SHARING_NETWORK;
     d->sector_bytes = 4096;
     d->capacity_bytes = 0;
     d->latency_ns = 100000;
@@ -57,6 +58,16 @@ static int parse_disk(struct ckh__scn_reader *p, const yaml_node_t *n, size_t id
                                      ckh_scn_crash_models.n, &e)))
             return rc;
         d->model = (enum ckh_crash_model)e;
+    }
+    if ((v = ckh__scn_get(p, n, "sharing"))) {
+        if ((rc = ckh__scn_get_enum(p, v, "job.disks[].sharing", ckh_scn_sharings.names, ckh_scn_sharings.n, &e)))
+            return rc;
+        if (!d->shared)
+            return ckh__scn_fail(p, v, CKH_EINVAL,
+                                 "disk '%s': 'sharing' applies to a disk the nodes share; this one has "
+                                 "'shared: false' (one disk per node)",
+                                 d->name);
+        d->sharing = (enum ckh_simfs_sharing)e;
     }
     if ((v = ckh__scn_get(p, n, "sector"))) {
         int64_t sec;

@@ -11,6 +11,7 @@
     const struct ckh_scn_enum ckh_scn_##id = {id##_v, sizeof id##_v / sizeof id##_v[0]}
 
 TABLE(crash_models, "posix-weak", "ext4-ordered");
+TABLE(sharings, "network", "machine");
 TABLE(strategies, "sync_all", "sync_any", "async");
 TABLE(phases, "init", "epoch", "save", "load", "upload", "download", "exit", "collective");
 TABLE(kill_whens, "before", "after", "mid-write");

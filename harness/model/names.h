@@ -18,6 +18,7 @@ struct ckh_scn_enum {
 };
 
 extern const struct ckh_scn_enum ckh_scn_crash_models;  /* enum ckh_crash_model */
+extern const struct ckh_scn_enum ckh_scn_sharings;      /* enum ckh_simfs_sharing */
 extern const struct ckh_scn_enum ckh_scn_strategies;    /* enum ckh_scn_strategy */
 extern const struct ckh_scn_enum ckh_scn_phases;        /* on.phase values */
 extern const struct ckh_scn_enum ckh_scn_outcomes;      /* enum ckh_scn_outcome */

@@ -68,6 +68,7 @@ struct ckh_scn_disk {
     const char *mount;              /* absolute mount point in every node's view */
     bool shared;                    /* true: one disk for all nodes; false: one per node */
     enum ckh_crash_model model;     /* crash model (default posix-weak) */
+    enum ckh_simfs_sharing sharing; /* a shared disk's caches: network (default) or machine */
     uint32_t sector_bytes;          /* 512 or 4096 (default 4096) */
     uint64_t capacity_bytes;        /* 0: unlimited (default) */
     uint64_t latency_ns;            /* per operation (default 100us) */

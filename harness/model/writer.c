@@ -162,6 +162,8 @@ static int write_disks(FILE *f, const struct ckh_scn_job *j)
         q(f, d->mount);
         fprintf(f, ", shared: %s, crash_model: %s, sector: %u", d->shared ? "true" : "false", model,
                 d->sector_bytes);
+        if (d->sharing != CKH_SHARING_NETWORK)
+            fprintf(f, ", sharing: %s", ckh_scn_enum_name(&ckh_scn_sharings, (int)d->sharing));
         if (d->capacity_bytes)
             fprintf(f, ", capacity: %" PRIu64, d->capacity_bytes);
         fprintf(f, ", latency: %" PRIu64 "ns, ns_per_kib: %" PRIu64 "}\n", d->latency_ns, d->ns_per_kib);

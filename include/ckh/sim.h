@@ -172,7 +172,9 @@ int ckh_sim_yield(struct ckh_sim *sim);
 int ckh_sim_run(struct ckh_sim *sim, struct ckh_sim_result *res);
 
 /* Kills a node from outside a run (machine: also crash its unsynced
- * writes). Inside a run, use fault rules. */
+ * writes, and every running node that mounts a disk shared with it with
+ * CKH_SHARING_MACHINE crashes too: sim/simfs.c S9). Inside a run, use
+ * fault rules. */
 int ckh_sim_kill(struct ckh_sim *sim, int id, bool machine);
 /* Power loss: kills every node and crashes every disk. */
 int ckh_sim_power_loss(struct ckh_sim *sim);

@@ -29,4 +29,12 @@ void ckh__simfs_test_rewind_seq(struct ckh_simfs *d);
  * error of resolving path. */
 int ckh__simfs_test_set_size(struct ckh_simfs *d, const char *path, uint64_t size_bytes);
 
+/* Looks path up in the disk's durable copy (durable true: what the platter
+ * holds) or its live copy, following no symlink: for a regular file, its
+ * size, the first min(size, cap) bytes copied into buf and its inode
+ * number in *ino (NULL: not wanted); -ENOENT when no entry is there,
+ * -EISDIR for a directory or symlink, CKH_EINVAL for bad arguments. */
+int64_t ckh__simfs_test_read(const struct ckh_simfs *d, const char *path, bool durable, void *buf,
+                             size_t cap, uint64_t *ino);
+
 #endif

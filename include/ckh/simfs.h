@@ -30,6 +30,13 @@ enum ckh_crash_model {
     CKH_CRASH_EXT4_ORDERED,   /* metadata ops persist in order; data before metadata that follows it */
 };
 
+/* Whose page cache the nodes that share a disk use (rule S9 in
+ * sim/simfs.c). Matters only for a disk that several nodes mount. */
+enum ckh_simfs_sharing {
+    CKH_SHARING_NETWORK = 0, /* a network filesystem: each node its own client cache (default) */
+    CKH_SHARING_MACHINE,     /* one machine's disk: its nodes are processes sharing one page cache */
+};
+
 struct ckh_simfs_config {
     const char *name;           /* disk name in traces ("local0", "shared") */
     enum ckh_crash_model model; /* crash model */
@@ -44,6 +51,8 @@ struct ckh_simfs_config {
      * disk's memory is O(inodes + extents + pending ops), whatever the
      * size of its files. The simulator keeps its disks in memory. */
     const char *store_dir;
+    /* Whose cache an fsync flushes and a crash loses (0: network). */
+    enum ckh_simfs_sharing sharing;
 };
 
 /* What a crash does to one pending operation. */
@@ -84,8 +93,10 @@ struct ckh_fs *ckh_simfs_fs(struct ckh_simfs *d);
 size_t ckh_simfs_pending_count(const struct ckh_simfs *d);
 int ckh_simfs_pending_get(const struct ckh_simfs *d, size_t i, struct ckh_simfs_pending_info *out);
 
-/* Crash: every pending operation issued by `node` (-1: by anyone, a power
- * loss) is applied, dropped or torn (rules S3-S5 in sim/simfs.c). With
+/* Crash: every pending operation in `node`'s cache (-1: by anyone, a power
+ * loss) is applied, dropped or torn (rules S3-S5, S9 in sim/simfs.c): on a
+ * CKH_SHARING_NETWORK disk the ops `node` issued, on a CKH_SHARING_MACHINE
+ * disk every node's (the machine's page cache is lost). With
  * choices == NULL each choice is drawn from the disk's seeded stream within
  * what the model allows; else choices[i] is used for the i-th affected
  * pending op in pending_get order (n must equal the number of affected ops;
@@ -93,7 +104,8 @@ int ckh_simfs_pending_get(const struct ckh_simfs *d, size_t i, struct ckh_simfs_
  * nothing). Where the model forces an outcome (a dependency was dropped, a
  * journal prefix ended, data=ordered) the forced outcome wins over the
  * given choice. Afterwards the affected ops are gone from the pending list;
- * ops of other nodes stay pending and visible. */
+ * ops outside the crashed cache stay pending and visible, except those that
+ * depend on an op this crash dropped, which are dropped with it (S3). */
 int ckh_simfs_crash(struct ckh_simfs *d, int node, const enum ckh_crash_choice *choices, size_t n);
 
 /* Snapshot: *out becomes an independent copy of d (both copies of every
@@ -109,6 +121,10 @@ int ckh_simfs_clone(const struct ckh_simfs *d, struct ckh_simfs **out);
 /* Crash with one choice for every affected pending op (CKH_CRASH_APPLY or
  * CKH_CRASH_DROP); the model may still force some (see ckh_simfs_crash). */
 int ckh_simfs_crash_uniform(struct ckh_simfs *d, int node, enum ckh_crash_choice choice);
+
+/* The disk's sharing (cfg->sharing at creation); CKH_SHARING_NETWORK for
+ * NULL. */
+enum ckh_simfs_sharing ckh_simfs_sharing(const struct ckh_simfs *d);
 
 /* Makes everything durable (as if every file and directory was synced). */
 void ckh_simfs_sync_all(struct ckh_simfs *d);
