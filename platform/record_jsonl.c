@@ -1214,9 +1214,12 @@ static bool values_same(const struct ckh_rec_value *a, size_t na, const struct c
 {
     if (na != nb)
         return false;
-    for (size_t i = 0; i < na; i++)
-        if (strcmp(a[i].name, b[i].name) != 0 || a[i].value != b[i].value)
+    for (size_t i = 0; i < na; i++) {
+        /* bit for bit, but every NaN alike: "NaN" carries no payload */
+        bool nan = isnan(a[i].value) && isnan(b[i].value);
+        if (strcmp(a[i].name, b[i].name) != 0 || (!nan && memcmp(&a[i].value, &b[i].value, sizeof a[i].value)))
             return false;
+    }
     return true;
 }
 
