@@ -715,6 +715,126 @@ START_TEST(test_fuzz_listing_independent_of_jobs)
 }
 END_TEST
 
+/* Refusals of the verbs' own arguments, each with its message and exit
+ * status 2, and nothing written: a short option without its value, a
+ * name no registry knows, a zero duration, an unknown platform, a
+ * missing or doubled file, an unexpected argument. */
+START_TEST(test_verb_argument_refusals)
+{
+    static const struct bad_case cases[] = {
+        {{"fuzz", "-j"}, "ckh fuzz: --jobs needs a value\nusage: ckh fuzz "},
+        {{"fuzz", "--backend", "nosuch"}, "ckh fuzz: unknown checkpoint backend 'nosuch' (known: minidb)"},
+        {{"fuzz", "--time", "0"}, "ckh fuzz: --time expects a duration such as 30s or 10m, got '0'"},
+        {{"fuzz", "--bogus"}, "ckh fuzz: unknown option '--bogus'\nusage: ckh fuzz "},
+        {{"run", "--platform", "gpu", "@"}, "ckh run: --platform: expected sim or real, got 'gpu'"},
+        {{"run"}, "ckh run: no scenario file or folder given\nusage: ckh run PATH..."},
+        {{"shrink"}, "usage: ckh shrink FILE [-o OUT] [--max-runs N]"},
+        {{"shrink", "@", "@"}, "ckh shrink: unexpected argument '"},
+        {{"shrink", "--weird"}, "ckh shrink: unexpected argument '--weird'"},
+        {{"shrink", "~/no-such.yaml"}, "/no-such.yaml: cannot open: No such file or directory"},
+        {{"shrink", "@", "--out", "~/never.yaml"}, "uninterrupted.yaml does not fail: nothing to shrink"},
+        {{"replay"}, "ckh replay: expected exactly one scenario file\nusage: ckh replay FILE"},
+        {{"replay", "@", "@"}, "ckh replay: expected exactly one scenario file"},
+        {{"replay", "~/no-such.yaml"}, "/no-such.yaml: cannot list scenarios: No such file or directory"},
+        {{"list", "bogus"}, "ckh list: unknown category 'bogus'\nusage: ckh list ["},
+    };
+    char file[1300];
+    snprintf(file, sizeof file, "%s/ddp/uninterrupted.yaml", scen);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[11] = {0};
+        char subst[10][1400];
+        for (int k = 0; k < 10 && cases[i].args[k]; k++) {
+            const char *a = cases[i].args[k];
+            if (strcmp(a, "@") == 0)
+                snprintf(subst[k], sizeof subst[k], "%s", file);
+            else if (a[0] == '~') /* a path in the test's own folder */
+                snprintf(subst[k], sizeof subst[k], "%s%s", work, a + 1);
+            else
+                snprintf(subst[k], sizeof subst[k], "%s", a);
+            args[k] = subst[k];
+        }
+        char *out;
+        int st = ckh(args, NULL, &out);
+        ck_assert_msg(st == 2, "%s %s: status %d:\n%s", args[0], args[1] ? args[1] : "", st, out);
+        HAS(out, cases[i].says);
+        free(out);
+    }
+    /* No refusal wrote an output file. */
+    ck_assert_int_eq(count_entries(work, "never"), 0);
+    /* `ckh list --help` is the usage on stdout, status 0. */
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"list", "--help", NULL}, NULL, &out), 0);
+    ck_assert_msg(strncmp(out, "usage: ckh list [workloads [LIB.so...]|", 39) == 0, "%s", out);
+    free(out);
+}
+END_TEST
+
+/* `ckh list scenarios DIR` lists a scenario without a description by its
+ * name alone and a bad one by its path with the parser's file:line:column
+ * message, and then exits 2. */
+START_TEST(test_list_scenarios_with_errors)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/bad.yaml", work);
+    write_file(path, "name: x\nbogus_key: 1\n");
+    snprintf(path, sizeof path, "%s/plain.yaml", work);
+    write_file(path, "job:\n  workload: ddp-train\n  nodes: 2\n  epochs: 1\n");
+    char *out, want[1200];
+    ck_assert_int_eq(ckh((const char *[]){"list", "scenarios", work, NULL}, NULL, &out), 2);
+    snprintf(want, sizeof want, "scenarios (%s):\n", work);
+    HAS(out, want);
+    snprintf(want, sizeof want, "(error) %s/bad.yaml:2:1: unknown key 'bogus_key' in 'scenario'; expected one of: name,",
+             work);
+    HAS(out, want);
+    snprintf(want, sizeof want, "  %-44s \n", "plain");
+    HAS(out, want);
+    free(out);
+}
+END_TEST
+
+/* `ckh shrink` refuses a scenario that expects a planted defect to be
+ * detected (its failure is the defect's, not a fault's), and without -o
+ * writes FILE's stem with .shrunk.yaml beside it: a dot in a folder name
+ * is not the file's extension. */
+START_TEST(test_shrink_refusal_and_default_output)
+{
+    char file[1300], sub[400], in[500], text_path[1300];
+    snprintf(file, sizeof file, "%s/examples/bug-momentum-not-saved.yaml", scen);
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"shrink", file, "-o", "/dev/null", NULL}, NULL, &out), 2);
+    HAS(out, "bug-momentum-not-saved.yaml expects a planted defect to be detected (expect.detect): "
+             "remove expect.detect to shrink the failure the defect causes");
+    free(out);
+    /* The same scenario without its expect section fails, and shrinks. */
+    char *text = slurp_path(file);
+    char *exp = strstr(text, "\nexpect:");
+    ck_assert_ptr_nonnull(exp);
+    exp[1] = '\0';
+    snprintf(sub, sizeof sub, "%s/v1.d", work);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    snprintf(in, sizeof in, "%s/mom", sub);
+    write_file(in, text);
+    free(text);
+    ck_assert_int_eq(ckh((const char *[]){"shrink", in, "--max-runs", "3", NULL}, NULL, &out), 0);
+    char want[1300];
+    snprintf(want, sizeof want, "shrunk %s in ", in);
+    HAS(out, want);
+    HAS(out, "fails resume-equivalence: ");
+    snprintf(want, sizeof want, "replay: ckh run %s.shrunk.yaml\n", in);
+    HAS(out, want);
+    free(out);
+    snprintf(text_path, sizeof text_path, "%s.shrunk.yaml", in);
+    text = slurp_path(text_path);
+    HAS(text, "name: \"mom\"\n");
+    HAS(text, "fails oracle resume-equivalence");
+    free(text);
+    /* The shrunk scenario fails as its description says. */
+    ck_assert_int_eq(ckh((const char *[]){"run", text_path, NULL}, NULL, &out), 1);
+    HAS(out, "resume-equivalence");
+    free(out);
+}
+END_TEST
+
 START_TEST(test_shrink_uses_tmpdir)
 {
     char env_tmp[400], file[1300], outp[400];
@@ -1211,6 +1331,9 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_long_description_runs);
     tcase_add_test(tc, test_empty_folder);
     tcase_add_test(tc, test_shrink_uses_tmpdir);
+    tcase_add_test(tc, test_verb_argument_refusals);
+    tcase_add_test(tc, test_list_scenarios_with_errors);
+    tcase_add_test(tc, test_shrink_refusal_and_default_output);
     suite_add_tcase(s, tc);
     /* Cases a machine or build may not allow: CTest entries of their own
      * (test_cli_user, test_cli_memlimit), skipped, saying why, elsewhere. */
