@@ -835,6 +835,61 @@ START_TEST(test_shrink_refusal_and_default_output)
 }
 END_TEST
 
+/* validate-backend refuses what cannot run (exit 2, the reason said):
+ * two libraries, --state with more than one case or with the load case
+ * (which has no states); -h is the usage on stdout, status 0. */
+START_TEST(test_validate_backend_refusals)
+{
+    static const struct bad_case cases[] = {
+        {{"validate-backend", "a.so", "b.so"}, "ckh validate-backend: one library at a time (a.so, b.so)"},
+        {{"validate-backend", "backends/libbk_adir.so", "--state", "3"},
+         "ckh validate-backend: --state needs --case NAME (the state numbers count within one case)"},
+        {{"validate-backend", "backends/libbk_adir.so", "--case", "load", "--state", "1"},
+         "ckh validate-backend: --state needs exactly one case selected"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out;
+        int st = ckh(cases[i].args, NULL, &out);
+        ck_assert_msg(st == 2, "case %zu: status %d:\n%s", i, st, out);
+        HAS(out, cases[i].says);
+        free(out);
+    }
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"validate-backend", "-h", NULL}, NULL, &out), 0);
+    ck_assert_msg(strncmp(out, "usage: ckh validate-backend LIB.so [options]\n", 45) == 0, "%s", out);
+    free(out);
+}
+END_TEST
+
+/* `ckh list savers|backends LIB.so` describes each plugin library after
+ * the built-in ones: its name, path, ABI version, features and the file
+ * that was loaded with its build id; a missing library is exit 2 naming
+ * its path. */
+START_TEST(test_list_plugin_libraries)
+{
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"list", "savers", "plugins/libckh_example_saver.so", NULL}, NULL, &out),
+                     0);
+    HAS(out, "savers:\n  atomic-dir ");
+    HAS(out, "example-saver                plugin plugins/libckh_example_saver.so, ABI version 1: "
+             "check latest-pointer resume view-leader\n");
+    HAS(out, "/plugins/libckh_example_saver.so (build-id ");
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"list", "backends", "backends/libbk_adir.so", NULL}, NULL, &out), 0);
+    HAS(out, "backends:\n  minidb                       version 1\n");
+    HAS(out, "bk_adir                      plugin backends/libbk_adir.so, ABI version 1\n");
+    HAS(out, "/backends/libbk_adir.so (build-id ");
+    free(out);
+    char missing[400];
+    snprintf(missing, sizeof missing, "%s/x.so", work);
+    ck_assert_int_eq(ckh((const char *[]){"list", "savers", missing, NULL}, NULL, &out), 2);
+    char want[500];
+    snprintf(want, sizeof want, "ckh list: plugin %s: no such file\n", missing);
+    HAS(out, want);
+    free(out);
+}
+END_TEST
+
 START_TEST(test_shrink_uses_tmpdir)
 {
     char env_tmp[400], file[1300], outp[400];
@@ -1334,6 +1389,8 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_verb_argument_refusals);
     tcase_add_test(tc, test_list_scenarios_with_errors);
     tcase_add_test(tc, test_shrink_refusal_and_default_output);
+    tcase_add_test(tc, test_validate_backend_refusals);
+    tcase_add_test(tc, test_list_plugin_libraries);
     suite_add_tcase(s, tc);
     /* Cases a machine or build may not allow: CTest entries of their own
      * (test_cli_user, test_cli_memlimit), skipped, saying why, elsewhere. */
