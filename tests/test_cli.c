@@ -890,6 +890,53 @@ START_TEST(test_list_plugin_libraries)
 }
 END_TEST
 
+/* Integer options take 0x/0X and hexadecimal digits of either case (the
+ * same seed as in decimal) and refuse an empty or bad hex number; an
+ * output whose folder is a file, or a report path that is a folder, and a
+ * failure folder that is a file are refused before anything runs. */
+START_TEST(test_hex_options_and_output_kinds)
+{
+    char *dec, *out;
+    ck_assert_int_eq(ckh((const char *[]){"fuzz", "--print-seed", "31", NULL}, NULL, &dec), 0);
+    HAS(dec, "# ckh fuzz seed 31 ");
+    ck_assert_int_eq(ckh((const char *[]){"fuzz", "--print-seed", "0x1f", NULL}, NULL, &out), 0);
+    ck_assert_str_eq(out, dec);
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"fuzz", "--print-seed", "0X1F", NULL}, NULL, &out), 0);
+    ck_assert_str_eq(out, dec);
+    free(out);
+    free(dec);
+    char file[1300], plain[400], inside[500], want[1400];
+    snprintf(file, sizeof file, "%s/ddp/uninterrupted.yaml", scen);
+    snprintf(plain, sizeof plain, "%s/afile", work);
+    write_file(plain, "x\n");
+    snprintf(inside, sizeof inside, "%s/x.json", plain);
+    const struct {
+        const char *args[6];
+        const char *says; /* %s: the path */
+        const char *path;
+    } cases[] = {
+        {{"fuzz", "--print-seed", "0x1G"}, "--print-seed expects an integer 0..18446744073709551615, got '0x1G'", ""},
+        {{"fuzz", "--print-seed", "0x"}, "--print-seed expects an integer 0..18446744073709551615, got '0x'", ""},
+        {{"run", "--json", work, file}, "ckh run: cannot write the JSON report %s: is a folder", work},
+        {{"run", "--json", inside, file}, "ckh run: cannot write the JSON report %s: Not a directory", inside},
+        {{"fuzz", "--out", plain}, "ckh fuzz: cannot write the failure folder (--out) %s: not a folder", plain},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int st = ckh(cases[i].args, NULL, &out);
+        ck_assert_msg(st == 2, "case %zu: status %d:\n%s", i, st, out);
+        snprintf(want, sizeof want, cases[i].says, cases[i].path);
+        HAS(out, want);
+        free(out);
+    }
+    /* Nothing was written: the file is as it was, the folder holds only it. */
+    char *text = slurp_path(plain);
+    ck_assert_str_eq(text, "x\n");
+    free(text);
+    ck_assert_int_eq(count_entries(work, ""), 3); /* ., .., afile */
+}
+END_TEST
+
 START_TEST(test_shrink_uses_tmpdir)
 {
     char env_tmp[400], file[1300], outp[400];
@@ -1391,6 +1438,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_shrink_refusal_and_default_output);
     tcase_add_test(tc, test_validate_backend_refusals);
     tcase_add_test(tc, test_list_plugin_libraries);
+    tcase_add_test(tc, test_hex_options_and_output_kinds);
     suite_add_tcase(s, tc);
     /* Cases a machine or build may not allow: CTest entries of their own
      * (test_cli_user, test_cli_memlimit), skipped, saying why, elsewhere. */
