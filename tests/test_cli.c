@@ -938,6 +938,59 @@ START_TEST(test_hex_options_and_output_kinds)
 }
 END_TEST
 
+static void copy_file(const char *from, const char *to);
+
+/* The HTML report of validate-backend escapes the library's path (a
+ * folder may hold <, >, & and "), and names each case with its verdict. */
+START_TEST(test_validate_html_escapes)
+{
+    char dir[400], lib[500], html[500];
+    snprintf(dir, sizeof dir, "%s/a&b<c>\"d", work);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(lib, sizeof lib, "%s/lib.so", dir);
+    copy_file("backends/libbk_adir.so", lib);
+    snprintf(html, sizeof html, "%s/v.html", work);
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"validate-backend", lib, "--case", "contract:epochs", "--html", html,
+                                          NULL}, NULL, &out), 0);
+    HAS(out, "PASS  contract:epochs (");
+    free(out);
+    char *text = slurp_path(html), want[700];
+    snprintf(want, sizeof want, "<h1>ckh validate-backend %s/a&amp;b&lt;c&gt;&quot;d/lib.so</h1>", work);
+    HAS(text, want);
+    HAS(text, "<tr><td>contract:epochs</td><td class=\"pass\">PASS</td>");
+    ck_assert_ptr_null(strstr(text, "a&b"));
+    free(text);
+}
+END_TEST
+
+/* A fuzz seed's scenario names the --backend only for a workload that
+ * uses a checkpoint backend; the same seed without --backend names none. */
+START_TEST(test_fuzz_backend_in_scenario)
+{
+    int with = 0, without = 0;
+    for (int seed = 1; seed <= 6; seed++) {
+        char num[8], *out, *plain;
+        snprintf(num, sizeof num, "%d", seed);
+        ck_assert_int_eq(ckh((const char *[]){"fuzz", "--print-seed", num, "--backend", "minidb", NULL}, NULL, &out),
+                         0);
+        ck_assert_int_eq(ckh((const char *[]){"fuzz", "--print-seed", num, NULL}, NULL, &plain), 0);
+        ck_assert_ptr_null(strstr(plain, "backend: "));
+        if (strstr(out, "backend: minidb\n")) {
+            with++;
+            ck_assert_ptr_null(strstr(out, "workload: ddp-train\n"));
+        } else {
+            without++;
+        }
+        free(out);
+        free(plain);
+    }
+    /* Seeds 1..6 draw both kinds of workload (fixed by the generator). */
+    ck_assert_int_gt(with, 0);
+    ck_assert_int_gt(without, 0);
+}
+END_TEST
+
 START_TEST(test_shrink_uses_tmpdir)
 {
     char env_tmp[400], file[1300], outp[400];
@@ -1440,6 +1493,8 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_validate_backend_refusals);
     tcase_add_test(tc, test_list_plugin_libraries);
     tcase_add_test(tc, test_hex_options_and_output_kinds);
+    tcase_add_test(tc, test_validate_html_escapes);
+    tcase_add_test(tc, test_fuzz_backend_in_scenario);
     suite_add_tcase(s, tc);
     /* Cases a machine or build may not allow: CTest entries of their own
      * (test_cli_user, test_cli_memlimit), skipped, saying why, elsewhere. */
