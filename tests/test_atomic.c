@@ -800,6 +800,39 @@ START_TEST(test_defect_table)
 }
 END_TEST
 
+/* The defect list parser: empty items are skipped, a refused list leaves
+ * the set as it was, a name too long for any defect is quoted cut to 60
+ * characters; lookups outside the table answer NULL or not found. */
+START_TEST(test_defect_list_edges)
+{
+    struct ckh_defect_set s = {0};
+    char msg[128];
+    ck_assert_int_eq(ckh_defect_parse(&s, ",no-fsync,,", msg, sizeof msg), 0);
+    ck_assert(ckh_defect_on(&s, CKH_DEFECT_NO_FSYNC));
+    ck_assert(!ckh_defect_on(&s, CKH_DEFECT_RNG_NOT_SAVED));
+    struct ckh_defect_set before = s;
+    ck_assert_int_eq(ckh_defect_parse(&s, "rng-not-saved,bogus", msg, sizeof msg), CKH_ENOTFOUND);
+    ck_assert_str_eq(msg, "unknown defect 'bogus'");
+    ck_assert(s.bits == before.bits);
+    char longname[100];
+    memset(longname, 'x', 80);
+    longname[80] = '\0';
+    ck_assert_int_eq(ckh_defect_parse(&s, longname, msg, sizeof msg), CKH_ENOTFOUND);
+    char want[100];
+    snprintf(want, sizeof want, "unknown defect '%.60s'", longname);
+    ck_assert_str_eq(msg, want);
+    ck_assert(s.bits == before.bits);
+    ck_assert_int_eq(ckh_defect_parse(&s, "bogus", NULL, 0), CKH_ENOTFOUND);
+    ck_assert_int_eq(ckh_defect_parse(&s, NULL, msg, sizeof msg), 0);
+    ck_assert(s.bits == before.bits);
+    ck_assert_int_eq(ckh_defect_parse(NULL, "no-fsync", msg, sizeof msg), CKH_EINVAL);
+    ck_assert_int_eq(ckh_defect_from_name(NULL), CKH_ENOTFOUND);
+    ck_assert_ptr_null(ckh_defect_name(CKH_DEFECT__COUNT));
+    ck_assert_ptr_null(ckh_defect_component(CKH_DEFECT__COUNT));
+    ck_assert_ptr_null(ckh_defect_desc(CKH_DEFECT__COUNT));
+}
+END_TEST
+
 static Suite *atomic_suite(void)
 {
     Suite *s = suite_create("atomic");
@@ -811,6 +844,7 @@ static Suite *atomic_suite(void)
     tcase_add_loop_test(tc, test_adir_names_and_retention, 0, 3);
     tcase_add_test(tc, test_adir_leftovers_and_side_by_side);
     tcase_add_test(tc, test_defect_table);
+    tcase_add_test(tc, test_defect_list_edges);
     tcase_add_test(tc, test_saver_ops_wrappers);
     tcase_add_test(tc, test_saver_ops_optional_and_bad_input);
     suite_add_tcase(s, tc);

@@ -715,6 +715,282 @@ START_TEST(test_fuzz_listing_independent_of_jobs)
 }
 END_TEST
 
+/* Refusals of the verbs' own arguments, each with its message and exit
+ * status 2, and nothing written: a short option without its value, a
+ * name no registry knows, a zero duration, an unknown platform, a
+ * missing or doubled file, an unexpected argument. */
+START_TEST(test_verb_argument_refusals)
+{
+    static const struct bad_case cases[] = {
+        {{"fuzz", "-j"}, "ckh fuzz: --jobs needs a value\nusage: ckh fuzz "},
+        {{"fuzz", "--backend", "nosuch"}, "ckh fuzz: unknown checkpoint backend 'nosuch' (known: minidb)"},
+        {{"fuzz", "--time", "0"}, "ckh fuzz: --time expects a duration such as 30s or 10m, got '0'"},
+        {{"fuzz", "--bogus"}, "ckh fuzz: unknown option '--bogus'\nusage: ckh fuzz "},
+        {{"run", "--platform", "gpu", "@"}, "ckh run: --platform: expected sim or real, got 'gpu'"},
+        {{"run"}, "ckh run: no scenario file or folder given\nusage: ckh run PATH..."},
+        {{"shrink"}, "usage: ckh shrink FILE [-o OUT] [--max-runs N]"},
+        {{"shrink", "@", "@"}, "ckh shrink: unexpected argument '"},
+        {{"shrink", "--weird"}, "ckh shrink: unexpected argument '--weird'"},
+        {{"shrink", "~/no-such.yaml"}, "/no-such.yaml: cannot open: No such file or directory"},
+        {{"shrink", "@", "--out", "~/never.yaml"}, "uninterrupted.yaml does not fail: nothing to shrink"},
+        {{"replay"}, "ckh replay: expected exactly one scenario file\nusage: ckh replay FILE"},
+        {{"replay", "@", "@"}, "ckh replay: expected exactly one scenario file"},
+        {{"replay", "~/no-such.yaml"}, "/no-such.yaml: cannot list scenarios: No such file or directory"},
+        {{"list", "bogus"}, "ckh list: unknown category 'bogus'\nusage: ckh list ["},
+    };
+    char file[1300];
+    snprintf(file, sizeof file, "%s/ddp/uninterrupted.yaml", scen);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[11] = {0};
+        char subst[10][1400];
+        for (int k = 0; k < 10 && cases[i].args[k]; k++) {
+            const char *a = cases[i].args[k];
+            if (strcmp(a, "@") == 0)
+                snprintf(subst[k], sizeof subst[k], "%s", file);
+            else if (a[0] == '~') /* a path in the test's own folder */
+                snprintf(subst[k], sizeof subst[k], "%s%s", work, a + 1);
+            else
+                snprintf(subst[k], sizeof subst[k], "%s", a);
+            args[k] = subst[k];
+        }
+        char *out;
+        int st = ckh(args, NULL, &out);
+        ck_assert_msg(st == 2, "%s %s: status %d:\n%s", args[0], args[1] ? args[1] : "", st, out);
+        HAS(out, cases[i].says);
+        free(out);
+    }
+    /* No refusal wrote an output file. */
+    ck_assert_int_eq(count_entries(work, "never"), 0);
+    /* `ckh list --help` is the usage on stdout, status 0. */
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"list", "--help", NULL}, NULL, &out), 0);
+    ck_assert_msg(strncmp(out, "usage: ckh list [workloads [LIB.so...]|", 39) == 0, "%s", out);
+    free(out);
+}
+END_TEST
+
+/* `ckh list scenarios DIR` lists a scenario without a description by its
+ * name alone and a bad one by its path with the parser's file:line:column
+ * message, and then exits 2. */
+START_TEST(test_list_scenarios_with_errors)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/bad.yaml", work);
+    write_file(path, "name: x\nbogus_key: 1\n");
+    snprintf(path, sizeof path, "%s/plain.yaml", work);
+    write_file(path, "job:\n  workload: ddp-train\n  nodes: 2\n  epochs: 1\n");
+    char *out, want[1200];
+    ck_assert_int_eq(ckh((const char *[]){"list", "scenarios", work, NULL}, NULL, &out), 2);
+    snprintf(want, sizeof want, "scenarios (%s):\n", work);
+    HAS(out, want);
+    snprintf(want, sizeof want, "(error) %s/bad.yaml:2:1: unknown key 'bogus_key' in 'scenario'; expected one of: name,",
+             work);
+    HAS(out, want);
+    snprintf(want, sizeof want, "  %-44s \n", "plain");
+    HAS(out, want);
+    free(out);
+}
+END_TEST
+
+/* `ckh shrink` refuses a scenario that expects a planted defect to be
+ * detected (its failure is the defect's, not a fault's), and without -o
+ * writes FILE's stem with .shrunk.yaml beside it: a dot in a folder name
+ * is not the file's extension. */
+START_TEST(test_shrink_refusal_and_default_output)
+{
+    char file[1300], sub[400], in[500], text_path[1300];
+    snprintf(file, sizeof file, "%s/examples/bug-momentum-not-saved.yaml", scen);
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"shrink", file, "-o", "/dev/null", NULL}, NULL, &out), 2);
+    HAS(out, "bug-momentum-not-saved.yaml expects a planted defect to be detected (expect.detect): "
+             "remove expect.detect to shrink the failure the defect causes");
+    free(out);
+    /* The same scenario without its expect section fails, and shrinks. */
+    char *text = slurp_path(file);
+    char *exp = strstr(text, "\nexpect:");
+    ck_assert_ptr_nonnull(exp);
+    exp[1] = '\0';
+    snprintf(sub, sizeof sub, "%s/v1.d", work);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    snprintf(in, sizeof in, "%s/mom", sub);
+    write_file(in, text);
+    free(text);
+    ck_assert_int_eq(ckh((const char *[]){"shrink", in, "--max-runs", "3", NULL}, NULL, &out), 0);
+    char want[1300];
+    snprintf(want, sizeof want, "shrunk %s in ", in);
+    HAS(out, want);
+    HAS(out, "fails resume-equivalence: ");
+    snprintf(want, sizeof want, "replay: ckh run %s.shrunk.yaml\n", in);
+    HAS(out, want);
+    free(out);
+    snprintf(text_path, sizeof text_path, "%s.shrunk.yaml", in);
+    text = slurp_path(text_path);
+    HAS(text, "name: \"mom\"\n");
+    HAS(text, "fails oracle resume-equivalence");
+    free(text);
+    /* The shrunk scenario fails as its description says. */
+    ck_assert_int_eq(ckh((const char *[]){"run", text_path, NULL}, NULL, &out), 1);
+    HAS(out, "resume-equivalence");
+    free(out);
+}
+END_TEST
+
+/* validate-backend refuses what cannot run (exit 2, the reason said):
+ * two libraries, --state with more than one case or with the load case
+ * (which has no states); -h is the usage on stdout, status 0. */
+START_TEST(test_validate_backend_refusals)
+{
+    static const struct bad_case cases[] = {
+        {{"validate-backend", "a.so", "b.so"}, "ckh validate-backend: one library at a time (a.so, b.so)"},
+        {{"validate-backend", "backends/libbk_adir.so", "--state", "3"},
+         "ckh validate-backend: --state needs --case NAME (the state numbers count within one case)"},
+        {{"validate-backend", "backends/libbk_adir.so", "--case", "load", "--state", "1"},
+         "ckh validate-backend: --state needs exactly one case selected"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out;
+        int st = ckh(cases[i].args, NULL, &out);
+        ck_assert_msg(st == 2, "case %zu: status %d:\n%s", i, st, out);
+        HAS(out, cases[i].says);
+        free(out);
+    }
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"validate-backend", "-h", NULL}, NULL, &out), 0);
+    ck_assert_msg(strncmp(out, "usage: ckh validate-backend LIB.so [options]\n", 45) == 0, "%s", out);
+    free(out);
+}
+END_TEST
+
+/* `ckh list savers|backends LIB.so` describes each plugin library after
+ * the built-in ones: its name, path, ABI version, features and the file
+ * that was loaded with its build id; a missing library is exit 2 naming
+ * its path. */
+START_TEST(test_list_plugin_libraries)
+{
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"list", "savers", "plugins/libckh_example_saver.so", NULL}, NULL, &out),
+                     0);
+    HAS(out, "savers:\n  atomic-dir ");
+    HAS(out, "example-saver                plugin plugins/libckh_example_saver.so, ABI version 1: "
+             "check latest-pointer resume view-leader\n");
+    HAS(out, "/plugins/libckh_example_saver.so (build-id ");
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"list", "backends", "backends/libbk_adir.so", NULL}, NULL, &out), 0);
+    HAS(out, "backends:\n  minidb                       version 1\n");
+    HAS(out, "bk_adir                      plugin backends/libbk_adir.so, ABI version 1\n");
+    HAS(out, "/backends/libbk_adir.so (build-id ");
+    free(out);
+    char missing[400];
+    snprintf(missing, sizeof missing, "%s/x.so", work);
+    ck_assert_int_eq(ckh((const char *[]){"list", "savers", missing, NULL}, NULL, &out), 2);
+    char want[500];
+    snprintf(want, sizeof want, "ckh list: plugin %s: no such file\n", missing);
+    HAS(out, want);
+    free(out);
+}
+END_TEST
+
+/* Integer options take 0x/0X and hexadecimal digits of either case (the
+ * same seed as in decimal) and refuse an empty or bad hex number; an
+ * output whose folder is a file, or a report path that is a folder, and a
+ * failure folder that is a file are refused before anything runs. */
+START_TEST(test_hex_options_and_output_kinds)
+{
+    char *dec, *out;
+    ck_assert_int_eq(ckh((const char *[]){"fuzz", "--print-seed", "31", NULL}, NULL, &dec), 0);
+    HAS(dec, "# ckh fuzz seed 31 ");
+    ck_assert_int_eq(ckh((const char *[]){"fuzz", "--print-seed", "0x1f", NULL}, NULL, &out), 0);
+    ck_assert_str_eq(out, dec);
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"fuzz", "--print-seed", "0X1F", NULL}, NULL, &out), 0);
+    ck_assert_str_eq(out, dec);
+    free(out);
+    free(dec);
+    char file[1300], plain[400], inside[500], want[1400];
+    snprintf(file, sizeof file, "%s/ddp/uninterrupted.yaml", scen);
+    snprintf(plain, sizeof plain, "%s/afile", work);
+    write_file(plain, "x\n");
+    snprintf(inside, sizeof inside, "%s/x.json", plain);
+    const struct {
+        const char *args[6];
+        const char *says;  /* the message: says, then path, then after */
+        const char *path;
+        const char *after;
+    } cases[] = {
+        {{"fuzz", "--print-seed", "0x1G"}, "--print-seed expects an integer 0..18446744073709551615, got '0x1G'", "", ""},
+        {{"fuzz", "--print-seed", "0x"}, "--print-seed expects an integer 0..18446744073709551615, got '0x'", "", ""},
+        {{"run", "--json", work, file}, "ckh run: cannot write the JSON report ", work, ": is a folder"},
+        {{"run", "--json", inside, file}, "ckh run: cannot write the JSON report ", inside, ": Not a directory"},
+        {{"fuzz", "--out", plain}, "ckh fuzz: cannot write the failure folder (--out) ", plain, ": not a folder"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int st = ckh(cases[i].args, NULL, &out);
+        ck_assert_msg(st == 2, "case %zu: status %d:\n%s", i, st, out);
+        snprintf(want, sizeof want, "%s%s%s", cases[i].says, cases[i].path, cases[i].after);
+        HAS(out, want);
+        free(out);
+    }
+    /* Nothing was written: the file is as it was, the folder holds only it. */
+    char *text = slurp_path(plain);
+    ck_assert_str_eq(text, "x\n");
+    free(text);
+    ck_assert_int_eq(count_entries(work, ""), 3); /* ., .., afile */
+}
+END_TEST
+
+static void copy_file(const char *from, const char *to);
+
+/* The HTML report of validate-backend escapes the library's path (a
+ * folder may hold <, >, & and "), and names each case with its verdict. */
+START_TEST(test_validate_html_escapes)
+{
+    char dir[400], lib[500], html[500];
+    snprintf(dir, sizeof dir, "%s/a&b<c>\"d", work);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(lib, sizeof lib, "%s/lib.so", dir);
+    copy_file("backends/libbk_adir.so", lib);
+    snprintf(html, sizeof html, "%s/v.html", work);
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"validate-backend", lib, "--case", "contract:epochs", "--html", html,
+                                          NULL}, NULL, &out), 0);
+    HAS(out, "PASS  contract:epochs (");
+    free(out);
+    char *text = slurp_path(html), want[700];
+    snprintf(want, sizeof want, "<h1>ckh validate-backend %s/a&amp;b&lt;c&gt;&quot;d/lib.so</h1>", work);
+    HAS(text, want);
+    HAS(text, "<tr><td>contract:epochs</td><td class=\"pass\">PASS</td>");
+    ck_assert_ptr_null(strstr(text, "a&b"));
+    free(text);
+}
+END_TEST
+
+/* A fuzz seed's scenario names the --backend only for a workload that
+ * uses a checkpoint backend; the same seed without --backend names none. */
+START_TEST(test_fuzz_backend_in_scenario)
+{
+    int with = 0, without = 0;
+    for (int seed = 1; seed <= 6; seed++) {
+        char num[8], *out, *plain;
+        snprintf(num, sizeof num, "%d", seed);
+        ck_assert_int_eq(ckh((const char *[]){"fuzz", "--print-seed", num, "--backend", "minidb", NULL}, NULL, &out),
+                         0);
+        ck_assert_int_eq(ckh((const char *[]){"fuzz", "--print-seed", num, NULL}, NULL, &plain), 0);
+        ck_assert_ptr_null(strstr(plain, "backend: "));
+        if (strstr(out, "backend: minidb\n")) {
+            with++;
+            ck_assert_ptr_null(strstr(out, "workload: ddp-train\n"));
+        } else {
+            without++;
+        }
+        free(out);
+        free(plain);
+    }
+    /* Seeds 1..6 draw both kinds of workload (fixed by the generator). */
+    ck_assert_int_gt(with, 0);
+    ck_assert_int_gt(without, 0);
+}
+END_TEST
+
 START_TEST(test_shrink_uses_tmpdir)
 {
     char env_tmp[400], file[1300], outp[400];
@@ -1211,6 +1487,14 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_long_description_runs);
     tcase_add_test(tc, test_empty_folder);
     tcase_add_test(tc, test_shrink_uses_tmpdir);
+    tcase_add_test(tc, test_verb_argument_refusals);
+    tcase_add_test(tc, test_list_scenarios_with_errors);
+    tcase_add_test(tc, test_shrink_refusal_and_default_output);
+    tcase_add_test(tc, test_validate_backend_refusals);
+    tcase_add_test(tc, test_list_plugin_libraries);
+    tcase_add_test(tc, test_hex_options_and_output_kinds);
+    tcase_add_test(tc, test_validate_html_escapes);
+    tcase_add_test(tc, test_fuzz_backend_in_scenario);
     suite_add_tcase(s, tc);
     /* Cases a machine or build may not allow: CTest entries of their own
      * (test_cli_user, test_cli_memlimit), skipped, saying why, elsewhere. */

@@ -461,6 +461,83 @@ START_TEST(test_golden_parse)
 }
 END_TEST
 
+/* Every refusal of the golden parser names the line and what was wrong,
+ * and leaves *out alone; a CRLF line and a blank "-" blob list read back;
+ * a result that differs says what was expected and what came. */
+START_TEST(test_golden_refusals)
+{
+    static const char ok[] = "workload w nodes 2 epochs 3 node n0 total 7 blobs - digest 00000000000000ff";
+    static const struct {
+        const char *text;
+        const char *msg;
+    } bad[] = {
+        {"workload w nodes 0 epochs 3 node n0 total 7 blobs - digest 00000000000000ff", "line 1: bad node count '0'"},
+        {"workload w nodes 100001 epochs 3 node n0 total 7 blobs - digest 00000000000000ff",
+         "line 1: bad node count '100001'"},
+        {"workload w nodes 2x epochs 3 node n0 total 7 blobs - digest 00000000000000ff", "line 1: bad node count '2x'"},
+        {"workload w nodes 2 epochs -1 node n0 total 7 blobs - digest 00000000000000ff", "line 1: bad epoch count '-1'"},
+        {"workload w nodes 2 epochs 3 node n0 total 7.5 blobs - digest 00000000000000ff", "line 1: bad total '7.5'"},
+        {"workload w nodes 2 epochs 3 node n0 total 7 blobs - digest ff", "line 1: digest must be 16 hex digits"},
+        {"workload w nodes 2 epochs 3 node n0 total 7 blobs - digest 00000000000000fg",
+         "line 1: bad digest '00000000000000fg'"},
+        {"workload w nodes 2 epochs 3 node n0 total 7 blobs - digest 00000000000000ff extra",
+         "line 1: unexpected 'extra' at end of line"},
+        {"\n# c\nworkload", "line 3: missing or too long value for 'workload'"},
+        {"workload w nodes 2 epochs 3 node n0 total 7 blobs - digest", "line 1: missing or too long value for 'digest'"},
+        {"workload w nodes 2 epochs 3 node n0 total 7 blob - digest 00000000000000ff", "line 1: expected 'blobs'"},
+    };
+    struct ckh_golden *g = (struct ckh_golden *)&g;
+    size_t n = 99;
+    char msg[256];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        msg[0] = '\0';
+        ck_assert_int_eq(ckh_golden_parse(NULL, bad[i].text, &g, &n, msg, sizeof msg), CKH_EPARSE);
+        ck_assert_str_eq(msg, bad[i].msg);
+        ck_assert_ptr_eq(g, (struct ckh_golden *)&g);
+        ck_assert_uint_eq(n, 99);
+    }
+    /* A workload or node name of 64 characters or more is too long; a
+     * line of 2048 characters or more is refused as a whole. */
+    char text[4200];
+    snprintf(text, sizeof text, "workload %064d nodes 2 epochs 3 node n0 total 7 blobs - digest 00000000000000ff", 0);
+    ck_assert_int_eq(ckh_golden_parse(NULL, text, &g, &n, msg, sizeof msg), CKH_EPARSE);
+    ck_assert_str_eq(msg, "line 1: workload name too long");
+    snprintf(text, sizeof text, "workload w nodes 2 epochs 3 node %064d total 7 blobs - digest 00000000000000ff", 0);
+    ck_assert_int_eq(ckh_golden_parse(NULL, text, &g, &n, msg, sizeof msg), CKH_EPARSE);
+    ck_assert_str_eq(msg, "line 1: node name too long");
+    snprintf(text, sizeof text, "%s\n# %04095d\n", ok, 0);
+    ck_assert_int_eq(ckh_golden_parse(NULL, text, &g, &n, msg, sizeof msg), CKH_EPARSE);
+    ck_assert_str_eq(msg, "line 2: line too long");
+    ck_assert_int_eq(ckh_golden_parse(NULL, NULL, &g, &n, msg, sizeof msg), CKH_EINVAL);
+    /* CRLF endings, leading blanks and tabs; "-" is no blobs. */
+    snprintf(text, sizeof text, " \t%s\r\n\t# two\r\n", ok);
+    ck_assert_int_eq(ckh_golden_parse(NULL, text, &g, &n, msg, sizeof msg), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(g[0].blobs, "");
+    ck_assert_uint_eq(g[0].digest, 0xff);
+    char line[2048];
+    ck_assert_int_eq(ckh_golden_format(&g[0], line, sizeof line), 0);
+    ck_assert_str_eq(line, ok);
+    ck_assert_int_eq(ckh_golden_format(&g[0], line, 10), CKH_EINVAL);
+    /* The check: equal passes; each difference is a mismatch saying both. */
+    struct ckh_workload_result r = {.epochs = 3, .total = 7, .digest = 0xff};
+    ck_assert_int_eq(ckh_golden_check(&g[0], &r, msg, sizeof msg), 0);
+    r.total = 8;
+    ck_assert_int_eq(ckh_golden_check(&g[0], &r, msg, sizeof msg), CKH_EMISMATCH);
+    ck_assert_str_eq(msg, "w n0: expected epochs 3 total 7 digest 00000000000000ff, got epochs 3 total 8 digest "
+                          "00000000000000ff");
+    r.total = 7;
+    snprintf(r.blobs, sizeof r.blobs, "n0/a");
+    ck_assert_int_eq(ckh_golden_check(&g[0], &r, NULL, 0), CKH_EMISMATCH);
+    ck_assert_int_eq(ckh_golden_check(&g[0], &r, msg, sizeof msg), CKH_EMISMATCH);
+    ck_assert_str_eq(msg, "w n0: expected epochs 3 total 7 digest 00000000000000ff, got epochs 3 total 7 digest "
+                          "00000000000000ff (blob names differ)");
+    ck_assert_int_eq(ckh_golden_check(NULL, &r, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_ptr_null(ckh_golden_find(g, n, "w", 2, NULL));
+    ckh_free(NULL, g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("minidb");
@@ -482,6 +559,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_failed_save_keeps_old);
     tcase_add_test(tc, test_workspace_basics);
     tcase_add_test(tc, test_golden_parse);
+    tcase_add_test(tc, test_golden_refusals);
     suite_add_tcase(s, tc);
     return s;
 }
