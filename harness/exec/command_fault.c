@@ -323,6 +323,23 @@ void ckh__cmd_hook(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_ac
     pthread_mutex_unlock(&c->lock);
 }
 
+void ckh__cmd_held_answered(void *ctx, const struct ckh_ckhfs_op *op)
+{
+    struct ckh__cmd_mount *m = ctx;
+    struct ckh__cmd *c = m->c;
+    char path[CKH_PATH_MAX], path2[CKH_PATH_MAX];
+    scenario_path(m, op->path, path, sizeof path);
+    scenario_path(m, op->path2, path2, sizeof path2);
+    pthread_mutex_lock(&c->lock);
+    struct ckh__cmd_trace t = {.run = c->run, .verify = m->verify, .mount = (int)(m - c->mounts),
+                               .seq = op->seq, .node = m->verify ? -1 : op->node, .pid = op->pid,
+                               .kind = (int)op->kind, .path = op->path ? path : NULL,
+                               .path2 = op->path2 ? path2 : NULL, .off = op->off, .len = op->len,
+                               .result = op->result, .answer = true};
+    ckh__cmd_trace_add(c, &t);
+    pthread_mutex_unlock(&c->lock);
+}
+
 void ckh__cmd_kill_node(void *ctx, int node)
 {
     struct ckh__cmd_mount *m = ctx;

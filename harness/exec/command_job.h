@@ -151,6 +151,8 @@ struct ckh__cmd_trace {
     uint64_t off;       /* offset */
     uint64_t len;       /* length (a fault: bytes kept or ms delayed) */
     int64_t result;     /* the answer (bytes, 0, -errno); a fault: its scenario index */
+    bool answer;        /* the answer to a delayed operation (seq), where it was given:
+                           other operations may lie between it and the operation's line */
 };
 
 /* Pending crash of the current run, applied once every process is gone. */
