@@ -2,7 +2,11 @@
  * real program would otherwise write to, side by side in one run:
  *
  *   ckhfs  a simfs disk served over FUSE, mounted in a ckh temporary folder,
- *          its bytes in that folder as a run's disks keep them
+ *          its bytes in that folder as a run's disks keep them, and the
+ *          kernel keeping the names it looked up (cache_names), as command
+ *          jobs mount their disks unless a fault changes names mid-run or
+ *          matches `stat`
+ *   strict the same without cache_names: every path walk asks ckhfs
  *   tmpfs  a folder in /dev/shm (memory; the upper bound of the kernel path)
  *   disk   a folder in the working directory (the disk ckh runs on)
  *
@@ -19,8 +23,9 @@
  *   <fs>_unlink_ops_s        unlink of each
  *   ckhfs_vs_disk_write      ckhfs bandwidth / disk bandwidth (target >= 0.6)
  *   ckhfs_vs_disk_<op>       ckhfs ops/s / disk ops/s for create, rename,
- *                            unlink (target >= 0.3); the table's last row
- *                            has every ratio side by side
+ *                            unlink (target >= 0.3); the table's last rows
+ *                            have every ratio side by side (ckhfs/disk,
+ *                            strict/disk)
  *   explore_states_s_jobsN   crash states checked per second by `ckh explore`
  *                            of scenarios/programs/torch-atomic-explore.yaml
  *                            (a PyTorch job; its verify is a small Python
@@ -30,7 +35,7 @@
  *
  * Write figures are the median of 3 rounds. The I/O runs in a child process (as a program under ckh would), the
  * ckhfs server in this one. The wall clock is read only to measure.
- * Usage: bench_ckhfs [quick] [MiB] [ckhfs|tmpfs|disk|explore]... ("quick": 64
+ * Usage: bench_ckhfs [quick] [MiB] [ckhfs|tmpfs|disk|strict|explore]... ("quick": 64
  * MiB and 500 files; else 256 MiB and 2000 files; MiB overrides the size;
  * naming filesystems (or explore) measures only those).
  */
@@ -198,7 +203,7 @@ static void print(const char *name, const struct figures *f)
     printf("%s_unlink_ops_s %.0f ops/s\n", name, f->unlink_s);
 }
 
-static int bench_ckhfs(int mib, int files, struct figures *fg)
+static int bench_ckhfs(int mib, int files, bool cache_names, struct figures *fg)
 {
     char dir[PATH_MAX], mnt[PATH_MAX + 8], msg[512];
     struct ckh_simfs *disk = NULL;
@@ -211,7 +216,7 @@ static int bench_ckhfs(int mib, int files, struct figures *fg)
     snprintf(mnt, sizeof mnt, "%s/mnt", dir);
     if (mkdir(mnt, 0755) != 0 || ckh_simfs_create(&dc, &disk) != 0)
         goto out_remove;
-    struct ckh_ckhfs_config cfg = {.mountpoint = mnt, .disk = disk};
+    struct ckh_ckhfs_config cfg = {.mountpoint = mnt, .disk = disk, .cache_names = cache_names};
     if (ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg) != 0) {
         fprintf(stderr, "bench_ckhfs: %s\n", msg);
         goto out_disk;
@@ -271,8 +276,8 @@ static int bench_explore(const char *file)
 
 int main(int argc, char **argv)
 {
-    bool quick = false, pick = false, want[3] = {false, false, false}, explore = false;
-    const char *names[] = {"ckhfs", "tmpfs", "disk"};
+    bool quick = false, pick = false, want[4] = {false, false, false, false}, explore = false;
+    const char *names[] = {"ckhfs", "tmpfs", "disk", "strict"};
     int mib = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "quick") == 0) {
@@ -282,13 +287,13 @@ int main(int argc, char **argv)
         bool named = false;
         if (strcmp(argv[i], "explore") == 0)
             explore = named = pick = true;
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             if (strcmp(argv[i], names[k]) == 0)
                 want[k] = named = pick = true;
         if (!named)
             mib = atoi(argv[i]);
     }
-    for (int k = 0; k < 3 && !pick; k++)
+    for (int k = 0; k < 4 && !pick; k++)
         want[k] = true;
     explore |= !pick;
     if (mib <= 0)
@@ -302,14 +307,15 @@ int main(int argc, char **argv)
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
         return 1;
-    struct figures all[3] = {{0}};
-    if ((want[0] && bench_ckhfs(mib, files, &all[0]) != 0) ||
+    struct figures all[4] = {{0}};
+    if ((want[0] && bench_ckhfs(mib, files, true, &all[0]) != 0) ||
         (want[1] && bench_folder("/dev/shm", mib, files, &all[1]) != 0) ||
-        (want[2] && bench_folder(cwd, mib, files, &all[2]) != 0)) {
+        (want[2] && bench_folder(cwd, mib, files, &all[2]) != 0) ||
+        (want[3] && bench_ckhfs(mib, files, false, &all[3]) != 0)) {
         fprintf(stderr, "bench_ckhfs: a measurement failed\n");
         return 1;
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (want[i])
             print(names[i], &all[i]);
     if (want[0] && want[2]) {
@@ -320,12 +326,16 @@ int main(int argc, char **argv)
         printf("ckhfs_vs_disk_rename %.2f ratio\n", all[0].rename_s / all[2].rename_s);
         printf("ckhfs_vs_disk_unlink %.2f ratio\n", all[0].unlink_s / all[2].unlink_s);
     }
-    if (want[0] || want[1] || want[2]) {
+    if (want[3] && want[2]) {
+        printf("strict_vs_disk_rename %.2f ratio\n", all[3].rename_s / all[2].rename_s);
+        printf("strict_vs_disk_unlink %.2f ratio\n", all[3].unlink_s / all[2].unlink_s);
+    }
+    if (want[0] || want[1] || want[2] || want[3]) {
         printf("\n%d MiB in 1 MiB writes + fsync; %d files\n", mib, files);
         printf("%-8s %12s %12s %10s %10s %10s\n", "", "write MiB/s", "unaligned", "create/s",
                "rename/s", "unlink/s");
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (want[i])
             printf("%-8s %12.0f %12.0f %10.0f %10.0f %10.0f\n", names[i], all[i].write_mib_s,
                    all[i].unaligned_mib_s, all[i].create_s, all[i].rename_s, all[i].unlink_s);
@@ -334,6 +344,11 @@ int main(int argc, char **argv)
                all[0].write_mib_s / all[2].write_mib_s, all[0].unaligned_mib_s / all[2].unaligned_mib_s,
                all[0].create_s / all[2].create_s, all[0].rename_s / all[2].rename_s,
                all[0].unlink_s / all[2].unlink_s);
+    if (want[3] && want[2])
+        printf("%-8s %12.2f %12.2f %10.2f %10.2f %10.2f\n", "strict/disk",
+               all[3].write_mib_s / all[2].write_mib_s, all[3].unaligned_mib_s / all[2].unaligned_mib_s,
+               all[3].create_s / all[2].create_s, all[3].rename_s / all[2].rename_s,
+               all[3].unlink_s / all[2].unlink_s);
     if (explore && bench_explore("scenarios/programs/torch-atomic-explore.yaml") != 0)
         return 1;
     return 0;

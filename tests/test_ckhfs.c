@@ -68,6 +68,7 @@ static struct {
     struct ctx ctx;
     char dir[PATH_MAX]; /* the ckh temporary folder */
     char mnt[PATH_MAX + 8]; /* dir/mnt, the mount point */
+    bool cache_names;       /* the next mount lets the kernel keep names */
 } T;
 
 static int node_of_pid(void *c, pid_t pid)
@@ -149,7 +150,8 @@ static void mount_disk(struct ckh_simfs *disk, bool trace)
                                    .kill_node = kill_node,
                                    .held_answered = held_answered,
                                    .ctx = &T.ctx,
-                                   .keep_trace = trace};
+                                   .keep_trace = trace,
+                                   .cache_names = T.cache_names};
     char msg[512];
     int rc = ckh_ckhfs_mount(&cfg, &T.fs, msg, sizeof msg);
     ck_assert_msg(rc == 0, "mount: %s", msg);
@@ -169,7 +171,9 @@ static void unmount_at_exit(void)
  * bytes in that folder, as a run's disks keep them. */
 static void up_store(enum ckh_crash_model model, bool trace, bool store)
 {
+    bool cache_names = T.cache_names;
     memset(&T, 0, sizeof T);
+    T.cache_names = cache_names;
     atexit(unmount_at_exit);
     ck_assert_int_eq(ckh_tmp_make(T.dir, sizeof T.dir), 0);
     struct ckh_simfs_config dc = {.name = "t", .model = model, .sector_bytes = 512, .seed = 7,
@@ -860,6 +864,74 @@ START_TEST(test_delay_rename_waits_alone)
 }
 END_TEST
 
+/* Makes /n, creates /n/a, renames it to /n/b, unlinks /n/b, then checks
+ * that the kernel's view follows: /n/a and /n/b are gone, /n/b can be
+ * made again. */
+static int child_names(const char *m, const char *arg)
+{
+    (void)arg;
+    CHK(mkdir(at(m, "/n"), 0755) == 0);
+    CHK(put_file(at(m, "/n/a"), "1", false) == 0);
+    CHK(rename(at(m, "/n/a"), at(m, "/n/b")) == 0);
+    CHK(unlink(at(m, "/n/b")) == 0);
+    struct stat st;
+    CHK(stat(at(m, "/n/a"), &st) < 0 && errno == ENOENT);
+    CHK(stat(at(m, "/n/b"), &st) < 0 && errno == ENOENT);
+    int fd = open(at(m, "/n/b"), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    CHK(fd >= 0 && close(fd) == 0);
+    CHK(stat(at(m, "/n/b"), &st) == 0 && st.st_size == 0);
+    return 0;
+}
+
+/* How many stat entries of path the trace holds, and the last one's result. */
+static int stats_of(const char *path, int64_t *last)
+{
+    size_t k = 0;
+    int n = 0;
+    const struct ckh_ckhfs_op *t = ckh_ckhfs_trace(T.fs, &k);
+    for (size_t i = 0; i < k; i++)
+        if (t[i].kind == CKH_OP_STAT && strcmp(t[i].path, path) == 0) {
+            n++;
+            if (last)
+                *last = t[i].result;
+        }
+    return n;
+}
+
+/* cache_names: the kernel keeps the names it found, so the rename's
+ * source and the unlink ask nothing (one lookup of /n in all: the one
+ * before its mkdir, which found nothing); names not found are asked for
+ * each time. Without it, every path walk asks for every name. The
+ * operations and what the program sees are the same either way. */
+START_TEST(test_cache_names)
+{
+    NEED_FUSE();
+    int n_dir[2] = {0, 0};
+    for (int cached = 0; cached <= 1; cached++) {
+        T.cache_names = cached;
+        up(CKH_CRASH_POSIX_WEAK, true);
+        pid_t pid = spawn_as(0, child_names, NULL);
+        int st = wait_status(pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+        char t[2048];
+        trace_str(t, sizeof t, pid);
+        ck_assert_str_eq(t, "mkdir /n=0@0;open /n/a=0@0;pwrite /n/a 0+1=1@0;close /n/a=0@0;"
+                            "rename /n/a>/n/b=0@0;unlink /n/b=0@0;open /n/b=0@0;close /n/b=0@0;");
+        /* Lookups (and the kernel's getattrs) of /n: every path walk
+         * asks for it without cache_names, only the first (which finds
+         * nothing: before the mkdir) and a getattr or so with it. */
+        n_dir[cached] = stats_of("/n", NULL);
+        /* Names not found are asked for each time, cached or not: the
+         * rename's target, the two stats after the unlink, the create. */
+        ck_assert_int_ge(stats_of("/n/b", NULL), 3);
+        down();
+    }
+    T.cache_names = false;
+    ck_assert_msg(n_dir[1] <= 2 && n_dir[0] >= n_dir[1] + 4, "stats of /n: %d without cache_names, %d with",
+                  n_dir[0], n_dir[1]);
+}
+END_TEST
+
 /* Writes 5 blocks of 4 KiB at increasing offsets, then exits 0. */
 static int child_five_writes(const char *m, const char *arg)
 {
@@ -1381,6 +1453,7 @@ static const struct {
     {"short", child_short},          {"delay", child_delay},
     {"mkdir", child_mkdir},          {"shard", child_shard},   {"folders", child_folders},
     {"rename_dir", child_rename_dir}, {"held_write", child_held_write},
+    {"names", child_names},
     {"five_writes", child_five_writes}, {"traced", child_traced},
     {"refused", child_refused},      {"busy", child_busy},
     {"big", child_big},              {"sparse", child_sparse},
@@ -1415,6 +1488,7 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(tc, test_sync_and_append);
     tcase_add_test(tc, test_nodes_by_pid);
     tcase_add_test(tc, test_refused_and_unseen_ops);
+    tcase_add_test(tc, test_cache_names);
     suite_add_tcase(s, tc);
     TCase *th = tcase_create("hook");
     tcase_set_timeout(th, 120);

@@ -140,19 +140,13 @@ int ckh__ckhfs_errno(int64_t rc)
  * is gone. */
 static pid_t process_of(pid_t tid)
 {
-#ifdef SYS_pidfd_open
-    /* Fast path: pidfd_open accepts only a thread-group leader, i.e. a
-     * tid that is its process's id (single-threaded callers). */
-    static _Atomic bool no_pidfd; /* ENOSYS once (old kernels, valgrind): skip it */
-    if (!no_pidfd) {
-        int pfd = (int)syscall(SYS_pidfd_open, tid, 0);
-        if (pfd >= 0) {
-            close(pfd);
-            return tid;
-        }
-        no_pidfd = errno == ENOSYS;
-    }
-#endif
+    /* Fast path, one system call that allocates nothing: tgkill(tid, tid,
+     * 0) succeeds only when thread tid belongs to thread group tid, i.e.
+     * when tid is its process's id (single-threaded callers, and main
+     * threads). It checks, sends no signal; EPERM (a caller of another
+     * user) falls through to /proc. */
+    if (syscall(SYS_tgkill, tid, tid, 0) == 0)
+        return tid;
     char path[64], line[128];
     snprintf(path, sizeof path, "/proc/%ld/status", (long)tid);
     FILE *f = fopen(path, "re");

@@ -9,7 +9,8 @@
  * crash model, the oracles and `ckh replay`). Kernel caching that would
  * hide operations is off (direct_io, no writeback cache, zero attribute
  * and entry timeouts): each write, fsync and metadata operation of the
- * program reaches simfs in order. Design notes and the operations ckhfs
+ * program reaches simfs in order (positive entries may be cached where the
+ * caller allows it: cache_names). Design notes and the operations ckhfs
  * cannot see (mmap writes, ...) are in docs/ARCHITECTURE.md.
  *
  * Callers. FUSE gives each request the caller's pid; node_of_pid maps it to
@@ -93,6 +94,16 @@ struct ckh_ckhfs_config {
      * requests that arrived meanwhile may have been answered before it.
      * NULL: not told. */
     void (*held_answered)(void *ctx, const struct ckh_ckhfs_op *op);
+    /* Appended. The kernel keeps the names it looked up (positive entries,
+     * for the mount's lifetime) instead of asking ckhfs again at every
+     * path walk; names that do not exist are asked for each time. A
+     * rename or unlink then costs one request less, but a lookup the
+     * kernel answers from its cache reaches neither the hook nor the
+     * trace (as a `stat`). Set it only where nothing changes the disk's
+     * names behind the mount while it is mounted (no at-rest change from
+     * the hook or under ckh_ckhfs_lock: the kernel would keep a removed
+     * name) and no rule counts or matches `stat` operations. */
+    bool cache_names;
 };
 
 /* Mounts cfg->disk at cfg->mountpoint and starts serving. Errors (msg
