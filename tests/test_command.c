@@ -317,6 +317,43 @@ START_TEST(test_delay_holds_only_its_node)
 }
 END_TEST
 
+/* How many lines of `ckh replay`'s output for sc contain needle. */
+static int replay_count(struct ckh_scenario *sc, const char *needle)
+{
+    char *buf = NULL, msg[512] = "";
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct ckh_run_options o = {0};
+    ck_assert_msg(ckh_harness_replay(sc, &o, NULL, NULL, f, msg, sizeof msg) == 0, "%s", msg);
+    fclose(f);
+    ckh_scenario_free(sc);
+    int n = 0;
+    for (const char *p = strstr(buf, needle); p; p = strstr(p + 1, needle))
+        n++;
+    free(buf);
+    return n;
+}
+
+/* The kernel keeps the names it looked up (ckhfs cache_names) unless a
+ * rule can match a `stat`: then every path walk through /d reaches ckhfs
+ * again, so an `nth` over stats counts what the program asked for. */
+START_TEST(test_lookups_cached_unless_matched)
+{
+    NEED_FUSE();
+    write_file("names.sh",
+               "set -e\n"
+               "mkdir \"$CKH_CKPT_DIR/d\"\n"
+               "for i in 1 2 3 4 5; do echo x > \"$CKH_CKPT_DIR/d/f$i\"; done\n"
+               "printf '{\"kind\":\"final\",\"epochs\":1,\"steps\":1,\"total\":1}\\n' >> \"$CKH_RESULT\"\n",
+               0644);
+    int cached = replay_count(scenario("job:\n  command: [sh, names.sh]\n  timeout: 30s\n"), " stat /d off=");
+    int asked = replay_count(scenario("job:\n  command: [sh, names.sh]\n  timeout: 30s\nfaults:\n"
+                                      "  - {on: {op: stat, path: /nothing}, do: errno, errno: EIO}\n"),
+                             " stat /d off=");
+    ck_assert_msg(cached <= 2 && asked >= cached + 5, "stat lines of /d: %d cached, %d asked", cached, asked);
+}
+END_TEST
+
 /* ---- hangs ---- */
 
 START_TEST(test_hang_reaped)
@@ -1002,6 +1039,7 @@ static Suite *command_suite(void)
     tcase_add_test(jobs, test_kill_mid_write_resumes);
     tcase_add_test(jobs, test_nth_pwrite_deterministic);
     tcase_add_test(jobs, test_delay_holds_only_its_node);
+    tcase_add_test(jobs, test_lookups_cached_unless_matched);
     tcase_add_test(jobs, test_hang_reaped);
     tcase_add_test(jobs, test_escaped_daemon_reaped);
     tcase_add_test(jobs, test_sigterm_preemption);

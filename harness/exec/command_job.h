@@ -187,6 +187,9 @@ struct ckh__cmd {
     struct ckh__cmd_rule *rules;     /* armed on the current run (owned) */
     size_t nrules;                   /* their count */
     bool at_rest_applied;            /* an at-rest fault changed the disks before this run */
+    bool hook_reads_progress;        /* an armed rule needs the node's records at each
+                                        operation: a progress trigger, or a step or epoch
+                                        selector (ckh__cmd_arm) */
     struct ckh__cmd_crash crash;     /* pending crash of the current run */
     struct ckh_scenario_run *rec;    /* firing counts go here (NULL: reference) */
     struct ckh__cmd_trace *trace;    /* every operation, every run (owned) */
