@@ -59,6 +59,10 @@ struct ckh_ckhfs {
     size_t held;                 /* requests held by a DELAY now */
     pthread_t *threads;          /* every server thread started (joined at unmount) */
     size_t nthreads, capthreads; /* entries used and allocated */
+    /* The leader's wait (ckhfs.c S1-S2), used by whichever thread leads
+     * (the lead passes under serve_lock). */
+    bool spin;                   /* wait SPIN_US for the next request before poll */
+    uint64_t answered_us;        /* monotonic time of the leader's last answer */
     /* lock guards the disk, the views, the handles and the trace: a
      * server thread holds it for each request, ckh_ckhfs_lock for others. */
     pthread_mutex_t lock;
