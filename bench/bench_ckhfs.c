@@ -2,7 +2,11 @@
  * real program would otherwise write to, side by side in one run:
  *
  *   ckhfs  a simfs disk served over FUSE, mounted in a ckh temporary folder,
- *          its bytes in that folder as a run's disks keep them
+ *          its bytes in that folder as a run's disks keep them, and the
+ *          kernel keeping the names it looked up (cache_names), as command
+ *          jobs mount their disks unless a fault changes names mid-run or
+ *          matches `stat`
+ *   strict the same without cache_names: every path walk asks ckhfs
  *   tmpfs  a folder in /dev/shm (memory; the upper bound of the kernel path)
  *   disk   a folder in the working directory (the disk ckh runs on)
  *
@@ -19,8 +23,9 @@
  *   <fs>_unlink_ops_s        unlink of each
  *   ckhfs_vs_disk_write      ckhfs bandwidth / disk bandwidth (target >= 0.6)
  *   ckhfs_vs_disk_<op>       ckhfs ops/s / disk ops/s for create, rename,
- *                            unlink (target >= 0.3); the table's last row
- *                            has every ratio side by side
+ *                            unlink (target >= 0.3); the table's last rows
+ *                            have every ratio side by side (ckhfs/disk,
+ *                            strict/disk)
  *   explore_states_s_jobsN   crash states checked per second by `ckh explore`
  *                            of scenarios/programs/torch-atomic-explore.yaml
  *                            (a PyTorch job; its verify is a small Python
@@ -28,9 +33,15 @@
  *                            run feels (needs the source tree as the working
  *                            folder and /usr/bin/python3 with torch)
  *
- * Write figures are the median of 3 rounds. The I/O runs in a child process (as a program under ckh would), the
- * ckhfs server in this one. The wall clock is read only to measure.
- * Usage: bench_ckhfs [quick] [MiB] [ckhfs|tmpfs|disk|explore]... ("quick": 64
+ * Every figure is the median of ROUNDS rounds (3 with "quick"), and the
+ * filesystems take turns within each round (ckhfs, tmpfs, disk, strict,
+ * then again), so a ratio compares figures of the same moments: on a
+ * shared machine the speed of kernel round trips changes by 2-5x within
+ * seconds (how busy the processors are, whether they idle), and figures
+ * taken one filesystem after the other compared different moments. The
+ * I/O runs in a child process (as a program under ckh would), the ckhfs
+ * server in this one. The wall clock is read only to measure.
+ * Usage: bench_ckhfs [quick] [MiB] [ckhfs|tmpfs|disk|strict|explore]... ("quick": 64
  * MiB and 500 files; else 256 MiB and 2000 files; MiB overrides the size;
  * naming filesystems (or explore) measures only those).
  */
@@ -114,18 +125,7 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The median of ROUNDS write measurements (the disk's figure varies). */
-#define ROUNDS 3
-static int measure_write_median(const char *dir, int mib, char *buf, double *out)
-{
-    double v[ROUNDS];
-    for (int i = 0; i < ROUNDS; i++)
-        if (measure_write(dir, mib, buf, &v[i]) != 0)
-            return -1;
-    qsort(v, ROUNDS, sizeof v[0], cmp_double);
-    *out = v[ROUNDS / 2];
-    return 0;
-}
+#define ROUNDS 5
 
 /* In the child: the metadata figures. */
 static int measure_meta(const char *dir, int files, struct figures *fg)
@@ -172,9 +172,9 @@ static int measure(const char *dir, int mib, int files, struct figures *fg)
         close(p[0]);
         struct figures f = {0};
         static char space[CHUNK + 8192] __attribute__((aligned(4096)));
-        int rc = measure_write_median(dir, mib, space, &f.write_mib_s);
+        int rc = measure_write(dir, mib, space, &f.write_mib_s);
         if (rc == 0)
-            rc = measure_write_median(dir, mib, space + 16, &f.unaligned_mib_s);
+            rc = measure_write(dir, mib, space + 16, &f.unaligned_mib_s);
         if (rc == 0)
             rc = measure_meta(dir, files, &f);
         if (rc != 0)
@@ -198,42 +198,69 @@ static void print(const char *name, const struct figures *f)
     printf("%s_unlink_ops_s %.0f ops/s\n", name, f->unlink_s);
 }
 
-static int bench_ckhfs(int mib, int files, struct figures *fg)
+/* One filesystem under test: a folder to measure in, and what made it. */
+struct target {
+    char dir[PATH_MAX];         /* the ckh temporary folder, or the bench folder */
+    char mnt[PATH_MAX + 8];     /* where to measure */
+    struct ckh_simfs *disk;     /* ckhfs: the disk served (owned) */
+    struct ckh_ckhfs *fs;       /* ckhfs: the mount (owned) */
+    bool tmp;                   /* dir is a ckh temporary folder */
+};
+
+/* A ckhfs mount, its bytes in its run folder as a run's disks keep them
+ * (sim/simfs_store.c). */
+static int up_ckhfs(struct target *t, bool cache_names)
 {
-    char dir[PATH_MAX], mnt[PATH_MAX + 8], msg[512];
-    struct ckh_simfs *disk = NULL;
-    struct ckh_ckhfs *fs = NULL;
-    int rc = -1;
-    if (ckh_tmp_make(dir, sizeof dir) != 0)
+    char msg[512];
+    if (ckh_tmp_make(t->dir, sizeof t->dir) != 0)
         return -1;
-    /* As a run's disks: the bytes in the run folder (sim/simfs_store.c). */
-    struct ckh_simfs_config dc = {.name = "bench", .sector_bytes = 4096, .seed = 1, .store_dir = dir};
-    snprintf(mnt, sizeof mnt, "%s/mnt", dir);
-    if (mkdir(mnt, 0755) != 0 || ckh_simfs_create(&dc, &disk) != 0)
-        goto out_remove;
-    struct ckh_ckhfs_config cfg = {.mountpoint = mnt, .disk = disk};
-    if (ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg) != 0) {
+    t->tmp = true;
+    struct ckh_simfs_config dc = {.name = "bench", .sector_bytes = 4096, .seed = 1, .store_dir = t->dir};
+    snprintf(t->mnt, sizeof t->mnt, "%s/mnt", t->dir);
+    if (mkdir(t->mnt, 0755) != 0 || ckh_simfs_create(&dc, &t->disk) != 0)
+        return -1;
+    struct ckh_ckhfs_config cfg = {.mountpoint = t->mnt, .disk = t->disk, .cache_names = cache_names};
+    if (ckh_ckhfs_mount(&cfg, &t->fs, msg, sizeof msg) != 0) {
         fprintf(stderr, "bench_ckhfs: %s\n", msg);
-        goto out_disk;
+        return -1;
     }
-    rc = measure(mnt, mib, files, fg);
-    ckh_ckhfs_unmount(fs);
-out_disk:
-    ckh_simfs_destroy(disk);
-out_remove:
-    ckh_tmp_remove(dir);
-    return rc;
+    return 0;
 }
 
-static int bench_folder(const char *base, int mib, int files, struct figures *fg)
+/* A fresh folder below base. */
+static int up_folder(struct target *t, const char *base)
 {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/ckh-bench-XXXXXX", base);
-    if (!mkdtemp(dir))
+    snprintf(t->dir, sizeof t->dir, "%s/ckh-bench-XXXXXX", base);
+    if (!mkdtemp(t->dir))
         return -1;
-    int rc = measure(dir, mib, files, fg);
-    ckh_tmp_remove(dir);
-    return rc;
+    snprintf(t->mnt, sizeof t->mnt, "%s", t->dir);
+    return 0;
+}
+
+static void down(struct target *t)
+{
+    ckh_ckhfs_unmount(t->fs);
+    ckh_simfs_destroy(t->disk);
+    if (t->dir[0])
+        ckh_tmp_remove(t->dir);
+    memset(t, 0, sizeof *t);
+}
+
+/* The median of each figure over n rounds. */
+static void median_of(const struct figures *r, int n, struct figures *out)
+{
+    double v[ROUNDS];
+    double *out_f[] = {&out->write_mib_s, &out->unaligned_mib_s, &out->create_s, &out->rename_s,
+                       &out->unlink_s};
+    for (int k = 0; k < 5; k++) {
+        for (int i = 0; i < n; i++) {
+            const double *in_f[] = {&r[i].write_mib_s, &r[i].unaligned_mib_s, &r[i].create_s,
+                                    &r[i].rename_s, &r[i].unlink_s};
+            v[i] = *in_f[k];
+        }
+        qsort(v, (size_t)n, sizeof v[0], cmp_double);
+        *out_f[k] = v[n / 2];
+    }
 }
 
 /* Crash states checked per second by the explorer of a real program. */
@@ -271,8 +298,8 @@ static int bench_explore(const char *file)
 
 int main(int argc, char **argv)
 {
-    bool quick = false, pick = false, want[3] = {false, false, false}, explore = false;
-    const char *names[] = {"ckhfs", "tmpfs", "disk"};
+    bool quick = false, pick = false, want[4] = {false, false, false, false}, explore = false;
+    const char *names[] = {"ckhfs", "tmpfs", "disk", "strict"};
     int mib = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "quick") == 0) {
@@ -282,13 +309,13 @@ int main(int argc, char **argv)
         bool named = false;
         if (strcmp(argv[i], "explore") == 0)
             explore = named = pick = true;
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             if (strcmp(argv[i], names[k]) == 0)
                 want[k] = named = pick = true;
         if (!named)
             mib = atoi(argv[i]);
     }
-    for (int k = 0; k < 3 && !pick; k++)
+    for (int k = 0; k < 4 && !pick; k++)
         want[k] = true;
     explore |= !pick;
     if (mib <= 0)
@@ -302,14 +329,29 @@ int main(int argc, char **argv)
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
         return 1;
-    struct figures all[3] = {{0}};
-    if ((want[0] && bench_ckhfs(mib, files, &all[0]) != 0) ||
-        (want[1] && bench_folder("/dev/shm", mib, files, &all[1]) != 0) ||
-        (want[2] && bench_folder(cwd, mib, files, &all[2]) != 0)) {
+    struct figures all[4] = {{0}};
+    static struct figures rounds[4][ROUNDS];
+    struct target tg[4];
+    memset(tg, 0, sizeof tg);
+    const int nrounds = quick ? 3 : ROUNDS;
+    int rc = 0;
+    if ((want[0] && up_ckhfs(&tg[0], true) != 0) || (want[1] && up_folder(&tg[1], "/dev/shm") != 0) ||
+        (want[2] && up_folder(&tg[2], cwd) != 0) || (want[3] && up_ckhfs(&tg[3], false) != 0))
+        rc = -1;
+    for (int r = 0; r < nrounds && rc == 0; r++)
+        for (int i = 0; i < 4 && rc == 0; i++)
+            if (want[i])
+                rc = measure(tg[i].mnt, mib, files, &rounds[i][r]);
+    for (int i = 0; i < 4; i++) {
+        if (want[i] && rc == 0)
+            median_of(rounds[i], nrounds, &all[i]);
+        down(&tg[i]);
+    }
+    if (rc != 0) {
         fprintf(stderr, "bench_ckhfs: a measurement failed\n");
         return 1;
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (want[i])
             print(names[i], &all[i]);
     if (want[0] && want[2]) {
@@ -320,20 +362,30 @@ int main(int argc, char **argv)
         printf("ckhfs_vs_disk_rename %.2f ratio\n", all[0].rename_s / all[2].rename_s);
         printf("ckhfs_vs_disk_unlink %.2f ratio\n", all[0].unlink_s / all[2].unlink_s);
     }
-    if (want[0] || want[1] || want[2]) {
-        printf("\n%d MiB in 1 MiB writes + fsync; %d files\n", mib, files);
+    if (want[3] && want[2]) {
+        printf("strict_vs_disk_rename %.2f ratio\n", all[3].rename_s / all[2].rename_s);
+        printf("strict_vs_disk_unlink %.2f ratio\n", all[3].unlink_s / all[2].unlink_s);
+    }
+    if (want[0] || want[1] || want[2] || want[3]) {
+        printf("\n%d MiB in 1 MiB writes + fsync; %d files; median of %d rounds, filesystems in turn\n",
+               mib, files, nrounds);
         printf("%-8s %12s %12s %10s %10s %10s\n", "", "write MiB/s", "unaligned", "create/s",
                "rename/s", "unlink/s");
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (want[i])
             printf("%-8s %12.0f %12.0f %10.0f %10.0f %10.0f\n", names[i], all[i].write_mib_s,
                    all[i].unaligned_mib_s, all[i].create_s, all[i].rename_s, all[i].unlink_s);
     if (want[0] && want[2])
-        printf("%-8s %12.2f %12.2f %10.2f %10.2f %10.2f\n", "ckhfs/disk",
+        printf("%-11s %9.2f %12.2f %10.2f %10.2f %10.2f\n", "ckhfs/disk",
                all[0].write_mib_s / all[2].write_mib_s, all[0].unaligned_mib_s / all[2].unaligned_mib_s,
                all[0].create_s / all[2].create_s, all[0].rename_s / all[2].rename_s,
                all[0].unlink_s / all[2].unlink_s);
+    if (want[3] && want[2])
+        printf("%-11s %9.2f %12.2f %10.2f %10.2f %10.2f\n", "strict/disk",
+               all[3].write_mib_s / all[2].write_mib_s, all[3].unaligned_mib_s / all[2].unaligned_mib_s,
+               all[3].create_s / all[2].create_s, all[3].rename_s / all[2].rename_s,
+               all[3].unlink_s / all[2].unlink_s);
     if (explore && bench_explore("scenarios/programs/torch-atomic-explore.yaml") != 0)
         return 1;
     return 0;

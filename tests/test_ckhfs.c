@@ -58,6 +58,8 @@ struct ctx {
     struct ckh_ckhfs_action act; /* rule: the verdict */
     int kills;                /* kill_node calls */
     int killed;               /* last node killed */
+    int held_answers;         /* held_answered calls */
+    int64_t held_result;      /* the last held operation's answer */
 };
 
 static struct {
@@ -66,6 +68,7 @@ static struct {
     struct ctx ctx;
     char dir[PATH_MAX]; /* the ckh temporary folder */
     char mnt[PATH_MAX + 8]; /* dir/mnt, the mount point */
+    bool cache_names;       /* the next mount lets the kernel keep names */
 } T;
 
 static int node_of_pid(void *c, pid_t pid)
@@ -94,6 +97,13 @@ static void kill_node(void *c, int node)
     for (int i = 0; i < x->n; i++)
         if (x->node[i] == node)
             kill(-x->pid[i], SIGKILL); /* each child leads its process group */
+}
+
+static void held_answered(void *c, const struct ckh_ckhfs_op *op)
+{
+    struct ctx *x = c;
+    x->held_answers++;
+    x->held_result = op->result;
 }
 
 static void arm(enum ckh_op_kind kind, const char *path, int nth, struct ckh_ckhfs_action act)
@@ -138,8 +148,10 @@ static void mount_disk(struct ckh_simfs *disk, bool trace)
                                    .node_of_pid = node_of_pid,
                                    .hook = hook,
                                    .kill_node = kill_node,
+                                   .held_answered = held_answered,
                                    .ctx = &T.ctx,
-                                   .keep_trace = trace};
+                                   .keep_trace = trace,
+                                   .cache_names = T.cache_names};
     char msg[512];
     int rc = ckh_ckhfs_mount(&cfg, &T.fs, msg, sizeof msg);
     ck_assert_msg(rc == 0, "mount: %s", msg);
@@ -159,7 +171,9 @@ static void unmount_at_exit(void)
  * bytes in that folder, as a run's disks keep them. */
 static void up_store(enum ckh_crash_model model, bool trace, bool store)
 {
+    bool cache_names = T.cache_names;
     memset(&T, 0, sizeof T);
+    T.cache_names = cache_names;
     atexit(unmount_at_exit);
     ck_assert_int_eq(ckh_tmp_make(T.dir, sizeof T.dir), 0);
     struct ckh_simfs_config dc = {.name = "t", .model = model, .sector_bytes = 512, .seed = 7,
@@ -705,6 +719,219 @@ START_TEST(test_hook_short_and_delay)
 }
 END_TEST
 
+/* mkdir of arg (held by the hook until the test kills this child). */
+static int child_mkdir(const char *m, const char *arg)
+{
+    CHK(mkdir(at(m, arg), 0755) == 0);
+    return 0;
+}
+
+/* Makes the folders the delay tests use, through the mount (so the
+ * kernel knows their names: see test_delay_holds_only_its_op). */
+static int child_folders(const char *m, const char *arg)
+{
+    (void)arg;
+    CHK(mkdir(at(m, "/shards"), 0755) == 0);
+    CHK(mkdir(at(m, "/d"), 0755) == 0);
+    return 0;
+}
+
+/* Writes and fsyncs a shard into the existing folder /shards. */
+static int child_shard(const char *m, const char *arg)
+{
+    (void)arg;
+    int fd = open(at(m, "/shards/rank_1"), O_CREAT | O_WRONLY, 0644);
+    CHK(fd >= 0);
+    CHK(write(fd, "shard", 5) == 5);
+    CHK(fsync(fd) == 0);
+    CHK(close(fd) == 0);
+    return 0;
+}
+
+/* rename(/d, /e): waits, in libfuse's path locks, for a held write below /d. */
+static int child_rename_dir(const char *m, const char *arg)
+{
+    (void)arg;
+    CHK(rename(at(m, "/d"), at(m, "/e")) == 0);
+    return 0;
+}
+
+/* Writes /d/f (the hook holds that write until the test kills this child). */
+static int child_held_write(const char *m, const char *arg)
+{
+    (void)arg;
+    int fd = open(at(m, "/d/f"), O_CREAT | O_WRONLY, 0644);
+    CHK(fd >= 0);
+    CHK(write(fd, "held", 4) == 4);
+    return 0;
+}
+
+/* The trace entry of the first op of kind on path (NULL: none yet), from
+ * a fresh snapshot. */
+static const struct ckh_ckhfs_op *traced(enum ckh_op_kind kind, const char *path)
+{
+    size_t k = 0;
+    const struct ckh_ckhfs_op *t = ckh_ckhfs_trace(T.fs, &k);
+    for (size_t i = 0; i < k; i++)
+        if (t[i].kind == kind && strcmp(t[i].path, path) == 0)
+            return &t[i];
+    return NULL;
+}
+
+/* Waits until the op of kind on path has reached the hook (it is then
+ * held): no time limit of its own, Check's timeout covers it. */
+static void wait_arrived(enum ckh_op_kind kind, const char *path)
+{
+    while (!traced(kind, path)) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* L1, L2, L4 (harness/ckhfs/ckhfs.c): node 0's mkdir of /step is held
+ * (for a minute: the test ends it by killing node 0); node 1 writes and
+ * fsyncs its shard into an existing folder meanwhile. Checked by the
+ * order of answers in the trace, not by time: node 1's write is answered
+ * while the mkdir is not. Killed, node 0 gets its answer at once (-EINTR,
+ * not done). The folder was made through the mount: the kernel holds the
+ * root folder's lock across the held mkdir, so a name of the root it has
+ * not looked up yet (one made directly on the disk, or /step itself)
+ * would wait for that lock, before ckhfs sees anything. */
+START_TEST(test_delay_holds_only_its_op)
+{
+    NEED_FUSE();
+    up(CKH_CRASH_POSIX_WEAK, true);
+    run_ok(1, child_folders, NULL);
+    arm(CKH_OP_MKDIR, "/step", 1,
+        (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_DELAY, .delay_ms = 60000});
+    pid_t slow = spawn_as(0, child_mkdir, "/step");
+    wait_arrived(CKH_OP_MKDIR, "/step");
+    run_ok(1, child_shard, NULL);
+    const struct ckh_ckhfs_op *w = traced(CKH_OP_PWRITE, "/shards/rank_1");
+    ck_assert_ptr_nonnull(w);
+    uint64_t w_seq = w->seq, w_answered = w->answered;
+    const struct ckh_ckhfs_op *mk = traced(CKH_OP_MKDIR, "/step");
+    ck_assert_uint_gt(w_answered, 0);
+    ck_assert_uint_lt(mk->seq, w_seq);   /* the mkdir arrived first */
+    ck_assert_uint_eq(mk->answered, 0);  /* and is still held */
+    ck_assert_int_eq(T.ctx.held_answers, 0);
+    ck_assert_int_eq(kill(-slow, SIGKILL), 0);
+    int st = wait_status(slow);
+    ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    mk = traced(CKH_OP_MKDIR, "/step");
+    ck_assert_int_eq(mk->result, -EINTR);
+    ck_assert_uint_gt(mk->answered, w_answered);
+    ck_assert_int_eq(T.ctx.held_answers, 1);
+    ck_assert_int_eq(T.ctx.held_result, -EINTR);
+    char buf[16];
+    ck_assert_int_eq(disk_get("/shards/rank_1", buf, sizeof buf), 5);
+    struct ckh_stat cs;
+    ck_assert_int_ne(ckh_fs_stat(ckh_simfs_fs(T.disk), "/step", &cs), 0); /* not done */
+    down();
+}
+END_TEST
+
+/* L3: while node 0's write of /d/f is held, node 1's rename of /d waits
+ * for it (libfuse's path locks), alone: node 2 still writes and fsyncs
+ * its shard. Once node 0 is killed, the rename goes through. */
+START_TEST(test_delay_rename_waits_alone)
+{
+    NEED_FUSE();
+    up(CKH_CRASH_POSIX_WEAK, true);
+    run_ok(1, child_folders, NULL);
+    arm(CKH_OP_PWRITE, "/d/f", 1,
+        (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_DELAY, .delay_ms = 60000});
+    pid_t slow = spawn_as(0, child_held_write, NULL);
+    wait_arrived(CKH_OP_PWRITE, "/d/f");
+    pid_t ren = spawn_as(1, child_rename_dir, NULL);
+    /* The rename's lookups reach ckhfs, then the rename itself waits in
+     * libfuse; a pause lets it get there (whether it does changes what is
+     * tested, never the outcome). */
+    wait_arrived(CKH_OP_STAT, "/e");
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 200 * 1000000L};
+    nanosleep(&ts, NULL);
+    run_ok(2, child_shard, NULL);
+    ck_assert_uint_gt(traced(CKH_OP_PWRITE, "/shards/rank_1")->answered, 0);
+    ck_assert_uint_eq(traced(CKH_OP_PWRITE, "/d/f")->answered, 0);
+    ck_assert_ptr_null(traced(CKH_OP_RENAME, "/d"));
+    ck_assert_int_eq(kill(-slow, SIGKILL), 0);
+    int st = wait_status(slow);
+    ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    st = wait_status(ren);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rename child status %#x", st);
+    ck_assert_int_eq(traced(CKH_OP_RENAME, "/d")->result, 0);
+    down();
+}
+END_TEST
+
+/* Makes /n, creates /n/a, renames it to /n/b, unlinks /n/b, then checks
+ * that the kernel's view follows: /n/a and /n/b are gone, /n/b can be
+ * made again. */
+static int child_names(const char *m, const char *arg)
+{
+    (void)arg;
+    CHK(mkdir(at(m, "/n"), 0755) == 0);
+    CHK(put_file(at(m, "/n/a"), "1", false) == 0);
+    CHK(rename(at(m, "/n/a"), at(m, "/n/b")) == 0);
+    CHK(unlink(at(m, "/n/b")) == 0);
+    struct stat st;
+    CHK(stat(at(m, "/n/a"), &st) < 0 && errno == ENOENT);
+    CHK(stat(at(m, "/n/b"), &st) < 0 && errno == ENOENT);
+    int fd = open(at(m, "/n/b"), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    CHK(fd >= 0 && close(fd) == 0);
+    CHK(stat(at(m, "/n/b"), &st) == 0 && st.st_size == 0);
+    return 0;
+}
+
+/* How many stat entries of path the trace holds, and the last one's result. */
+static int stats_of(const char *path, int64_t *last)
+{
+    size_t k = 0;
+    int n = 0;
+    const struct ckh_ckhfs_op *t = ckh_ckhfs_trace(T.fs, &k);
+    for (size_t i = 0; i < k; i++)
+        if (t[i].kind == CKH_OP_STAT && strcmp(t[i].path, path) == 0) {
+            n++;
+            if (last)
+                *last = t[i].result;
+        }
+    return n;
+}
+
+/* cache_names: the kernel keeps the names it found, so the rename's
+ * source and the unlink ask nothing (one lookup of /n in all: the one
+ * before its mkdir, which found nothing); names not found are asked for
+ * each time. Without it, every path walk asks for every name. The
+ * operations and what the program sees are the same either way. */
+START_TEST(test_cache_names)
+{
+    NEED_FUSE();
+    int n_dir[2] = {0, 0};
+    for (int cached = 0; cached <= 1; cached++) {
+        T.cache_names = cached;
+        up(CKH_CRASH_POSIX_WEAK, true);
+        pid_t pid = spawn_as(0, child_names, NULL);
+        int st = wait_status(pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+        char t[2048];
+        trace_str(t, sizeof t, pid);
+        ck_assert_str_eq(t, "mkdir /n=0@0;open /n/a=0@0;pwrite /n/a 0+1=1@0;close /n/a=0@0;"
+                            "rename /n/a>/n/b=0@0;unlink /n/b=0@0;open /n/b=0@0;close /n/b=0@0;");
+        /* Lookups (and the kernel's getattrs) of /n: every path walk
+         * asks for it without cache_names, only the first (which finds
+         * nothing: before the mkdir) and a getattr or so with it. */
+        n_dir[cached] = stats_of("/n", NULL);
+        /* Names not found are asked for each time, cached or not: the
+         * rename's target, the two stats after the unlink, the create. */
+        ck_assert_int_ge(stats_of("/n/b", NULL), 3);
+        down();
+    }
+    T.cache_names = false;
+    ck_assert_msg(n_dir[1] <= 2 && n_dir[0] >= n_dir[1] + 4, "stats of /n: %d without cache_names, %d with",
+                  n_dir[0], n_dir[1]);
+}
+END_TEST
+
 /* Writes 5 blocks of 4 KiB at increasing offsets, then exits 0. */
 static int child_five_writes(const char *m, const char *arg)
 {
@@ -1224,6 +1451,9 @@ static const struct {
     {"threaded", child_threaded},    {"stat_root", child_stat_root},    {"errno", child_errno},
     {"fsync_eio", child_fsync_eio},  {"open_refused", child_open_refused},
     {"short", child_short},          {"delay", child_delay},
+    {"mkdir", child_mkdir},          {"shard", child_shard},   {"folders", child_folders},
+    {"rename_dir", child_rename_dir}, {"held_write", child_held_write},
+    {"names", child_names},
     {"five_writes", child_five_writes}, {"traced", child_traced},
     {"refused", child_refused},      {"busy", child_busy},
     {"big", child_big},              {"sparse", child_sparse},
@@ -1258,11 +1488,14 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(tc, test_sync_and_append);
     tcase_add_test(tc, test_nodes_by_pid);
     tcase_add_test(tc, test_refused_and_unseen_ops);
+    tcase_add_test(tc, test_cache_names);
     suite_add_tcase(s, tc);
     TCase *th = tcase_create("hook");
     tcase_set_timeout(th, 120);
     tcase_add_test(th, test_hook_errno);
     tcase_add_test(th, test_hook_short_and_delay);
+    tcase_add_test(th, test_delay_holds_only_its_op);
+    tcase_add_test(th, test_delay_rename_waits_alone);
     tcase_add_test(th, test_hook_kill_before);
     tcase_add_test(th, test_hook_kill_after);
     tcase_add_test(th, test_trace);

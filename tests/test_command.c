@@ -252,6 +252,108 @@ START_TEST(test_nth_pwrite_deterministic)
 }
 END_TEST
 
+/* rank_0's mkdir of the step folder is held by a delay while rank_1
+ * writes its shard into an existing folder: rank_1's writes go on. Judged
+ * by the order of `ckh replay`'s lines, not by time: a rank_1 pwrite lies
+ * between rank_0's mkdir and the line where that mkdir was answered. The
+ * folder rank_1 writes to is made first (rank_0 waits for it): the kernel
+ * holds the root folder's lock across the held mkdir, so a name of the
+ * root it has not looked up yet would wait for the mkdir (docs/SCENARIOS.md,
+ * the delay fault). */
+START_TEST(test_delay_holds_only_its_node)
+{
+    NEED_FUSE();
+    write_file("held.sh",
+               "set -e\n"
+               "d=$CKH_CKPT_DIR\n"
+               "printf '{\"kind\":\"step\",\"step\":1,\"epoch\":0}\\n' >> \"$CKH_RESULT\"\n"
+               "if [ \"$RANK\" = 0 ]; then\n"
+               "    until [ -d \"$d/shards\" ]; do sleep 0.05; done\n"
+               "    mkdir \"$d/step_1\"\n"
+               "    echo done > \"$d/shards/rank_0_done\"\n"
+               "else\n"
+               "    mkdir \"$d/shards\"\n"
+               "    n=0\n"
+               "    until [ -e \"$d/shards/rank_0_done\" ]; do\n"
+               "        n=$((n + 1)); [ $n -lt 2000 ] || exit 3\n"
+               "        echo $n >> \"$d/shards/rank_1\"\n"
+               "        sleep 0.05\n"
+               "    done\n"
+               "fi\n"
+               "printf '{\"kind\":\"final\",\"epochs\":1,\"steps\":1,\"total\":1}\\n' >> \"$CKH_RESULT\"\n",
+               0644);
+    struct ckh_scenario *sc = scenario("job:\n  command: [sh, held.sh]\n  nodes: 2\n  timeout: 60s\n"
+                                       "faults:\n  - {on: {node: rank_0, op: mkdir, path: /step_1}, do: delay, "
+                                       "duration: 3s}\nrestart: {max_restarts: 0}\n");
+    char *buf = NULL, msg[512] = "";
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct ckh_run_options o = {0};
+    ck_assert_int_eq(ckh_harness_replay(sc, &o, NULL, NULL, f, msg, sizeof msg), 0);
+    fclose(f);
+    ckh_scenario_free(sc);
+    /* The mkdir's own line, then its answer. */
+    const char *mk = NULL, *ans = NULL;
+    for (const char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        const char *e = strchr(l, '\n');
+        size_t n = e ? (size_t)(e - l) : strlen(l);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), l);
+        if (!mk && strstr(line, "rank_0 pid=") && strstr(line, " mkdir /step_1 "))
+            mk = l;
+        if (strstr(line, "rank_0 pid=") && strstr(line, " answered mkdir /step_1 "))
+            ans = l;
+    }
+    ck_assert_msg(mk && ans && ans > mk, "%s", buf);
+    ck_assert_msg(strstr(ans, "-> 0 after its delay"), "%s", buf);
+    bool between = false;
+    for (const char *w = strstr(mk, "rank_1 pid="); w && w < ans; w = strstr(w + 1, "rank_1 pid=")) {
+        const char *e = strchr(w, '\n');
+        const char *pw = strstr(w, " pwrite /shards/rank_1 ");
+        between |= pw && (!e || pw < e);
+    }
+    ck_assert_msg(between, "no write of rank_1 while rank_0's mkdir was held:\n%s", buf);
+    free(buf);
+}
+END_TEST
+
+/* How many lines of `ckh replay`'s output for sc contain needle. */
+static int replay_count(struct ckh_scenario *sc, const char *needle)
+{
+    char *buf = NULL, msg[512] = "";
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct ckh_run_options o = {0};
+    ck_assert_msg(ckh_harness_replay(sc, &o, NULL, NULL, f, msg, sizeof msg) == 0, "%s", msg);
+    fclose(f);
+    ckh_scenario_free(sc);
+    int n = 0;
+    for (const char *p = strstr(buf, needle); p; p = strstr(p + 1, needle))
+        n++;
+    free(buf);
+    return n;
+}
+
+/* The kernel keeps the names it looked up (ckhfs cache_names) unless a
+ * rule can match a `stat`: then every path walk through /d reaches ckhfs
+ * again, so an `nth` over stats counts what the program asked for. */
+START_TEST(test_lookups_cached_unless_matched)
+{
+    NEED_FUSE();
+    write_file("names.sh",
+               "set -e\n"
+               "mkdir \"$CKH_CKPT_DIR/d\"\n"
+               "for i in 1 2 3 4 5; do echo x > \"$CKH_CKPT_DIR/d/f$i\"; done\n"
+               "printf '{\"kind\":\"final\",\"epochs\":1,\"steps\":1,\"total\":1}\\n' >> \"$CKH_RESULT\"\n",
+               0644);
+    int cached = replay_count(scenario("job:\n  command: [sh, names.sh]\n  timeout: 30s\n"), " stat /d off=");
+    int asked = replay_count(scenario("job:\n  command: [sh, names.sh]\n  timeout: 30s\nfaults:\n"
+                                      "  - {on: {op: stat, path: /nothing}, do: errno, errno: EIO}\n"),
+                             " stat /d off=");
+    ck_assert_msg(cached <= 2 && asked >= cached + 5, "stat lines of /d: %d cached, %d asked", cached, asked);
+}
+END_TEST
+
 /* ---- hangs ---- */
 
 START_TEST(test_hang_reaped)
@@ -1015,6 +1117,8 @@ static Suite *command_suite(void)
     tcase_add_test(jobs, test_shell_job_completes);
     tcase_add_test(jobs, test_kill_mid_write_resumes);
     tcase_add_test(jobs, test_nth_pwrite_deterministic);
+    tcase_add_test(jobs, test_delay_holds_only_its_node);
+    tcase_add_test(jobs, test_lookups_cached_unless_matched);
     tcase_add_test(jobs, test_hang_reaped);
     tcase_add_test(jobs, test_escaped_daemon_reaped);
     tcase_add_test(jobs, test_sigterm_preemption);

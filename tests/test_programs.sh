@@ -17,7 +17,8 @@
 #     a failure fails with its verdict once its expect section is removed.
 # Usage: tests/test_programs.sh PART PYTHON PROG_SAVER SOURCE_DIR [CKH]
 # PART is one of (each a CTest entry of its own, CMakeLists.txt):
-#   plain     prog_saver, prog_save.sh, prog_hang           (test `programs`)
+#   plain     prog_saver, prog_save.sh, prog_step_folder.sh, prog_hang
+#                                                       (test `programs`)
 #   torch     prog_torch_direct, prog_torch_atomic, prog_ddp_gloo
 #                                                       (`programs_torch`)
 #   verdicts  the library's expected failures under CKH (`programs_verdicts`)
@@ -148,6 +149,32 @@ same_history a.jsonl b.jsonl && ok "prog_save.sh: resumed run = uninterrupted ru
 head -c 100 b/step_4.ckpt >b/cut && mv b/cut b/step_4.ckpt
 CKH_CKPT_DIR=$d/b sh "$progs/prog_save.sh" 5 >/dev/null 2>err
 expect_torn prog_save.sh err $? step_4.ckpt
+
+# ---- prog_step_folder.sh (shell, two ranks) ----
+# Rank 0 then rank 1: the folder is there, both shards land. Rank 1 alone:
+# without --wait it finds no folder (the bug's failure); with --wait it
+# waits for rank 0, started late.
+d=$work/step_folder && mkdir -p "$d/ckpt" && cd "$d" || exit 1
+if RANK=0 sh "$progs/prog_step_folder.sh" && RANK=1 sh "$progs/prog_step_folder.sh" &&
+    [ "$(cat ckpt/step_1/shard_0 ckpt/step_1/shard_1)" = "shard of rank 0
+shard of rank 1" ]; then
+    ok "prog_step_folder.sh: both shards in step_1"
+else
+    fail "prog_step_folder.sh: rank 0 then rank 1"
+fi
+rm -rf ckpt/step_1
+if RANK=1 sh "$progs/prog_step_folder.sh" 2>err; then
+    fail "prog_step_folder.sh: rank 1 without the folder exited 0"
+else
+    grep -q "step_1/shard_1" err && ok "prog_step_folder.sh: rank 1 without the folder fails" ||
+        fail "prog_step_folder.sh: rank 1's message: $(cat err)"
+fi
+RANK=1 sh "$progs/prog_step_folder.sh" --wait &
+waiter=$!
+sleep 3 # rank 0 comes late (whatever the load: rank 1 waits up to 60 s)
+RANK=0 sh "$progs/prog_step_folder.sh"
+wait "$waiter" && [ -f ckpt/step_1/shard_1 ] && ok "prog_step_folder.sh --wait: rank 1 waited for the folder" ||
+    fail "prog_step_folder.sh --wait"
 
 # ---- prog_hang ----
 d=$work/hang && mkdir -p "$d" && cd "$d" || exit 1

@@ -3,12 +3,53 @@
  * "ckhfs"). The FUSE operations themselves are in ckhfs_ops.c.
  *
  * Serving. libfuse's high-level API (paths, as simfs's ckh_fs takes them)
- * on one server thread of the calling process. The thread runs its own
- * loop (poll on the /dev/fuse descriptor and on a wake pipe, then
+ * on server threads of the calling process. They run their own loop (poll
+ * on the /dev/fuse descriptor and on a wake pipe, then
  * fuse_session_receive_buf / fuse_session_process_buf) so that unmount can
- * stop it without a signal: one byte on the pipe, join, then unmount.
- * Requests are answered one at a time, in the order the kernel queued
- * them; each holds fs->lock from the hook to the answer.
+ * stop them without a signal: stopping set, one byte on the pipe, join,
+ * then unmount. One thread at a time holds the lead: it receives the next
+ * request and serves it, so requests are answered one at a time, in the
+ * order the kernel queued them; each holds fs->lock from the hook to the
+ * answer. A DELAY verdict does not hold the mount (L1-L4 below).
+ *
+ * SPECIFICATION: the leader's wait (bench/bench_ckhfs measures it)
+ *
+ * S1. After answering, the leader asks for the next request without
+ *     sleeping for up to SPIN_US. A program that does file operations
+ *     back to back sends its next request within microseconds; sleeping
+ *     in poll instead costs a wake-up of an idle processor per request
+ *     (tens of microseconds on a virtual machine), which made each
+ *     rename or unlink several times slower on an idle machine than on a
+ *     busy one. Order and answers do not change: one leader, as before.
+ * S2. A wait that catches nothing turns the spinning off; a request that
+ *     arrives within SPIN_AGAIN_US of the previous answer turns it back
+ *     on. A program that computes between its operations therefore costs
+ *     at most one SPIN_US wait per burst, never one per request.
+ *
+ * SPECIFICATION: held requests (tests/test_ckhfs.c "delay" cases)
+ *
+ * L1. A request the hook delays is held without fs->lock and without the
+ *     lead: its thread hands the lead to an idle server thread (a new one
+ *     when none is idle), so other callers' requests are received and
+ *     done while it waits. Only the delayed request waits; its caller's
+ *     own thread waits for the answer, as for a slow disk.
+ * L2. Once its delay has passed, the held request takes fs->lock like any
+ *     other and is done: it takes effect after every request answered
+ *     meanwhile. The trace keeps arrival order (seq); `answered` numbers
+ *     the answers, and held_answered is told when a held one is answered.
+ * L3. While any request is held, the leader hands the lead over before
+ *     serving each request it receives: a request that waits on libfuse's
+ *     path locks behind a held one (a rename of the held file, or of a
+ *     folder above it) then waits alone. Requests of different callers
+ *     may meanwhile be done in an order other than the kernel's; each
+ *     caller thread has one request in flight at a time, so each caller's
+ *     own sequence is unchanged. With nothing held, service is in the
+ *     kernel's order again.
+ * L4. A held request whose caller thread has SIGKILL pending (killed by a
+ *     fault, job.timeout, an interrupt) or whose mount stops is answered
+ *     at once with -EINTR, not done: a process that waits for a FUSE
+ *     answer cannot die before it, so a delay never keeps a killed node
+ *     alive. The check runs every HOLD_SLICE_MS of the delay.
  *
  * Callers. Each node gets its own simfs view (ckh_simfs_view_create with
  * that node and no simulator), so pending operations carry the node that
@@ -28,7 +69,8 @@
  * with ENOTCONN. A pthread_atfork handler closes the descriptors of every
  * mount in such children (exec'd children lose them by O_CLOEXEC).
  *
- * Map: requests | trace | server thread | forks | mount | unmount.
+ * Map: requests | held requests | trace | server threads | forks | mount |
+ * unmount.
  */
 #define FUSE_USE_VERSION 31
 
@@ -37,7 +79,9 @@
 #include <fuse.h>
 #include <fuse_lowlevel.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +94,11 @@
 #include "ckh/err.h"
 #include "ckhfs/ckhfs_internal.h"
 
-#define INIT_WAIT_S 10 /* how long mount waits for the kernel's INIT */
+#define INIT_WAIT_S 10    /* how long mount waits for the kernel's INIT */
+#define HOLD_SLICE_MS 20  /* a held request checks its caller and the mount this often (L4) */
+#define EXTRA_STACK_BYTES (2u << 20) /* stack of each server thread started for L1 */
+#define SPIN_US 50          /* S1: the leader's wait for the next request before it sleeps */
+#define SPIN_AGAIN_US 500   /* S2: a request this close behind the last answer resumes spinning */
 
 /* ---------------------------------------------------------------- requests */
 
@@ -102,32 +150,19 @@ int ckh__ckhfs_errno(int64_t rc)
     }
 }
 
-static void sleep_ms(uint32_t ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 /* The process (thread group) of a caller: FUSE reports the calling
  * thread's id, and a multi-threaded program (PyTorch's savers) writes
  * from threads other than its main one. Falls back to tid when the thread
  * is gone. */
 static pid_t process_of(pid_t tid)
 {
-#ifdef SYS_pidfd_open
-    /* Fast path: pidfd_open accepts only a thread-group leader, i.e. a
-     * tid that is its process's id (single-threaded callers). */
-    static _Atomic bool no_pidfd; /* ENOSYS once (old kernels, valgrind): skip it */
-    if (!no_pidfd) {
-        int pfd = (int)syscall(SYS_pidfd_open, tid, 0);
-        if (pfd >= 0) {
-            close(pfd);
-            return tid;
-        }
-        no_pidfd = errno == ENOSYS;
-    }
-#endif
+    /* Fast path, one system call that allocates nothing: tgkill(tid, tid,
+     * 0) succeeds only when thread tid belongs to thread group tid, i.e.
+     * when tid is its process's id (single-threaded callers, and main
+     * threads). It checks, sends no signal; EPERM (a caller of another
+     * user) falls through to /proc. */
+    if (syscall(SYS_tgkill, tid, tid, 0) == 0)
+        return tid;
     char path[64], line[128];
     snprintf(path, sizeof path, "/proc/%ld/status", (long)tid);
     FILE *f = fopen(path, "re");
@@ -150,12 +185,16 @@ static void kill_caller(struct ckh_ckhfs *fs, int node)
         fs->cfg.kill_node(fs->cfg.ctx, node);
 }
 
+static size_t trace_add(struct ckh_ckhfs *fs, const struct ckh_ckhfs_op *op);
+static bool hold(struct ckh_ckhfs *fs, pid_t tid, uint32_t ms);
+
 int ckh__ckhfs_begin(struct ckhfs_req *r, enum ckh_op_kind kind, const char *path,
                      const char *path2, uint64_t off, uint64_t len)
 {
     struct fuse_context *cx = fuse_get_context();
     struct ckh_ckhfs *fs = cx->private_data;
     r->fs = fs;
+    r->slot = SIZE_MAX;
     pthread_mutex_lock(&fs->lock);
     pid_t pid = cx->pid > 0 ? process_of(cx->pid) : cx->pid;
     int node = pid > 0 && fs->cfg.node_of_pid ? fs->cfg.node_of_pid(fs->cfg.ctx, pid) : -1;
@@ -171,31 +210,121 @@ int ckh__ckhfs_begin(struct ckhfs_req *r, enum ckh_op_kind kind, const char *pat
     r->act = (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_GO};
     if (fs->cfg.hook)
         fs->cfg.hook(fs->cfg.ctx, &r->op, &r->act);
+    if (fs->cfg.keep_trace)
+        r->slot = trace_add(fs, &r->op); /* its place: arrival order, even when held */
     switch (r->act.verdict) {
     case CKH_CKHFS_ERRNO:
         return -(r->act.err > 0 ? r->act.err : EIO);
     case CKH_CKHFS_KILL:
         kill_caller(fs, node);
         return -EIO; /* the caller is dead; the answer only completes the request */
-    case CKH_CKHFS_DELAY:
+    case CKH_CKHFS_DELAY: {
         pthread_mutex_unlock(&fs->lock);
-        sleep_ms(r->act.delay_ms);
+        bool whole = hold(fs, cx->pid, r->act.delay_ms);
         pthread_mutex_lock(&fs->lock);
-        return 1;
+        return whole ? 1 : -EINTR; /* L2, L4 */
+    }
     default:
         return 1;
     }
 }
 
+/* ---------------------------------------------------------- held requests */
+
+/* Whether the caller thread tid is gone or has SIGKILL pending, from
+ * /proc/<tid>/status (its own pending set, SigPnd, and its process's,
+ * ShdPnd). */
+static bool caller_dying(pid_t tid)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)tid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return true;
+    const unsigned long long kill_bit = 1ull << (SIGKILL - 1);
+    bool dying = false;
+    while (!dying && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "State:", 6) == 0)
+            dying = strchr(line, 'Z') != NULL || strchr(line, 'X') != NULL;
+        else if (strncmp(line, "SigPnd:", 7) == 0 || strncmp(line, "ShdPnd:", 7) == 0)
+            dying = (strtoull(line + 7, NULL, 16) & kill_bit) != 0;
+    }
+    fclose(f);
+    return dying;
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int thread_start(struct ckh_ckhfs *fs, size_t stack_bytes);
+
+/* Set on a server thread that handed its lead over while serving its
+ * current request (L1, L3): it goes back to the idle threads after it. */
+static _Thread_local bool tl_off_lead;
+
+/* Hands the calling thread's lead to an idle server thread, starting one
+ * when none is idle (serve_lock held). False when none could be started:
+ * the caller keeps the lead (and the mount waits for it, as before L1). */
+static bool lead_hand_over(struct ckh_ckhfs *fs)
+{
+    if (tl_off_lead)
+        return true;
+    if (!fs->stopping && fs->idle == 0 && thread_start(fs, EXTRA_STACK_BYTES) != 0)
+        return false;
+    fs->leading = false;
+    tl_off_lead = true;
+    pthread_cond_signal(&fs->lead_cv);
+    return true;
+}
+
+/* Holds the calling request ms milliseconds without fs->lock and without
+ * the lead (L1). False when cut short: its caller thread tid is dying or
+ * the mount stops (L4). */
+static bool hold(struct ckh_ckhfs *fs, pid_t tid, uint32_t ms)
+{
+    pthread_mutex_lock(&fs->serve_lock);
+    fs->held++;
+    lead_hand_over(fs);
+    pthread_mutex_unlock(&fs->serve_lock);
+    const uint64_t until = mono_ms() + ms;
+    bool whole = true;
+    for (;;) {
+        uint64_t now = mono_ms();
+        if (now >= until)
+            break;
+        uint64_t k = until - now < HOLD_SLICE_MS ? until - now : HOLD_SLICE_MS;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)k * 1000000L};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&fs->serve_lock);
+        bool stopping = fs->stopping;
+        pthread_mutex_unlock(&fs->serve_lock);
+        if (stopping || (tid > 0 && caller_dying(tid))) {
+            whole = false;
+            break;
+        }
+    }
+    pthread_mutex_lock(&fs->serve_lock);
+    fs->held--;
+    pthread_mutex_unlock(&fs->serve_lock);
+    return whole;
+}
+
 /* ------------------------------------------------------------------- trace */
 
-static void trace_add(struct ckh_ckhfs *fs, const struct ckh_ckhfs_op *op)
+/* Appends op (its strings copied) to the trace: its index, or SIZE_MAX
+ * when out of memory (the trace misses an entry rather than failing the
+ * program). fs->lock held. */
+static size_t trace_add(struct ckh_ckhfs *fs, const struct ckh_ckhfs_op *op)
 {
     if (fs->ntrace == fs->captrace) {
         size_t cap = fs->captrace ? fs->captrace * 2 : 256;
         struct ckh_ckhfs_op *t = realloc(fs->trace, cap * sizeof(*t));
         if (!t)
-            return; /* the trace misses an entry rather than failing the program */
+            return SIZE_MAX;
         fs->trace = t;
         fs->captrace = cap;
     }
@@ -205,9 +334,10 @@ static void trace_add(struct ckh_ckhfs *fs, const struct ckh_ckhfs_op *op)
     if (!e.path || (op->path2 && !e.path2)) {
         free((char *)e.path);
         free((char *)e.path2);
-        return;
+        return SIZE_MAX;
     }
-    fs->trace[fs->ntrace++] = e;
+    fs->trace[fs->ntrace] = e;
+    return fs->ntrace++;
 }
 
 int64_t ckh__ckhfs_end(struct ckhfs_req *r, int64_t result)
@@ -215,8 +345,14 @@ int64_t ckh__ckhfs_end(struct ckhfs_req *r, int64_t result)
     struct ckh_ckhfs *fs = r->fs;
     CKH_ASSERT(fs && result > -4096); /* FUSE takes a count, 0 or -errno */
     r->op.result = result;
-    if (fs->cfg.keep_trace)
-        trace_add(fs, &r->op);
+    r->op.answered = ++fs->answered;
+    if (r->slot != SIZE_MAX) {
+        CKH_ASSERT(r->slot < fs->ntrace && fs->trace[r->slot].seq == r->op.seq);
+        fs->trace[r->slot].result = result;
+        fs->trace[r->slot].answered = r->op.answered;
+    }
+    if (r->act.verdict == CKH_CKHFS_DELAY && fs->cfg.held_answered)
+        fs->cfg.held_answered(fs->cfg.ctx, &r->op);
     if (r->act.verdict == CKH_CKHFS_KILL_AFTER)
         kill_caller(fs, r->op.node);
     pthread_mutex_unlock(&fs->lock);
@@ -261,7 +397,7 @@ void ckh_ckhfs_unlock(struct ckh_ckhfs *fs)
         pthread_mutex_unlock(&fs->lock);
 }
 
-/* ----------------------------------------------------------- server thread */
+/* ---------------------------------------------------------- server threads */
 
 void ckh__ckhfs_inited(struct ckh_ckhfs *fs)
 {
@@ -271,38 +407,135 @@ void ckh__ckhfs_inited(struct ckh_ckhfs *fs)
     pthread_mutex_unlock(&fs->lock);
 }
 
-static void *serve(void *arg)
+static uint64_t mono_us(void)
 {
-    struct ckh_ckhfs *fs = arg;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The leader's short wait for the next request before it sleeps in poll
+ * (S1-S2 at the top): 1 when buf holds one, 0 when none came, -1 when the
+ * connection is gone. */
+static int lead_spin(struct ckh_ckhfs *fs, struct fuse_session *se, struct fuse_buf *buf)
+{
+    if (!fs->spin)
+        return 0;
+    const uint64_t t0 = mono_us();
+    do {
+        int rc = fuse_session_receive_buf(se, buf);
+        if (rc > 0)
+            return 1;
+        if (rc != -EAGAIN && rc != -EINTR)
+            return -1; /* as in lead_one's loop: connection gone (ENODEV) */
+    } while (mono_us() - t0 < SPIN_US);
+    fs->spin = false; /* S2: a miss; spinning again once requests come close together */
+    return 0;
+}
+
+/* The leader's turn: waits for the next request (or the wake pipe) and
+ * serves it. -1 when the loop should end (unmount asked, connection
+ * gone). */
+static int lead_one(struct ckh_ckhfs *fs, struct fuse_buf *buf)
+{
     struct fuse_session *se = fuse_get_session(fs->fuse);
-    struct fuse_buf buf = {.mem = NULL};
     struct pollfd p[2] = {{.fd = fuse_session_fd(se), .events = POLLIN},
                           {.fd = fs->wake[0], .events = POLLIN}};
-    /* Non-blocking: a request poll saw may be gone by the read (a FUSE
-     * INTERRUPT withdrawn when its request completed); a blocking read
-     * would then wait forever and unmount's join with it. */
-    int fl = fcntl(p[0].fd, F_GETFL);
-    if (fl >= 0)
-        fcntl(p[0].fd, F_SETFL, fl | O_NONBLOCK);
-    while (!fuse_session_exited(se)) {
+    int got = lead_spin(fs, se, buf);
+    if (got < 0)
+        return -1;
+    for (; !got;) {
+        if (fuse_session_exited(se))
+            return -1;
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            break;
+            return -1;
         }
         if (p[1].revents)
-            break; /* unmount asked */
+            return -1; /* unmount asked (the byte stays: every thread sees it) */
         if (!p[0].revents)
             continue;
-        int rc = fuse_session_receive_buf(se, &buf);
+        int rc = fuse_session_receive_buf(se, buf);
         if (rc == -EINTR || rc == -EAGAIN)
             continue;
         if (rc <= 0)
-            break; /* connection gone (ENODEV): unmounted or aborted */
-        fuse_session_process_buf(se, &buf);
+            return -1; /* connection gone (ENODEV): unmounted or aborted */
+        /* S2: a request close behind the last answer starts spinning again. */
+        fs->spin = mono_us() - fs->answered_us < SPIN_AGAIN_US;
+        break;
     }
+    pthread_mutex_lock(&fs->serve_lock);
+    if (fs->held > 0)
+        lead_hand_over(fs); /* L3: served off the lead while a request is held */
+    pthread_mutex_unlock(&fs->serve_lock);
+    fuse_session_process_buf(se, buf);
+    fs->answered_us = mono_us();
+    return 0;
+}
+
+/* A server thread: waits for the lead, leads one request, again (L1). It
+ * starts counted in fs->idle. */
+static void *serve(void *arg)
+{
+    struct ckh_ckhfs *fs = arg;
+    struct fuse_buf buf = {.mem = NULL};
+    pthread_mutex_lock(&fs->serve_lock);
+    for (;;) {
+        while (fs->leading && !fs->stopping)
+            pthread_cond_wait(&fs->lead_cv, &fs->serve_lock);
+        if (fs->stopping)
+            break;
+        fs->idle--;
+        fs->leading = true;
+        pthread_mutex_unlock(&fs->serve_lock);
+        int rc = lead_one(fs, &buf);
+        pthread_mutex_lock(&fs->serve_lock);
+        if (tl_off_lead) {
+            tl_off_lead = false; /* the lead went to another thread meanwhile */
+        } else {
+            fs->leading = false;
+            pthread_cond_signal(&fs->lead_cv);
+        }
+        fs->idle++;
+        if (rc < 0) {
+            fs->stopping = true;
+            pthread_cond_broadcast(&fs->lead_cv);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&fs->serve_lock);
     free(buf.mem);
     return NULL;
+}
+
+/* Starts one more server thread, counted idle (serve_lock held); 0
+ * stack_bytes: the default stack. 0, or the error that stopped it. */
+static int thread_start(struct ckh_ckhfs *fs, size_t stack_bytes)
+{
+    if (fs->nthreads == fs->capthreads) {
+        size_t cap = fs->capthreads ? fs->capthreads * 2 : 4;
+        pthread_t *t = realloc(fs->threads, cap * sizeof(*t));
+        if (!t)
+            return ENOMEM;
+        fs->threads = t;
+        fs->capthreads = cap;
+    }
+    pthread_attr_t attr;
+    int e = pthread_attr_init(&attr);
+    if (e != 0)
+        return e;
+    if (stack_bytes)
+        pthread_attr_setstacksize(&attr, stack_bytes);
+    fs->idle++;
+    e = pthread_create(&fs->threads[fs->nthreads], &attr, serve, fs);
+    pthread_attr_destroy(&attr);
+    if (e != 0) {
+        fs->idle--;
+        return e;
+    }
+    fs->nthreads++;
+    return 0;
 }
 
 /* ------------------------------------------------------------------- forks */
@@ -423,6 +656,12 @@ static int fuse_start(struct ckh_ckhfs *fs, char *msg, size_t msglen)
     fs->mounted = true;
     fs->fuse_fd = fuse_session_fd(fuse_get_session(fs->fuse));
     fds_add(fs->fuse_fd);
+    /* Non-blocking: a request poll saw may be gone by the read (a FUSE
+     * INTERRUPT withdrawn when its request completed); a blocking read
+     * would then wait forever and unmount's join with it. */
+    int fl = fcntl(fs->fuse_fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fs->fuse_fd, F_SETFL, fl | O_NONBLOCK);
 out_free_args:
     fuse_opt_free_args(&args);
     return rc;
@@ -470,6 +709,9 @@ int ckh_ckhfs_mount(const struct ckh_ckhfs_config *cfg, struct ckh_ckhfs **out, 
     fs->wake[0] = fs->wake[1] = -1;
     pthread_mutex_init(&fs->lock, NULL);
     pthread_cond_init(&fs->init_cv, NULL);
+    pthread_mutex_init(&fs->serve_lock, NULL);
+    pthread_cond_init(&fs->lead_cv, NULL);
+    fs->serve_ready = true;
     if (pipe2(fs->wake, O_CLOEXEC) != 0) {
         rc = ckh_errf(msg, msglen, -EIO, "ckhfs: pipe: %s", strerror(errno));
         goto out_unmount;
@@ -477,13 +719,14 @@ int ckh_ckhfs_mount(const struct ckh_ckhfs_config *cfg, struct ckh_ckhfs **out, 
     rc = fuse_start(fs, msg, msglen);
     if (rc)
         goto out_unmount;
-    int e = pthread_create(&fs->thread, NULL, serve, fs);
+    pthread_mutex_lock(&fs->serve_lock);
+    int e = thread_start(fs, 0);
+    pthread_mutex_unlock(&fs->serve_lock);
     if (e != 0) {
         rc = ckh_errf(msg, msglen, -EIO, "ckhfs: cannot start the server thread: %s",
                       strerror(e));
         goto out_unmount;
     }
-    fs->thread_started = true;
     if (!wait_inited(fs)) {
         rc = ckh_errf(msg, msglen, -EIO,
                       "ckhfs: the kernel did not start the mount at %s within %d s", fs->mnt,
@@ -499,15 +742,27 @@ out_unmount:
 
 /* ----------------------------------------------------------------- unmount */
 
-static void stop_thread(struct ckh_ckhfs *fs)
+/* Stops every server thread and joins them: stopping set (idle threads
+ * and held requests see it, L4), a byte on the wake pipe for the leader. */
+static void stop_threads(struct ckh_ckhfs *fs)
 {
-    if (!fs->thread_started)
+    if (!fs->serve_ready)
         return;
-    char c = 'x';
-    while (write(fs->wake[1], &c, 1) < 0 && errno == EINTR)
-        ;
-    pthread_join(fs->thread, NULL);
-    fs->thread_started = false;
+    pthread_mutex_lock(&fs->serve_lock);
+    fs->stopping = true;
+    pthread_cond_broadcast(&fs->lead_cv);
+    size_t n = fs->nthreads; /* no thread starts once stopping is set */
+    pthread_mutex_unlock(&fs->serve_lock);
+    if (n) {
+        char c = 'x';
+        while (write(fs->wake[1], &c, 1) < 0 && errno == EINTR)
+            ;
+    }
+    for (size_t i = 0; i < n; i++)
+        pthread_join(fs->threads[i], NULL);
+    free(fs->threads);
+    fs->threads = NULL;
+    fs->nthreads = fs->capthreads = 0;
 }
 
 static void free_state(struct ckh_ckhfs *fs)
@@ -535,7 +790,7 @@ void ckh_ckhfs_unmount(struct ckh_ckhfs *fs)
 {
     if (!fs)
         return;
-    stop_thread(fs);
+    stop_threads(fs);
     if (fs->mounted) {
         fds_remove(fs->fuse_fd);
         fuse_unmount(fs->fuse);
@@ -553,6 +808,10 @@ void ckh_ckhfs_unmount(struct ckh_ckhfs *fs)
         close(fs->wake[1]);
     pthread_cond_destroy(&fs->init_cv);
     pthread_mutex_destroy(&fs->lock);
+    if (fs->serve_ready) {
+        pthread_cond_destroy(&fs->lead_cv);
+        pthread_mutex_destroy(&fs->serve_lock);
+    }
     free(fs->mnt);
     free(fs);
 }

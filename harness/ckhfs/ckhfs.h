@@ -9,7 +9,8 @@
  * crash model, the oracles and `ckh replay`). Kernel caching that would
  * hide operations is off (direct_io, no writeback cache, zero attribute
  * and entry timeouts): each write, fsync and metadata operation of the
- * program reaches simfs in order. Design notes and the operations ckhfs
+ * program reaches simfs in order (positive entries may be cached where the
+ * caller allows it: cache_names). Design notes and the operations ckhfs
  * cannot see (mmap writes, ...) are in docs/ARCHITECTURE.md.
  *
  * Callers. FUSE gives each request the caller's pid; node_of_pid maps it to
@@ -19,7 +20,9 @@
  * Faults. Before an operation is answered, `hook` sees it and may act:
  * fail it with an errno, accept fewer bytes of a write, delay it, or kill
  * the caller's node from inside the handler (SIGKILL to its process group
- * before the answer, so the kill lands exactly at that operation).
+ * before the answer, so the kill lands exactly at that operation). A
+ * delay holds only the operation it matched: the mount serves every other
+ * request meanwhile (ordering promised: docs/ARCHITECTURE.md "ckhfs").
  *
  * Lifetime: ckh_ckhfs_mount returns once the mount answers; every exit
  * path of ckh unmounts (ckh_ckhfs_unmount, and the run's temporary folder
@@ -50,6 +53,8 @@ struct ckh_ckhfs_op {
     uint64_t off;       /* write/read offset */
     uint64_t len;       /* bytes asked */
     int64_t result;     /* in the trace: the answer (bytes, 0, or -errno) */
+    uint64_t answered;  /* in the trace: order of the answer on this mount (1-based; 0:
+                           not answered yet). Follows seq except around a DELAY */
 };
 
 /* What the hook decides for one operation. */
@@ -57,7 +62,9 @@ enum ckh_ckhfs_verdict {
     CKH_CKHFS_GO = 0,    /* answer normally */
     CKH_CKHFS_ERRNO,     /* fail with -err, nothing done */
     CKH_CKHFS_SHORT,     /* a write accepts `keep` bytes */
-    CKH_CKHFS_DELAY,     /* wait delay_ms, then answer normally */
+    CKH_CKHFS_DELAY,     /* hold the op delay_ms, then do it and answer; meanwhile other
+                            requests are served (a held op of a caller killed meanwhile,
+                            or of an unmount, is answered -EINTR undone) */
     CKH_CKHFS_KILL,      /* SIGKILL the caller's node before answering (the op is not done) */
     CKH_CKHFS_KILL_AFTER, /* do the op, then SIGKILL the node before answering */
 };
@@ -82,6 +89,21 @@ struct ckh_ckhfs_config {
     void (*kill_node)(void *ctx, int node);
     void *ctx;               /* passed to the callbacks */
     bool keep_trace;         /* record every operation (ckh replay) */
+    /* Appended. Called when an operation a DELAY verdict held is answered
+     * (op->result and op->answered set), under the same rules as hook:
+     * requests that arrived meanwhile may have been answered before it.
+     * NULL: not told. */
+    void (*held_answered)(void *ctx, const struct ckh_ckhfs_op *op);
+    /* Appended. The kernel keeps the names it looked up (positive entries,
+     * for the mount's lifetime) instead of asking ckhfs again at every
+     * path walk; names that do not exist are asked for each time. A
+     * rename or unlink then costs one request less, but a lookup the
+     * kernel answers from its cache reaches neither the hook nor the
+     * trace (as a `stat`). Set it only where nothing changes the disk's
+     * names behind the mount while it is mounted (no at-rest change from
+     * the hook or under ckh_ckhfs_lock: the kernel would keep a removed
+     * name) and no rule counts or matches `stat` operations. */
+    bool cache_names;
 };
 
 /* Mounts cfg->disk at cfg->mountpoint and starts serving. Errors (msg
@@ -91,8 +113,8 @@ struct ckh_ckhfs_config {
 int ckh_ckhfs_mount(const struct ckh_ckhfs_config *cfg, struct ckh_ckhfs **out, char *msg, size_t msglen);
 /* Stops serving and unmounts (lazily if busy); frees fs. NULL is a no-op. */
 void ckh_ckhfs_unmount(struct ckh_ckhfs *fs);
-/* Operations recorded so far (keep_trace), in arrival order; valid until
- * the next call on fs. */
+/* Operations recorded so far (keep_trace), in arrival order (seq); one
+ * still held by a DELAY has answered 0. Valid until the next call on fs. */
 const struct ckh_ckhfs_op *ckh_ckhfs_trace(const struct ckh_ckhfs *fs, size_t *n);
 /* Whether FUSE can be used here: 0, or CKH_EUNSUPPORTED with msg naming
  * what is missing. */
@@ -112,8 +134,8 @@ int ckh_ckhfs_sweep_stale(const char *dir);
 void ckh_ckhfs_lock(struct ckh_ckhfs *fs);
 void ckh_ckhfs_unlock(struct ckh_ckhfs *fs);
 
-/* Note on kill_node and hook (they run on the server thread, with the
- * mount's lock held): send signals, never wait for the killed processes
+/* Note on kill_node, hook and held_answered (they run on a server thread,
+ * with the mount's lock held, one at a time): send signals, never wait for the killed processes
  * to exit there; a dying process's close of its files waits for the
  * server to answer (FUSE flush), so a wait inside the callback would
  * deadlock. Reap them from another thread. Inside the callbacks the disk

@@ -45,10 +45,25 @@ struct ckh_ckhfs {
     struct fuse *fuse;           /* the libfuse instance (owned) */
     bool mounted;                /* fuse_mount succeeded, not yet unmounted */
     int fuse_fd;                 /* the /dev/fuse descriptor (libfuse's) */
-    pthread_t thread;            /* the server thread */
-    bool thread_started;         /* thread must be joined */
-    int wake[2];                 /* pipe: a byte asks the server thread to stop */
-    /* lock guards the disk, the views, the handles and the trace: the
+    int wake[2];                 /* pipe: a byte asks the server threads to stop */
+    /* The server threads (ckhfs.c "server threads"): one leads (receives
+     * and serves requests in the kernel's order); a request held by a
+     * DELAY hands the lead over, and while any is held every request is
+     * served off the lead. serve_lock guards the fields up to capthreads. */
+    pthread_mutex_t serve_lock;
+    pthread_cond_t lead_cv;      /* the lead is free, or stopping */
+    bool serve_ready;            /* serve_lock and the conditions are initialised */
+    bool leading;                /* a thread holds the lead */
+    bool stopping;               /* unmount asked, or the connection is gone */
+    size_t idle;                 /* threads waiting for the lead, or starting */
+    size_t held;                 /* requests held by a DELAY now */
+    pthread_t *threads;          /* every server thread started (joined at unmount) */
+    size_t nthreads, capthreads; /* entries used and allocated */
+    /* The leader's wait (ckhfs.c S1-S2), used by whichever thread leads
+     * (the lead passes under serve_lock). */
+    bool spin;                   /* wait SPIN_US for the next request before poll */
+    uint64_t answered_us;        /* monotonic time of the leader's last answer */
+    /* lock guards the disk, the views, the handles and the trace: a
      * server thread holds it for each request, ckh_ckhfs_lock for others. */
     pthread_mutex_t lock;
     pthread_cond_t init_cv;      /* signalled once the kernel's INIT is answered */
@@ -57,6 +72,7 @@ struct ckh_ckhfs {
     size_t nviews;               /* entries of views */
     struct ckhfs_handle *handles; /* open handles (owned) */
     uint64_t seq;                /* operations seen so far */
+    uint64_t answered;           /* operations answered so far */
     struct ckh_ckhfs_op *trace;  /* recorded operations (keep_trace; paths owned) */
     size_t ntrace;               /* entries used */
     size_t captrace;             /* entries allocated */
@@ -78,18 +94,23 @@ struct ckhfs_req {
     struct ckh_ckhfs *fs;        /* the mount */
     struct ckh_ckhfs_op op;      /* the operation as the hook and trace see it */
     struct ckh_ckhfs_action act; /* the hook's verdict */
+    size_t slot;                 /* its entry in fs->trace (SIZE_MAX: none) */
 };
 
 /* Begins a request of the calling FUSE context: takes fs->lock, numbers
- * the op, maps the caller to its node and asks the hook. Returns 1 when
- * the operation should be done, else the answer to give instead (-errno:
- * ERRNO and KILL verdicts; KILL has already killed the node). DELAY
- * sleeps (lock released meanwhile). Strings are borrowed until
+ * the op, maps the caller to its node, asks the hook and keeps the op's
+ * place in the trace. Returns 1 when the operation should be done, else
+ * the answer to give instead (-errno: ERRNO and KILL verdicts; KILL has
+ * already killed the node). DELAY holds the request with fs->lock
+ * released and the lead handed over (other requests go on), then takes
+ * fs->lock again: 1, or -EINTR when the caller was killed or the mount
+ * stops meanwhile (the op is not done). Strings are borrowed until
  * ckh__ckhfs_end. */
 int ckh__ckhfs_begin(struct ckhfs_req *r, enum ckh_op_kind kind, const char *path,
                      const char *path2, uint64_t off, uint64_t len);
-/* Ends a request: records it in the trace with result, kills the node for
- * KILL_AFTER, releases fs->lock. Returns result. */
+/* Ends a request: its trace entry gets result and its answer order,
+ * held_answered hears of a held one, kills the node for KILL_AFTER,
+ * releases fs->lock. Returns result. */
 int64_t ckh__ckhfs_end(struct ckhfs_req *r, int64_t result);
 /* The view of the disk for node (created on first use; -1: unknown
  * callers). Call with fs->lock held. NULL when out of memory. */

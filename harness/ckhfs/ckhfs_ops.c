@@ -54,6 +54,7 @@
 
 #define CKHFS_TIME 1577836800 /* 2020-01-01T00:00:00Z, every time stamp */
 #define CKHFS_MAX_WRITE (1u << 20) /* bytes per FUSE write request */
+#define CKHFS_ENTRY_TIMEOUT_S (365.0 * 86400.0) /* cache_names: longer than any mount lives */
 
 /* ----------------------------------------------------------------- helpers */
 
@@ -502,9 +503,13 @@ static int op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
     struct ckh_ckhfs *fs = fuse_get_context()->private_data;
-    /* Nothing cached in the kernel: every lookup, stat, read and write
-     * reaches ckhfs, in the order the program issues them. */
-    cfg->entry_timeout = 0;
+    /* Nothing cached in the kernel: every stat, read and write reaches
+     * ckhfs, in the order the program issues them; every lookup too,
+     * unless the caller lets the kernel keep the names it found
+     * (cache_names: every change of a name goes through this mount then,
+     * so the kernel's entries stay true; names not found are asked for
+     * again each time). */
+    cfg->entry_timeout = fs->cfg.cache_names ? CKHFS_ENTRY_TIMEOUT_S : 0;
     cfg->attr_timeout = 0;
     cfg->negative_timeout = 0;
     cfg->direct_io = 1;

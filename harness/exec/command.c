@@ -262,7 +262,7 @@ static void unmount_all(struct ckh__cmd *c, size_t trace_from)
     pthread_mutex_lock(&c->lock);
     for (size_t k = trace_from; ops && nops && k < c->ntrace; k++) {
         struct ckh__cmd_trace *t = &c->trace[k];
-        if (t->mount >= 0 && (size_t)t->mount < c->nmounts && ops[t->mount])
+        if (!t->answer && t->mount >= 0 && (size_t)t->mount < c->nmounts && ops[t->mount])
             t->result = op_result(ops[t->mount], nops[t->mount], t->seq);
     }
     pthread_mutex_unlock(&c->lock);
@@ -283,13 +283,30 @@ static int mount_failed(struct ckh__cmd *c, int rc, const char *dir, const char 
     return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot mount ckhfs at %s: %s", dir, msg[0] ? msg : ckh_strerror(rc));
 }
 
+/* Whether the kernel may keep the names it looked up on this run's
+ * mounts (ckh_ckhfs_config.cache_names): no armed rule changes the disks
+ * at its trigger (an at-rest fault mid-run would remove names behind the
+ * kernel), and none can match or count a `stat` (the lookups the kernel
+ * then answers itself would be missing). */
+static bool names_stable(const struct ckh__cmd *c)
+{
+    for (size_t k = 0; k < c->nrules; k++) {
+        const struct ckh__cmd_rule *r = &c->rules[k];
+        if (r->at_rest || (!r->progress && (r->r.kind < 0 || r->r.kind == CKH_OP_STAT)))
+            return false;
+    }
+    return true;
+}
+
 static int mount_all(struct ckh__cmd *c)
 {
+    const bool stable = names_stable(c);
     for (size_t m = 0; m < c->nmounts; m++) {
         struct ckh__cmd_mount *mt = &c->mounts[m];
         struct ckh_ckhfs_config cfg = {.mountpoint = mt->dir, .disk = mt->disk,
                                        .node_of_pid = ckh__cmd_node_of_pid, .hook = ckh__cmd_hook,
-                                       .kill_node = ckh__cmd_kill_node, .ctx = mt, .keep_trace = true};
+                                       .kill_node = ckh__cmd_kill_node, .ctx = mt, .keep_trace = true,
+                                       .held_answered = ckh__cmd_held_answered, .cache_names = stable};
         char msg[512] = "";
         int rc = ckh_ckhfs_mount(&cfg, &mt->fs, msg, sizeof msg);
         if (rc) {
@@ -599,7 +616,11 @@ static uint64_t trace_hash(const struct ckh__cmd *c)
         h[i] = CKH_HASH_INIT;
     for (size_t k = 0; k < c->ntrace; k++) {
         const struct ckh__cmd_trace *t = &c->trace[k];
-        if (t->node < 0 || t->node >= c->n || t->verify)
+        /* An answer line repeats its operation's line. Lookups and stats
+         * depend on the kernel's name cache, which every process of the
+         * machine shares (and, with cache_names, fills for the others):
+         * they are traced but not hashed. */
+        if (t->node < 0 || t->node >= c->n || t->verify || t->answer || t->kind == CKH_OP_STAT)
             continue;
         int64_t v[5] = {t->run, t->kind, (int64_t)t->off, (int64_t)t->len, t->result};
         uint64_t *x = &h[t->node];
@@ -1124,7 +1145,8 @@ static void print_line(FILE *f, const struct ckh__cmd *c, const struct ckh__cmd_
                 t->path2 ? t->path2 : "?", t->path ? t->path : "-", t->len, t->result);
         return;
     }
-    fprintf(f, "n=%d %s pid=%d %s", t->node, name, (int)t->pid, ckh_op_name((enum ckh_op_kind)t->kind));
+    fprintf(f, "n=%d %s pid=%d %s%s", t->node, name, (int)t->pid, t->answer ? "answered " : "",
+            ckh_op_name((enum ckh_op_kind)t->kind));
     if (t->path)
         fprintf(f, " %s", t->path);
     if (t->path2)
@@ -1132,6 +1154,8 @@ static void print_line(FILE *f, const struct ckh__cmd *c, const struct ckh__cmd_
     fprintf(f, " off=%" PRIu64 " len=%" PRIu64 " -> %" PRId64, t->off, t->len, t->result);
     if (t->result < 0)
         fprintf(f, " (%s)", ckh_err_name((int)t->result));
+    if (t->answer)
+        fputs(" after its delay", f);
     fputc('\n', f);
 }
 

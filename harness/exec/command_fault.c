@@ -100,6 +100,7 @@ int ckh__cmd_arm(struct ckh__cmd *c, int run)
     const struct ckh_scenario *sc = c->sc;
     rules_free(c);
     c->at_rest_applied = false;
+    c->hook_reads_progress = false;
     if (c->mode & CKH_RUN_NO_FAULTS)
         return 0;
     if (!(c->rules = calloc(sc->nfaults ? sc->nfaults : 1, sizeof *c->rules)))
@@ -132,6 +133,7 @@ int ckh__cmd_arm(struct ckh__cmd *c, int run)
         if (r->r.action.kind == CKH_FAULT_NONE && !r->sigterm)
             continue; /* refused before the run (the descriptor's modes) */
         ckh_fault_state_init(&r->state, c->seed, c->nrules);
+        c->hook_reads_progress |= r->progress || r->r.step >= 0 || r->r.epoch >= 0;
         c->nrules++;
     }
     return 0;
@@ -299,8 +301,10 @@ void ckh__cmd_hook(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_ac
         snprintf(c->nodes[node].last_op, sizeof c->nodes[node].last_op, "%s %.140s",
                  ckh_op_name(op->kind), path);
     const bool faults = !(c->mode & CKH_RUN_NO_FAULTS);
-    /* The program's records up to this operation say where it is. */
-    bool moved = ours && (faults || c->on_op) && ckh__cmd_progress_refresh(c, node);
+    /* The program's records up to this operation say where it is, for
+     * the rules that look at it (a read of the result file per operation
+     * otherwise spent for nothing; the wait loop keeps reading them). */
+    bool moved = ours && (c->hook_reads_progress || c->on_op) && ckh__cmd_progress_refresh(c, node);
     if (ours && c->on_op)
         c->on_op(c->on_op_ctx, m, op);
     if (ours && faults) {
@@ -319,6 +323,23 @@ void ckh__cmd_hook(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_ac
         if (chosen)
             carry_out(c, m, chosen, op, op->path ? path : NULL, act);
     }
+    ckh__cmd_trace_add(c, &t);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void ckh__cmd_held_answered(void *ctx, const struct ckh_ckhfs_op *op)
+{
+    struct ckh__cmd_mount *m = ctx;
+    struct ckh__cmd *c = m->c;
+    char path[CKH_PATH_MAX], path2[CKH_PATH_MAX];
+    scenario_path(m, op->path, path, sizeof path);
+    scenario_path(m, op->path2, path2, sizeof path2);
+    pthread_mutex_lock(&c->lock);
+    struct ckh__cmd_trace t = {.run = c->run, .verify = m->verify, .mount = (int)(m - c->mounts),
+                               .seq = op->seq, .node = m->verify ? -1 : op->node, .pid = op->pid,
+                               .kind = (int)op->kind, .path = op->path ? path : NULL,
+                               .path2 = op->path2 ? path2 : NULL, .off = op->off, .len = op->len,
+                               .result = op->result, .answer = true};
     ckh__cmd_trace_add(c, &t);
     pthread_mutex_unlock(&c->lock);
 }

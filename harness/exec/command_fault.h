@@ -9,6 +9,9 @@
 int ckh__cmd_arm(struct ckh__cmd *c, int run);
 /* The ckhfs hook (server thread). */
 void ckh__cmd_hook(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_action *act);
+/* The ckhfs held_answered callback (server thread): a trace line where a
+ * delayed operation was answered. */
+void ckh__cmd_held_answered(void *ctx, const struct ckh_ckhfs_op *op);
 /* The ckhfs kill callback (server thread). */
 void ckh__cmd_kill_node(void *ctx, int node);
 /* Progress and time triggers after node i's progress moved (lock held;

@@ -158,6 +158,8 @@ struct ckh__cmd_trace {
     uint64_t off;       /* offset */
     uint64_t len;       /* length (a fault: bytes kept or ms delayed) */
     int64_t result;     /* the answer (bytes, 0, -errno); a fault: its scenario index */
+    bool answer;        /* the answer to a delayed operation (seq), where it was given:
+                           other operations may lie between it and the operation's line */
 };
 
 /* Pending crash of the current run, applied once every process is gone. */
@@ -194,6 +196,9 @@ struct ckh__cmd {
     struct ckh__cmd_rule *rules;     /* armed on the current run (owned) */
     size_t nrules;                   /* their count */
     bool at_rest_applied;            /* an at-rest fault changed the disks before this run */
+    bool hook_reads_progress;        /* an armed rule needs the node's records at each
+                                        operation: a progress trigger, or a step or epoch
+                                        selector (ckh__cmd_arm) */
     struct ckh__cmd_crash crash;     /* pending crash of the current run */
     struct ckh__cmd_outside *outside; /* the watch for writes outside the checkpoint
                                          directory (command_outside.h; borrowed, NULL: none) */

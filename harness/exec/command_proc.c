@@ -515,9 +515,13 @@ int ckh__cmd_node_of_pid(void *ctx, pid_t pid)
         return -1;
     pid_t ppid = 0, pgrp = 0;
     int node = -1;
+    /* Fast path, one system call per request: its process group (every
+     * process a node starts stays in it unless it makes its own). */
+    pid_t g = getpgid(pid);
     pthread_mutex_lock(&c->lock);
-    /* Its process group first (every process a node starts stays in it),
-     * then its parents (a process that made its own group). */
+    if (g > 0)
+        node = node_with(c, pid, g);
+    /* Else its parents (a process that made its own group), from /proc. */
     for (int depth = 0; depth < 32 && pid > 1 && node < 0; depth++) {
         if (!stat_of(pid, &ppid, &pgrp))
             break;
