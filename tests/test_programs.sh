@@ -256,6 +256,7 @@ declare -A verdict=(
     [torch-direct-kill-mid-write]='outcome: run [0-9]+: rank_0 exited with status [0-9]+; its last output: .+; expected outcome pass: did not hold; the job ended job-fails'
     [c-saver-unsafe-kill-mid-write]='outcome: run 2: rank_0 exited with status 1; its last output: prog_saver: cannot resume: .+; expected outcome pass: did not hold; the job ended job-fails'
     [hang]='hang: run 1 hung \(time limit reached\)'
+    [shell-step-folder-race]='outcome: run 1: rank_1 exited with status [0-9]+; its last output: .+step_1/shard_1: .+; expected outcome pass: did not hold; the job ended job-fails'
     [torch-direct-explore]='explore: [0-9]+ of [0-9]+ crash states fail verify; the smallest, state [0-9]+: power loss after'
 )
 if ! want verdicts; then

@@ -470,7 +470,8 @@ static int lead_one(struct ckh_ckhfs *fs, struct fuse_buf *buf)
         lead_hand_over(fs); /* L3: served off the lead while a request is held */
     pthread_mutex_unlock(&fs->serve_lock);
     fuse_session_process_buf(se, buf);
-    fs->answered_us = mono_us();
+    if (!tl_off_lead)
+        fs->answered_us = mono_us(); /* the leader's own: another thread may lead now */
     return 0;
 }
 

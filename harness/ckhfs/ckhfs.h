@@ -4,14 +4,15 @@
  *
  * One struct ckh_ckhfs is one mount of one simfs disk: a job with a
  * shared checkpoint disk has one mount, a job with node-local disks one
- * per node. The server runs on a thread of the calling process (so the
- * disk, its pending operations and the trace stay in ckh's memory for the
- * crash model, the oracles and `ckh replay`). Kernel caching that would
- * hide operations is off (direct_io, no writeback cache, zero attribute
- * and entry timeouts): each write, fsync and metadata operation of the
- * program reaches simfs in order (positive entries may be cached where the
- * caller allows it: cache_names). Design notes and the operations ckhfs
- * cannot see (mmap writes, ...) are in docs/ARCHITECTURE.md.
+ * per node. The server runs on threads of the calling process, one at a
+ * time unless a delay holds a request (so the disk, its pending operations
+ * and the trace stay in ckh's memory for the crash model, the oracles and
+ * `ckh replay`). Kernel caching that would hide operations is off
+ * (direct_io, no writeback cache, zero attribute and negative timeouts,
+ * zero entry timeout unless the caller sets cache_names): each write,
+ * fsync and metadata operation of the program reaches simfs in order.
+ * Design notes and the operations ckhfs cannot see (mmap writes, ...) are
+ * in docs/ARCHITECTURE.md.
  *
  * Callers. FUSE gives each request the caller's pid; node_of_pid maps it to
  * a node index (the process tree ckh launched for that node), so fault
@@ -82,7 +83,8 @@ struct ckh_ckhfs_config {
     /* Caller pid -> node index (-1: not a process of the job). */
     int (*node_of_pid)(void *ctx, pid_t pid);
     /* Sees each operation before it is answered (NULL: always GO). Runs on
-     * the server thread; must not block for long. */
+     * a server thread; must not block for long (a DELAY verdict is how to
+     * hold an operation). */
     void (*hook)(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_action *act);
     /* Kills node's processes (SIGKILL to its process group); called from
      * the server thread for KILL verdicts. */
