@@ -46,7 +46,7 @@ stage() {
 }
 
 sanitizer_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-               LSAN_OPTIONS=suppressions=$CKH_ROOT/tests/lsan.supp
+               LSAN_OPTIONS=suppressions=$CKH_ROOT/tests/lsan.supp:print_suppressions=0
                UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
 
 # Tests with no C code of ckh under test: the test programs on their own
