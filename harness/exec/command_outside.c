@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "ckh/err.h"
+#include "exec/command_proc.h"
 #include "exec/command_result.h"
 
 /* One file a process of the job wrote. */
@@ -65,45 +66,6 @@ int ckh__cmd_outside_start(const struct ckh__cmd *c, const char *dir, const char
     o->fd = fd;
     *out = o;
     return 0;
-}
-
-/* ppid and process group of pid from /proc (a zombie's too); false when
- * it is gone. */
-static bool proc_parent(pid_t pid, pid_t *ppid, pid_t *pgrp)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t r = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (r <= 0)
-        return false;
-    buf[r] = '\0';
-    const char *p = strrchr(buf, ')'); /* the command name may hold anything */
-    int a, b;
-    char state;
-    if (!p || sscanf(p + 1, " %c %d %d", &state, &a, &b) != 3)
-        return false;
-    *ppid = a;
-    *pgrp = b;
-    return true;
-}
-
-/* The node whose process pid is (in its group, or below its root), or -1. */
-static int node_of(const struct ckh__cmd *c, pid_t pid)
-{
-    for (int depth = 0; pid > 1 && depth < 64; depth++) {
-        pid_t ppid, pgrp;
-        if (!proc_parent(pid, &ppid, &pgrp))
-            return -1;
-        for (int i = 0; i < c->n; i++)
-            if (c->nodes[i].pid > 0 && (c->nodes[i].pid == pid || c->nodes[i].pid == pgrp))
-                return i;
-        pid = ppid;
-    }
-    return -1;
 }
 
 /* Whether rel (a path under the folder) is no checkpoint: a component
@@ -166,7 +128,7 @@ static void event(struct ckh__cmd_outside *o, const struct fanotify_event_metada
         return;
     if (skipped(path + dl + 1))
         return;
-    int node = node_of(o->c, m->pid);
+    int node = ckh__cmd_node_of_pid_locked(o->c, m->pid);
     if (node >= 0)
         keep(o, path, node, m->pid);
 }

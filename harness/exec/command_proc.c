@@ -322,15 +322,12 @@ int ckh__cmd_free_port(void)
 
 /* ---- starting a process ---- */
 
-/* The child between fork and exec: async-signal-safe calls only. */
-static _Noreturn void child_exec(const char *exe, char *const *argv, char *const *envp, const char *cwd,
-                                 int in_fd, int out_fd, int err_pipe, pid_t parent)
+bool ckh__cmd_child_prepare(pid_t parent, const char *cwd, int in_fd, int out_fd)
 {
-    int e;
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
-        _exit(127);
+        _exit(127); /* ckh is gone already: nothing to report to */
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -340,7 +337,15 @@ static _Noreturn void child_exec(const char *exe, char *const *argv, char *const
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    if (chdir(cwd) != 0 || dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
+    return chdir(cwd) == 0 && dup2(in_fd, 0) >= 0 && dup2(out_fd, 1) >= 0 && dup2(out_fd, 2) >= 0;
+}
+
+/* The child between fork and exec: async-signal-safe calls only. */
+static _Noreturn void child_exec(const char *exe, char *const *argv, char *const *envp, const char *cwd,
+                                 int in_fd, int out_fd, int err_pipe, pid_t parent)
+{
+    int e;
+    if (!ckh__cmd_child_prepare(parent, cwd, in_fd, out_fd))
         goto out_fail;
     /* Nothing of ckh's reaches the program: the worker pool's reply pipe
      * and every other descriptor close at the exec. */
@@ -507,18 +512,15 @@ static int node_with(const struct ckh__cmd *c, pid_t pid, pid_t pgrp)
     return -1;
 }
 
-int ckh__cmd_node_of_pid(void *ctx, pid_t pid)
+int ckh__cmd_node_of_pid_locked(const struct ckh__cmd *c, pid_t pid)
 {
-    struct ckh__cmd_mount *m = ctx;
-    struct ckh__cmd *c = m->c;
-    if (m->verify || pid <= 0)
+    if (pid <= 0)
         return -1;
     pid_t ppid = 0, pgrp = 0;
     int node = -1;
-    /* Fast path, one system call per request: its process group (every
-     * process a node starts stays in it unless it makes its own). */
+    /* Fast path, one system call: its process group (every process a node
+     * starts stays in it unless it makes its own). */
     pid_t g = getpgid(pid);
-    pthread_mutex_lock(&c->lock);
     if (g > 0)
         node = node_with(c, pid, g);
     /* Else its parents (a process that made its own group), from /proc. */
@@ -528,6 +530,17 @@ int ckh__cmd_node_of_pid(void *ctx, pid_t pid)
         node = node_with(c, pid, pgrp);
         pid = ppid;
     }
+    return node;
+}
+
+int ckh__cmd_node_of_pid(void *ctx, pid_t pid)
+{
+    struct ckh__cmd_mount *m = ctx;
+    struct ckh__cmd *c = m->c;
+    if (m->verify || pid <= 0)
+        return -1;
+    pthread_mutex_lock(&c->lock);
+    int node = ckh__cmd_node_of_pid_locked(c, pid);
     pthread_mutex_unlock(&c->lock);
     return node;
 }

@@ -31,6 +31,16 @@ void ckh__cmd_kill_all(struct ckh__cmd *c);
 /* The node a process belongs to (its process group, else its parents up
  * to a node's root), or -1. Callback of ckhfs (any thread). */
 int ckh__cmd_node_of_pid(void *ctx, pid_t pid);
+/* A program's child between fork and exec (async-signal-safe calls
+ * only): its own process group, dies with ckh (exits 127 at once when
+ * parent, ckh, is gone already), default signal dispositions and an empty
+ * mask, working folder cwd, stdin in_fd, stdout and stderr out_fd. false
+ * when one of those failed (errno says which); the caller exits. */
+bool ckh__cmd_child_prepare(pid_t parent, const char *cwd, int in_fd, int out_fd);
+/* The same for a caller that holds c->lock (or runs when no server thread
+ * does): the node whose root process or process group pid is in, else
+ * whose root its parents lead to; -1 for no node's process or one gone. */
+int ckh__cmd_node_of_pid_locked(const struct ckh__cmd *c, pid_t pid);
 /* Installs ckh's SIGINT, SIGTERM and SIGHUP watch for the duration of a
  * command job (restored by ckh__cmd_signals_restore); the signal caught
  * (0: none). */

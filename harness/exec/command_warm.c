@@ -332,20 +332,7 @@ static int read_line(int fd, char *buf, size_t n, uint64_t ms)
 static _Noreturn void launcher_exec(const char *exe, char *const *argv, char *const *envp, const char *cwd,
                                     int in_fd, int out_fd, int chan, pid_t parent)
 {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(127);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP)
-            sigaction(sig, &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    if (chdir(cwd) != 0 || dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
+    if (!ckh__cmd_child_prepare(parent, cwd, in_fd, out_fd))
         _exit(127);
     if (chan == 3 ? fcntl(3, F_SETFD, 0) != 0 : dup2(chan, 3) < 0)
         _exit(127);

@@ -322,28 +322,34 @@ static int start_job(struct pool *p, struct slot *s)
     return 0;
 }
 
-static int read_reply(struct slot *s)
+int ckh__pool_read_into(int *fd, char **buf, size_t *len, size_t *cap)
 {
-    CKH_ASSERT(s->pid > 0 && s->fd >= 0 && s->len <= s->cap);
-    if (s->cap - s->len < 4096) {
-        size_t nc = s->cap ? s->cap * 2 : 16384;
-        char *nb = realloc(s->buf, nc);
+    CKH_ASSERT(*fd >= 0 && *len <= *cap);
+    if (*cap - *len < 4096) {
+        size_t nc = *cap ? *cap * 2 : 16384;
+        char *nb = realloc(*buf, nc);
         if (!nb)
             return CKH_ENOMEM;
-        s->buf = nb;
-        s->cap = nc;
+        *buf = nb;
+        *cap = nc;
     }
-    ssize_t r = read(s->fd, s->buf + s->len, s->cap - s->len);
+    ssize_t r = read(*fd, *buf + *len, *cap - *len);
     if (r < 0 && (errno == EINTR || errno == EAGAIN))
         return 0;
     if (r <= 0) {
-        close(s->fd);
-        s->fd = -1;
+        close(*fd);
+        *fd = -1;
         return 0;
     }
-    s->len += (size_t)r;
-    CKH_ASSERT(s->len <= s->cap);
+    *len += (size_t)r;
+    CKH_ASSERT(*len <= *cap);
     return 0;
+}
+
+static int read_reply(struct slot *s)
+{
+    CKH_ASSERT(s->pid > 0);
+    return ckh__pool_read_into(&s->fd, &s->buf, &s->len, &s->cap);
 }
 
 static void release(struct pool *p, struct slot *s)

@@ -34,6 +34,10 @@ void ckh__pool_child_setup(const struct ckh_pool_limits *lim, pid_t parent, cons
 enum ckh_pool_status ckh__pool_exit_status(int code, const struct ckh_pool_limits *lim);
 
 /* ckh_pool_run with cfg->jobs_per_worker > 1 (pool_resident.c). */
+/* Reads what is there on *fd into *buf (len bytes in use of cap, grown
+ * as needed); at end of file or on an error closes *fd and sets it to -1.
+ * 0, or CKH_ENOMEM. */
+int ckh__pool_read_into(int *fd, char **buf, size_t *len, size_t *cap);
 int ckh__pool_run_resident(const struct ckh_pool_config *cfg);
 
 #endif

@@ -386,26 +386,12 @@ static void take_frame(struct rpool *p, struct worker *w)
 /* Reads what w's worker sent; at end of file closes its socket. */
 static int read_worker(struct rpool *p, struct worker *w)
 {
-    CKH_ASSERT(w->pid > 0 && w->fd >= 0 && w->len <= w->cap);
-    if (w->cap - w->len < 4096) {
-        size_t nc = w->cap ? w->cap * 2 : 16384;
-        char *nb = realloc(w->buf, nc);
-        if (!nb)
-            return CKH_ENOMEM;
-        w->buf = nb;
-        w->cap = nc;
-    }
-    ssize_t r = read(w->fd, w->buf + w->len, w->cap - w->len);
-    if (r < 0 && (errno == EINTR || errno == EAGAIN))
-        return 0;
-    if (r <= 0) {
-        close(w->fd);
-        w->fd = -1;
-        return 0;
-    }
-    w->len += (size_t)r;
-    take_frame(p, w);
-    return 0;
+    CKH_ASSERT(w->pid > 0);
+    size_t had = w->len;
+    int rc = ckh__pool_read_into(&w->fd, &w->buf, &w->len, &w->cap);
+    if (rc == 0 && w->len > had)
+        take_frame(p, w);
+    return rc;
 }
 
 static void empty_slot(struct worker *w)
