@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -505,4 +506,14 @@ void ckh_posix_env_destroy(struct ckh_env *env)
     ckh_posix_fs_destroy(pe->env.fs);
     free(pe->name);
     free(pe);
+}
+
+int ckh_posix_pidfd_open(int pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    return -1;
+#endif
 }

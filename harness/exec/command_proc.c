@@ -457,9 +457,7 @@ int ckh__cmd_spawn_node(struct ckh__cmd *c, int i)
         nd->pid = pid;
         nd->reaped = nd->group_gone = false;
         nd->end = CKH__CMD_RUNNING;
-#ifdef SYS_pidfd_open
-        nd->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-#endif
+        nd->pidfd = ckh_posix_pidfd_open(pid);
     }
     pthread_mutex_unlock(&c->lock);
     if (rc == 0 && exec_err) {

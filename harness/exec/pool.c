@@ -309,11 +309,7 @@ static int start_job(struct pool *p, struct slot *s)
     memset(s, 0, sizeof *s);
     s->pid = pid;
     s->fd = fds[0];
-#ifdef SYS_pidfd_open
-    s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-    s->pidfd = -1;
-#endif
+    s->pidfd = ckh_posix_pidfd_open(pid);
     s->index = p->next++;
     unsigned wall = p->cfg->limits.wall_s;
     s->deadline = wall ? ckh_posix_now_ms() + (uint64_t)wall * 1000u : 0;

@@ -243,11 +243,7 @@ static int spawn(struct rpool *p, struct worker *w)
     w->state = W_IDLE;
     w->pid = pid;
     w->fd = sv[0];
-#ifdef SYS_pidfd_open
-    w->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-    w->pidfd = -1;
-#endif
+    w->pidfd = ckh_posix_pidfd_open(pid);
     return 0;
 }
 

@@ -39,6 +39,10 @@ uint64_t ckh_posix_now_ns(void);
 /* ckh_posix_now_ns in whole milliseconds. */
 uint64_t ckh_posix_now_ms(void);
 
+/* A pidfd for process pid (pidfd_open), or -1 where the kernel or the C
+ * library has none, or it fails (the caller then polls instead). */
+int ckh_posix_pidfd_open(int pid);
+
 /* The one whole-file reader: the regular file at path (a real path, not
  * under an fs root) into *buf, NUL-terminated, its length in *len. The
  * buffer comes from alloc and the caller frees it with ckh_free(alloc,
