@@ -106,23 +106,29 @@ static int check_step(const struct ckh_rec_step *s, char *why, size_t n)
     return check_fields(s->digests, s->ndigests, s->values, s->nvalues, why, n);
 }
 
+/* Two counts that may not be negative (a resume's or save's step and
+ * epoch, a final record's epochs and steps), named a and b. */
+static int check_counts(const char *a, int64_t va, const char *b, int64_t vb, char *why, size_t n)
+{
+    if (va < 0 || vb < 0)
+        return refuse(why, n, "%s %" PRId64 ", expected 0 or more", va < 0 ? a : b, va < 0 ? va : vb);
+    return 0;
+}
+
 static int check_resume(const struct ckh_rec_resume *s, char *why, size_t n)
 {
     if (!s)
         return refuse(why, n, "no record (NULL)");
-    if (s->step < 0 || s->epoch < 0)
-        return refuse(why, n, "%s %" PRId64 ", expected 0 or more", s->step < 0 ? "step" : "epoch",
-                      s->step < 0 ? s->step : s->epoch);
-    return 0;
+    return check_counts("step", s->step, "epoch", s->epoch, why, n);
 }
 
 static int check_save(const struct ckh_rec_save *s, char *why, size_t n)
 {
     if (!s)
         return refuse(why, n, "no record (NULL)");
-    if (s->step < 0 || s->epoch < 0)
-        return refuse(why, n, "%s %" PRId64 ", expected 0 or more", s->step < 0 ? "step" : "epoch",
-                      s->step < 0 ? s->step : s->epoch);
+    int rc = check_counts("step", s->step, "epoch", s->epoch, why, n);
+    if (rc)
+        return rc;
     if (s->rc > 0)
         return refuse(why, n, "rc %d, expected 0 or a negative error code", s->rc);
     return 0;
@@ -132,9 +138,9 @@ static int check_final(const struct ckh_rec_final *s, char *why, size_t n)
 {
     if (!s)
         return refuse(why, n, "no record (NULL)");
-    if (s->epochs < 0 || s->steps < 0)
-        return refuse(why, n, "%s %" PRId64 ", expected 0 or more", s->epochs < 0 ? "epochs" : "steps",
-                      s->epochs < 0 ? s->epochs : s->steps);
+    int rc = check_counts("epochs", s->epochs, "steps", s->steps, why, n);
+    if (rc)
+        return rc;
     if (s->nblobs && !s->blobs)
         return refuse(why, n, "%zu blobs counted but not given (NULL)", s->nblobs);
     for (size_t i = 0; i < s->nblobs; i++)
