@@ -499,37 +499,21 @@ START_TEST(test_writes_outside)
 }
 END_TEST
 
-/* A program that saves a step, then records it, killed between the two:
- * its restart resumes after the saved step, which nobody recorded. That
- * is an exact resume, not a missing step; a restart that skips a step
- * (resumes one past what it restored) still fails. */
-static const char restored_job[] =
-    "#!/bin/sh\n"
-    "d=$CKH_CKPT_DIR\n"
-    "start=0 state=1\n"
-    "if [ -f \"$d/latest\" ]; then\n"
-    "  read start state <\"$d/latest\"\n"
-    "  [ -n \"$SKIP\" ] && start=$((start + 1))\n"
-    "  printf '{\"kind\":\"resume\",\"step\":%d}\\n' \"$start\" >>\"$CKH_RESULT\"\n"
-    "fi\n"
-    "s=$((start + 1))\n"
-    "while [ \"$s\" -le 6 ]; do\n"
-    "  state=$(((state * 3 + s) % 1000003))\n"
-    "  echo \"$s $state\" >\"$d/tmp\" && mv \"$d/tmp\" \"$d/latest\"\n"
-    "  printf '{\"kind\":\"step\",\"step\":%d,\"digests\":{\"w\":\"%016x\"}}\\n' \"$s\" \"$state\" >>\"$CKH_RESULT\"\n"
-    "  s=$((s + 1))\n"
-    "done\n"
-    "printf '{\"kind\":\"final\",\"steps\":6,\"digest\":\"%016x\"}\\n' \"$state\" >>\"$CKH_RESULT\"\n";
-
+/* A program that saves a step, then records it (tests/programs/
+ * prog_step_record.sh), killed between the two: its restart resumes after
+ * the saved step, which nobody recorded. That is an exact resume, not a
+ * missing step; a restart that skips a step (resumes one past what it
+ * restored) still fails. */
 START_TEST(test_killed_between_save_and_record)
 {
     NEED_FUSE();
     struct ckh_report_result r;
-    write_file("job.sh", restored_job, 0755);
+    const char *src = getenv("CKH_SOURCE_DIR") ? getenv("CKH_SOURCE_DIR") : ".";
     const char *faults = "faults:\n  - on: {node: rank_0, op: rename, nth: 3}\n    do: kill\n    when: after\n"
                          "restart: {max_restarts: 1}\n";
-    char text[600];
-    snprintf(text, sizeof text, "job:\n  command: [./job.sh]\n%s", faults);
+    char text[1400];
+    snprintf(text, sizeof text, "job:\n  command: [/bin/sh, %s/tests/programs/prog_step_record.sh, \"6\"]\n%s", src,
+             faults);
     ck_assert_int_eq(run(scenario("%s", text), &r), 0);
     ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
     const struct ckh_oracle_result *o = oracle(&r, "resume-equivalence");
@@ -537,7 +521,8 @@ START_TEST(test_killed_between_save_and_record)
                   "%s", o ? o->detail : "no resume-equivalence");
     ckh_report_result_clear(&r);
 
-    snprintf(text, sizeof text, "job:\n  command: [./job.sh]\n  env: {SKIP: \"1\"}\n%s", faults);
+    snprintf(text, sizeof text, "job:\n  command: [/bin/sh, %s/tests/programs/prog_step_record.sh, \"6\", "
+             "--skip-on-resume]\n%s", src, faults);
     ck_assert_int_eq(run(scenario("%s", text), &r), 0);
     ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
     ck_assert_str_eq(r.message, "step 3: rank_0 missing from the resumed run: rank_0 recorded no step 3 (the "
