@@ -40,6 +40,7 @@
 #include "ckh/simfs.h"
 #include "ckhfs/ckhfs.h"
 #include "exec/tmpdir.h"
+#include "support/fuse.h"
 #include "support/skip.h"
 
 /* ------------------------------------------------------------------ fixture */
@@ -115,14 +116,6 @@ static void arm(enum ckh_op_kind kind, const char *path, int nth, struct ckh_ckh
     T.ctx.act = act;
     T.ctx.armed = true;
 }
-
-/* Skips the running case where FUSE cannot be used, saying why. */
-#define NEED_FUSE()                                                                                \
-    do {                                                                                           \
-        char why_[256];                                                                            \
-        if (ckh_ckhfs_available(why_, sizeof why_) != 0)                                           \
-            CKH_SKIP("%s", why_);                                                                  \
-    } while (0)
 
 /* Whether a ckhfs mount is listed at path (this process's mount table). */
 static bool mounted_at(const char *path)

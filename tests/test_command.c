@@ -35,6 +35,7 @@
 #include "exec/runner.h"
 #include "model/scenario.h"
 #include "judge/judge.h"
+#include "support/fuse.h"
 #include "support/skip.h"
 
 #ifndef CKH_CMD_SAVER
@@ -58,16 +59,9 @@ static char pidfile[300];
 /* Mounts of ckhfs this process left (its temporary folders hold its pid). */
 static int leftover_mounts(void)
 {
-    char mine[64], line[2048];
-    int n = 0;
+    char mine[64];
     snprintf(mine, sizeof mine, "/ckh-%d-", (int)getpid());
-    FILE *f = fopen("/proc/self/mounts", "r");
-    while (f && fgets(line, sizeof line, f))
-        if (strstr(line, "ckhfs") && strstr(line, mine))
-            n++;
-    if (f)
-        fclose(f);
-    return n;
+    return ckh_test_ckhfs_mounts(mine);
 }
 
 static void setup(void)
@@ -155,15 +149,6 @@ static uint64_t now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
-
-/* Skips the running case where FUSE cannot be used, saying why (the cases
- * that use it are tagged "fuse": CTest entry test_command_fuse). */
-#define NEED_FUSE()                                                                                \
-    do {                                                                                           \
-        char why_[256];                                                                            \
-        if (ckh_ckhfs_available(why_, sizeof why_) != 0)                                           \
-            CKH_SKIP("%s", why_);                                                                  \
-    } while (0)
 
 /* ---- jobs that complete ---- */
 

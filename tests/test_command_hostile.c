@@ -37,6 +37,7 @@
 #include "judge/judge.h"
 #include "model/scenario.h"
 #include "report.h"
+#include "support/fuse.h"
 #include "support/skip.h"
 
 #ifndef CKH_CMD_CKH
@@ -54,20 +55,6 @@ static char secret[300]; /* a file no message may quote (beside dir) */
 static char victim[300]; /* a file ckh must never write (beside dir) */
 
 /* ---- fixture ---- */
-
-/* ckhfs mounts below this test's folders. */
-static int leftover_mounts(void)
-{
-    char line[4096];
-    int n = 0;
-    FILE *f = fopen("/proc/self/mounts", "r");
-    while (f && fgets(line, sizeof line, f))
-        if (strstr(line, "ckhfs") && strstr(line, dir))
-            n++;
-    if (f)
-        fclose(f);
-    return n;
-}
 
 /* Entries left in tmp (ckh's run folders). */
 static void tmp_empty(void)
@@ -103,7 +90,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    ck_assert_int_eq(leftover_mounts(), 0);
+    ck_assert_int_eq(ckh_test_ckhfs_mounts(dir), 0); /* below this test's folders */
     tmp_empty();
     errno = 0;
     ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1); /* no child of ours left, not even a zombie */
@@ -112,13 +99,6 @@ static void teardown(void)
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s' '%s'", dir, tmp, secret, victim);
     ck_assert_int_eq(system(cmd), 0);
 }
-
-#define NEED_FUSE()                                                                                \
-    do {                                                                                           \
-        char why_[256];                                                                            \
-        if (ckh_ckhfs_available(why_, sizeof why_) != 0)                                           \
-            CKH_SKIP("%s", why_);                                                                  \
-    } while (0)
 
 /* text with every "@SECRET@", "@VICTIM@" and "@PROGRAMS@" replaced. */
 static void expand(const char *text, char *out, size_t n)

@@ -56,6 +56,7 @@
 #include "search/fuzz.h"
 #include "support/files.h"
 #include "judge/judge.h"
+#include "support/fuse.h"
 #include "support/skip.h"
 
 #define TIMEOUT_NS 500000000ull
@@ -69,14 +70,6 @@ static char missing[2][512]; /* why mpis[i] cannot be used, where !have[i] */
     do {                                                                                           \
         if (!have[mi])                                                                             \
             CKH_SKIP("%s", missing[mi]);                                                           \
-    } while (0)
-/* Skips the running case where FUSE cannot be used (the cases tagged
- * "fuse": CTest entry test_real_coll_fuse). */
-#define NEED_FUSE()                                                                                \
-    do {                                                                                           \
-        char why_[256];                                                                            \
-        if (ckh_ckhfs_available(why_, sizeof why_) != 0)                                           \
-            CKH_SKIP("%s", why_);                                                                  \
     } while (0)
 
 /* ---- collectives ---- */
