@@ -318,6 +318,19 @@ static int start_job(struct pool *p, struct slot *s)
     return 0;
 }
 
+bool ckh__pool_want_more(const struct ckh_pool_config *cfg, uint64_t next, uint64_t *approved, bool *no_more)
+{
+    if (*no_more || next >= cfg->njobs)
+        return false;
+    if (next < *approved)
+        return true;
+    if (cfg->ops->more && !cfg->ops->more(cfg->ctx, next))
+        *no_more = true;
+    else
+        *approved = next + 1;
+    return !*no_more;
+}
+
 int ckh__pool_read_into(int *fd, char **buf, size_t *len, size_t *cap)
 {
     CKH_ASSERT(*fd >= 0 && *len <= *cap);
@@ -435,15 +448,7 @@ static void kill_all(struct pool *p)
 /* Whether job p->next should start; asks ops->more once per index. */
 static bool want_more(struct pool *p)
 {
-    if (p->no_more || p->next >= p->cfg->njobs)
-        return false;
-    if (p->next < p->approved)
-        return true;
-    if (p->cfg->ops->more && !p->cfg->ops->more(p->cfg->ctx, p->next))
-        p->no_more = true;
-    else
-        p->approved = p->next + 1;
-    return !p->no_more;
+    return ckh__pool_want_more(p->cfg, p->next, &p->approved, &p->no_more);
 }
 
 /* One round: waits for replies, the self-pipe or a deadline. */

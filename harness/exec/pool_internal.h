@@ -34,6 +34,11 @@ void ckh__pool_child_setup(const struct ckh_pool_limits *lim, pid_t parent, cons
 enum ckh_pool_status ckh__pool_exit_status(int code, const struct ckh_pool_limits *lim);
 
 /* ckh_pool_run with cfg->jobs_per_worker > 1 (pool_resident.c). */
+/* Whether job index next should start: below *approved it may; else
+ * cfg->ops->more is asked once for it (*approved moves past it, or
+ * *no_more is set for good); never past cfg->njobs. */
+bool ckh__pool_want_more(const struct ckh_pool_config *cfg, uint64_t next, uint64_t *approved, bool *no_more);
+
 /* Reads what is there on *fd into *buf (len bytes in use of cap, grown
  * as needed); at end of file or on an error closes *fd and sets it to -1.
  * 0, or CKH_ENOMEM. */

@@ -199,15 +199,7 @@ static void check_counts(const struct rpool *p)
 /* Whether job p->next should start; asks ops->more once per index. */
 static bool want_more(struct rpool *p)
 {
-    if (p->no_more || p->next >= p->cfg->njobs)
-        return false;
-    if (p->next < p->approved)
-        return true;
-    if (p->cfg->ops->more && !p->cfg->ops->more(p->cfg->ctx, p->next))
-        p->no_more = true;
-    else
-        p->approved = p->next + 1;
-    return !p->no_more;
+    return ckh__pool_want_more(p->cfg, p->next, &p->approved, &p->no_more);
 }
 
 /* Forks a worker into empty slot w. */
