@@ -125,6 +125,12 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
         PATTERN "*.so" EXCLUDE PATTERN "*.o" EXCLUDE PATTERN "build*" EXCLUDE)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/scenarios/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/scenarios/examples)
+# The library of real programs (docs/PROGRAMS.md copies it from here): the
+# scenarios name their programs as ../../tests/programs/..., so both keep
+# the source tree's layout.
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/scenarios/programs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/scenarios/programs)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/tests/programs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/tests/programs
+        USE_SOURCE_PERMISSIONS PATTERN "__pycache__" EXCLUDE)
 # The manual page ckh(1), written at build time by the command itself from
 # its help table (harness/cli/cli_man.c), so it cannot drift from it.
 if(TARGET ckh)

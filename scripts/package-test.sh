@@ -20,6 +20,11 @@
 #      CKH_PLUGIN_PATH, the verdict names that file and its build id; a
 #      copy beside the scenario is taken first and the packaged one named
 #      as shadowed;
+#   3d. the walk-throughs of docs/WORKLOADS.md and docs/PROGRAMS.md run as
+#      written on their installed route (tests/doc_run.py --route
+#      installed), the package's files laid over /usr in a private mount
+#      namespace (root only; the system's /usr is not touched, and is
+#      not needed to hold a ckh);
 #   4. only with CKH_PACKAGE_APT=1 (default: CI=true and root): the package is
 #      installed with `apt-get install ./ckh_*.deb`, the example is built
 #      against /usr and validated, then `apt-get remove ckh` leaves the
@@ -154,6 +159,26 @@ grep -q "plugin workload $lib: $work/scn/$lib (build-id " "$work/lookup.log" &&
   { cat "$work/lookup.log"; fail "the copy beside the scenario is not taken first, or the shadowed one not named"; }
 rm -f "$prefix/$plugindir/$lib"
 step "plugin lookup: beside the scenario, then /usr/$plugindir (no CKH_PLUGIN_PATH); shadowing named"
+
+# ---- the walk-throughs on the installed route ----
+# An overlay of the unpacked package on /usr, seen only by the page's
+# session (unshare: a mount namespace of its own), is what `apt-get
+# install` would give the user, without installing anything.
+if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null; then
+  step "walk-throughs on the installed route: not run (a private mount namespace needs root and unshare)"
+else
+  for page in WORKLOADS.md PROGRAMS.md; do
+    st=0
+    unshare --mount --propagation private sh -c \
+      'mount -t overlay ckh-package -o "lowerdir=$1/usr:/usr" /usr && exec /usr/bin/python3 "$2" --route installed "$3"' \
+      sh "$work/root" "$CKH_ROOT/tests/doc_run.py" "/usr/share/doc/ckh/docs/$page" >"$work/walk.log" 2>&1 || st=$?
+    case $st in
+      0) step "docs/$page: $(tail -n 1 "$work/walk.log") (installed route)" ;;
+      77) step "docs/$page: $(grep SKIPPED "$work/walk.log" | head -n 1) (installed route)" ;;
+      *) cat "$work/walk.log"; fail "docs/$page does not run as written with the installed package (status $st)" ;;
+    esac
+  done
+fi
 
 apt_default=0
 if [ "${CI:-}" = true ] && [ "$(id -u)" -eq 0 ]; then apt_default=1; fi

@@ -2,12 +2,19 @@
 """Runs the command blocks of one Markdown page as a user would type them.
 
     doc_run.py PAGE.md         (CKH_SRC: the source tree, CKH_BUILD: a build of it)
+    doc_run.py --route installed PAGE.md
+                               (ckh as the package installs it: /usr/bin/ckh,
+                               /usr/share/doc/ckh, ...; no CKH_SRC, no CKH_BUILD)
 
 The conventions (docs/CONTRIBUTING.md, "Docs that run") are HTML comments,
 which GitHub does not render, on the line before a fence:
 
-    <!-- doc-test: run [exit=N] [needs=fuse,torch] [timeout=S] -->
-        the next ```sh block is run; its exit status must be N (default 0)
+    <!-- doc-test: run [exit=N] [needs=fuse,torch] [timeout=S] [route=R] -->
+        the next ```sh block is run; its exit status must be N (default 0);
+        with route=build or route=installed, only on that route: a page
+        that works with a build tree and with the installed package says
+        so with one set-up block per route, and every other block is
+        run on both
     <!-- doc-test: output -->
         the next fence is the output of the last run block (stdout and
         stderr together), compared after masking: "N ms" figures, and the
@@ -46,6 +53,7 @@ SHELL_LANGS = {"sh", "bash", "shell", "console"}
 MARK = re.compile(r"^<!--\s*doc-test:\s*(\w+)\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([^\s`]*)")
 NEEDS = ("fuse", "torch")
+ROUTES = ("build", "installed")
 
 
 class PageError(Exception):
@@ -134,9 +142,12 @@ def parse_attrs(path, pending):
             attrs["timeout"] = int(val)
         elif kind == "run" and eq and key == "needs" and all(n in NEEDS for n in val.split(",")):
             attrs["needs"] = val.split(",")
+        elif kind == "run" and eq and key == "route" and val in ROUTES:
+            attrs["route"] = val
         else:
             raise PageError(f"{path}:{line}: 'doc-test: {kind}' does not take '{word}' "
-                            f"(run takes exit=N, timeout=S, needs={','.join(NEEDS)}; output takes nothing)")
+                            f"(run takes exit=N, timeout=S, needs={','.join(NEEDS)}, "
+                            f"route={'|'.join(ROUTES)}; output takes nothing)")
     return attrs
 
 
@@ -210,17 +221,28 @@ def run_block(b, session, state, env):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: doc_run.py PAGE.md", file=sys.stderr)
+    args = sys.argv[1:]
+    route = "build"
+    if len(args) == 3 and args[0] == "--route" and args[1] in ROUTES:
+        route, args = args[1], args[2:]
+    if len(args) != 1:
+        print("usage: doc_run.py [--route build|installed] PAGE.md", file=sys.stderr)
         return 2
-    page = sys.argv[1]
-    name = os.path.relpath(page, os.environ.get("CKH_SRC", "."))
+    page = args[0]
+    name = os.path.relpath(page, os.environ.get("CKH_SRC", ".")) if route == "build" else page
     try:
         blocks, clone = parse(page)
     except (PageError, OSError, UnicodeDecodeError) as e:
         print(f"doc_run: {e}", file=sys.stderr)
         return 2
-    runs = [b for b in blocks if b["kind"] == "run"]
+    if route == "installed" and clone:
+        print(f"doc_run: {name} starts from a clone of the source tree ('doc-test: setup clone'); "
+              f"it has no installed route", file=sys.stderr)
+        return 2
+    other = [b for b in blocks if b["kind"] == "run" and b["attrs"].get("route", route) != route]
+    for b in other:
+        print(f"{name}:{b['line']}: not run: the {b['attrs']['route']} route's set-up")
+    runs = [b for b in blocks if b["kind"] == "run" and b["attrs"].get("route", route) == route]
     skips = [b for b in blocks if b["kind"] == "skip"]
     for b in skips:
         print(f"{name}:{b['line']}: not run: {b['attrs']['reason']}")
@@ -233,13 +255,15 @@ def main():
             print(f"{name}: SKIPPED: {why}")
             return 77
     src, build = os.environ.get("CKH_SRC"), os.environ.get("CKH_BUILD")
-    if not src or not build:
+    if route == "build" and (not src or not build):
         print("doc_run: CKH_SRC and CKH_BUILD must name the source tree and its build", file=sys.stderr)
         return 2
     env = {k: v for k, v in os.environ.items() if not k.startswith("CKH_") and k != "PYTHONPATH"}
-    env.update(CKH_SRC=src, CKH_BUILD=build, LC_ALL="C.UTF-8", TERM="dumb")
+    env.update(LC_ALL="C.UTF-8", TERM="dumb")
+    if route == "build":
+        env.update(CKH_SRC=src, CKH_BUILD=build)
     session = tempfile.mkdtemp(prefix="ckh-doc-")
-    if os.path.realpath(session).startswith(os.path.realpath(src) + os.sep):
+    if src and os.path.realpath(session).startswith(os.path.realpath(src) + os.sep):
         print(f"doc_run: the session folder {session} is inside the source tree", file=sys.stderr)
         return 2
     state = tempfile.mkdtemp(prefix="ckh-doc-state-")

@@ -13,8 +13,8 @@ ckh_test_name=docs_runner
 [ -x "$py" ] || ckh_skip "$py is missing"
 data=$src/tests/data/docs
 fails=0
-check() { # PAGE STATUS TEXT
-    out=$(CKH_SRC=$src CKH_BUILD=/nonexistent "$py" "$src/tests/doc_run.py" "$data/$1" 2>&1)
+check() { # PAGE STATUS TEXT [ROUTE]
+    out=$(CKH_SRC=$src CKH_BUILD=/nonexistent "$py" "$src/tests/doc_run.py" ${4:+--route "$4"} "$data/$1" 2>&1)
     st=$?
     if [ "$st" -ne "$2" ] || ! grep -qF -- "$3" <<<"$out"; then
         echo "FAIL: $1: status $st (want $2), output lacks '$3':"
@@ -30,4 +30,11 @@ check drift.md 1 "output differs from the block at line 9"
 check status.md 1 "exit status 1, the page says 0"
 check unmarked.md 2 "unmarked.md:3: a \`\`\`sh block without"
 check dollar.md 2 "a block shows a '\$ command' line"
+# One set-up block per route; the blocks after them run on both routes, and
+# the installed route sees no CKH_SRC or CKH_BUILD.
+check routes.md 0 "2 blocks ran as shown"
+check routes.md 0 "not run: the installed route's set-up"
+check routes.md 0 "not run: the build route's set-up" installed
+check routes.md 0 "2 blocks ran as shown" installed
+check routes.md 2 "usage: doc_run.py [--route build|installed] PAGE.md" nowhere
 [ "$fails" -eq 0 ]

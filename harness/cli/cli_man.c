@@ -183,7 +183,8 @@ static void see_also(FILE *f)
         free(names[i]);
     }
     fputs(n ? "),\n" : ",\n", f);
-    fputs("with the examples (examples/, scenarios/examples/) beside them. In a build tree, the "
+    fputs("with the examples (examples/, scenarios/examples/) and the library of real programs "
+          "(scenarios/programs/, tests/programs/) beside them. In a build tree, the "
           "same pages are the source tree's README.md and docs/.\n", f);
 }
 
