@@ -715,6 +715,32 @@ START_TEST(test_fuzz_listing_independent_of_jobs)
 }
 END_TEST
 
+/* A shrunk fuzz failure's line names the oracle and the cause, as the
+ * shrunk file's description does (a bare "fails ORACLE" said too little):
+ * seed 103 of the no-fsync defect fails the outcome oracle with a
+ * corrupt load. */
+START_TEST(test_fuzz_shrunk_line_names_the_cause)
+{
+    char dir[400], file[500];
+    snprintf(dir, sizeof dir, "%s/shrunk", work);
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"fuzz", "--seeds", "300", "--defect", "no-fsync",
+                                          "--shrink-max", "1", "--out", dir, NULL},
+                         NULL, &out),
+                     1);
+    HAS(out, "  shrunk seed 103 in ");
+    HAS(out, "; fails outcome: expected pass, the job ended job-fails: CKH_ECORRUPT in load\n");
+    snprintf(file, sizeof file, "%s/fuzz-103-outcome.yaml", dir);
+    char want[700];
+    snprintf(want, sizeof want, "  replay: ckh run %s\n", file);
+    HAS(out, want);
+    free(out);
+    char *text = slurp_path(file);
+    HAS(text, "CKH_ECORRUPT in load");
+    free(text);
+}
+END_TEST
+
 /* Refusals of the verbs' own arguments, each with its message and exit
  * status 2, and nothing written: a short option without its value, a
  * name no registry knows, a zero duration, an unknown platform, a
@@ -1532,6 +1558,7 @@ static Suite *cli_suite(void)
     tcase_add_test(ts, test_fuzz_interrupted_reports);
     tcase_add_test(ts, test_fuzz_workers_die_with_ckh);
     tcase_add_test(ts, test_fuzz_listing_independent_of_jobs);
+    tcase_add_test(ts, test_fuzz_shrunk_line_names_the_cause);
     suite_add_tcase(s, ts);
     return s;
 }

@@ -423,9 +423,10 @@ static void shrink_failures(const struct fuzz_plan *p, const struct fuzz_total *
         }
         shrunk++;
         printf("  shrunk seed %" PRIu64 " in %zu runs: %zu -> %zu faults, %u -> %u nodes; "
-               "fails %s\n  replay: %s run %s\n",
+               "fails %s%s%s\n  replay: %s run %s\n",
                r->seed, st.runs, st.faults_before, st.faults_after, st.nodes_before,
-               st.nodes_after, st.oracle, p->cfg.argv0 ? p->cfg.argv0 : "ckh", path);
+               st.nodes_after, st.oracle, st.cause[0] ? ": " : "", st.cause,
+               p->cfg.argv0 ? p->cfg.argv0 : "ckh", path);
     }
 }
 
