@@ -39,6 +39,7 @@
 #include "ckh/op.h"
 #include "ckh/simfs.h"
 #include "ckhfs/ckhfs.h"
+#include "ckhfs/ckhfs_internal.h"
 #include "exec/tmpdir.h"
 #include "support/fuse.h"
 #include "support/skip.h"
@@ -716,6 +717,13 @@ END_TEST
 static int child_mkdir(const char *m, const char *arg)
 {
     CHK(mkdir(at(m, arg), 0755) == 0);
+    return 0;
+}
+
+/* mkdir of arg, failed by the hook with EIO. */
+static int child_mkdir_eio(const char *m, const char *arg)
+{
+    CHK(mkdir(at(m, arg), 0755) < 0 && errno == EIO);
     return 0;
 }
 
@@ -1432,6 +1440,297 @@ START_TEST(test_store_real_size)
 }
 END_TEST
 
+
+/* ------------------------------------------------- errors through the mount */
+
+/* What a program meets when it asks simfs for something it refuses: the
+ * errno it would get from a local filesystem, nothing changed. */
+static int child_errors(const char *m, const char *arg)
+{
+    (void)arg;
+    struct stat st;
+    char buf[64];
+    CHK(open(at(m, "/nothere"), O_RDONLY) < 0 && errno == ENOENT);
+    CHK(stat(at(m, "/nothere"), &st) < 0 && errno == ENOENT);
+    CHK(mkdir(at(m, "/d"), 0755) == 0);
+    CHK(mkdir(at(m, "/d"), 0755) < 0 && errno == EEXIST);
+    CHK(put_file(at(m, "/d/f"), "0123456789", false) == 0);
+    CHK(open(at(m, "/d/f"), O_CREAT | O_EXCL | O_WRONLY, 0644) < 0 && errno == EEXIST);
+    CHK(open(at(m, "/d/f/x"), O_CREAT | O_WRONLY, 0644) < 0 && errno == ENOTDIR);
+    CHK(rmdir(at(m, "/d")) < 0 && errno == ENOTEMPTY);
+    CHK(rmdir(at(m, "/d/f")) < 0 && errno == ENOTDIR);
+    CHK(rmdir(at(m, "/nothere")) < 0 && errno == ENOENT);
+    CHK(unlink(at(m, "/nothere")) < 0 && errno == ENOENT);
+    CHK(unlink(at(m, "/d")) < 0 && errno == EISDIR);
+    CHK(open(at(m, "/d"), O_WRONLY) < 0 && errno == EISDIR);
+    /* rename: over a folder that holds something, a file over a folder,
+     * a folder over a file, a folder into itself, a missing source */
+    CHK(mkdir(at(m, "/e"), 0755) == 0);
+    CHK(rename(at(m, "/e"), at(m, "/d")) < 0 && errno == ENOTEMPTY);
+    CHK(rename(at(m, "/d/f"), at(m, "/e")) < 0 && errno == EISDIR);
+    CHK(rename(at(m, "/e"), at(m, "/d/f")) < 0 && errno == ENOTDIR);
+    CHK(rename(at(m, "/d"), at(m, "/d/sub")) < 0 && errno == EINVAL);
+    CHK(rename(at(m, "/nothere"), at(m, "/x")) < 0 && errno == ENOENT);
+    /* a folder over an empty folder replaces it */
+    CHK(mkdir(at(m, "/e2"), 0755) == 0);
+    CHK(rename(at(m, "/e2"), at(m, "/e")) == 0);
+    CHK(stat(at(m, "/e2"), &st) < 0 && errno == ENOENT);
+    CHK(stat(at(m, "/e"), &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0755);
+    /* a name longer than simfs takes */
+    char longname[300];
+    longname[0] = '/';
+    memset(longname + 1, 'n', 280);
+    longname[281] = '\0';
+    CHK(open(at(m, longname), O_CREAT | O_WRONLY, 0644) < 0 && errno == ENAMETOOLONG);
+    CHK(mkdir(at(m, longname), 0755) < 0 && errno == ENAMETOOLONG);
+    /* links: readlink of a file, a link over a name that exists */
+    CHK(readlink(at(m, "/d/f"), buf, sizeof buf) < 0 && errno == EINVAL);
+    CHK(readlink(at(m, "/nothere"), buf, sizeof buf) < 0 && errno == ENOENT);
+    CHK(symlink("f", at(m, "/d/f")) < 0 && errno == EEXIST);
+    CHK(symlink("f", at(m, "/d/l")) == 0);
+    ssize_t n = readlink(at(m, "/d/l"), buf, sizeof buf);
+    CHK(n == 1 && buf[0] == 'f');
+    CHK(lstat(at(m, "/d/l"), &st) == 0 && S_ISLNK(st.st_mode) && (st.st_mode & 0777) == 0777);
+    CHK(stat(at(m, "/d/l"), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 10);
+    /* truncate by name (no open file) and by descriptor */
+    CHK(truncate(at(m, "/d/f"), 4) == 0);
+    CHK(stat(at(m, "/d/f"), &st) == 0 && st.st_size == 4);
+    CHK(truncate(at(m, "/nothere"), 4) < 0 && errno == ENOENT);
+    int fd = open(at(m, "/d/f"), O_RDWR);
+    CHK(fd >= 0);
+    CHK(ftruncate(fd, 6) == 0);
+    CHK(fstat(fd, &st) == 0 && st.st_size == 6 && st.st_nlink == 1);
+    CHK(pread(fd, buf, sizeof buf, 0) == 6 && memcmp(buf, "0123\0\0", 6) == 0);
+    /* An open file whose name is removed: still read through its handle;
+     * its size, asked with the handle (lseek SEEK_END), is 0; fstat, which
+     * the kernel asks by inode without the handle, finds no name: ESTALE. */
+    CHK(unlink(at(m, "/d/f")) == 0);
+    CHK(pread(fd, buf, sizeof buf, 0) == 6 && memcmp(buf, "0123\0\0", 6) == 0);
+    CHK(lseek(fd, 0, SEEK_END) == 0);
+    CHK(fstat(fd, &st) < 0 && errno == ESTALE);
+    CHK(close(fd) == 0);
+    /* fsync of a folder; O_DSYNC: each write made durable (an fdatasync
+     * inside the write request) */
+    CHK(fsync_dir(at(m, "/d")) == 0);
+    fd = open(at(m, "/g"), O_CREAT | O_WRONLY | O_DSYNC, 0644);
+    CHK(fd >= 0);
+    CHK(write(fd, "dsync", 5) == 5);
+    CHK(close(fd) == 0);
+    /* accepted and ignored: owners, times */
+    CHK(chown(at(m, "/g"), getuid(), getgid()) == 0);
+    CHK(utimensat(AT_FDCWD, at(m, "/g"), NULL, 0) == 0);
+    CHK(stat(at(m, "/g"), &st) == 0 && st.st_mtime == 1577836800 && st.st_uid == getuid());
+    /* a listing with every kind of entry */
+    DIR *dir = opendir(at(m, "/d"));
+    CHK(dir != NULL);
+    int files = 0, links = 0, dots = 0;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            dots++;
+        else if (de->d_type == DT_LNK)
+            links++;
+        else
+            files++;
+    }
+    closedir(dir);
+    CHK(dots == 2 && links == 1 && files == 0);
+    CHK(opendir(at(m, "/nothere")) == NULL && errno == ENOENT);
+    return 0;
+}
+
+START_TEST(test_errors_reach_the_program)
+{
+    NEED_FUSE();
+    up(CKH_CRASH_POSIX_WEAK, true);
+    run_ok(0, child_errors, NULL);
+    /* Nothing that failed changed the disk. */
+    char buf[64];
+    ck_assert_int_eq(disk_get("/d/f", buf, sizeof buf), -ENOENT);
+    ck_assert_int_eq(disk_get("/g", buf, sizeof buf), 5);
+    ck_assert_str_eq(buf, "dsync");
+    struct ckh_listing l;
+    ck_assert_int_eq(ckh_fs_listdir(ckh_simfs_fs(T.disk), "/", &l), 0);
+    char names[128] = "";
+    for (size_t i = 0; i < l.count; i++) {
+        strcat(names, l.entries[i].name);
+        strcat(names, ";");
+    }
+    ckh_fs_listing_free(&l);
+    ck_assert_str_eq(names, "d;e;g;");
+    /* The failed operations that reached ckhfs are in the trace with their
+     * answers (the kernel answers EEXIST itself from its lookups). */
+    size_t n = 0;
+    const struct ckh_ckhfs_op *t = ckh_ckhfs_trace(T.fs, &n);
+    int enoent = 0, enotempty = 0, truncs = 0, dirsyncs = 0, datasyncs = 0;
+    for (size_t i = 0; i < n; i++) {
+        enoent += t[i].result == -ENOENT;
+        enotempty += t[i].kind == CKH_OP_RENAME && t[i].result == -ENOTEMPTY;
+        truncs += t[i].kind == CKH_OP_FTRUNCATE && t[i].result == 0;
+        dirsyncs += t[i].kind == CKH_OP_FSYNC_DIR && t[i].result == 0;
+        datasyncs += t[i].kind == CKH_OP_FDATASYNC && t[i].result == 0;
+    }
+    ck_assert_int_gt(enoent, 0);
+    ck_assert_int_eq(enotempty, 1);
+    ck_assert_int_ge(truncs, 2);
+    ck_assert_int_eq(dirsyncs, 1);
+    ck_assert_int_eq(datasyncs, 0);
+    char p[4096];
+    pending_str(p, sizeof p);
+    ck_assert_msg(strstr(p, "open /g@0;") && !strstr(p, "pwrite /g"), "pending: %s", p);
+    down();
+}
+END_TEST
+
+/* One operation (arg: its name) on the files test_hook_every_op made;
+ * the hook fails it with EROFS. */
+static int child_one_op(const char *m, const char *arg)
+{
+    char buf[16];
+    struct stat st;
+    int fd;
+    if (strcmp(arg, "stat") == 0)
+        CHK(stat(at(m, "/file"), &st) < 0 && errno == EROFS);
+    else if (strcmp(arg, "readlink") == 0)
+        CHK(readlink(at(m, "/link"), buf, sizeof buf) < 0 && errno == EROFS);
+    else if (strcmp(arg, "mkdir") == 0)
+        CHK(mkdir(at(m, "/new"), 0755) < 0 && errno == EROFS);
+    else if (strcmp(arg, "unlink") == 0)
+        CHK(unlink(at(m, "/file")) < 0 && errno == EROFS);
+    else if (strcmp(arg, "rmdir") == 0)
+        CHK(rmdir(at(m, "/dir")) < 0 && errno == EROFS);
+    else if (strcmp(arg, "symlink") == 0)
+        CHK(symlink("file", at(m, "/new")) < 0 && errno == EROFS);
+    else if (strcmp(arg, "rename") == 0)
+        CHK(rename(at(m, "/file"), at(m, "/new")) < 0 && errno == EROFS);
+    else if (strcmp(arg, "truncate") == 0)
+        CHK(truncate(at(m, "/file"), 1) < 0 && errno == EROFS);
+    else if (strcmp(arg, "open") == 0)
+        CHK(open(at(m, "/file"), O_RDONLY) < 0 && errno == EROFS);
+    else if (strcmp(arg, "listdir") == 0) {
+        DIR *d = opendir(at(m, "/dir"));
+        CHK(d != NULL);
+        errno = 0;
+        CHK(readdir(d) == NULL && errno == EROFS);
+        closedir(d);
+    } else if (strcmp(arg, "fsync_dir") == 0) {
+        fd = open(at(m, "/dir"), O_RDONLY | O_DIRECTORY);
+        CHK(fd >= 0);
+        CHK(fsync(fd) < 0 && errno == EROFS);
+        close(fd);
+    } else {
+        fd = open(at(m, "/file"), O_RDWR);
+        CHK(fd >= 0);
+        if (strcmp(arg, "pread") == 0)
+            CHK(pread(fd, buf, 4, 0) < 0 && errno == EROFS);
+        else if (strcmp(arg, "pwrite") == 0)
+            CHK(pwrite(fd, "zz", 2, 0) < 0 && errno == EROFS);
+        else if (strcmp(arg, "ftruncate") == 0)
+            CHK(ftruncate(fd, 1) < 0 && errno == EROFS);
+        else if (strcmp(arg, "fsync") == 0)
+            CHK(fsync(fd) < 0 && errno == EROFS);
+        else if (strcmp(arg, "fdatasync") == 0)
+            CHK(fdatasync(fd) < 0 && errno == EROFS);
+        else if (strcmp(arg, "close") == 0) {
+            CHK(close(fd) < 0 && errno == EROFS);
+            return 0;
+        } else
+            return 2;
+        CHK(close(fd) == 0);
+    }
+    return 0;
+}
+
+/* Every kind of request meets the hook: an ERRNO verdict fails it with
+ * that errno, and the disk is left as it was. */
+START_TEST(test_hook_every_op)
+{
+    NEED_FUSE();
+    up(CKH_CRASH_POSIX_WEAK, false);
+    struct ckh_fs *d = ckh_simfs_fs(T.disk);
+    struct ckh_file *f = NULL;
+    ckh_ckhfs_lock(T.fs);
+    ck_assert_int_eq(ckh_fs_open(d, "/file", CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_write_all(f, "abcd", 4), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(d, "/dir"), 0);
+    ck_assert_int_eq(ckh_fs_symlink(d, "file", "/link"), 0);
+    ckh_ckhfs_unlock(T.fs);
+    static const struct {
+        const char *name;
+        enum ckh_op_kind kind;
+        const char *path;
+    } ops[] = {
+        {"stat", CKH_OP_STAT, "/file"},         {"readlink", CKH_OP_READLINK, "/link"},
+        {"mkdir", CKH_OP_MKDIR, "/new"},         {"unlink", CKH_OP_UNLINK, "/file"},
+        {"rmdir", CKH_OP_RMDIR, "/dir"},         {"symlink", CKH_OP_SYMLINK, "/new"},
+        {"rename", CKH_OP_RENAME, "/file"},      {"truncate", CKH_OP_FTRUNCATE, "/file"},
+        {"open", CKH_OP_OPEN, "/file"},          {"listdir", CKH_OP_LISTDIR, "/dir"},
+        {"fsync_dir", CKH_OP_FSYNC_DIR, "/dir"}, {"pread", CKH_OP_PREAD, "/file"},
+        {"pwrite", CKH_OP_PWRITE, "/file"},      {"ftruncate", CKH_OP_FTRUNCATE, "/file"},
+        {"fsync", CKH_OP_FSYNC, "/file"},        {"fdatasync", CKH_OP_FDATASYNC, "/file"},
+        {"close", CKH_OP_CLOSE, "/file"},
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        arm(ops[i].kind, ops[i].path, 1,
+            (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_ERRNO, .err = EROFS});
+        T.ctx.n = 0; /* the children before this one are gone */
+        int st = wait_status(spawn_as(0, child_one_op, ops[i].name));
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: child status %#x", ops[i].name, st);
+        ck_assert_msg(T.ctx.seen >= 1, "%s: the hook never saw it", ops[i].name);
+        T.ctx.armed = false;
+        char buf[16];
+        ck_assert_int_eq(disk_get("/file", buf, sizeof buf), 4);
+        ck_assert_str_eq(buf, "abcd");
+        ck_assert(ckh_fs_exists(d, "/dir") && ckh_fs_exists(d, "/link") && !ckh_fs_exists(d, "/new"));
+    }
+    /* An ERRNO verdict without an errno fails with EIO. */
+    arm(CKH_OP_MKDIR, "/new", 1, (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_ERRNO});
+    run_ok(0, child_mkdir_eio, "/new");
+    ck_assert(!ckh_fs_exists(d, "/new"));
+    down();
+}
+END_TEST
+
+/* ckh's own error codes reach the kernel as the nearest errno. */
+START_TEST(test_errno_of_ckh_codes)
+{
+    ck_assert_int_eq(ckh__ckhfs_errno(0), 0);
+    ck_assert_int_eq(ckh__ckhfs_errno(7), 0);
+    ck_assert_int_eq(ckh__ckhfs_errno(-ENOSPC), -ENOSPC);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_ENOMEM), -ENOMEM);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_EINVAL), -EINVAL);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_EESCAPE), -EINVAL);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_EUNSUPPORTED), -EOPNOTSUPP);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_ENOTFOUND), -ENOENT);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_EEXISTS), -EEXIST);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_ECORRUPT), -EIO);
+}
+END_TEST
+
+/* Absolute mount paths: resolved when they exist, kept as given (made
+ * absolute, trailing slashes cut) when they do not, refused when too long. */
+START_TEST(test_abspath)
+{
+    char out[PATH_MAX];
+    ck_assert_int_eq(ckh__ckhfs_abspath("/", out, sizeof out), 0);
+    ck_assert_str_eq(out, "/");
+    ck_assert_int_eq(ckh__ckhfs_abspath("/nonexistent/ckh/x///", out, sizeof out), 0);
+    ck_assert_str_eq(out, "/nonexistent/ckh/x");
+    char cwd[PATH_MAX], want[PATH_MAX + 32];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(ckh__ckhfs_abspath("no-such-ckh-dir/y/", out, sizeof out), 0);
+    snprintf(want, sizeof want, "%s/no-such-ckh-dir/y", cwd);
+    ck_assert_str_eq(out, want);
+    char small[8];
+    ck_assert_int_eq(ckh__ckhfs_abspath("/nonexistent/ckh/x", small, sizeof small), -ENAMETOOLONG);
+    ck_assert_int_eq(ckh__ckhfs_abspath("/usr/lib", small, 4), -ENAMETOOLONG);
+    /* nothing mounted below a folder that is not there */
+    ck_assert_int_eq(ckh_ckhfs_sweep_stale("/nonexistent/ckh"), 0);
+    ck_assert_int_eq(ckh__ckhfs_unmount_below(NULL, true), 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------ children */
 
 static const struct {
@@ -1450,6 +1749,8 @@ static const struct {
     {"five_writes", child_five_writes}, {"traced", child_traced},
     {"refused", child_refused},      {"busy", child_busy},
     {"big", child_big},              {"sparse", child_sparse},
+    {"errors", child_errors},        {"one_op", child_one_op},
+    {"mkdir_eio", child_mkdir_eio},
 };
 
 static const char *child_name(child_fn fn)
@@ -1482,6 +1783,7 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(tc, test_nodes_by_pid);
     tcase_add_test(tc, test_refused_and_unseen_ops);
     tcase_add_test(tc, test_cache_names);
+    tcase_add_test(tc, test_errors_reach_the_program);
     suite_add_tcase(s, tc);
     TCase *th = tcase_create("hook");
     tcase_set_timeout(th, 120);
@@ -1492,6 +1794,7 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(th, test_hook_kill_before);
     tcase_add_test(th, test_hook_kill_after);
     tcase_add_test(th, test_trace);
+    tcase_add_test(th, test_hook_every_op);
     suite_add_tcase(s, th);
     TCase *tl = tcase_create("lifetime");
     tcase_set_timeout(tl, 120);
@@ -1502,6 +1805,10 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(tl, test_big_file_memory);
     tcase_add_test(tl, test_store_real_size);
     suite_add_tcase(s, tl);
+    TCase *tu = tcase_create("units"); /* no mount */
+    tcase_add_test(tu, test_errno_of_ckh_codes);
+    tcase_add_test(tu, test_abspath);
+    suite_add_tcase(s, tu);
     return s;
 }
 
