@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -1265,6 +1266,110 @@ START_TEST(test_sweep_stale_direct)
 }
 END_TEST
 
+/* A user who may not open /dev/fuse is told so, with what to do. */
+START_TEST(test_fuse_not_permitted)
+{
+    NEED_FUSE();
+    if (geteuid() != 0)
+        CKH_SKIP("needs root, to become a user without access to /dev/fuse");
+    struct stat st;
+    ck_assert_int_eq(stat("/dev/fuse", &st), 0);
+    if (st.st_mode & 0006)
+        CKH_SKIP("/dev/fuse is open to every user here");
+    int out[2];
+    ck_assert_int_eq(pipe(out), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(out[0]);
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        char msg[512] = "";
+        int rc = ckh_ckhfs_available(msg, sizeof msg);
+        struct ckh_ckhfs_config cfg = {.mountpoint = "/tmp", .disk = (struct ckh_simfs *)msg};
+        struct ckh_ckhfs *fs = NULL;
+        char msg2[512] = "";
+        int rc2 = ckh_ckhfs_mount(&cfg, &fs, msg2, sizeof msg2);
+        dprintf(out[1], "%d %d %s|%s", rc == CKH_EUNSUPPORTED, rc2 == CKH_EUNSUPPORTED && !fs, msg,
+                msg2);
+        _exit(0);
+    }
+    close(out[1]);
+    char got[1100] = "";
+    ssize_t n = read(out[0], got, sizeof got - 1);
+    close(out[0]);
+    ck_assert_int_eq(wait_status(pid), 0);
+    ck_assert_int_gt(n, 0);
+    ck_assert_msg(strncmp(got, "1 1 FUSE is not available: cannot open /dev/fuse read-write: Permission "
+                               "denied (give this user access to /dev/fuse or run as root",
+                          102) == 0,
+                  "%s", got);
+    ck_assert_ptr_nonnull(strstr(got, "|FUSE is not available: cannot open /dev/fuse"));
+}
+END_TEST
+
+/* path as the mount table writes it (octal escapes for space, tab, newline
+ * and backslash). */
+static const char *escaped(const char *path)
+{
+    static char buf[2][PATH_MAX * 4];
+    static int k;
+    k = (k + 1) % 2;
+    char *w = buf[k];
+    for (const char *r = path; *r; r++) {
+        if (*r == ' ' || *r == '\t' || *r == '\n' || *r == '\\')
+            w += sprintf(w, "\\%03o", (unsigned char)*r);
+        else
+            *w++ = *r;
+    }
+    *w = '\0';
+    return buf[k];
+}
+
+/* Stale mounts whose paths hold a space and a tab (escaped in the mount
+ * table), one deeper than the other: the sweep finds and removes both. */
+START_TEST(test_sweep_escaped_paths)
+{
+    NEED_FUSE();
+    up(CKH_CRASH_POSIX_WEAK, false);
+    char base[PATH_MAX + 32], deeper[PATH_MAX + 64];
+    snprintf(base, sizeof base, "%s/sp ace\tand\\tab", T.dir);
+    snprintf(deeper, sizeof deeper, "%s/deeper dir", base);
+    ck_assert_int_eq(mkdir(base, 0755), 0);
+    ck_assert_int_eq(mkdir(deeper, 0755), 0);
+    const char *bases[2] = {base, deeper};
+    char dead[2][PATH_MAX];
+    pid_t pids[2];
+    for (int i = 0; i < 2; i++) {
+        int rep[2];
+        ck_assert_int_eq(pipe(rep), 0);
+        pids[i] = fork();
+        ck_assert_int_ge(pids[i], 0);
+        if (pids[i] == 0) {
+            close(rep[0]);
+            alarm(60);
+            killed_ckh(bases[i], rep[1]);
+        }
+        close(rep[1]);
+        dead[i][0] = '\0';
+        ck_assert_int_gt(read(rep[0], dead[i], sizeof dead[i]), 0);
+        close(rep[0]);
+    }
+    for (int i = 0; i < 2; i++) {
+        kill(pids[i], SIGKILL);
+        wait_status(pids[i]);
+        ck_assert_msg(ckh_test_ckhfs_mounts(escaped(dead[i])) == 1, "%s not listed", dead[i]);
+    }
+    /* An exact unmount of a folder above them touches neither. */
+    ck_assert_int_eq(ckh__ckhfs_unmount_below(base, true), 0);
+    ck_assert_int_eq(ckh_ckhfs_sweep_stale(base), 2);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(ckh_test_ckhfs_mounts(escaped(dead[i])), 0);
+    ck_assert(mounted_at(T.mnt));
+    down();
+}
+END_TEST
+
 START_TEST(test_mount_errors)
 {
     NEED_FUSE();
@@ -1282,8 +1387,36 @@ START_TEST(test_mount_errors)
     cfg.disk = NULL;
     cfg.mountpoint = "/tmp";
     ck_assert_int_eq(ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_str_eq(msg, "ckhfs: a mount needs a mount point and a disk");
+    cfg.disk = disk;
+    cfg.mountpoint = "";
+    ck_assert_int_eq(ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_str_eq(msg, "ckhfs: a mount needs a mount point and a disk");
+    cfg.mountpoint = NULL;
+    ck_assert_int_eq(ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckhfs_mount(NULL, &fs, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckhfs_mount(&cfg, NULL, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_str_eq(msg, "ckhfs: no output handle");
+    /* A mount point that is a file. */
+    char file[] = "/tmp/ckh_test_ckhfs_file_XXXXXX";
+    int fd = mkstemp(file);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    cfg.mountpoint = file;
+    ck_assert_int_eq(ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg), CKH_EINVAL);
+    char want[128];
+    snprintf(want, sizeof want, "ckhfs: mount point %s is not a folder", file);
+    ck_assert_str_eq(msg, want);
+    ck_assert_ptr_null(fs);
+    unlink(file);
+    ck_assert_int_eq(ckh_ckhfs_available(NULL, 0), 0);
     ckh_ckhfs_unmount(NULL);
     ck_assert_ptr_null(ckh_ckhfs_trace(NULL, NULL));
+    size_t n = 5;
+    ck_assert_ptr_null(ckh_ckhfs_trace(NULL, &n));
+    ck_assert_uint_eq(n, 0);
+    ckh_ckhfs_lock(NULL);
+    ckh_ckhfs_unlock(NULL);
     ckh_simfs_destroy(disk);
 }
 END_TEST
@@ -1802,6 +1935,8 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(tl, test_sweep_stale_mounts);
     tcase_add_test(tl, test_sweep_stale_direct);
     tcase_add_test(tl, test_mount_errors);
+    tcase_add_test(tl, test_fuse_not_permitted);
+    tcase_add_test(tl, test_sweep_escaped_paths);
     tcase_add_test(tl, test_big_file_memory);
     tcase_add_test(tl, test_store_real_size);
     suite_add_tcase(s, tl);
