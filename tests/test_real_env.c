@@ -28,6 +28,7 @@
 #include "ckh/rng.h"
 #include "real_env.h"
 #include "real_faults.h"
+#include "real_nccl.h"
 #include "support/files.h"
 #include "support/skip.h"
 
@@ -883,6 +884,109 @@ START_TEST(test_env_over_given_fs)
 }
 END_TEST
 
+
+/* KILL_AFTER on each kind of op: the node dies once the op is done. */
+static void whole_sequence(struct ckh_env *env)
+{
+    (void)run_sequence(env, CKH_OP__COUNT); /* no op fails; the kill ends it */
+}
+
+START_TEST(test_kill_after_every_op)
+{
+    static const enum ckh_op_kind kinds[] = {
+        CKH_OP_MKDIR,  CKH_OP_OPEN,   CKH_OP_WRITE,    CKH_OP_PWRITE,  CKH_OP_FSYNC,
+        CKH_OP_FDATASYNC, CKH_OP_PREAD, CKH_OP_READ,  CKH_OP_FTRUNCATE, CKH_OP_CLOSE,
+        CKH_OP_RENAME, CKH_OP_FSYNC_DIR, CKH_OP_STAT,  CKH_OP_SYMLINK, CKH_OP_READLINK,
+        CKH_OP_LISTDIR, CKH_OP_UNLINK, CKH_OP_RMDIR};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        make_tmp();
+        struct ckh_real_rule r = rule((int)kinds[i], NULL, 1,
+                                      (struct ckh_fault_action){.kind = CKH_FAULT_KILL_AFTER});
+        int st = run_child(&r, 1, false, whole_sequence);
+        ck_assert_msg(killed(st), "%s: status %#x", ckh_op_name(kinds[i]), st);
+        char *log = slurp(logpath);
+        char want[128];
+        snprintf(want, sizeof want, "fired 0 0 %s kill_after /", ckh_op_name(kinds[i]));
+        ck_assert_msg(strncmp(log, want, strlen(want)) == 0, "log: %s", log);
+        free(log);
+        /* the op itself was done */
+        if (kinds[i] == CKH_OP_MKDIR)
+            ck_assert_int_eq(access(in_root("/d"), F_OK), 0);
+        if (kinds[i] == CKH_OP_RENAME)
+            ck_assert_int_eq(access(in_root("/d/b"), F_OK), 0);
+        if (kinds[i] == CKH_OP_UNLINK)
+            ck_assert_int_ne(access(in_root("/d/latest"), F_OK), 0);
+        if (kinds[i] == CKH_OP_RMDIR)
+            ck_assert_int_ne(access(in_root("/d"), F_OK), 0);
+        if (kinds[i] == CKH_OP_FTRUNCATE)
+            ck_assert_int_eq(size_of("/d/a"), 11);
+        rm_tmp();
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------- NCCL's loading */
+
+/* ckh_real_nccl_probe in a fresh process (it loads the libraries once)
+ * with CKH_NCCL_LIB and CKH_CUDART_LIB set: its message. */
+static void probe(const char *nccl, const char *cudart, int gpus, char *out, size_t n)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        setenv("CKH_NCCL_LIB", nccl, 1);
+        setenv("CKH_CUDART_LIB", cudart, 1);
+        char num[16];
+        snprintf(num, sizeof num, "%d", gpus);
+        setenv("CKH_FAKE_GPUS", num, 1);
+        setenv("CKH_FAKE_GPU_DIR", tmpdir, 1);
+        char msg[600] = "";
+        int ndev = -1;
+        int rc = ckh_real_nccl_probe(&ndev, msg, sizeof msg);
+        dprintf(fds[1], "%d %d %s", rc == 0 ? 0 : rc == CKH_EINTERNAL ? 1 : 2, ndev, msg);
+        _exit(0);
+    }
+    close(fds[1]);
+    ssize_t got = read(fds[0], out, n - 1);
+    close(fds[0]);
+    out[got > 0 ? got : 0] = '\0';
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+START_TEST(test_nccl_probe_messages)
+{
+    make_tmp();
+    char fake[1100], exe[1024], out[700];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ck_assert_int_gt(k, 0);
+    exe[k] = '\0';
+    *strrchr(exe, '/') = '\0';
+    snprintf(fake, sizeof fake, "%s/libckh_fakegpu.so", exe);
+    ck_assert_msg(access(fake, R_OK) == 0, "%s missing: the NCCL test double is not built", fake);
+    probe("/nonexistent/libnccl.so.2", fake, 1, out, sizeof out);
+    ck_assert_msg(strncmp(out, "1 0 libnccl.so.2 not found (CKH_NCCL_LIB: /nonexistent/libnccl.so.2", 67) == 0,
+                  "%s", out);
+    probe(fake, "/nonexistent/libcudart.so", 1, out, sizeof out);
+    ck_assert_msg(strncmp(out, "1 0 the CUDA runtime not found (CKH_CUDART_LIB: /nonexistent/libcudart.so",
+                          73) == 0, "%s", out);
+    probe("libm.so.6", fake, 1, out, sizeof out);
+    ck_assert_str_eq(out, "1 0 libnccl.so.2 lacks ncclGetUniqueId");
+    probe(fake, "libm.so.6", 1, out, sizeof out);
+    ck_assert_str_eq(out, "1 0 the CUDA runtime lacks cudaGetDeviceCount");
+    probe(fake, fake, 0, out, sizeof out);
+    ck_assert_msg(strncmp(out, "1 0 no CUDA device (cudaGetDeviceCount: ", 40) == 0, "%s", out);
+    probe(fake, fake, 3, out, sizeof out);
+    ck_assert_str_eq(out, "0 3 ");
+    rm_tmp();
+}
+END_TEST
+
 static Suite *real_env_suite(void)
 {
     Suite *s = suite_create("real_env");
@@ -901,6 +1005,8 @@ static Suite *real_env_suite(void)
     tcase_add_test(tc, test_clock_rand_node);
     tcase_add_test(tc, test_node_exit);
     tcase_add_test(tc, test_env_over_given_fs);
+    tcase_add_test(tc, test_kill_after_every_op);
+    tcase_add_test(tc, test_nccl_probe_messages);
     suite_add_tcase(s, tc);
     return s;
 }
