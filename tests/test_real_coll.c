@@ -756,6 +756,57 @@ START_TEST(test_nccl_fake)
 }
 END_TEST
 
+
+/* The conformance program's other modes (real/coll_check_main.c): its
+ * usage; the all-reduce benchmark over MPI and, with the CUDA and NCCL
+ * test double, over NCCL on device buffers; NCCL without a device. */
+START_TEST(test_coll_check_modes)
+{
+    NEED_MPI(0);
+    char exe[1024], launcher[1024], err[512], cmd[3000], out[256];
+    ck_assert_int_eq(ckh__real_find_mpi(mpis[0], exe, sizeof exe, launcher, sizeof launcher, err, sizeof err), 0);
+    char *slash = strrchr(exe, '/');
+    snprintf(slash + 1, sizeof exe - (size_t)(slash + 1 - exe), "ckh-coll-check-%s", mpis[0]);
+    snprintf(out, sizeof out, "/tmp/ckh-test-real-coll-bench-%ld", (long)getpid());
+    /* no arguments: the usage, exit status 2 */
+    snprintf(cmd, sizeof cmd, "%s > %s 2>&1", exe, out);
+    int st = system(cmd);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    size_t n = 0;
+    char *text = ckh_test_slurp(out, &n);
+    ck_assert_str_eq(text, "usage: ckh-coll-check-MPI OUT [skip-last]\n");
+    free(text);
+    const char *mpirun_opts = "--allow-run-as-root --oversubscribe --bind-to none";
+    char dir[256];
+    for (int gpus = 0; gpus <= 2; gpus++) {
+        /* 0: host collectives; 1: NCCL asked for, no device; 2: NCCL on
+         * the double's 2 devices */
+        fake_gpus(gpus == 1 ? 0 : 2, 1u << 26, dir, sizeof dir);
+        snprintf(cmd, sizeof cmd, "%s %s -np 2 %s --bench 4096 20%s > %s 2>&1", launcher, mpirun_opts, exe,
+                 gpus ? " nccl" : "", out);
+        st = system(cmd);
+        text = ckh_test_slurp(out, &n);
+        if (gpus == 1) {
+            /* no device: each rank says why, exit status 3 */
+            ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x: %s", st, text);
+            ck_assert_msg(strstr(text, "ckh-coll-check: ") && strstr(text, "no CUDA device"), "%s", text);
+        } else {
+            /* rank 0 prints "allreduce BYTES NS_PER_CALL" */
+            ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, text);
+            unsigned long bytes = 0;
+            double ns = -1;
+            const char *line = strstr(text, "allreduce ");
+            ck_assert_msg(line && sscanf(line, "allreduce %lu %lf", &bytes, &ns) == 2, "%s", text);
+            ck_assert_uint_eq(bytes, 4096);
+            ck_assert(ns >= 0);
+        }
+        free(text);
+        fake_gpus_end(dir);
+    }
+    unlink(out);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
     struct ckh_scenario *sc = parse("job: {workload: seed-pipeline, nodes: 1, platform: real}\n");
@@ -822,6 +873,7 @@ int main(void)
     tcase_add_loop_test(tc, test_nccl_fake, 0, (int)(sizeof nccl_jobs / sizeof nccl_jobs[0]) + 1);
     tcase_add_loop_test(tc, test_library_equals_sim, 0, nlib[0]);
     tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_coll_check_modes);
     suite_add_tcase(s, tc);
     /* The real platform's disks on ckhfs: CTest entry test_real_coll_fuse. */
     TCase *fs = tcase_create("ckhfs");
