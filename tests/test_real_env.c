@@ -26,6 +26,7 @@
 #include "ckh/op.h"
 #include "ckh/posix.h"
 #include "ckh/rng.h"
+#include "exec/worker.h"
 #include "real_env.h"
 #include "real_faults.h"
 #include "real_nccl.h"
@@ -461,7 +462,7 @@ static int run_child(const struct ckh_real_rule *rules, size_t n, bool notes, no
         if (ckh_real_env_create(&c, &env, msg, sizeof msg) != 0)
             _exit(91);
         fn(env);
-        _exit(0);
+        ckh__worker_exit(0);
     }
     int st = 0;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -948,7 +949,7 @@ static void probe(const char *nccl, const char *cudart, int gpus, char *out, siz
         int ndev = -1;
         int rc = ckh_real_nccl_probe(&ndev, msg, sizeof msg);
         dprintf(fds[1], "%d %d %s", rc == 0 ? 0 : rc == CKH_EINTERNAL ? 1 : 2, ndev, msg);
-        _exit(0);
+        ckh__worker_exit(0);
     }
     close(fds[1]);
     ssize_t got = read(fds[0], out, n - 1);
