@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,6 +43,7 @@
 #include "ckhfs/ckhfs.h"
 #include "ckhfs/ckhfs_internal.h"
 #include "exec/tmpdir.h"
+#include "exec/worker.h"
 #include "support/fuse.h"
 #include "support/skip.h"
 
@@ -1370,6 +1372,120 @@ START_TEST(test_sweep_escaped_paths)
 }
 END_TEST
 
+/* Writes "1000 0 1" (uid or gid 1000 of pid's user namespace is the real
+ * root) to /proc/PID/<file>, from this process (the parent namespace). */
+static bool map_id(pid_t pid, const char *file)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/%s", (long)pid, file);
+    int fd = open(path, O_WRONLY);
+    bool ok = fd >= 0 && write(fd, "1000 0 1", 8) == 8;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* ckh run by a user other than root (here: uid 1000 of a user namespace,
+ * the real root outside, so that /dev/fuse still opens): FUSE needs
+ * fusermount3 on PATH, and a stale mount that user may not detach is
+ * handed to fusermount3; what the sweep says it unmounted is what left
+ * the mount table. */
+START_TEST(test_fuse_as_user)
+{
+    NEED_FUSE();
+    if (geteuid() != 0)
+        CKH_SKIP("needs root, to map the real root to an ordinary user of a user namespace");
+    up(CKH_CRASH_POSIX_WEAK, false);
+    char base[PATH_MAX + 8];
+    snprintf(base, sizeof base, "%s/base", T.dir);
+    ck_assert_int_eq(mkdir(base, 0755), 0);
+    int rep[2];
+    ck_assert_int_eq(pipe(rep), 0);
+    pid_t dead_pid = fork();
+    ck_assert_int_ge(dead_pid, 0);
+    if (dead_pid == 0) {
+        close(rep[0]);
+        alarm(60);
+        killed_ckh(base, rep[1]);
+    }
+    close(rep[1]);
+    char dead[PATH_MAX] = "";
+    ck_assert_int_gt(read(rep[0], dead, sizeof dead), 0);
+    close(rep[0]);
+    kill(dead_pid, SIGKILL);
+    wait_status(dead_pid);
+    ck_assert(mounted_at(dead));
+    int out[2], ready[2], go[2];
+    ck_assert_int_eq(pipe(out), 0);
+    ck_assert_int_eq(pipe(ready), 0);
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(out[0]);
+        close(ready[0]);
+        close(go[1]);
+        alarm(60);
+        char sig = unshare(CLONE_NEWUSER) == 0 ? 'u' : 'x';
+        if (sig == 'x')
+            dprintf(out[1], "unshare: %s", strerror(errno));
+        if (write(ready[1], &sig, 1) != 1 || sig == 'x')
+            _exit(77);
+        if (read(go[0], &sig, 1) != 1 || sig != 'm' || geteuid() != 1000) {
+            dprintf(out[1], "no id map (euid %d)", (int)geteuid());
+            _exit(77);
+        }
+        char m1[512] = "", m2[512] = "", m3[512] = "";
+        unsetenv("PATH"); /* the default: /usr/bin:/bin */
+        int a = ckh_ckhfs_available(m1, sizeof m1);
+        setenv("PATH", "/nonexistent::/also/not", 1);
+        int b = ckh_ckhfs_available(m2, sizeof m2);
+        setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
+        int c = ckh_ckhfs_available(m3, sizeof m3);
+        int before = ckh_test_ckhfs_mounts(dead);
+        int swept = ckh_ckhfs_sweep_stale(base);
+        int after = ckh_test_ckhfs_mounts(dead);
+        dprintf(out[1], "%d %d %d %d %d %d|%s|%s|%s", a, b == CKH_EUNSUPPORTED, c, before, swept, after, m1,
+                m2, m3);
+        fflush(NULL);
+        ckh__worker_exit(0);
+    }
+    close(out[1]);
+    close(ready[1]);
+    close(go[0]);
+    char sig = 0;
+    ck_assert_int_eq(read(ready[0], &sig, 1), 1);
+    close(ready[0]);
+    if (sig == 'u')
+        sig = map_id(pid, "uid_map") && map_id(pid, "gid_map") ? 'm' : 'x';
+    ck_assert_int_eq(write(go[1], &sig, 1), 1);
+    close(go[1]);
+    char got[2048] = "";
+    ssize_t n = read(out[0], got, sizeof got - 1);
+    close(out[0]);
+    int st = wait_status(pid);
+    ck_assert_int_gt(n, 0);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+        ck_assert_int_eq(ckh_ckhfs_sweep_stale(base), 1);
+        down();
+        CKH_SKIP("no user namespace here (%s)", got);
+    }
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, got);
+    int a, b, c, before, swept, after;
+    ck_assert_msg(sscanf(got, "%d %d %d %d %d %d|", &a, &b, &c, &before, &swept, &after) == 6, "%s", got);
+    ck_assert_msg(a == 0 && c == 0, "%s", got);
+    ck_assert_msg(b == 1 && strstr(got, "|FUSE is not available: fusermount3 is not on PATH and ckh is not root "
+                                        "(install Debian's fuse3 package)|"), "%s", got);
+    ck_assert_int_eq(before, 1);
+    ck_assert_int_eq(swept, before - after);
+    /* Root detaches whatever the user could not. */
+    ck_assert_int_eq(ckh_ckhfs_sweep_stale(base), after);
+    ck_assert(!mounted_at(dead));
+    ck_assert(mounted_at(T.mnt));
+    down();
+}
+END_TEST
+
 START_TEST(test_mount_errors)
 {
     NEED_FUSE();
@@ -1936,6 +2052,7 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(tl, test_sweep_stale_direct);
     tcase_add_test(tl, test_mount_errors);
     tcase_add_test(tl, test_fuse_not_permitted);
+    tcase_add_test(tl, test_fuse_as_user);
     tcase_add_test(tl, test_sweep_escaped_paths);
     tcase_add_test(tl, test_big_file_memory);
     tcase_add_test(tl, test_store_real_size);
