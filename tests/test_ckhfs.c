@@ -612,6 +612,11 @@ START_TEST(test_nodes_by_pid)
     ck_assert_ptr_null(strstr(p, "@0;"));
     ck_assert_ptr_nonnull(strstr(p, "open /n1@1;pwrite /n1@1;"));
     run_ok(1, child_read_n1, NULL);
+    /* A node number past what ckhfs keeps views for: its ops go through
+     * the view of unknown processes (pending as node -1). */
+    run_ok(70000, child_write_unsynced, "/big_node");
+    pending_str(p, sizeof p);
+    ck_assert_ptr_nonnull(strstr(p, "open /big_node@-1;pwrite /big_node@-1;"));
     down();
 }
 END_TEST
@@ -676,14 +681,14 @@ START_TEST(test_hook_errno)
 }
 END_TEST
 
+/* Two writes of 100 bytes; the first accepts arg bytes (NULL: 10). */
 static int child_short(const char *m, const char *arg)
 {
-    (void)arg;
     char data[100];
     memset(data, 'x', sizeof data);
     int fd = open(at(m, "/short"), O_CREAT | O_WRONLY, 0644);
     CHK(fd >= 0);
-    CHK(write(fd, data, sizeof data) == 10);
+    CHK(write(fd, data, sizeof data) == (arg ? atoi(arg) : 10));
     CHK(write(fd, data, sizeof data) == 100);
     CHK(close(fd) == 0);
     return 0;
@@ -709,6 +714,13 @@ START_TEST(test_hook_short_and_delay)
     run_ok(0, child_short, NULL);
     char buf[256];
     ck_assert_int_eq(disk_get("/short", buf, sizeof buf), 110);
+    /* keep more than the write holds: all of it; keep 0: a write of 0 */
+    arm(CKH_OP_PWRITE, NULL, 1, (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_SHORT, .keep = 1000});
+    run_ok(0, child_short, "100");
+    ck_assert_int_eq(disk_get("/short", buf, sizeof buf), 200);
+    arm(CKH_OP_PWRITE, NULL, 1, (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_SHORT, .keep = 0});
+    run_ok(0, child_short, "0");
+    ck_assert_int_eq(disk_get("/short", buf, sizeof buf), 200);
     arm(CKH_OP_MKDIR, NULL, 1,
         (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_DELAY, .delay_ms = 200});
     run_ok(0, child_delay, NULL);
@@ -1720,6 +1732,9 @@ static int child_errors(const char *m, const char *arg)
     CHK(rename(at(m, "/e"), at(m, "/d/f")) < 0 && errno == ENOTDIR);
     CHK(rename(at(m, "/d"), at(m, "/d/sub")) < 0 && errno == EINVAL);
     CHK(rename(at(m, "/nothere"), at(m, "/x")) < 0 && errno == ENOENT);
+    /* RENAME_NOREPLACE to a free name: done */
+    CHK(renameat2(AT_FDCWD, at(m, "/e"), AT_FDCWD, at(m, "/e3"), RENAME_NOREPLACE) == 0);
+    CHK(rename(at(m, "/e3"), at(m, "/e")) == 0);
     /* a folder over an empty folder replaces it */
     CHK(mkdir(at(m, "/e2"), 0755) == 0);
     CHK(rename(at(m, "/e2"), at(m, "/e")) == 0);
@@ -1810,6 +1825,7 @@ START_TEST(test_errors_reach_the_program)
     /* The failed operations that reached ckhfs are in the trace with their
      * answers (the kernel answers EEXIST itself from its lookups). */
     size_t n = 0;
+    ck_assert_ptr_nonnull(ckh_ckhfs_trace(T.fs, NULL));
     const struct ckh_ckhfs_op *t = ckh_ckhfs_trace(T.fs, &n);
     int enoent = 0, enotempty = 0, truncs = 0, dirsyncs = 0, datasyncs = 0;
     for (size_t i = 0; i < n; i++) {
