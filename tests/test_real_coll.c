@@ -807,6 +807,84 @@ START_TEST(test_coll_check_modes)
 }
 END_TEST
 
+
+/* The rank program refuses bad arguments (exit status 2, the usage) and
+ * a scenario or node it cannot run, leaving the launcher the code and the
+ * message in RUNDIR/status/error.RUN.PID. */
+static int rank_cmd(const char *exe, const char *args, const char *out, char **text)
+{
+    char cmd[3000];
+    snprintf(cmd, sizeof cmd, "%s %s > %s 2>&1", exe, args, out);
+    int st = system(cmd);
+    size_t n = 0;
+    *text = ckh_test_slurp(out, &n);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(test_rank_program_refusals)
+{
+    NEED_MPI(0);
+    char exe[1024], launcher[1024], err[512], out[256], dir[256], yaml[300], args[1500], *text;
+    ck_assert_int_eq(ckh__real_find_mpi(mpis[0], exe, sizeof exe, launcher, sizeof launcher, err, sizeof err), 0);
+    snprintf(out, sizeof out, "/tmp/ckh-test-rank-%ld.out", (long)getpid());
+    snprintf(dir, sizeof dir, "/tmp/ckh-test-rank-%ld", (long)getpid());
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    snprintf(yaml, sizeof yaml, "%s/status", dir);
+    ck_assert_int_eq(mkdir(yaml, 0755), 0);
+    static const struct {
+        const char *args, *why;
+    } bad[] = {
+        {"", "--scenario, --dir and one of --ranks or --node are required"},
+        {"--scenario x.yaml --dir d --ranks 0 --node 0", "--scenario, --dir and one of --ranks or --node are required"},
+        {"--scenario", "an option lacks its value"},
+        {"--seed abc", "unknown option or bad value"},
+        {"--seed 12x", "unknown option or bad value"},
+        {"--run 0", "unknown option or bad value"},
+        {"--resume -2", "unknown option or bad value"},
+        {"--node 1024", "unknown option or bad value"},
+        {"--bogus 1", "unknown option or bad value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int code = rank_cmd(exe, bad[i].args, out, &text);
+        char want[200];
+        snprintf(want, sizeof want, "ckh-rank: %s\nusage: ckh-rank-MPI --scenario FILE", bad[i].why);
+        ck_assert_msg(code == 2 && strncmp(text, want, strlen(want)) == 0, "%s: %d: %s", bad[i].args, code, text);
+        free(text);
+    }
+    /* A scenario with an error: exit 2, where and what, for the launcher too. */
+    snprintf(yaml, sizeof yaml, "%s/bad.yaml", dir);
+    FILE *f = fopen(yaml, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("job: {workload: ddp-train, nodes: two}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "--scenario %s --dir %s --node 0 --seed 1 --run 1 --resume -1 --reference", yaml, dir);
+    int code = rank_cmd(exe, args, out, &text);
+    char want[400];
+    snprintf(want, sizeof want, "): %s:1:35: 'job.nodes' expects an integer in 1..1024, got 'two'", yaml);
+    ck_assert_msg(code == 2 && strstr(text, want), "%d: %s", code, text);
+    free(text);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "cat %s/status/error.1.* > %s", dir, out);
+    ck_assert_int_eq(system(cmd), 0);
+    size_t n = 0;
+    text = ckh_test_slurp(out, &n);
+    snprintf(want, sizeof want, "%d %s:1:35: 'job.nodes' expects", CKH_EINVAL, yaml);
+    ck_assert_msg(strncmp(text, want, strlen(want)) == 0, "%s", text);
+    free(text);
+    /* A node the job does not have: exit 3. */
+    f = fopen(yaml, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("job: {workload: ddp-train, nodes: 2, epochs: 1}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "--scenario %s --dir %s --node 5", yaml, dir);
+    code = rank_cmd(exe, args, out, &text);
+    ck_assert_msg(code == 3 && strstr(text, "node 5 is not a node of the job (0..1)"), "%d: %s", code, text);
+    free(text);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, out);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
     struct ckh_scenario *sc = parse("job: {workload: seed-pipeline, nodes: 1, platform: real}\n");
@@ -874,6 +952,7 @@ int main(void)
     tcase_add_loop_test(tc, test_library_equals_sim, 0, nlib[0]);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_coll_check_modes);
+    tcase_add_test(tc, test_rank_program_refusals);
     suite_add_tcase(s, tc);
     /* The real platform's disks on ckhfs: CTest entry test_real_coll_fuse. */
     TCase *fs = tcase_create("ckhfs");
