@@ -21,6 +21,7 @@
 #include "ckh/fs.h"
 #include "ckh/op.h"
 #include "ckh/posix.h"
+#include "ckh/record.h"
 #include "ckh/rng.h"
 #include "support/skip.h"
 
@@ -796,6 +797,116 @@ START_TEST(test_read_file_edges)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------- records */
+
+static char heard[256];
+static int heard_kind;
+static int rec_calls;
+
+static int r_step(struct ckh_record *r, const struct ckh_rec_step *st)
+{
+    (void)r;
+    (void)st;
+    return ++rec_calls;
+}
+
+static void r_refused(struct ckh_record *r, enum ckh_rec_kind kind, const char *why)
+{
+    (void)r;
+    heard_kind = (int)kind;
+    snprintf(heard, sizeof heard, "%s", why);
+}
+
+/* What the record checks say, record by record; what the wrappers do
+ * with a table that lacks a method, and who hears a refusal. */
+START_TEST(test_record_checks)
+{
+    char why[256];
+    struct ckh_rec_digest d2[2] = {{"w", 1}, {"w", 2}};
+    struct ckh_rec_digest dbad[1] = {{"a b", 1}};
+    struct ckh_rec_value v2[2] = {{"w2", 1}, {"w", 2}};
+    struct ckh_rec_value vnull[1] = {{NULL, 1}};
+    struct ckh_rec_value vempty[1] = {{"", 1}};
+    char longname[80];
+    memset(longname, 'n', 70);
+    longname[70] = '\0';
+    struct ckh_rec_value vlong[1] = {{longname, 1}};
+    const struct {
+        enum ckh_rec_kind kind;
+        const void *rec;
+        const char *why;
+    } cases[] = {
+        {CKH_REC_STEP, NULL, "no record (NULL)"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 0}, "step 0, expected 1 or more"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 1, .epoch = -1}, "epoch -1, expected 0 or more"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 1, .nsamples = 3}, "3 samples counted but not given (NULL)"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 1, .ndigests = 33, .digests = d2}, "33 digests, at most 32 in one record"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 1, .nvalues = 40, .values = v2}, "40 values, at most 32 in one record"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 1, .ndigests = 1}, "digests counted but not given (NULL)"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 1, .nvalues = 1}, "values counted but not given (NULL)"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 1, .ndigests = 2, .digests = d2}, "digest 'w' appears twice"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 1, .ndigests = 1, .digests = dbad},
+         "digest name 'a b' has a character other than A-Z a-z 0-9 _ . -"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 1, .ndigests = 1, .digests = d2, .nvalues = 2, .values = v2},
+         "'w' appears twice among the digests and values"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 1, .nvalues = 1, .values = vnull}, "a value has no name"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 1, .nvalues = 1, .values = vempty}, "a value has an empty name"},
+        {CKH_REC_STEP, &(struct ckh_rec_step){.step = 1, .nvalues = 1, .values = vlong},
+         "value name 'nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn...' is longer than 63 bytes"},
+        {CKH_REC_RESUME, NULL, "no record (NULL)"},
+        {CKH_REC_RESUME, &(struct ckh_rec_resume){.step = -1}, "step -1, expected 0 or more"},
+        {CKH_REC_RESUME, &(struct ckh_rec_resume){.epoch = -2}, "epoch -2, expected 0 or more"},
+        {CKH_REC_SAVE, NULL, "no record (NULL)"},
+        {CKH_REC_SAVE, &(struct ckh_rec_save){.step = -3}, "step -3, expected 0 or more"},
+        {CKH_REC_SAVE, &(struct ckh_rec_save){.rc = 5}, "rc 5, expected 0 or a negative error code"},
+        {CKH_REC_FINAL, NULL, "no record (NULL)"},
+        {CKH_REC_FINAL, &(struct ckh_rec_final){.steps = -1}, "steps -1, expected 0 or more"},
+        {CKH_REC_FINAL, &(struct ckh_rec_final){.nblobs = 2}, "2 blobs counted but not given (NULL)"},
+        {CKH_REC_FINAL, &(struct ckh_rec_final){.nblobs = 1, .blobs = (const char *[]){NULL}}, "blob 1 is NULL"},
+        {CKH_REC_FINAL, &(struct ckh_rec_final){.nblobs = 2, .blobs = (const char *[]){"m", ""}}, "blob 2 has an empty name"},
+        {CKH_REC_FINAL, &(struct ckh_rec_final){.nblobs = 1, .blobs = (const char *[]){"a,b"}}, "blob 1 has a ',' in its name"},
+        {CKH_REC_FINAL, &(struct ckh_rec_final){.nvalues = 1, .values = vnull}, "a value has no name"},
+        {(enum ckh_rec_kind)9, &(struct ckh_rec_final){0}, "unknown record kind 9"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(ckh_record_why(cases[i].kind, cases[i].rec, why, sizeof why), CKH_EINVAL);
+        ck_assert_msg(strcmp(why, cases[i].why) == 0, "case %zu: %s", i, why);
+    }
+    ck_assert_int_eq(ckh_record_why(CKH_REC_SAVE, &(struct ckh_rec_save){.rc = -5}, why, sizeof why), 0);
+    ck_assert_str_eq(why, "");
+    ck_assert_int_eq(ckh_record_why(CKH_REC_STEP, NULL, NULL, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_record_name_check(NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_record_name_check(""), CKH_EINVAL);
+    ck_assert_int_eq(ckh_record_name_check("A-z_0.9"), 0);
+    /* wrappers: no table, a table without the method: nothing to do */
+    struct ckh_rec_step ok = {.step = 1};
+    static const struct ckh_record_ops none = {.version = 1};
+    struct ckh_record r0 = {.ops = &none};
+    ck_assert_int_eq(ckh_record_step(NULL, &ok), 0);
+    ck_assert_int_eq(ckh_record_step(&r0, &ok), 0);
+    ck_assert_int_eq(ckh_record_resume(&r0, &(struct ckh_rec_resume){0}), 0);
+    ck_assert_int_eq(ckh_record_save(&r0, &(struct ckh_rec_save){0}), 0);
+    ck_assert_int_eq(ckh_record_final(&r0, &(struct ckh_rec_final){0}), 0);
+    ck_assert_int_eq(ckh_record_resume(NULL, NULL), 0);
+    ck_assert_int_eq(ckh_record_save(NULL, NULL), 0);
+    ck_assert_int_eq(ckh_record_final(NULL, NULL), 0);
+    /* version 1: refused silently; version 2: its refused method hears why */
+    static const struct ckh_record_ops ops1 = {.version = 1, .step = r_step, .refused = r_refused};
+    static const struct ckh_record_ops ops2 = {.version = 2, .step = r_step, .refused = r_refused};
+    struct ckh_record r1 = {.ops = &ops1}, rv2 = {.ops = &ops2};
+    rec_calls = 0;
+    heard[0] = '\0';
+    ck_assert_int_eq(ckh_record_step(&r1, &ok), 1);
+    ck_assert_int_eq(ckh_record_step(&r1, &(struct ckh_rec_step){.step = 0}), CKH_EINVAL);
+    ck_assert_str_eq(heard, "");
+    ck_assert_int_eq(ckh_record_step(&rv2, &(struct ckh_rec_step){.step = -4}), CKH_EINVAL);
+    ck_assert_str_eq(heard, "step -4, expected 1 or more");
+    ck_assert_int_eq(heard_kind, CKH_REC_STEP);
+    ck_assert_int_eq(rec_calls, 1);
+}
+END_TEST
+
 static Suite *platform_edges_suite(void)
 {
     Suite *s = suite_create("platform_edges");
@@ -811,6 +922,7 @@ static Suite *platform_edges_suite(void)
     tcase_add_test(tc, test_env_wrappers);
     tcase_add_test(tc, test_posix_fs_edges);
     tcase_add_test(tc, test_read_file_edges);
+    tcase_add_test(tc, test_record_checks);
     suite_add_tcase(s, tc);
     return s;
 }
