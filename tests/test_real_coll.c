@@ -782,8 +782,11 @@ START_TEST(test_coll_check_modes)
         /* 0: host collectives; 1: NCCL asked for, no device; 2: NCCL on
          * the double's 2 devices */
         fake_gpus(gpus == 1 ? 0 : 2, 1u << 26, dir, sizeof dir);
-        snprintf(cmd, sizeof cmd, "%s %s -np 2 %s --bench 4096 20%s > %s 2>&1", launcher, mpirun_opts, exe,
-                 gpus ? " nccl" : "", out);
+        /* Open MPI's own allocations outlive MPI_Finalize: a sanitizer
+         * build's leak report at the ranks' exit is not ckh's to judge here. */
+        const char *asan = getenv("ASAN_OPTIONS");
+        snprintf(cmd, sizeof cmd, "ASAN_OPTIONS='%s%sdetect_leaks=0' %s %s -np 2 %s --bench 4096 20%s > %s 2>&1",
+                 asan ? asan : "", asan ? ":" : "", launcher, mpirun_opts, exe, gpus ? " nccl" : "", out);
         st = system(cmd);
         text = ckh_test_slurp(out, &n);
         if (gpus == 1) {
