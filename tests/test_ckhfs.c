@@ -1384,6 +1384,27 @@ START_TEST(test_sweep_escaped_paths)
 }
 END_TEST
 
+/* In a user namespace as uid 1000 (arg: the folder to sweep): prints
+ * "A B C BEFORE SWEPT AFTER|M1|M2|M3" for test_fuse_as_user. */
+static int child_as_user(const char *m, const char *arg)
+{
+    (void)m;
+    char m1[512] = "", m2[512] = "", m3[512] = "";
+    unsetenv("PATH"); /* the default: /usr/bin:/bin */
+    int a = ckh_ckhfs_available(m1, sizeof m1);
+    setenv("PATH", "/nonexistent::/also/not", 1);
+    int b = ckh_ckhfs_available(m2, sizeof m2);
+    setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
+    int c = ckh_ckhfs_available(m3, sizeof m3);
+    char dead[PATH_MAX];
+    snprintf(dead, sizeof dead, "%s/", arg);
+    int before = ckh_test_ckhfs_mounts(dead);
+    int swept = ckh_ckhfs_sweep_stale(arg);
+    int after = ckh_test_ckhfs_mounts(dead);
+    printf("%d %d %d %d %d %d|%s|%s|%s", a, b == CKH_EUNSUPPORTED, c, before, swept, after, m1, m2, m3);
+    return 0;
+}
+
 /* Writes "1000 0 1" (uid or gid 1000 of pid's user namespace is the real
  * root) to /proc/PID/<file>, from this process (the parent namespace). */
 static bool map_id(pid_t pid, const char *file)
@@ -1447,20 +1468,10 @@ START_TEST(test_fuse_as_user)
             dprintf(out[1], "no id map (euid %d)", (int)geteuid());
             _exit(77);
         }
-        char m1[512] = "", m2[512] = "", m3[512] = "";
-        unsetenv("PATH"); /* the default: /usr/bin:/bin */
-        int a = ckh_ckhfs_available(m1, sizeof m1);
-        setenv("PATH", "/nonexistent::/also/not", 1);
-        int b = ckh_ckhfs_available(m2, sizeof m2);
-        setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
-        int c = ckh_ckhfs_available(m3, sizeof m3);
-        int before = ckh_test_ckhfs_mounts(dead);
-        int swept = ckh_ckhfs_sweep_stale(base);
-        int after = ckh_test_ckhfs_mounts(dead);
-        dprintf(out[1], "%d %d %d %d %d %d|%s|%s|%s", a, b == CKH_EUNSUPPORTED, c, before, swept, after, m1,
-                m2, m3);
-        fflush(NULL);
-        ckh__worker_exit(0);
+        /* A fresh program (child_as_user) that owns nothing of this one. */
+        dup2(out[1], 1);
+        execl(self_exe, "test_ckhfs", "--child", "as_user", T.mnt, base, (char *)NULL);
+        _exit(97);
     }
     close(out[1]);
     close(ready[1]);
@@ -2015,7 +2026,7 @@ static const struct {
     {"refused", child_refused},      {"busy", child_busy},
     {"big", child_big},              {"sparse", child_sparse},
     {"errors", child_errors},        {"one_op", child_one_op},
-    {"mkdir_eio", child_mkdir_eio},
+    {"mkdir_eio", child_mkdir_eio},  {"as_user", child_as_user},
 };
 
 static const char *child_name(child_fn fn)
