@@ -21,13 +21,20 @@
 
 #define TASKS_MAX 8 /* per node, as in the simulator (sim/task.c) */
 
+/* A task's life (its state): RUNNING until fn returns (DONE) or the node
+ * is destroyed first (ORPHANED). A task is its own allocation, not part
+ * of the node's: whoever comes second of its thread (fn returned) and the
+ * node's destroy frees it, so a task still running when the node goes
+ * never writes to freed memory. */
+enum { TASK_RUNNING, TASK_DONE, TASK_ORPHANED };
+
 struct ckh_task {
     pthread_t thread;     /* the task's thread */
-    struct real_env *re;  /* its node */
+    struct ckh_env *env;  /* its node's environment, handed to fn */
     ckh_bg_fn fn;         /* program */
     void *arg;            /* its argument */
     int status;           /* fn's return value */
-    bool used;            /* the slot holds a task not yet joined */
+    atomic_int state;     /* TASK_* */
 };
 
 struct shim_fs {
@@ -55,7 +62,7 @@ struct real_env {
     const char *phase;            /* last phase announced (static string; NULL: none) */
     int64_t epoch, step;          /* with it */
     int track_fd;                 /* phase lines (-1: none) */
-    struct ckh_task tasks[TASKS_MAX]; /* background tasks */
+    struct ckh_task *tasks[TASKS_MAX]; /* background tasks not yet joined (owned; NULL: free slot) */
 };
 
 #define RE_OF(field, p) ((struct real_env *)(void *)((char *)(p)-offsetof(struct real_env, field)))
@@ -369,7 +376,9 @@ static void n_phase(struct ckh_node *n, const char *phase, int64_t epoch, int64_
 static void *task_main(void *p)
 {
     struct ckh_task *t = p;
-    t->status = t->fn(&t->re->env, t->arg);
+    t->status = t->fn(t->env, t->arg);
+    if (atomic_exchange(&t->state, TASK_DONE) == TASK_ORPHANED)
+        free(t); /* the node is gone: nobody joins this task */
     return NULL;
 }
 
@@ -378,18 +387,28 @@ static int n_spawn(struct ckh_node *n, ckh_bg_fn fn, void *arg, struct ckh_task 
     struct real_env *re = RE_OF(node, n);
     if (!out)
         return CKH_EINVAL;
-    pthread_mutex_lock(&re->lock);
-    struct ckh_task *t = NULL;
-    for (size_t i = 0; i < TASKS_MAX && !t; i++)
-        if (!re->tasks[i].used)
-            t = &re->tasks[i];
-    if (t)
-        *t = (struct ckh_task){.re = re, .fn = fn, .arg = arg, .used = true};
-    pthread_mutex_unlock(&re->lock);
+    struct ckh_task *t = calloc(1, sizeof *t);
     if (!t)
+        return CKH_ENOMEM;
+    *t = (struct ckh_task){.env = &re->env, .fn = fn, .arg = arg};
+    atomic_init(&t->state, TASK_RUNNING);
+    pthread_mutex_lock(&re->lock);
+    size_t slot = TASKS_MAX;
+    for (size_t i = 0; i < TASKS_MAX && slot == TASKS_MAX; i++)
+        if (!re->tasks[i])
+            slot = i;
+    if (slot < TASKS_MAX)
+        re->tasks[slot] = t;
+    pthread_mutex_unlock(&re->lock);
+    if (slot == TASKS_MAX) {
+        free(t);
         return CKH_ELIMIT;
+    }
     if (pthread_create(&t->thread, NULL, task_main, t) != 0) {
-        t->used = false;
+        pthread_mutex_lock(&re->lock);
+        re->tasks[slot] = NULL;
+        pthread_mutex_unlock(&re->lock);
+        free(t);
         return CKH_ENOMEM;
     }
     *out = t;
@@ -399,14 +418,21 @@ static int n_spawn(struct ckh_node *n, ckh_bg_fn fn, void *arg, struct ckh_task 
 static int n_join(struct ckh_node *n, struct ckh_task *t, int *status)
 {
     struct real_env *re = RE_OF(node, n);
-    if (!t || t < re->tasks || t >= re->tasks + TASKS_MAX || !t->used)
-        return CKH_EINVAL;
+    size_t slot = TASKS_MAX;
+    pthread_mutex_lock(&re->lock);
+    for (size_t i = 0; t && i < TASKS_MAX && slot == TASKS_MAX; i++)
+        if (re->tasks[i] == t)
+            slot = i;
+    pthread_mutex_unlock(&re->lock);
+    if (slot == TASKS_MAX)
+        return CKH_EINVAL; /* not a task of this node, or joined already */
     pthread_join(t->thread, NULL);
     if (status)
         *status = t->status;
     pthread_mutex_lock(&re->lock);
-    t->used = false;
+    re->tasks[slot] = NULL;
     pthread_mutex_unlock(&re->lock);
+    free(t);
     return 0;
 }
 
@@ -479,9 +505,18 @@ void ckh_real_env_destroy(struct ckh_env *env)
     if (!env)
         return;
     struct real_env *re = (struct real_env *)(void *)env;
-    for (size_t i = 0; i < TASKS_MAX; i++)
-        if (re->tasks[i].used) /* a task left running: the process ends it, as exit does */
-            pthread_detach(re->tasks[i].thread);
+    for (size_t i = 0; i < TASKS_MAX; i++) {
+        struct ckh_task *t = re->tasks[i];
+        if (!t)
+            continue;
+        if (atomic_exchange(&t->state, TASK_ORPHANED) == TASK_DONE) {
+            pthread_join(t->thread, NULL); /* it has returned: reclaim it */
+            free(t);
+        } else {
+            pthread_detach(t->thread); /* still running: the process ends it, as exit
+                                          does; its thread frees it if it returns */
+        }
+    }
     if (re->env.record)
         ckh_record_jsonl_close(re->env.record);
     if (re->track_fd >= 0)

@@ -20,11 +20,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -39,7 +41,9 @@
 #include "ckh/op.h"
 #include "ckh/simfs.h"
 #include "ckhfs/ckhfs.h"
+#include "ckhfs/ckhfs_internal.h"
 #include "exec/tmpdir.h"
+#include "exec/worker.h"
 #include "support/fuse.h"
 #include "support/skip.h"
 
@@ -608,6 +612,11 @@ START_TEST(test_nodes_by_pid)
     ck_assert_ptr_null(strstr(p, "@0;"));
     ck_assert_ptr_nonnull(strstr(p, "open /n1@1;pwrite /n1@1;"));
     run_ok(1, child_read_n1, NULL);
+    /* A node number past what ckhfs keeps views for: its ops go through
+     * the view of unknown processes (pending as node -1). */
+    run_ok(70000, child_write_unsynced, "/big_node");
+    pending_str(p, sizeof p);
+    ck_assert_ptr_nonnull(strstr(p, "open /big_node@-1;pwrite /big_node@-1;"));
     down();
 }
 END_TEST
@@ -672,14 +681,14 @@ START_TEST(test_hook_errno)
 }
 END_TEST
 
+/* Two writes of 100 bytes; the first accepts arg bytes (NULL: 10). */
 static int child_short(const char *m, const char *arg)
 {
-    (void)arg;
     char data[100];
     memset(data, 'x', sizeof data);
     int fd = open(at(m, "/short"), O_CREAT | O_WRONLY, 0644);
     CHK(fd >= 0);
-    CHK(write(fd, data, sizeof data) == 10);
+    CHK(write(fd, data, sizeof data) == (arg ? atoi(arg) : 10));
     CHK(write(fd, data, sizeof data) == 100);
     CHK(close(fd) == 0);
     return 0;
@@ -705,6 +714,13 @@ START_TEST(test_hook_short_and_delay)
     run_ok(0, child_short, NULL);
     char buf[256];
     ck_assert_int_eq(disk_get("/short", buf, sizeof buf), 110);
+    /* keep more than the write holds: all of it; keep 0: a write of 0 */
+    arm(CKH_OP_PWRITE, NULL, 1, (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_SHORT, .keep = 1000});
+    run_ok(0, child_short, "100");
+    ck_assert_int_eq(disk_get("/short", buf, sizeof buf), 200);
+    arm(CKH_OP_PWRITE, NULL, 1, (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_SHORT, .keep = 0});
+    run_ok(0, child_short, "0");
+    ck_assert_int_eq(disk_get("/short", buf, sizeof buf), 200);
     arm(CKH_OP_MKDIR, NULL, 1,
         (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_DELAY, .delay_ms = 200});
     run_ok(0, child_delay, NULL);
@@ -716,6 +732,13 @@ END_TEST
 static int child_mkdir(const char *m, const char *arg)
 {
     CHK(mkdir(at(m, arg), 0755) == 0);
+    return 0;
+}
+
+/* mkdir of arg, failed by the hook with EIO. */
+static int child_mkdir_eio(const char *m, const char *arg)
+{
+    CHK(mkdir(at(m, arg), 0755) < 0 && errno == EIO);
     return 0;
 }
 
@@ -1257,6 +1280,245 @@ START_TEST(test_sweep_stale_direct)
 }
 END_TEST
 
+/* A user who may not open /dev/fuse is told so, with what to do. */
+START_TEST(test_fuse_not_permitted)
+{
+    NEED_FUSE();
+    if (geteuid() != 0)
+        CKH_SKIP("needs root, to become a user without access to /dev/fuse");
+    struct stat st;
+    ck_assert_int_eq(stat("/dev/fuse", &st), 0);
+    if (st.st_mode & 0006)
+        CKH_SKIP("/dev/fuse is open to every user here");
+    int out[2];
+    ck_assert_int_eq(pipe(out), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(out[0]);
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        char msg[512] = "";
+        int rc = ckh_ckhfs_available(msg, sizeof msg);
+        struct ckh_ckhfs_config cfg = {.mountpoint = "/tmp", .disk = (struct ckh_simfs *)msg};
+        struct ckh_ckhfs *fs = NULL;
+        char msg2[512] = "";
+        int rc2 = ckh_ckhfs_mount(&cfg, &fs, msg2, sizeof msg2);
+        dprintf(out[1], "%d %d %s|%s", rc == CKH_EUNSUPPORTED, rc2 == CKH_EUNSUPPORTED && !fs, msg,
+                msg2);
+        _exit(0);
+    }
+    close(out[1]);
+    char got[1100] = "";
+    ssize_t n = read(out[0], got, sizeof got - 1);
+    close(out[0]);
+    ck_assert_int_eq(wait_status(pid), 0);
+    ck_assert_int_gt(n, 0);
+    ck_assert_msg(strncmp(got, "1 1 FUSE is not available: cannot open /dev/fuse read-write: Permission "
+                               "denied (give this user access to /dev/fuse or run as root",
+                          102) == 0,
+                  "%s", got);
+    ck_assert_ptr_nonnull(strstr(got, "|FUSE is not available: cannot open /dev/fuse"));
+}
+END_TEST
+
+/* path as the mount table writes it (octal escapes for space, tab, newline
+ * and backslash). */
+static const char *escaped(const char *path)
+{
+    static char buf[2][PATH_MAX * 4];
+    static int k;
+    k = (k + 1) % 2;
+    char *w = buf[k];
+    for (const char *r = path; *r; r++) {
+        if (*r == ' ' || *r == '\t' || *r == '\n' || *r == '\\')
+            w += sprintf(w, "\\%03o", (unsigned char)*r);
+        else
+            *w++ = *r;
+    }
+    *w = '\0';
+    return buf[k];
+}
+
+/* Stale mounts whose paths hold a space and a tab (escaped in the mount
+ * table), one deeper than the other: the sweep finds and removes both. */
+START_TEST(test_sweep_escaped_paths)
+{
+    NEED_FUSE();
+    up(CKH_CRASH_POSIX_WEAK, false);
+    char base[PATH_MAX + 32], deeper[PATH_MAX + 64];
+    snprintf(base, sizeof base, "%s/sp ace\tand\\tab", T.dir);
+    snprintf(deeper, sizeof deeper, "%s/deeper dir", base);
+    ck_assert_int_eq(mkdir(base, 0755), 0);
+    ck_assert_int_eq(mkdir(deeper, 0755), 0);
+    const char *bases[2] = {base, deeper};
+    char dead[2][PATH_MAX];
+    pid_t pids[2];
+    for (int i = 0; i < 2; i++) {
+        int rep[2];
+        ck_assert_int_eq(pipe(rep), 0);
+        pids[i] = fork();
+        ck_assert_int_ge(pids[i], 0);
+        if (pids[i] == 0) {
+            close(rep[0]);
+            alarm(60);
+            killed_ckh(bases[i], rep[1]);
+        }
+        close(rep[1]);
+        dead[i][0] = '\0';
+        ck_assert_int_gt(read(rep[0], dead[i], sizeof dead[i]), 0);
+        close(rep[0]);
+    }
+    for (int i = 0; i < 2; i++) {
+        kill(pids[i], SIGKILL);
+        wait_status(pids[i]);
+        ck_assert_msg(ckh_test_ckhfs_mounts(escaped(dead[i])) == 1, "%s not listed", dead[i]);
+    }
+    /* An exact unmount of a folder above them touches neither. */
+    ck_assert_int_eq(ckh__ckhfs_unmount_below(base, true), 0);
+    ck_assert_int_eq(ckh_ckhfs_sweep_stale(base), 2);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(ckh_test_ckhfs_mounts(escaped(dead[i])), 0);
+    ck_assert(mounted_at(T.mnt));
+    down();
+}
+END_TEST
+
+/* In a user namespace as uid 1000 (arg: the folder to sweep): prints
+ * "A B C BEFORE SWEPT AFTER|M1|M2|M3" for test_fuse_as_user. */
+static int child_as_user(const char *m, const char *arg)
+{
+    (void)m;
+    char m1[512] = "", m2[512] = "", m3[512] = "";
+    unsetenv("PATH"); /* the default: /usr/bin:/bin */
+    int a = ckh_ckhfs_available(m1, sizeof m1);
+    setenv("PATH", "/nonexistent::/also/not", 1);
+    int b = ckh_ckhfs_available(m2, sizeof m2);
+    /* an empty PATH is the default; a folder name too long for a path is
+     * passed over; no message wanted: none written */
+    char longpath[6000];
+    memset(longpath, 'x', 5000);
+    snprintf(longpath + 5000, sizeof longpath - 5000, ":/usr/local/bin:/usr/bin:/bin");
+    longpath[0] = '/';
+    setenv("PATH", "", 1);
+    int c = ckh_ckhfs_available(m3, sizeof m3);
+    setenv("PATH", longpath, 1);
+    c |= ckh_ckhfs_available(m3, sizeof m3) | ckh_ckhfs_available(NULL, 0);
+    char dead[PATH_MAX];
+    snprintf(dead, sizeof dead, "%s/", arg);
+    int before = ckh_test_ckhfs_mounts(dead);
+    int swept = ckh_ckhfs_sweep_stale(arg);
+    int after = ckh_test_ckhfs_mounts(dead);
+    printf("%d %d %d %d %d %d|%s|%s|%s", a, b == CKH_EUNSUPPORTED, c, before, swept, after, m1, m2, m3);
+    return 0;
+}
+
+/* Writes "1000 0 1" (uid or gid 1000 of pid's user namespace is the real
+ * root) to /proc/PID/<file>, from this process (the parent namespace). */
+static bool map_id(pid_t pid, const char *file)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/%s", (long)pid, file);
+    int fd = open(path, O_WRONLY);
+    bool ok = fd >= 0 && write(fd, "1000 0 1", 8) == 8;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* ckh run by a user other than root (here: uid 1000 of a user namespace,
+ * the real root outside, so that /dev/fuse still opens): FUSE needs
+ * fusermount3 on PATH, and a stale mount that user may not detach is
+ * handed to fusermount3; what the sweep says it unmounted is what left
+ * the mount table. */
+START_TEST(test_fuse_as_user)
+{
+    NEED_FUSE();
+    if (geteuid() != 0)
+        CKH_SKIP("needs root, to map the real root to an ordinary user of a user namespace");
+    up(CKH_CRASH_POSIX_WEAK, false);
+    char base[PATH_MAX + 8];
+    snprintf(base, sizeof base, "%s/base", T.dir);
+    ck_assert_int_eq(mkdir(base, 0755), 0);
+    int rep[2];
+    ck_assert_int_eq(pipe(rep), 0);
+    pid_t dead_pid = fork();
+    ck_assert_int_ge(dead_pid, 0);
+    if (dead_pid == 0) {
+        close(rep[0]);
+        alarm(60);
+        killed_ckh(base, rep[1]);
+    }
+    close(rep[1]);
+    char dead[PATH_MAX] = "";
+    ck_assert_int_gt(read(rep[0], dead, sizeof dead), 0);
+    close(rep[0]);
+    kill(dead_pid, SIGKILL);
+    wait_status(dead_pid);
+    ck_assert(mounted_at(dead));
+    int out[2], ready[2], go[2];
+    ck_assert_int_eq(pipe(out), 0);
+    ck_assert_int_eq(pipe(ready), 0);
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(out[0]);
+        close(ready[0]);
+        close(go[1]);
+        alarm(60);
+        char sig = unshare(CLONE_NEWUSER) == 0 ? 'u' : 'x';
+        if (sig == 'x')
+            dprintf(out[1], "unshare: %s", strerror(errno));
+        if (write(ready[1], &sig, 1) != 1 || sig == 'x')
+            _exit(77);
+        if (read(go[0], &sig, 1) != 1 || sig != 'm' || geteuid() != 1000) {
+            dprintf(out[1], "no id map (euid %d)", (int)geteuid());
+            _exit(77);
+        }
+        /* A fresh program (child_as_user) that owns nothing of this one. */
+        dup2(out[1], 1);
+        execl(self_exe, "test_ckhfs", "--child", "as_user", T.mnt, base, (char *)NULL);
+        _exit(97);
+    }
+    close(out[1]);
+    close(ready[1]);
+    close(go[0]);
+    char sig = 0;
+    ck_assert_int_eq(read(ready[0], &sig, 1), 1);
+    close(ready[0]);
+    if (sig == 'u')
+        sig = map_id(pid, "uid_map") && map_id(pid, "gid_map") ? 'm' : 'x';
+    ck_assert_int_eq(write(go[1], &sig, 1), 1);
+    close(go[1]);
+    char got[2048] = "";
+    ssize_t n = read(out[0], got, sizeof got - 1);
+    close(out[0]);
+    int st = wait_status(pid);
+    ck_assert_int_gt(n, 0);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+        ck_assert_int_eq(ckh_ckhfs_sweep_stale(base), 1);
+        down();
+        CKH_SKIP("no user namespace here (%s)", got);
+    }
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, got);
+    int a, b, c, before, swept, after;
+    ck_assert_msg(sscanf(got, "%d %d %d %d %d %d|", &a, &b, &c, &before, &swept, &after) == 6, "%s", got);
+    ck_assert_msg(a == 0 && c == 0, "%s", got);
+    ck_assert_msg(b == 1 && strstr(got, "|FUSE is not available: fusermount3 is not on PATH and ckh is not root "
+                                        "(install Debian's fuse3 package)|"), "%s", got);
+    ck_assert_int_eq(before, 1);
+    ck_assert_int_eq(swept, before - after);
+    /* Root detaches whatever the user could not: that mount exactly,
+     * then nothing is left below the folder. */
+    ck_assert_int_eq(ckh__ckhfs_unmount_below(dead, true), after);
+    ck_assert_int_eq(ckh_ckhfs_sweep_stale(base), 0);
+    ck_assert(!mounted_at(dead));
+    ck_assert(mounted_at(T.mnt));
+    down();
+}
+END_TEST
+
 START_TEST(test_mount_errors)
 {
     NEED_FUSE();
@@ -1274,8 +1536,36 @@ START_TEST(test_mount_errors)
     cfg.disk = NULL;
     cfg.mountpoint = "/tmp";
     ck_assert_int_eq(ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_str_eq(msg, "ckhfs: a mount needs a mount point and a disk");
+    cfg.disk = disk;
+    cfg.mountpoint = "";
+    ck_assert_int_eq(ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_str_eq(msg, "ckhfs: a mount needs a mount point and a disk");
+    cfg.mountpoint = NULL;
+    ck_assert_int_eq(ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckhfs_mount(NULL, &fs, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckhfs_mount(&cfg, NULL, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_str_eq(msg, "ckhfs: no output handle");
+    /* A mount point that is a file. */
+    char file[] = "/tmp/ckh_test_ckhfs_file_XXXXXX";
+    int fd = mkstemp(file);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    cfg.mountpoint = file;
+    ck_assert_int_eq(ckh_ckhfs_mount(&cfg, &fs, msg, sizeof msg), CKH_EINVAL);
+    char want[128];
+    snprintf(want, sizeof want, "ckhfs: mount point %s is not a folder", file);
+    ck_assert_str_eq(msg, want);
+    ck_assert_ptr_null(fs);
+    unlink(file);
+    ck_assert_int_eq(ckh_ckhfs_available(NULL, 0), 0);
     ckh_ckhfs_unmount(NULL);
     ck_assert_ptr_null(ckh_ckhfs_trace(NULL, NULL));
+    size_t n = 5;
+    ck_assert_ptr_null(ckh_ckhfs_trace(NULL, &n));
+    ck_assert_uint_eq(n, 0);
+    ckh_ckhfs_lock(NULL);
+    ckh_ckhfs_unlock(NULL);
     ckh_simfs_destroy(disk);
 }
 END_TEST
@@ -1432,6 +1722,301 @@ START_TEST(test_store_real_size)
 }
 END_TEST
 
+
+/* ------------------------------------------------- errors through the mount */
+
+/* What a program meets when it asks simfs for something it refuses: the
+ * errno it would get from a local filesystem, nothing changed. */
+static int child_errors(const char *m, const char *arg)
+{
+    (void)arg;
+    struct stat st;
+    char buf[64];
+    CHK(open(at(m, "/nothere"), O_RDONLY) < 0 && errno == ENOENT);
+    CHK(stat(at(m, "/nothere"), &st) < 0 && errno == ENOENT);
+    CHK(mkdir(at(m, "/d"), 0755) == 0);
+    CHK(mkdir(at(m, "/d"), 0755) < 0 && errno == EEXIST);
+    CHK(put_file(at(m, "/d/f"), "0123456789", false) == 0);
+    CHK(open(at(m, "/d/f"), O_CREAT | O_EXCL | O_WRONLY, 0644) < 0 && errno == EEXIST);
+    CHK(open(at(m, "/d/f/x"), O_CREAT | O_WRONLY, 0644) < 0 && errno == ENOTDIR);
+    CHK(rmdir(at(m, "/d")) < 0 && errno == ENOTEMPTY);
+    CHK(rmdir(at(m, "/d/f")) < 0 && errno == ENOTDIR);
+    CHK(rmdir(at(m, "/nothere")) < 0 && errno == ENOENT);
+    CHK(unlink(at(m, "/nothere")) < 0 && errno == ENOENT);
+    CHK(unlink(at(m, "/d")) < 0 && errno == EISDIR);
+    CHK(open(at(m, "/d"), O_WRONLY) < 0 && errno == EISDIR);
+    /* rename: over a folder that holds something, a file over a folder,
+     * a folder over a file, a folder into itself, a missing source */
+    CHK(mkdir(at(m, "/e"), 0755) == 0);
+    CHK(rename(at(m, "/e"), at(m, "/d")) < 0 && errno == ENOTEMPTY);
+    CHK(rename(at(m, "/d/f"), at(m, "/e")) < 0 && errno == EISDIR);
+    CHK(rename(at(m, "/e"), at(m, "/d/f")) < 0 && errno == ENOTDIR);
+    CHK(rename(at(m, "/d"), at(m, "/d/sub")) < 0 && errno == EINVAL);
+    CHK(rename(at(m, "/nothere"), at(m, "/x")) < 0 && errno == ENOENT);
+    /* RENAME_NOREPLACE to a free name: done */
+    CHK(renameat2(AT_FDCWD, at(m, "/e"), AT_FDCWD, at(m, "/e3"), RENAME_NOREPLACE) == 0);
+    CHK(rename(at(m, "/e3"), at(m, "/e")) == 0);
+    /* a folder over an empty folder replaces it */
+    CHK(mkdir(at(m, "/e2"), 0755) == 0);
+    CHK(rename(at(m, "/e2"), at(m, "/e")) == 0);
+    CHK(stat(at(m, "/e2"), &st) < 0 && errno == ENOENT);
+    CHK(stat(at(m, "/e"), &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0755);
+    /* a name longer than simfs takes */
+    char longname[300];
+    longname[0] = '/';
+    memset(longname + 1, 'n', 280);
+    longname[281] = '\0';
+    CHK(open(at(m, longname), O_CREAT | O_WRONLY, 0644) < 0 && errno == ENAMETOOLONG);
+    CHK(mkdir(at(m, longname), 0755) < 0 && errno == ENAMETOOLONG);
+    /* links: readlink of a file, a link over a name that exists */
+    CHK(readlink(at(m, "/d/f"), buf, sizeof buf) < 0 && errno == EINVAL);
+    CHK(readlink(at(m, "/nothere"), buf, sizeof buf) < 0 && errno == ENOENT);
+    CHK(symlink("f", at(m, "/d/f")) < 0 && errno == EEXIST);
+    CHK(symlink("f", at(m, "/d/l")) == 0);
+    ssize_t n = readlink(at(m, "/d/l"), buf, sizeof buf);
+    CHK(n == 1 && buf[0] == 'f');
+    CHK(lstat(at(m, "/d/l"), &st) == 0 && S_ISLNK(st.st_mode) && (st.st_mode & 0777) == 0777);
+    CHK(stat(at(m, "/d/l"), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 10);
+    /* truncate by name (no open file) and by descriptor */
+    CHK(truncate(at(m, "/d/f"), 4) == 0);
+    CHK(stat(at(m, "/d/f"), &st) == 0 && st.st_size == 4);
+    CHK(truncate(at(m, "/nothere"), 4) < 0 && errno == ENOENT);
+    int fd = open(at(m, "/d/f"), O_RDWR);
+    CHK(fd >= 0);
+    CHK(ftruncate(fd, 6) == 0);
+    CHK(fstat(fd, &st) == 0 && st.st_size == 6 && st.st_nlink == 1);
+    CHK(pread(fd, buf, sizeof buf, 0) == 6 && memcmp(buf, "0123\0\0", 6) == 0);
+    /* An open file whose name is removed: still read through its handle;
+     * its size, asked with the handle (lseek SEEK_END), is 0; fstat, which
+     * the kernel asks by inode without the handle, finds no name: ESTALE. */
+    CHK(unlink(at(m, "/d/f")) == 0);
+    CHK(pread(fd, buf, sizeof buf, 0) == 6 && memcmp(buf, "0123\0\0", 6) == 0);
+    CHK(lseek(fd, 0, SEEK_END) == 0);
+    CHK(fstat(fd, &st) < 0 && errno == ESTALE);
+    CHK(close(fd) == 0);
+    /* fsync of a folder; O_DSYNC: each write made durable (an fdatasync
+     * inside the write request) */
+    CHK(fsync_dir(at(m, "/d")) == 0);
+    fd = open(at(m, "/g"), O_CREAT | O_WRONLY | O_DSYNC, 0644);
+    CHK(fd >= 0);
+    CHK(write(fd, "dsync", 5) == 5);
+    CHK(close(fd) == 0);
+    /* accepted and ignored: owners, times */
+    CHK(chown(at(m, "/g"), getuid(), getgid()) == 0);
+    CHK(utimensat(AT_FDCWD, at(m, "/g"), NULL, 0) == 0);
+    CHK(stat(at(m, "/g"), &st) == 0 && st.st_mtime == 1577836800 && st.st_uid == getuid());
+    /* a listing with every kind of entry */
+    DIR *dir = opendir(at(m, "/d"));
+    CHK(dir != NULL);
+    int files = 0, links = 0, dots = 0;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            dots++;
+        else if (de->d_type == DT_LNK)
+            links++;
+        else
+            files++;
+    }
+    closedir(dir);
+    CHK(dots == 2 && links == 1 && files == 0);
+    CHK(opendir(at(m, "/nothere")) == NULL && errno == ENOENT);
+    return 0;
+}
+
+START_TEST(test_errors_reach_the_program)
+{
+    NEED_FUSE();
+    up(CKH_CRASH_POSIX_WEAK, true);
+    run_ok(0, child_errors, NULL);
+    /* Nothing that failed changed the disk. */
+    char buf[64];
+    ck_assert_int_eq(disk_get("/d/f", buf, sizeof buf), -ENOENT);
+    ck_assert_int_eq(disk_get("/g", buf, sizeof buf), 5);
+    ck_assert_str_eq(buf, "dsync");
+    struct ckh_listing l;
+    ck_assert_int_eq(ckh_fs_listdir(ckh_simfs_fs(T.disk), "/", &l), 0);
+    char names[128] = "";
+    for (size_t i = 0; i < l.count; i++) {
+        strcat(names, l.entries[i].name);
+        strcat(names, ";");
+    }
+    ckh_fs_listing_free(&l);
+    ck_assert_str_eq(names, "d;e;g;");
+    /* The failed operations that reached ckhfs are in the trace with their
+     * answers (the kernel answers EEXIST itself from its lookups). */
+    size_t n = 0;
+    ck_assert_ptr_nonnull(ckh_ckhfs_trace(T.fs, NULL));
+    const struct ckh_ckhfs_op *t = ckh_ckhfs_trace(T.fs, &n);
+    int enoent = 0, enotempty = 0, truncs = 0, dirsyncs = 0, datasyncs = 0;
+    for (size_t i = 0; i < n; i++) {
+        enoent += t[i].result == -ENOENT;
+        enotempty += t[i].kind == CKH_OP_RENAME && t[i].result == -ENOTEMPTY;
+        truncs += t[i].kind == CKH_OP_FTRUNCATE && t[i].result == 0;
+        dirsyncs += t[i].kind == CKH_OP_FSYNC_DIR && t[i].result == 0;
+        datasyncs += t[i].kind == CKH_OP_FDATASYNC && t[i].result == 0;
+    }
+    ck_assert_int_gt(enoent, 0);
+    ck_assert_int_eq(enotempty, 1);
+    ck_assert_int_ge(truncs, 2);
+    ck_assert_int_eq(dirsyncs, 1);
+    ck_assert_int_eq(datasyncs, 0);
+    char p[4096];
+    pending_str(p, sizeof p);
+    ck_assert_msg(strstr(p, "open /g@0;") && !strstr(p, "pwrite /g"), "pending: %s", p);
+    down();
+}
+END_TEST
+
+/* One operation (arg: its name) on the files test_hook_every_op made;
+ * the hook fails it with EROFS. */
+static int child_one_op(const char *m, const char *arg)
+{
+    char buf[16];
+    struct stat st;
+    int fd;
+    if (strcmp(arg, "stat") == 0)
+        CHK(stat(at(m, "/file"), &st) < 0 && errno == EROFS);
+    else if (strcmp(arg, "readlink") == 0)
+        CHK(readlink(at(m, "/link"), buf, sizeof buf) < 0 && errno == EROFS);
+    else if (strcmp(arg, "mkdir") == 0)
+        CHK(mkdir(at(m, "/new"), 0755) < 0 && errno == EROFS);
+    else if (strcmp(arg, "unlink") == 0)
+        CHK(unlink(at(m, "/file")) < 0 && errno == EROFS);
+    else if (strcmp(arg, "rmdir") == 0)
+        CHK(rmdir(at(m, "/dir")) < 0 && errno == EROFS);
+    else if (strcmp(arg, "symlink") == 0)
+        CHK(symlink("file", at(m, "/new")) < 0 && errno == EROFS);
+    else if (strcmp(arg, "rename") == 0)
+        CHK(rename(at(m, "/file"), at(m, "/new")) < 0 && errno == EROFS);
+    else if (strcmp(arg, "truncate") == 0)
+        CHK(truncate(at(m, "/file"), 1) < 0 && errno == EROFS);
+    else if (strcmp(arg, "open") == 0)
+        CHK(open(at(m, "/file"), O_RDONLY) < 0 && errno == EROFS);
+    else if (strcmp(arg, "listdir") == 0) {
+        DIR *d = opendir(at(m, "/dir"));
+        CHK(d != NULL);
+        errno = 0;
+        CHK(readdir(d) == NULL && errno == EROFS);
+        closedir(d);
+    } else if (strcmp(arg, "fsync_dir") == 0) {
+        fd = open(at(m, "/dir"), O_RDONLY | O_DIRECTORY);
+        CHK(fd >= 0);
+        CHK(fsync(fd) < 0 && errno == EROFS);
+        close(fd);
+    } else {
+        fd = open(at(m, "/file"), O_RDWR);
+        CHK(fd >= 0);
+        if (strcmp(arg, "pread") == 0)
+            CHK(pread(fd, buf, 4, 0) < 0 && errno == EROFS);
+        else if (strcmp(arg, "pwrite") == 0)
+            CHK(pwrite(fd, "zz", 2, 0) < 0 && errno == EROFS);
+        else if (strcmp(arg, "ftruncate") == 0)
+            CHK(ftruncate(fd, 1) < 0 && errno == EROFS);
+        else if (strcmp(arg, "fsync") == 0)
+            CHK(fsync(fd) < 0 && errno == EROFS);
+        else if (strcmp(arg, "fdatasync") == 0)
+            CHK(fdatasync(fd) < 0 && errno == EROFS);
+        else if (strcmp(arg, "close") == 0) {
+            CHK(close(fd) < 0 && errno == EROFS);
+            return 0;
+        } else
+            return 2;
+        CHK(close(fd) == 0);
+    }
+    return 0;
+}
+
+/* Every kind of request meets the hook: an ERRNO verdict fails it with
+ * that errno, and the disk is left as it was. */
+START_TEST(test_hook_every_op)
+{
+    NEED_FUSE();
+    up(CKH_CRASH_POSIX_WEAK, false);
+    struct ckh_fs *d = ckh_simfs_fs(T.disk);
+    struct ckh_file *f = NULL;
+    ckh_ckhfs_lock(T.fs);
+    ck_assert_int_eq(ckh_fs_open(d, "/file", CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_write_all(f, "abcd", 4), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(d, "/dir"), 0);
+    ck_assert_int_eq(ckh_fs_symlink(d, "file", "/link"), 0);
+    ckh_ckhfs_unlock(T.fs);
+    static const struct {
+        const char *name;
+        enum ckh_op_kind kind;
+        const char *path;
+    } ops[] = {
+        {"stat", CKH_OP_STAT, "/file"},         {"readlink", CKH_OP_READLINK, "/link"},
+        {"mkdir", CKH_OP_MKDIR, "/new"},         {"unlink", CKH_OP_UNLINK, "/file"},
+        {"rmdir", CKH_OP_RMDIR, "/dir"},         {"symlink", CKH_OP_SYMLINK, "/new"},
+        {"rename", CKH_OP_RENAME, "/file"},      {"truncate", CKH_OP_FTRUNCATE, "/file"},
+        {"open", CKH_OP_OPEN, "/file"},          {"listdir", CKH_OP_LISTDIR, "/dir"},
+        {"fsync_dir", CKH_OP_FSYNC_DIR, "/dir"}, {"pread", CKH_OP_PREAD, "/file"},
+        {"pwrite", CKH_OP_PWRITE, "/file"},      {"ftruncate", CKH_OP_FTRUNCATE, "/file"},
+        {"fsync", CKH_OP_FSYNC, "/file"},        {"fdatasync", CKH_OP_FDATASYNC, "/file"},
+        {"close", CKH_OP_CLOSE, "/file"},
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        arm(ops[i].kind, ops[i].path, 1,
+            (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_ERRNO, .err = EROFS});
+        T.ctx.n = 0; /* the children before this one are gone */
+        int st = wait_status(spawn_as(0, child_one_op, ops[i].name));
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: child status %#x", ops[i].name, st);
+        ck_assert_msg(T.ctx.seen >= 1, "%s: the hook never saw it", ops[i].name);
+        T.ctx.armed = false;
+        char buf[16];
+        ck_assert_int_eq(disk_get("/file", buf, sizeof buf), 4);
+        ck_assert_str_eq(buf, "abcd");
+        ck_assert(ckh_fs_exists(d, "/dir") && ckh_fs_exists(d, "/link") && !ckh_fs_exists(d, "/new"));
+    }
+    /* An ERRNO verdict without an errno fails with EIO. */
+    arm(CKH_OP_MKDIR, "/new", 1, (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_ERRNO});
+    run_ok(0, child_mkdir_eio, "/new");
+    ck_assert(!ckh_fs_exists(d, "/new"));
+    down();
+}
+END_TEST
+
+/* ckh's own error codes reach the kernel as the nearest errno. */
+START_TEST(test_errno_of_ckh_codes)
+{
+    ck_assert_int_eq(ckh__ckhfs_errno(0), 0);
+    ck_assert_int_eq(ckh__ckhfs_errno(7), 0);
+    ck_assert_int_eq(ckh__ckhfs_errno(-ENOSPC), -ENOSPC);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_ENOMEM), -ENOMEM);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_EINVAL), -EINVAL);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_EESCAPE), -EINVAL);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_EUNSUPPORTED), -EOPNOTSUPP);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_ENOTFOUND), -ENOENT);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_EEXISTS), -EEXIST);
+    ck_assert_int_eq(ckh__ckhfs_errno(CKH_ECORRUPT), -EIO);
+}
+END_TEST
+
+/* Absolute mount paths: resolved when they exist, kept as given (made
+ * absolute, trailing slashes cut) when they do not, refused when too long. */
+START_TEST(test_abspath)
+{
+    char out[PATH_MAX];
+    ck_assert_int_eq(ckh__ckhfs_abspath("/", out, sizeof out), 0);
+    ck_assert_str_eq(out, "/");
+    ck_assert_int_eq(ckh__ckhfs_abspath("/nonexistent/ckh/x///", out, sizeof out), 0);
+    ck_assert_str_eq(out, "/nonexistent/ckh/x");
+    char cwd[PATH_MAX], want[PATH_MAX + 32];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(ckh__ckhfs_abspath("no-such-ckh-dir/y/", out, sizeof out), 0);
+    snprintf(want, sizeof want, "%s/no-such-ckh-dir/y", cwd);
+    ck_assert_str_eq(out, want);
+    char small[8];
+    ck_assert_int_eq(ckh__ckhfs_abspath("/nonexistent/ckh/x", small, sizeof small), -ENAMETOOLONG);
+    ck_assert_int_eq(ckh__ckhfs_abspath("/usr/lib", small, 4), -ENAMETOOLONG);
+    /* nothing mounted below a folder that is not there */
+    ck_assert_int_eq(ckh_ckhfs_sweep_stale("/nonexistent/ckh"), 0);
+    ck_assert_int_eq(ckh__ckhfs_unmount_below(NULL, true), 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------ children */
 
 static const struct {
@@ -1450,6 +2035,8 @@ static const struct {
     {"five_writes", child_five_writes}, {"traced", child_traced},
     {"refused", child_refused},      {"busy", child_busy},
     {"big", child_big},              {"sparse", child_sparse},
+    {"errors", child_errors},        {"one_op", child_one_op},
+    {"mkdir_eio", child_mkdir_eio},  {"as_user", child_as_user},
 };
 
 static const char *child_name(child_fn fn)
@@ -1482,6 +2069,7 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(tc, test_nodes_by_pid);
     tcase_add_test(tc, test_refused_and_unseen_ops);
     tcase_add_test(tc, test_cache_names);
+    tcase_add_test(tc, test_errors_reach_the_program);
     suite_add_tcase(s, tc);
     TCase *th = tcase_create("hook");
     tcase_set_timeout(th, 120);
@@ -1492,6 +2080,7 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(th, test_hook_kill_before);
     tcase_add_test(th, test_hook_kill_after);
     tcase_add_test(th, test_trace);
+    tcase_add_test(th, test_hook_every_op);
     suite_add_tcase(s, th);
     TCase *tl = tcase_create("lifetime");
     tcase_set_timeout(tl, 120);
@@ -1499,9 +2088,16 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(tl, test_sweep_stale_mounts);
     tcase_add_test(tl, test_sweep_stale_direct);
     tcase_add_test(tl, test_mount_errors);
+    tcase_add_test(tl, test_fuse_not_permitted);
+    tcase_add_test(tl, test_fuse_as_user);
+    tcase_add_test(tl, test_sweep_escaped_paths);
     tcase_add_test(tl, test_big_file_memory);
     tcase_add_test(tl, test_store_real_size);
     suite_add_tcase(s, tl);
+    TCase *tu = tcase_create("units"); /* no mount */
+    tcase_add_test(tu, test_errno_of_ckh_codes);
+    tcase_add_test(tu, test_abspath);
+    suite_add_tcase(s, tu);
     return s;
 }
 

@@ -756,6 +756,138 @@ START_TEST(test_nccl_fake)
 }
 END_TEST
 
+
+/* The conformance program's other modes (real/coll_check_main.c): its
+ * usage; the all-reduce benchmark over MPI and, with the CUDA and NCCL
+ * test double, over NCCL on device buffers; NCCL without a device. */
+START_TEST(test_coll_check_modes)
+{
+    NEED_MPI(0);
+    char exe[1024], launcher[1024], err[512], cmd[3000], out[256];
+    ck_assert_int_eq(ckh__real_find_mpi(mpis[0], exe, sizeof exe, launcher, sizeof launcher, err, sizeof err), 0);
+    char *slash = strrchr(exe, '/');
+    snprintf(slash + 1, sizeof exe - (size_t)(slash + 1 - exe), "ckh-coll-check-%s", mpis[0]);
+    snprintf(out, sizeof out, "/tmp/ckh-test-real-coll-bench-%ld", (long)getpid());
+    /* no arguments: the usage, exit status 2 */
+    snprintf(cmd, sizeof cmd, "%s > %s 2>&1", exe, out);
+    int st = system(cmd);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    size_t n = 0;
+    char *text = ckh_test_slurp(out, &n);
+    ck_assert_str_eq(text, "usage: ckh-coll-check-MPI OUT [skip-last]\n");
+    free(text);
+    const char *mpirun_opts = "--allow-run-as-root --oversubscribe --bind-to none";
+    char dir[256];
+    for (int gpus = 0; gpus <= 2; gpus++) {
+        /* 0: host collectives; 1: NCCL asked for, no device; 2: NCCL on
+         * the double's 2 devices */
+        fake_gpus(gpus == 1 ? 0 : 2, 1u << 26, dir, sizeof dir);
+        /* Open MPI's own allocations outlive MPI_Finalize: a sanitizer
+         * build's leak report at the ranks' exit is not ckh's to judge here. */
+        const char *asan = getenv("ASAN_OPTIONS");
+        snprintf(cmd, sizeof cmd, "ASAN_OPTIONS='%s%sdetect_leaks=0' %s %s -np 2 %s --bench 4096 20%s > %s 2>&1",
+                 asan ? asan : "", asan ? ":" : "", launcher, mpirun_opts, exe, gpus ? " nccl" : "", out);
+        st = system(cmd);
+        text = ckh_test_slurp(out, &n);
+        if (gpus == 1) {
+            /* no device: each rank says why, exit status 3 */
+            ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x: %s", st, text);
+            ck_assert_msg(strstr(text, "ckh-coll-check: ") && strstr(text, "no CUDA device"), "%s", text);
+        } else {
+            /* rank 0 prints "allreduce BYTES NS_PER_CALL" */
+            ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, text);
+            unsigned long bytes = 0;
+            double ns = -1;
+            const char *line = strstr(text, "allreduce ");
+            ck_assert_msg(line && sscanf(line, "allreduce %lu %lf", &bytes, &ns) == 2, "%s", text);
+            ck_assert_uint_eq(bytes, 4096);
+            ck_assert(ns >= 0);
+        }
+        free(text);
+        fake_gpus_end(dir);
+    }
+    unlink(out);
+}
+END_TEST
+
+
+/* The rank program refuses bad arguments (exit status 2, the usage) and
+ * a scenario or node it cannot run, leaving the launcher the code and the
+ * message in RUNDIR/status/error.RUN.PID. */
+static int rank_cmd(const char *exe, const char *args, const char *out, char **text)
+{
+    char cmd[3000];
+    snprintf(cmd, sizeof cmd, "%s %s > %s 2>&1", exe, args, out);
+    int st = system(cmd);
+    size_t n = 0;
+    *text = ckh_test_slurp(out, &n);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(test_rank_program_refusals)
+{
+    NEED_MPI(0);
+    char exe[1024], launcher[1024], err[512], out[256], dir[256], yaml[300], args[1500], *text;
+    ck_assert_int_eq(ckh__real_find_mpi(mpis[0], exe, sizeof exe, launcher, sizeof launcher, err, sizeof err), 0);
+    snprintf(out, sizeof out, "/tmp/ckh-test-rank-%ld.out", (long)getpid());
+    snprintf(dir, sizeof dir, "/tmp/ckh-test-rank-%ld", (long)getpid());
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    snprintf(yaml, sizeof yaml, "%s/status", dir);
+    ck_assert_int_eq(mkdir(yaml, 0755), 0);
+    static const struct {
+        const char *args, *why;
+    } bad[] = {
+        {"", "--scenario, --dir and one of --ranks or --node are required"},
+        {"--scenario x.yaml --dir d --ranks 0 --node 0", "--scenario, --dir and one of --ranks or --node are required"},
+        {"--scenario", "an option lacks its value"},
+        {"--seed abc", "unknown option or bad value"},
+        {"--seed 12x", "unknown option or bad value"},
+        {"--run 0", "unknown option or bad value"},
+        {"--resume -2", "unknown option or bad value"},
+        {"--node 1024", "unknown option or bad value"},
+        {"--bogus 1", "unknown option or bad value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int code = rank_cmd(exe, bad[i].args, out, &text);
+        char want[200];
+        snprintf(want, sizeof want, "ckh-rank: %s\nusage: ckh-rank-MPI --scenario FILE", bad[i].why);
+        ck_assert_msg(code == 2 && strncmp(text, want, strlen(want)) == 0, "%s: %d: %s", bad[i].args, code, text);
+        free(text);
+    }
+    /* A scenario with an error: exit 2, where and what, for the launcher too. */
+    snprintf(yaml, sizeof yaml, "%s/bad.yaml", dir);
+    FILE *f = fopen(yaml, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("job: {workload: ddp-train, nodes: two}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "--scenario %s --dir %s --node 0 --seed 1 --run 1 --resume -1 --reference", yaml, dir);
+    int code = rank_cmd(exe, args, out, &text);
+    char want[400];
+    snprintf(want, sizeof want, "): %s:1:35: 'job.nodes' expects an integer in 1..1024, got 'two'", yaml);
+    ck_assert_msg(code == 2 && strstr(text, want), "%d: %s", code, text);
+    free(text);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "cat %s/status/error.1.* > %s", dir, out);
+    ck_assert_int_eq(system(cmd), 0);
+    size_t n = 0;
+    text = ckh_test_slurp(out, &n);
+    snprintf(want, sizeof want, "%d %s:1:35: 'job.nodes' expects", CKH_EINVAL, yaml);
+    ck_assert_msg(strncmp(text, want, strlen(want)) == 0, "%s", text);
+    free(text);
+    /* A node the job does not have: exit 3. */
+    f = fopen(yaml, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("job: {workload: ddp-train, nodes: 2, epochs: 1}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "--scenario %s --dir %s --node 5", yaml, dir);
+    code = rank_cmd(exe, args, out, &text);
+    ck_assert_msg(code == 3 && strstr(text, "node 5 is not a node of the job (0..1)"), "%d: %s", code, text);
+    free(text);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, out);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
     struct ckh_scenario *sc = parse("job: {workload: seed-pipeline, nodes: 1, platform: real}\n");
@@ -822,6 +954,8 @@ int main(void)
     tcase_add_loop_test(tc, test_nccl_fake, 0, (int)(sizeof nccl_jobs / sizeof nccl_jobs[0]) + 1);
     tcase_add_loop_test(tc, test_library_equals_sim, 0, nlib[0]);
     tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_coll_check_modes);
+    tcase_add_test(tc, test_rank_program_refusals);
     suite_add_tcase(s, tc);
     /* The real platform's disks on ckhfs: CTest entry test_real_coll_fuse. */
     TCase *fs = tcase_create("ckhfs");

@@ -724,8 +724,8 @@ int ckh_ckhfs_mount(const struct ckh_ckhfs_config *cfg, struct ckh_ckhfs **out, 
     int e = thread_start(fs, 0);
     pthread_mutex_unlock(&fs->serve_lock);
     if (e != 0) {
-        rc = ckh_errf(msg, msglen, -EIO, "ckhfs: cannot start the server thread: %s",
-                      strerror(e));
+        rc = ckh_errf(msg, msglen, e == ENOMEM ? CKH_ENOMEM : -EIO,
+                      "ckhfs: cannot start the server thread: %s", strerror(e));
         goto out_unmount;
     }
     if (!wait_inited(fs)) {

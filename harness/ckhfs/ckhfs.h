@@ -111,7 +111,8 @@ struct ckh_ckhfs_config {
 /* Mounts cfg->disk at cfg->mountpoint and starts serving. Errors (msg
  * says what and where; exit status 3 for the CLI): CKH_EUNSUPPORTED when
  * FUSE is missing (/dev/fuse absent or not permitted, no fusermount3),
- * CKH_EIO when the mount fails. */
+ * CKH_EIO when the mount fails, CKH_ENOMEM when memory runs out (its
+ * threads included). */
 int ckh_ckhfs_mount(const struct ckh_ckhfs_config *cfg, struct ckh_ckhfs **out, char *msg, size_t msglen);
 /* Stops serving and unmounts (lazily if busy); frees fs. NULL is a no-op. */
 void ckh_ckhfs_unmount(struct ckh_ckhfs *fs);

@@ -7,7 +7,8 @@
  *                  mount table (/proc/self/mountinfo), forced unmounts,
  *                  ckh_ckhfs_sweep_stale
  *   ckhfs_nofuse.c the stubs of a build configured with -DCKH_FUSE=OFF
- * Nothing outside harness/ckhfs/ckhfs*.c includes this header.
+ * Nothing outside harness/ckhfs/ckhfs*.c includes this header, but for
+ * tests/test_ckhfs.c's unit cases (ckh__ckhfs_errno, ckh__ckhfs_abspath).
  */
 #ifndef CKH_REAL_CKHFS_INTERNAL_H
 #define CKH_REAL_CKHFS_INTERNAL_H

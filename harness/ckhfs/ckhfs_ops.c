@@ -29,7 +29,9 @@
  * locks (the kernel's local locks). Attributes: mode 0644 files, 0755
  * folders, 0777 links, owned by the mounting user, every time stamp
  * CKHFS_TIME (fixed, so a program that records mtimes stays
- * deterministic). An open file whose name was removed reports size 0.
+ * deterministic). An open file whose name was removed reports size 0 when
+ * asked with its handle (lseek SEEK_END); fstat, which the kernel sends by
+ * inode without the handle, gets ESTALE from libfuse (the name is gone).
  * statfs reports the disk's capacity and what is left of it, else the
  * space of the real filesystem that holds its bytes (ckh_simfs_space).
  *
