@@ -342,7 +342,9 @@ static void cause_of(const struct ckh_report_result *rr, const struct run_facts 
         char m[256] = "";
         if (f->ended_report)
             mask(rr->message, false, false, m, sizeof m);
-        snprintf(c->what, sizeof c->what, "%s%s%s", f->ended, m[0] ? ": " : "", m);
+        /* A long ending is cut to what fits; causes compared are cut alike. */
+        int w = snprintf(c->what, sizeof c->what, "%s%s%s", f->ended, m[0] ? ": " : "", m);
+        (void)w;
     } else if (strcmp(o, "determinism") == 0) {
         snprintf(c->what, sizeof c->what, "the same seed gave different traces");
     } else {
