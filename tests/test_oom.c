@@ -24,7 +24,9 @@
  * valgrind builds run this binary like every other test: no leak and no
  * invalid access on any of these paths. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +49,7 @@ void *__wrap_calloc(size_t n, size_t size);
 void *__wrap_realloc(void *ptr, size_t size);
 char *__wrap_strdup(const char *s);
 
+static pthread_t oom_thread; /* the thread whose allocations count (oom_arm's) */
 static uint64_t oom_at;    /* the allocation that fails (1-based; 0: none) */
 static uint64_t oom_count; /* allocations since oom_arm */
 static bool oom_fired;     /* the armed allocation was reached */
@@ -54,6 +57,7 @@ static bool oom_counting;  /* between oom_arm and oom_disarm */
 
 static void oom_arm(uint64_t at)
 {
+    oom_thread = pthread_self();
     oom_at = at;
     oom_count = 0;
     oom_fired = false;
@@ -68,7 +72,10 @@ static void oom_disarm(void)
 
 static bool oom_should_fail(void)
 {
-    if (!oom_counting)
+    /* Only the arming thread's allocations: the others' (ckhfs's FUSE
+     * server threads, harness/ckhfs/) would make the count depend on the
+     * schedule; a request ckhfs cannot serve is test_ckhfs's matter. */
+    if (!oom_counting || !pthread_equal(pthread_self(), oom_thread))
         return false;
     if (++oom_count != oom_at)
         return false;
@@ -141,6 +148,33 @@ static void op_run(const void *arg, struct outcome *o)
     ckh_scenario_free(sc);
 }
 
+/* A scenario file of the library (its path relative to the source tree):
+ * its programs and paths resolve from its folder, as `ckh run` does. */
+static void op_run_file(const void *arg, struct outcome *o)
+{
+    const char *rel = arg;
+    char path[4096];
+    const char *src = getenv("CKH_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/%s", src ? src : "..", rel);
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error err;
+    memset(o, 0, sizeof *o);
+    o->rc = ckh_scenario_parse_file(path, NULL, &sc, &err);
+    if (o->rc != 0) {
+        ckh_scn_error_format(&err, o->msg, sizeof o->msg);
+        o->verdict = CKH_VERDICT_ERROR;
+        return;
+    }
+    struct ckh_run_options opts = {.source_dir = src};
+    struct ckh_report_result r;
+    ckh_report_result_init(&r);
+    o->rc = ckh_harness_run(sc, &opts, &r);
+    o->verdict = r.verdict;
+    snprintf(o->msg, sizeof o->msg, "%s", r.message ? r.message : "");
+    ckh_report_result_clear(&r);
+    ckh_scenario_free(sc);
+}
+
 /* Shrinking a failing scenario within a small budget of runs. */
 static void op_shrink(const void *arg, struct outcome *o)
 {
@@ -179,11 +213,21 @@ static void op_timeline_read(const void *arg, struct outcome *o)
     ckh_report_timeline_free(t);
 }
 
+/* How many failing runs a sweep takes after its dense start: all with
+ * CKH_TEST_OOM_ALL, a tenth under valgrind (CKH_VALGRIND, 20-50 times
+ * slower), else `normal`. */
+static uint64_t budget(uint64_t normal)
+{
+    if (getenv("CKH_TEST_OOM_ALL"))
+        return 0; /* every allocation */
+    return getenv("CKH_VALGRIND") ? normal / 10 + 1 : normal;
+}
+
 /* Runs op unarmed (the reference outcome, *allocs its allocations), then
  * with the Nth allocation failing for N in 1..allocs (every N up to
- * dense, then a stride that keeps the runs near budget). check judges
+ * dense, then a stride that keeps the runs near `runs`; 0: every N). check judges
  * each failed outcome. Returns the runs made with a failure. */
-static size_t sweep(op_fn op, const void *arg, struct outcome *ref, uint64_t dense, uint64_t budget,
+static size_t sweep(op_fn op, const void *arg, struct outcome *ref, uint64_t dense, uint64_t runs,
                     void (*check)(uint64_t n, const struct outcome *ref, const struct outcome *o))
 {
     oom_arm(0);
@@ -191,7 +235,7 @@ static size_t sweep(op_fn op, const void *arg, struct outcome *ref, uint64_t den
     uint64_t allocs = oom_count;
     oom_disarm();
     ck_assert_uint_gt(allocs, 0);
-    uint64_t stride = allocs > dense && budget > 0 ? (allocs - dense) / budget + 1 : 1;
+    uint64_t stride = allocs > dense && runs > 0 ? (allocs - dense) / runs + 1 : 1;
     size_t fails = 0;
     for (uint64_t n = 1; n <= allocs; n += n < dense ? 1 : stride) {
         struct outcome o;
@@ -337,11 +381,54 @@ START_TEST(test_run_out_of_memory)
 {
     const char *scn = runs[_i];
     struct outcome ref;
-    size_t k = sweep(op_run, scn, &ref, 40, getenv("CKH_TEST_OOM_ALL") ? 1000000 : 160, check_run);
+    size_t k = sweep(op_run, scn, &ref, 40, budget(160), check_run);
     ck_assert_msg(ref.rc == 0 && ref.verdict == CKH_VERDICT_PASS, "the scenario itself: %d %s", ref.rc, ref.msg);
     ck_assert_uint_gt(k, 40);
     check_same_twice(op_run, scn, 1);
     check_same_twice(op_run, scn, 37);
+}
+END_TEST
+
+/* Library scenarios of other kinds: a program run as a command job (the
+ * command executor: fork, result file, checkpoint folder), the param
+ * server, a sampler, the atomic-dir saver with a crash, minidb's errno
+ * and disk-full faults. */
+static const char *const files[] = {
+    "scenarios/programs/shell-kill-between-save-and-record.yaml",
+    "scenarios/programs/shell-bug-skip-on-resume.yaml",
+    "scenarios/minidb/errno-eio-pwrite.yaml",
+    "scenarios/minidb/disk-full.yaml",
+    "scenarios/ddp/power-loss.yaml",
+    "scenarios/saver/" /* the first of the folder: filled in by the test */,
+};
+
+START_TEST(test_library_out_of_memory)
+{
+    const char *rel = files[_i];
+    char first[512];
+    if (rel[strlen(rel) - 1] == '/') { /* a folder: its first scenario in name order */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", getenv("CKH_SOURCE_DIR") ? getenv("CKH_SOURCE_DIR") : "..", rel);
+        struct dirent **names = NULL;
+        int n = scandir(dir, &names, NULL, alphasort);
+        ck_assert_int_gt(n, 2);
+        first[0] = '\0';
+        for (int i = 0; i < n; i++) {
+            size_t len = strlen(names[i]->d_name);
+            if (!first[0] && len > 5 && strcmp(names[i]->d_name + len - 5, ".yaml") == 0)
+                snprintf(first, sizeof first, "%s%s", rel, names[i]->d_name);
+            free(names[i]);
+        }
+        free(names);
+        ck_assert_msg(first[0], "no scenario in %s", dir);
+        rel = first;
+    }
+    struct outcome ref;
+    /* A command job forks its programs: fewer runs. */
+    bool command = strstr(rel, "programs/") != NULL;
+    size_t k = sweep(op_run_file, rel, &ref, command ? 10 : 30, budget(command ? 30 : 120), check_run);
+    ck_assert_msg(ref.rc == 0 && ref.verdict == CKH_VERDICT_PASS, "%s itself: %d %s", rel, ref.rc, ref.msg);
+    ck_assert_uint_gt(k, command ? 10 : 30);
 }
 END_TEST
 
@@ -382,7 +469,7 @@ static void check_shrink(uint64_t n, const struct outcome *ref, const struct out
 START_TEST(test_shrink_out_of_memory)
 {
     struct outcome ref;
-    size_t k = sweep(op_shrink, failing, &ref, 20, getenv("CKH_TEST_OOM_ALL") ? 1000000 : 60, check_shrink);
+    size_t k = sweep(op_shrink, failing, &ref, 20, budget(60), check_shrink);
     ck_assert_msg(ref.rc == 0, "shrinking itself: %d %s", ref.rc, ref.msg);
     ck_assert_uint_gt(k, 20);
 }
@@ -394,7 +481,7 @@ START_TEST(test_fuzz_out_of_memory)
 {
     uint64_t seed = 7;
     struct outcome ref;
-    size_t k = sweep(op_fuzz, &seed, &ref, 40, getenv("CKH_TEST_OOM_ALL") ? 1000000 : 120, check_run);
+    size_t k = sweep(op_fuzz, &seed, &ref, 40, budget(120), check_run);
     ck_assert_msg(ref.rc == 0 && ref.verdict != CKH_VERDICT_ERROR, "seed 7 itself: %d %s", ref.rc, ref.msg);
     ck_assert_uint_gt(k, 40);
 }
@@ -427,6 +514,7 @@ static Suite *oom_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_parse_out_of_memory);
     tcase_add_loop_test(tc, test_run_out_of_memory, 0, (int)(sizeof runs / sizeof runs[0]));
+    tcase_add_loop_test(tc, test_library_out_of_memory, 0, (int)(sizeof files / sizeof files[0]));
     tcase_add_test(tc, test_shrink_out_of_memory);
     tcase_add_test(tc, test_fuzz_out_of_memory);
     tcase_add_test(tc, test_timeline_read_out_of_memory);

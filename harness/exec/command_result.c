@@ -75,12 +75,14 @@ static int progress_sink(void *ctx, enum ckh_rec_kind kind, const void *rec)
 }
 
 /* Parses the complete lines of text[0..n) for progress; malformed lines
- * are left to the final read, which names them. */
-static void progress_parse(struct ckh__cmd *c, int i, const char *text, size_t n)
+ * are left to the final read, which names them. Returns 0 or CKH_ENOMEM
+ * (the progress is then incomplete). */
+static int progress_parse(struct ckh__cmd *c, int i, const char *text, size_t n)
 {
     struct progress_ctx pc = {&c->nodes[i].prog, c->step_based};
     char msg[8];
-    ckh_record_jsonl_parse(text, n, NULL, progress_sink, &pc, msg, sizeof msg);
+    int rc = ckh_record_jsonl_parse(text, n, NULL, progress_sink, &pc, msg, sizeof msg);
+    return rc == CKH_ENOMEM ? rc : 0;
 }
 
 /* Node i's result file broke a limit (lock held): the message (the first
@@ -139,8 +141,10 @@ bool ckh__cmd_progress_read(struct ckh__cmd *c, int i, uint64_t budget)
     if (budget > there)
         budget = there;
     for (uint64_t taken = 0; taken < budget;) {
-        if (!partial_room(nd))
+        if (!partial_room(nd)) {
+            result_over(c, i, CKH_ENOMEM, "could not be read further: out of memory");
             break;
+        }
         size_t want = READ_CHUNK;
         if (budget - taken < want)
             want = (size_t)(budget - taken);
@@ -156,7 +160,10 @@ bool ckh__cmd_progress_read(struct ckh__cmd *c, int i, uint64_t budget)
         char *last = memrchr(fresh, '\n', (size_t)r);
         if (last) { /* complete lines only; the rest waits for its newline */
             size_t done = (size_t)(last - nd->partial) + 1;
-            progress_parse(c, i, nd->partial, done);
+            if (progress_parse(c, i, nd->partial, done) != 0) {
+                result_over(c, i, CKH_ENOMEM, "could not be read further: out of memory");
+                break;
+            }
             memmove(nd->partial, nd->partial + done, nd->npartial - done);
             nd->npartial -= done;
         }
@@ -199,9 +206,10 @@ int ckh__cmd_read_results(struct ckh__cmd *c)
         /* Progress sees every complete line, the last one too. */
         memset(&nd->prog, 0, sizeof nd->prog);
         nd->prog.step = nd->prog.epoch = nd->prog.progress = -1;
-        progress_parse(c, i, text, len);
+        rc = progress_parse(c, i, text, len);
         msg[0] = '\0';
-        rc = ckh_records_read_jsonl(c->records, (size_t)i, text, len, label, msg, sizeof msg);
+        if (rc == 0)
+            rc = ckh_records_read_jsonl(c->records, (size_t)i, text, len, label, msg, sizeof msg);
         free(text);
         if (rc == CKH_ENOMEM)
             return ckh__cmd_fail(c, rc, "out of memory");
