@@ -413,7 +413,7 @@ struct snap_entry {
 struct ckh__cmd_snapshot {
     struct snap_entry *v; /* sorted by path */
     size_t n, cap;        /* in use, allocated */
-    bool truncated;       /* the folder was too large to look at whole */
+    bool truncated;       /* the folder was too large (or memory too short) to look at whole */
 };
 
 #define SNAP_ENTRIES_MAX 20000
@@ -463,14 +463,18 @@ static void snap_walk(struct ckh__cmd_snapshot *s, const char *root, const char 
         if (s->n == s->cap) {
             size_t cap = s->cap ? s->cap * 2 : 256;
             struct snap_entry *v = realloc(s->v, cap * sizeof *v);
-            if (!v)
+            if (!v) {
+                s->truncated = true; /* not looked at whole: nothing is compared */
                 break;
+            }
             s->v = v;
             s->cap = cap;
         }
         char *p = strdup(sub);
-        if (!p)
+        if (!p) {
+            s->truncated = true;
             break;
+        }
         s->v[s->n++] = (struct snap_entry){p, (uint64_t)st.st_size,
                                            (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec};
     }
