@@ -507,7 +507,8 @@ int ckh__cmd_snapshot_compare(const struct ckh__cmd_snapshot *s, const char *dir
     rc = 0;
     for (size_t i = 0; i < now->n && rc == 0 && !s->truncated && !now->truncated; i++) {
         const struct snap_entry *e = &now->v[i];
-        const struct snap_entry *was = bsearch(e, s->v, s->n, sizeof *s->v, snap_cmp);
+        /* An empty snapshot has no array (bsearch wants one). */
+        const struct snap_entry *was = s->n ? bsearch(e, s->v, s->n, sizeof *s->v, snap_cmp) : NULL;
         if (was && was->size == e->size && was->mtime_ns == e->mtime_ns)
             continue;
         rc = ckh_errf(msg, n, CKH_EINVAL, "%s/%s %s during the fault-free reference run", dir, e->path,
