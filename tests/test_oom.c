@@ -248,6 +248,24 @@ static void op_explore(const void *arg, struct outcome *o)
     ckh_explore_result_free(&r);
 }
 
+/* One family of the fault catalogue on the built-in minidb backend. */
+static void op_catalogue(const void *arg, struct outcome *o)
+{
+    const enum ckh_fault_family *fam = arg;
+    struct ckh_explore_config cfg = {.ops = &ckh_minidb_ops, .model = CKH_CRASH_POSIX_WEAK,
+                                     .sector_bytes = 512, .seed = 7, .nblobs = 2, .blob_bytes = 700};
+    struct ckh_explore_result r;
+    memset(o, 0, sizeof *o);
+    o->rc = ckh_explore_faults(&cfg, *fam, EIO, &r, o->msg, sizeof o->msg);
+    if (o->rc != 0)
+        return;
+    int at = snprintf(o->msg, sizeof o->msg, "states %llu:", (unsigned long long)r.stats.states);
+    for (size_t i = 0; i < r.nvulns && at > 0 && (size_t)at < sizeof o->msg; i++)
+        at += snprintf(o->msg + at, sizeof o->msg - (size_t)at, " %s/%s", r.vulns[i].scenario,
+                       ckh_vuln_name(r.vulns[i].kind));
+    ckh_explore_result_free(&r);
+}
+
 /* Runs op unarmed (the reference outcome, *allocs its allocations), then
  * with the Nth allocation failing for N in 1..allocs (every N up to
  * dense, then a stride that keeps the runs near `runs`; 0: every N). check judges
@@ -560,6 +578,18 @@ START_TEST(test_explore_out_of_memory)
 }
 END_TEST
 
+static const enum ckh_fault_family families[] = {CKH_FAULTS_ERRNO, CKH_FAULTS_FSYNC, CKH_FAULTS_AT_REST,
+                                                 CKH_FAULTS_LEAK, CKH_FAULTS_SHORT_WRITE};
+
+START_TEST(test_catalogue_out_of_memory)
+{
+    struct outcome ref;
+    size_t k = sweep(op_catalogue, &families[_i], &ref, 30, budget(100), check_explore);
+    ck_assert_msg(ref.rc == 0, "the catalogue itself: %d %s", ref.rc, ref.msg);
+    ck_assert_uint_gt(k, 30);
+}
+END_TEST
+
 static Suite *oom_suite(void)
 {
     Suite *s = suite_create("oom");
@@ -570,6 +600,7 @@ static Suite *oom_suite(void)
     tcase_add_loop_test(tc, test_library_out_of_memory, 0, (int)(sizeof files / sizeof files[0]));
     tcase_add_test(tc, test_shrink_out_of_memory);
     tcase_add_loop_test(tc, test_explore_out_of_memory, 0, (int)(sizeof explored / sizeof explored[0]));
+    tcase_add_loop_test(tc, test_catalogue_out_of_memory, 0, (int)(sizeof families / sizeof families[0]));
     tcase_add_test(tc, test_fuzz_out_of_memory);
     tcase_add_test(tc, test_timeline_read_out_of_memory);
     suite_add_tcase(s, tc);
