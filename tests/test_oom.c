@@ -26,14 +26,18 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ckh/err.h"
+#include "cli/cli.h"
 #include "judge/judge.h"
 #include "model/scenario.h"
 #include "report.h"
@@ -264,6 +268,34 @@ static void op_catalogue(const void *arg, struct outcome *o)
         at += snprintf(o->msg + at, sizeof o->msg - (size_t)at, " %s/%s", r.vulns[i].scenario,
                        ckh_vuln_name(r.vulns[i].kind));
     ckh_explore_result_free(&r);
+}
+
+/* `ckh run DIR --json --junit --html` in this process (its pool's workers
+ * are forked: their allocations count in their own copy of the counter),
+ * stdout and stderr into DIR/out.txt; the outcome is the exit status. */
+static void op_cli_run(const void *arg, struct outcome *o)
+{
+    const char *dir = arg;
+    char scn[600], json[600], junit[600], html[600], out[600];
+    snprintf(scn, sizeof scn, "%s/scn", dir);
+    snprintf(json, sizeof json, "%s/r.json", dir);
+    snprintf(junit, sizeof junit, "%s/r.xml", dir);
+    snprintf(html, sizeof html, "%s/r.html", dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    char *argv[] = {"ckh", "run", scn, "--json", json, "--junit", junit, "--html", html, NULL};
+    memset(o, 0, sizeof *o);
+    fflush(NULL);
+    int saved_out = dup(1), saved_err = dup(2);
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    o->rc = ckh_cli_main((int)(sizeof argv / sizeof argv[0]) - 1, argv);
+    fflush(NULL);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(saved_out);
+    close(saved_err);
 }
 
 /* Runs op unarmed (the reference outcome, *allocs its allocations), then
@@ -590,6 +622,44 @@ START_TEST(test_catalogue_out_of_memory)
 }
 END_TEST
 
+/* `ckh run`: the exit status of the run without the failure (1: one
+ * scenario fails) or 3 (internal error), never 0 (a failure lost) or 2
+ * (out of memory taken for bad input). */
+static void check_cli(uint64_t n, const struct outcome *ref, const struct outcome *o)
+{
+    ck_assert_msg(o->rc == ref->rc || o->rc == 3, "allocation %llu: exit status %d, not %d or 3",
+                  (unsigned long long)n, o->rc, ref->rc);
+}
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_ge(fputs(text, f), 0);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(test_cli_run_out_of_memory)
+{
+    char dir[] = "/tmp/ckh-test-oom-XXXXXX", scn[600];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(scn, sizeof scn, "%s/scn", dir);
+    ck_assert_int_eq(mkdir(scn, 0755), 0);
+    put_file(scn, "pass.yaml", "job: {workload: seed-pipeline, nodes: 2}\n"
+                               "faults:\n  - {on: {node: trainer_1, op: rename, phase: save, epoch: 2}, do: kill}\n");
+    put_file(scn, "fail.yaml", "job: {workload: seed-pipeline}\nexpect: {values: {total: 1}}\n");
+    struct outcome ref;
+    size_t k = sweep(op_cli_run, dir, &ref, 20, budget(60), check_cli);
+    ck_assert_msg(ref.rc == 1, "ckh run itself: exit status %d", ref.rc);
+    ck_assert_uint_gt(k, 20);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *oom_suite(void)
 {
     Suite *s = suite_create("oom");
@@ -599,6 +669,7 @@ static Suite *oom_suite(void)
     tcase_add_loop_test(tc, test_run_out_of_memory, 0, (int)(sizeof runs / sizeof runs[0]));
     tcase_add_loop_test(tc, test_library_out_of_memory, 0, (int)(sizeof files / sizeof files[0]));
     tcase_add_test(tc, test_shrink_out_of_memory);
+    tcase_add_test(tc, test_cli_run_out_of_memory);
     tcase_add_loop_test(tc, test_explore_out_of_memory, 0, (int)(sizeof explored / sizeof explored[0]));
     tcase_add_loop_test(tc, test_catalogue_out_of_memory, 0, (int)(sizeof families / sizeof families[0]));
     tcase_add_test(tc, test_fuzz_out_of_memory);
