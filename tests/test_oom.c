@@ -1,16 +1,19 @@
 /* Out of memory everywhere a scenario goes in one process: parsing, the
- * simulated runs and their verdict, fuzzing a seed, shrinking, reading a
- * timeline back. The test binary is linked with -Wl,--wrap=malloc,calloc,
- * realloc,strdup (CMakeLists.txt), so every allocation of ckh's own code
- * (the simulator's, the harness's and the code under test's, whose
- * ckh_alloc ends in malloc) passes through oom_should_fail() below; the C
- * library's internal allocations (fopen, open_memstream) do not.
+ * simulated runs and their verdict, library scenarios (a command job
+ * among them), fuzzing a seed, shrinking, reading a timeline back,
+ * exploring crash states, the fault catalogue, `ckh run` with reports.
+ * The test binary is linked with -Wl,--wrap=malloc,calloc,realloc,strdup
+ * (CMakeLists.txt), so every allocation of ckh's own code (the
+ * simulator's, the harness's and the code under test's, whose ckh_alloc
+ * ends in malloc) passes through oom_should_fail() below; the C library's
+ * internal allocations (fopen, open_memstream) do not, nor those of
+ * threads other than the one that arms the failure (see oom_should_fail).
  *
  * Each case runs its operation once unarmed (the reference outcome and
  * the count of its allocations), then once for each N of a sample of
- * 1..count (every N up to a few dozen, then a stride; all of them with
- * CKH_TEST_OOM_ALL=1, a minute or so) with the Nth allocation failing,
- * and asserts what that gives:
+ * 1..count (every N up to a few dozen, then a stride; every N with
+ * CKH_TEST_OOM_ALL=1, many minutes) with the Nth allocation failing, and
+ * asserts what that gives:
  *   - parsing: CKH_ENOMEM, "FILE: out of memory";
  *   - a scenario run: CKH_ENOMEM with an ERROR verdict whose message says
  *     so, or exactly the verdict and message of the run without the
@@ -19,7 +22,11 @@
  *     failure of ckh's own memory under a node from the node's limit);
  *   - a fuzz seed: the same, with the seed's verdict;
  *   - shrinking: CKH_ENOMEM, or the same oracle and cause;
- *   - reading a timeline: CKH_ENOMEM.
+ *   - reading a timeline: CKH_ENOMEM;
+ *   - crash-state exploration and the fault catalogue of the built-in
+ *     minidb backend: CKH_ENOMEM or findings (see check_explore for what
+ *     is not asserted yet);
+ *   - `ckh run` with its three reports: the run's own exit status or 3.
  * The same outcome comes back for the same N (determinism). The ASan and
  * valgrind builds run this binary like every other test: no leak and no
  * invalid access on any of these paths. */
