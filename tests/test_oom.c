@@ -475,8 +475,10 @@ END_TEST
 
 /* Library scenarios of other kinds: a program run as a command job (the
  * command executor: fork, result file, checkpoint folder), the param
- * server, a sampler, the atomic-dir saver with a crash, minidb's errno
- * and disk-full faults. */
+ * server, the atomic-dir saver with a crash and on node-local disks, a
+ * planted defect detected, minidb's errno, disk-full and at-rest faults.
+ * Not yet a workload plugin: an allocation that fails in the plugin
+ * probe's child is reported as "not a loadable plugin" (CKH_EFOREIGN). */
 static const char *const files[] = {
     "scenarios/programs/shell-kill-between-save-and-record.yaml",
     "scenarios/programs/shell-bug-skip-on-resume.yaml",
@@ -484,6 +486,10 @@ static const char *const files[] = {
     "scenarios/minidb/disk-full.yaml",
     "scenarios/ddp/power-loss.yaml",
     "scenarios/saver/" /* the first of the folder: filled in by the test */,
+    "scenarios/seed/param-server-kill-ps.yaml",
+    "scenarios/saver/node-local-kill-rank1-mid-commit.yaml",
+    "scenarios/defects/rng-not-saved.yaml",
+    "scenarios/minidb/corrupt-older-version.yaml",
 };
 
 START_TEST(test_library_out_of_memory)
