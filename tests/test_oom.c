@@ -519,9 +519,9 @@ START_TEST(test_library_out_of_memory)
     struct outcome ref;
     /* A command job forks its programs: fewer runs. */
     bool command = strstr(rel, "programs/") != NULL;
-    size_t k = sweep(op_run_file, rel, &ref, command ? 8 : 30, budget(command ? 16 : 120), check_run);
+    size_t k = sweep(op_run_file, rel, &ref, command ? 6 : 30, budget(command ? 10 : 100), check_run);
     ck_assert_msg(ref.rc == 0 && ref.verdict == CKH_VERDICT_PASS, "%s itself: %d %s", rel, ref.rc, ref.msg);
-    ck_assert_uint_ge(k, command ? 8 : 30);
+    ck_assert_uint_ge(k, command ? 6 : 30);
 }
 END_TEST
 
@@ -620,9 +620,9 @@ static const unsigned explored[] = {CKH_EXPLORE_NEW_EPOCH, CKH_EXPLORE_TWO_RANKS
 START_TEST(test_explore_out_of_memory)
 {
     struct outcome ref;
-    size_t k = sweep(op_explore, &explored[_i], &ref, 30, budget(120), check_explore);
+    size_t k = sweep(op_explore, &explored[_i], &ref, 20, budget(60), check_explore);
     ck_assert_msg(ref.rc == 0, "the exploration itself: %d %s", ref.rc, ref.msg);
-    ck_assert_uint_ge(k, 30);
+    ck_assert_uint_ge(k, 20);
 }
 END_TEST
 
@@ -632,9 +632,9 @@ static const enum ckh_fault_family families[] = {CKH_FAULTS_ERRNO, CKH_FAULTS_FS
 START_TEST(test_catalogue_out_of_memory)
 {
     struct outcome ref;
-    size_t k = sweep(op_catalogue, &families[_i], &ref, 30, budget(100), check_explore);
+    size_t k = sweep(op_catalogue, &families[_i], &ref, 20, budget(50), check_explore);
     ck_assert_msg(ref.rc == 0, "the catalogue itself: %d %s", ref.rc, ref.msg);
-    ck_assert_uint_ge(k, 30);
+    ck_assert_uint_ge(k, 20);
 }
 END_TEST
 
@@ -667,9 +667,9 @@ START_TEST(test_cli_run_out_of_memory)
                                "faults:\n  - {on: {node: trainer_1, op: rename, phase: save, epoch: 2}, do: kill}\n");
     put_file(scn, "fail.yaml", "job: {workload: seed-pipeline}\nexpect: {values: {total: 1}}\n");
     struct outcome ref;
-    size_t k = sweep(op_cli_run, dir, &ref, 20, budget(60), check_cli);
+    size_t k = sweep(op_cli_run, dir, &ref, 12, budget(24), check_cli);
     ck_assert_msg(ref.rc == 1, "ckh run itself: exit status %d", ref.rc);
-    ck_assert_uint_ge(k, 20);
+    ck_assert_uint_ge(k, 12);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     ck_assert_int_eq(system(cmd), 0);
