@@ -883,6 +883,8 @@ static int check_marker(struct ckh_adir *d, const char *folder, uint64_t num)
         return CKH_EINVAL;
     int wl = snprintf(want, sizeof want, "%" PRIu64 "\n", num);
     int rc = ckh_atomic_read(d->env->fs, d->env->alloc, marker, &mbuf, &mlen);
+    if (rc == CKH_ENOMEM)
+        return rc; /* unread, not damaged */
     bool good = rc == 0 && mlen == (size_t)wl && memcmp(mbuf, want, mlen) == 0;
     ckh_free(d->env->alloc, mbuf);
     return good ? 0 : CKH_ECORRUPT;
@@ -932,7 +934,9 @@ static int resolve_latest(struct ckh_adir *d, char *buf, size_t n, uint64_t *num
     if (!parse_folder(d, base, num, &force))
         return CKH_ERRF(d->errmsg, CKH_ECORRUPT, "pointer '%s' names '%s', not a folder of saver '%s'",
                         d->link_path, folder, d->name);
-    if (check_marker(d, folder, *num))
+    if ((rc = check_marker(d, folder, *num)) == CKH_ENOMEM)
+        return CKH_ERRF(d->errmsg, rc, "no memory to read the commit marker of '%s'", folder);
+    if (rc)
         return CKH_ERRF(d->errmsg, CKH_ECORRUPT, "the commit marker of '%s' is damaged", folder);
     if (strlen(folder) >= n)
         return CKH_ERRF(d->errmsg, CKH_EINVAL, "buffer too small for '%s'", folder);

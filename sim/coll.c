@@ -259,14 +259,18 @@ static struct ckh__slot *slot_get(struct ckh__coll_state *cs, uint64_t gen, uint
     if (cs->nslots == cs->cap_slots) {
         size_t cap = cs->cap_slots != 0 ? 2 * cs->cap_slots : 4;
         struct ckh__slot *slots = realloc(cs->slots, cap * sizeof *slots);
-        if (slots == NULL)
+        if (slots == NULL) {
+            cs->oom = true;
             return NULL;
+        }
         cs->slots = slots;
         cs->cap_slots = cap;
     }
     struct ckh__arrival *arr = calloc((size_t)cs->world, sizeof *arr);
-    if (arr == NULL)
+    if (arr == NULL) {
+        cs->oom = true;
         return NULL;
+    }
     s = &cs->slots[cs->nslots++];
     memset(s, 0, sizeof *s);
     s->gen = gen;
@@ -285,8 +289,10 @@ static void *scratch(struct ckh__coll_state *cs, size_t bytes)
 {
     if (bytes > cs->scratch_bytes) {
         unsigned char *p = realloc(cs->scratch, bytes);
-        if (p == NULL)
+        if (p == NULL) {
+            cs->oom = true;
             return NULL;
+        }
         cs->scratch = p;
         cs->scratch_bytes = bytes;
     }

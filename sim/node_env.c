@@ -189,8 +189,10 @@ static void *mem_malloc(struct ckh_alloc *a, size_t size_bytes)
     if (mem_refuse(n, size_bytes, size_bytes))
         return NULL;
     struct ckh__mem_hdr *h = malloc(HDR_BYTES + size_bytes);
-    if (h == NULL)
+    if (h == NULL) {
+        n->sim->host_oom = true; /* not the node's limit: ckh's own memory */
         return NULL;
+    }
     h->size_bytes = size_bytes;
     h->pad = 0;
     mem_link(n, h);
@@ -226,6 +228,7 @@ static void *mem_realloc(struct ckh_alloc *a, void *ptr, size_t size_bytes)
     struct ckh__mem_hdr *g = realloc(h, HDR_BYTES + size_bytes);
     if (g == NULL) {
         mem_link(n, h);
+        n->sim->host_oom = true;
         return NULL;
     }
     g->size_bytes = size_bytes;

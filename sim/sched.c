@@ -917,6 +917,16 @@ const char *ckh_sim_errmsg(const struct ckh_sim *sim)
     return sim != NULL ? sim->errmsg : "no simulator";
 }
 
+bool ckh_sim_host_out_of_memory(const struct ckh_sim *sim)
+{
+    if (sim == NULL)
+        return false;
+    bool oom = sim->host_oom || sim->coll.oom || sim->trace.oom;
+    for (size_t i = 0; i < sim->ndisks && !oom; i++)
+        oom = ckh_simfs_host_out_of_memory(sim->disks[i]);
+    return oom;
+}
+
 int ckh_sim_add_disk(struct ckh_sim *sim, const struct ckh_simfs_config *cfg, struct ckh_simfs **out)
 {
     if (out != NULL)

@@ -170,6 +170,7 @@ struct ckh__coll_state {
     size_t nslots;                   /* in use */
     size_t cap_slots;                /* allocated */
     unsigned char *scratch;          /* reduction buffer */
+    bool oom;                        /* a slot or the buffer could not be allocated */
     size_t scratch_bytes;            /* its size */
 };
 
@@ -200,6 +201,7 @@ struct ckh__trace {
     struct ckh__trace_item *items;   /* kept records */
     size_t cap;                      /* allocated items */
     struct ckh__arena_chunk *arena;  /* string storage, newest first */
+    bool oom;                        /* a record or string could not be kept */
 };
 
 struct ckh_sim {
@@ -213,6 +215,8 @@ struct ckh_sim {
     struct ckh__thread **heap;       /* runnable threads ordered by (wake, tie, node, task);
                                         room for every thread of every node */
     size_t heap_len;                 /* entries */
+    bool host_oom;                   /* a node allocator's malloc of ckh's process failed
+                                        (ckh_sim_host_out_of_memory) */
     struct ckh_simfs **disks;        /* owned disks */
     size_t ndisks;                   /* count */
     struct ckh__fault *faults;       /* rules */

@@ -162,6 +162,8 @@ void *ckh__sf_malloc(struct ckh_simfs *d, size_t n)
     void *p = calloc(1, n ? n : 1);
     if (p)
         d->heap_bytes += n;
+    else
+        d->host_oom = true;
     return p;
 }
 
@@ -179,8 +181,10 @@ void ckh__sf_free(struct ckh_simfs *d, void *p, size_t n)
 static void *sf_grow(struct ckh_simfs *d, void *p, size_t old_n, size_t new_n, size_t sz)
 {
     void *q = realloc(p, new_n * sz);
-    if (!q)
+    if (!q) {
+        d->host_oom = true;
         return NULL;
+    }
     d->heap_bytes += (new_n - old_n) * sz;
     return q;
 }
@@ -1065,6 +1069,7 @@ static void commit_entry_deps(struct ckh_simfs *d, struct sf_op *op)
             size_t ncap = cap * 2;
             uint64_t *nst = malloc(ncap * sizeof(*nst));
             if (!nst) { /* out of memory: commit without the rest of the chain */
+                d->host_oom = true;
                 n--;
                 commit_entry(d, top);
                 continue;
@@ -1564,6 +1569,11 @@ int ckh_simfs_space(const struct ckh_simfs *d, uint64_t *total_bytes, uint64_t *
 uint64_t ckh_simfs_heap_bytes(const struct ckh_simfs *d)
 {
     return d ? d->heap_bytes + sizeof(*d) : 0;
+}
+
+bool ckh_simfs_host_out_of_memory(const struct ckh_simfs *d)
+{
+    return d && d->host_oom;
 }
 
 #define DIGEST_BLOCK 16384u /* bytes hashed at once; an all-zero block is left out */

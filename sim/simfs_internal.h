@@ -194,6 +194,9 @@ struct ckh_simfs {
     uint64_t garbage_seed;        /* seed of garbage bytes and tear points */
     uint64_t used_bytes;          /* sum of live file sizes */
     uint64_t heap_bytes;          /* heap bytes held by this disk */
+    bool host_oom;                /* an allocation of ckh's process for this disk failed:
+                                     its state may lack what it was given
+                                     (ckh_simfs_host_out_of_memory) */
     uint64_t crashes;             /* crashes so far */
     bool gc_hold;                 /* defer freeing inodes (during rebuilds) */
     struct sf_fault *faults;      /* injected faults, in order */

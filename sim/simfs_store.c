@@ -243,8 +243,10 @@ struct sf_buf *ckh__sf_buf_new(struct ckh_simfs *d, const void *data, uint64_t l
      * pages back with MADV_DONTNEED and faults them in again), which cost
      * a page fault per 4 KiB written. */
     struct sf_buf *b = data ? malloc(sizeof(*b) + len) : ckh__sf_malloc(d, sizeof(*b) + len);
-    if (!b)
+    if (!b) {
+        d->host_oom = true;
         return NULL;
+    }
     *b = (struct sf_buf){.refs = 1, .len = len};
     if (data) {
         d->heap_bytes += sizeof(*b) + len;

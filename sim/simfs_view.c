@@ -323,11 +323,14 @@ static int do_open(struct sf_view *v, const char *path, int flags, struct ckh_fi
     if (rc)
         return rc;
     struct sf_file *f = calloc(1, sizeof(*f));
-    if (!f)
+    if (!f) {
+        r.d->host_oom = true;
         return CKH_ENOMEM;
+    }
     f->vpath = strdup(path);
     f->dpath = strdup(r.dpath);
     if (!f->vpath || !f->dpath) {
+        r.d->host_oom = true;
         rc = CKH_ENOMEM;
         goto out_free_file;
     }

@@ -67,8 +67,10 @@ static int task_start(struct ckh__node *n, ckh_bg_fn fn, void *arg, struct ckh__
     struct ckh__task *t = NULL;
     if (n->tasks == NULL) { /* the simulator's bookkeeping, not the node's memory */
         n->tasks = calloc(CKH__TASK_MAX, sizeof *n->tasks);
-        if (n->tasks == NULL)
+        if (n->tasks == NULL) {
+            sim->host_oom = true;
             return ckh__sim_err(sim, CKH_ENOMEM, "node %s: no memory for its tasks", n->name);
+        }
         for (size_t i = 0; i < CKH__TASK_MAX; i++) {
             n->tasks[i].th.node = n;
             n->tasks[i].th.heap_pos = SIZE_MAX;

@@ -68,8 +68,10 @@ static const char *arena_strdup(struct ckh__trace *t, const char *s, size_t len)
     if (c == NULL || c->cap - c->used < len + 1) {
         size_t cap = len + 1 > ARENA_CHUNK_BYTES ? len + 1 : ARENA_CHUNK_BYTES;
         c = malloc(sizeof *c + cap);
-        if (c == NULL)
+        if (c == NULL) {
+            t->oom = true;
             return NULL;
+        }
         c->cap = cap;
         c->used = 0;
         c->next = t->arena;
@@ -120,6 +122,7 @@ void ckh__trace_add(struct ckh_sim *sim, int node, int kind, const char *path, c
         struct ckh__trace_item *items = realloc(t->items, cap * sizeof *items);
         if (items == NULL) {
             t->keep = false; /* out of memory: keep hashing, stop storing */
+            t->oom = true;
             return;
         }
         t->items = items;

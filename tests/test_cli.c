@@ -1433,7 +1433,7 @@ END_TEST
  * crashes loading, replay's and shrink's messages. */
 START_TEST(test_long_paths_whole_in_messages)
 {
-    char dir[1024], path[PATH_MAX], want[PATH_MAX + 512], lib[PATH_MAX], real[PATH_MAX], *out = NULL;
+    char dir[1024], path[PATH_MAX], want[2 * PATH_MAX + 512], lib[PATH_MAX], real[PATH_MAX], *out = NULL;
     int at = snprintf(dir, sizeof dir, "%s", work);
     for (int i = 0; i < 4; i++) { /* 4 folders of 90 characters: a path of over 360 */
         at += snprintf(dir + at, sizeof dir - (size_t)at, "/%c", 'a' + i);

@@ -31,6 +31,7 @@
 
 #include "ckh/err.h"
 #include "ckhfs/ckhfs.h"
+#include "exec/command_result.h"
 #include "report.h"
 #include "exec/runner.h"
 #include "model/scenario.h"
@@ -1077,6 +1078,87 @@ START_TEST(test_explore_round_trip)
 }
 END_TEST
 
+/* Writes text to path (folders made as needed). */
+static void put(const char *root, const char *rel, const char *text)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    for (char *sl = strchr(path + strlen(root) + 1, '/'); sl; sl = strchr(sl + 1, '/')) {
+        *sl = '\0';
+        mkdir(path, 0755);
+        *sl = '/';
+    }
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_ge(fputs(text, f), 0);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* The working folder's snapshot (where checkpoints written outside the
+ * mount are caught without fanotify, as an ordinary user): a file that
+ * appears or changes is named with its path; interpreters' caches, .git
+ * and ckh's own run folders are not looked at, nor what is deeper than
+ * six folders, nor the inside of a link to a folder. */
+START_TEST(test_working_folder_snapshot)
+{
+    char root[300], msg[1200], want[1200];
+    snprintf(root, sizeof root, "%s/wd", dir);
+    ck_assert_int_eq(mkdir(root, 0755), 0);
+    put(root, "train.py", "print()\n");
+    put(root, "data/a.bin", "0123");
+    char target[400], link[400];
+    snprintf(target, sizeof target, "%s/elsewhere", dir);
+    ck_assert_int_eq(mkdir(target, 0755), 0);
+    snprintf(link, sizeof link, "%s/linked", root);
+    ck_assert_int_eq(symlink(target, link), 0);
+    struct ckh__cmd_snapshot *snap = NULL;
+    ck_assert_int_eq(ckh__cmd_snapshot_take(root, &snap), 0);
+    ck_assert_int_eq(ckh__cmd_snapshot_compare(snap, root, msg, sizeof msg), 0);
+    /* What is not looked at. */
+    put(root, "__pycache__/train.cpython-311.pyc", "x");
+    put(root, "lib.pyc", "x");
+    put(root, ".git/HEAD", "ref\n");
+    put(root, "ckh-4242-abcdef/run/file", "x");
+    put(root, "1/2/3/4/5/6/7/deep.ckpt", "x"); /* seven folders down */
+    put(target, "behind-the-link.ckpt", "x");
+    ck_assert_msg(ckh__cmd_snapshot_compare(snap, root, msg, sizeof msg) == 0, "%s", msg);
+    /* What is. */
+    put(root, "data/ckpt/step-3.pt", "weights");
+    ck_assert_int_eq(ckh__cmd_snapshot_compare(snap, root, msg, sizeof msg), CKH_EINVAL);
+    snprintf(want, sizeof want, "%s/data/ckpt/step-3.pt appeared during the fault-free reference run", root);
+    ck_assert_str_eq(msg, want);
+    ckh__cmd_snapshot_free(snap);
+    ck_assert_int_eq(ckh__cmd_snapshot_take(root, &snap), 0);
+    put(root, "data/a.bin", "012345"); /* another size */
+    ck_assert_int_eq(ckh__cmd_snapshot_compare(snap, root, msg, sizeof msg), CKH_EINVAL);
+    snprintf(want, sizeof want, "%s/data/a.bin changed during the fault-free reference run", root);
+    ck_assert_str_eq(msg, want);
+    ckh__cmd_snapshot_free(snap);
+    /* A folder that is not there is empty; whatever appears in it counts. */
+    char gone[400];
+    snprintf(gone, sizeof gone, "%s/not-yet", dir);
+    ck_assert_int_eq(ckh__cmd_snapshot_take(gone, &snap), 0);
+    ck_assert_int_eq(ckh__cmd_snapshot_compare(snap, gone, msg, sizeof msg), 0);
+    ck_assert_int_eq(mkdir(gone, 0755), 0);
+    put(gone, "latest", "3\n");
+    ck_assert_int_eq(ckh__cmd_snapshot_compare(snap, gone, msg, sizeof msg), CKH_EINVAL);
+    snprintf(want, sizeof want, "%s/latest appeared during the fault-free reference run", gone);
+    ck_assert_str_eq(msg, want);
+    ckh__cmd_snapshot_free(snap);
+    ckh__cmd_snapshot_free(NULL);
+    /* The names left out, one by one. */
+    ck_assert(ckh__cmd_snapshot_skipped("__pycache__"));
+    ck_assert(ckh__cmd_snapshot_skipped("model.pyc"));
+    ck_assert(ckh__cmd_snapshot_skipped(".git"));
+    ck_assert(ckh__cmd_snapshot_skipped("ckh-1-x"));
+    ck_assert(!ckh__cmd_snapshot_skipped(".pyc")); /* a name, not an extension */
+    ck_assert(!ckh__cmd_snapshot_skipped("ckh-run"));
+    ck_assert(!ckh__cmd_snapshot_skipped("ckh-"));
+    ck_assert(!ckh__cmd_snapshot_skipped("model.pyc.bak"));
+    ck_assert(!ckh__cmd_snapshot_skipped(".gitignore"));
+}
+END_TEST
+
 static Suite *command_suite(void)
 {
     Suite *s = suite_create("command");
@@ -1122,6 +1204,7 @@ static Suite *command_suite(void)
     TCase *sim = tcase_create("sim");
     tcase_add_checked_fixture(sim, setup, teardown);
     tcase_add_test(sim, test_sim_refuses_sigterm);
+    tcase_add_test(sim, test_working_folder_snapshot);
     suite_add_tcase(s, sim);
     TCase *grammar = tcase_create("grammar");
     tcase_add_loop_test(grammar, test_grammar_errors, 0, (int)(sizeof bad / sizeof bad[0]));

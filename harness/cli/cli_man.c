@@ -23,6 +23,7 @@
 #include "cli/cli.h"
 #include "cli/verbs.h"
 #include "exec/home.h"
+#include "exec/worker.h"
 
 /* The verbs, in the help's order. */
 static const struct {
@@ -68,6 +69,7 @@ static int capture(const char *argv0, const char *verb, const char *arg, char **
         char *argv[] = {(char *)argv0, (char *)verb, (char *)arg, NULL};
         int rc = ckh_cli_main(arg ? 3 : 2, argv);
         fflush(stdout);
+        ckh__worker_dump_coverage();
         _exit(rc);
     }
     close(fds[1]);

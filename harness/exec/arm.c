@@ -58,8 +58,9 @@ static int arm_one(struct ckh__run_ctx *c, size_t i, int node)
         r.action.call = call_at_trigger;
         r.action.call_ctx = &c->calls[i];
     }
-    if (ckh_sim_add_fault(c->sim, &r) != 0)
-        return ckh__run_fail(c, CKH_EINVAL, "%d:%d: %s", f->line, f->column, ckh_sim_errmsg(c->sim));
+    int rc = ckh_sim_add_fault(c->sim, &r);
+    if (rc != 0) /* the simulator's own code: a rule it refuses, or out of memory */
+        return ckh__run_fail(c, rc, "%d:%d: %s", f->line, f->column, ckh_sim_errmsg(c->sim));
     /* A CALL rule counts when its change lands (ckh_fault_hit), not when
      * its trigger matches. */
     c->rule_fault[c->nrules++] = r.action.kind == CKH_FAULT_CALL ? SIZE_MAX : i;

@@ -90,8 +90,9 @@ static int cache_load_path(const char *path, uint64_t key, struct ckh_job_copy *
         int *worlds = calloc(r.nsamples + 1, sizeof *worlds);
         struct ckh_step_quantity *q = calloc(r.nquantities + 1, sizeof *q);
         struct ckh_step_quantity *fv = calloc(r.nfinal_values + 1, sizeof *fv);
-        if (nodes && steps && samples && counts && worlds && q && fv &&
-            fread(nodes, sizeof *nodes, r.nnodes, f) == r.nnodes &&
+        if (!nodes || !steps || !samples || !counts || !worlds || !q || !fv) {
+            rc = CKH_ENOMEM; /* not the file's fault */
+        } else if (fread(nodes, sizeof *nodes, r.nnodes, f) == r.nnodes &&
             fread(steps, sizeof *steps, r.nsteps, f) == r.nsteps &&
             fread(q, sizeof *q, r.nquantities, f) == r.nquantities &&
             fread(fv, sizeof *fv, r.nfinal_values, f) == r.nfinal_values &&
@@ -225,7 +226,7 @@ int ckh__run_reference(const struct ckh_scenario *sc, uint64_t seed, const struc
     } else {
         /* A located message is an input error: no "reference run" prefix. */
         bool located = (c.err[0] >= '0' && c.err[0] <= '9') || !strncmp(c.err, sc->file, strlen(sc->file));
-        snprintf(err, errlen, "%s%s", located ? "" : "reference run: ", c.err);
+        snprintf(err, errlen, "%s%s", located ? "" : "reference run: ", c.err[0] ? c.err : ckh_strerror(rc));
     }
     ckh_scenario_run_free(&tmp);
     ckh__run_ctx_free(&c);

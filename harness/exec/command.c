@@ -280,7 +280,8 @@ static int mount_failed(struct ckh__cmd *c, int rc, const char *dir, const char 
     if (rc == CKH_EUNSUPPORTED)
         return ckh__cmd_fail(c, CKH_ELIMIT, "FUSE cannot be used here: %s (command jobs serve their "
                              "checkpoint directory over FUSE; docs/SCENARIOS.md, \"Command jobs\")", msg);
-    return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot mount ckhfs at %s: %s", dir, msg[0] ? msg : ckh_strerror(rc));
+    return ckh__cmd_fail(c, rc == CKH_ENOMEM ? rc : CKH_EINTERNAL, "cannot mount ckhfs at %s: %s", dir,
+                         msg[0] ? msg : ckh_strerror(rc));
 }
 
 /* Whether the kernel may keep the names it looked up on this run's
@@ -681,12 +682,28 @@ static void exec_job(const struct ckh__cmd *c, struct ckh_exec_job *job)
                                  .verify_any_failure = true};
 }
 
+/* Whether a disk of the job ran out of ckh's own memory (the programs'
+ * requests through ckhfs were then refused with ENOMEM by ckh, not by
+ * the scenario): whatever the runs gave is no run of the scenario. */
+static int disks_out_of_memory(struct ckh__cmd *c)
+{
+    bool oom = c->disks_oom;
+    for (size_t i = 0; c->disks && i < c->sc->job.ndisks * (size_t)c->n && !oom; i++)
+        oom = ckh_simfs_host_out_of_memory(c->disks[i]);
+    if (!oom)
+        return 0;
+    return ckh__cmd_fail(c, CKH_ENOMEM, "%s in a simulated disk: the runs cannot be judged (%s)",
+                         ckh_strerror(CKH_ENOMEM), ckh_err_name(CKH_ENOMEM));
+}
+
 /* The job with restarts (one run for the reference); fills out's runs. */
 int ckh__cmd_execute(struct ckh__cmd *c, struct ckh_scenario_run *out)
 {
     struct ckh_exec_job job;
     exec_job(c, &job);
     int rc = ckh__exec_runs(&cmd_ops, c, &job, out);
+    if (disks_out_of_memory(c) != 0)
+        return CKH_ENOMEM;
     if (rc == CKH_ENOMEM && !c->err[0])
         return ckh__cmd_fail(c, rc, "out of memory");
     return rc;
@@ -959,6 +976,7 @@ int ckh__cmd_replace_disk(struct ckh__cmd *c, struct ckh_simfs *disk)
     if (c->sc->job.ndisks != 1 || c->nmounts != 1)
         return ckh__cmd_fail(c, CKH_EINVAL, "a job with %zu disks and %zu mounts has no single disk to replace",
                              c->sc->job.ndisks, c->nmounts);
+    c->disks_oom = c->disks_oom || ckh_simfs_host_out_of_memory(c->disks[0]);
     ckh_simfs_destroy(c->disks[0]);
     for (int i = 0; i < c->n; i++)
         c->disks[i] = disk;
@@ -1046,7 +1064,10 @@ int ckh__cmd_restart_check(struct ckh__cmd *c, const struct ckh_scenario_run *re
     exec_job(c, &job);
     if (sc->verify.argc && (rc = ckh__exec_check_committed(&cmd_ops, c, &job, ri)) != 0)
         goto out;
-    if ((rc = ckh__exec_runs(&cmd_ops, c, &job, &r)) != 0) /* runs 2.. */
+    rc = ckh__exec_runs(&cmd_ops, c, &job, &r); /* runs 2.. */
+    if (disks_out_of_memory(c) != 0)
+        rc = CKH_ENOMEM;
+    if (rc != 0)
         goto out;
     if (r.got.r.nnodes && (rc = ckh__cmd_add_file_digests(c, &r.got)) != 0)
         goto out;

@@ -189,6 +189,7 @@ struct ckh__cmd {
     int master_port;                 /* MASTER_PORT of the current run */
     struct ckh__cmd_node *nodes;     /* [n] (owned) */
     struct ckh_simfs **disks;        /* [ndisks * n]: disk d of node i (shared: the same) (owned) */
+    bool disks_oom;                  /* a disk replaced since had run out of ckh's memory */
     struct ckh__cmd_mount *mounts;   /* every distinct disk (owned) */
     size_t nmounts;                  /* their count */
     struct ckh_records *records;     /* what the nodes reported (owned) */

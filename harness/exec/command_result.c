@@ -75,12 +75,14 @@ static int progress_sink(void *ctx, enum ckh_rec_kind kind, const void *rec)
 }
 
 /* Parses the complete lines of text[0..n) for progress; malformed lines
- * are left to the final read, which names them. */
-static void progress_parse(struct ckh__cmd *c, int i, const char *text, size_t n)
+ * are left to the final read, which names them. Returns 0 or CKH_ENOMEM
+ * (the progress is then incomplete). */
+static int progress_parse(struct ckh__cmd *c, int i, const char *text, size_t n)
 {
     struct progress_ctx pc = {&c->nodes[i].prog, c->step_based};
     char msg[8];
-    ckh_record_jsonl_parse(text, n, NULL, progress_sink, &pc, msg, sizeof msg);
+    int rc = ckh_record_jsonl_parse(text, n, NULL, progress_sink, &pc, msg, sizeof msg);
+    return rc == CKH_ENOMEM ? rc : 0;
 }
 
 /* Node i's result file broke a limit (lock held): the message (the first
@@ -139,8 +141,10 @@ bool ckh__cmd_progress_read(struct ckh__cmd *c, int i, uint64_t budget)
     if (budget > there)
         budget = there;
     for (uint64_t taken = 0; taken < budget;) {
-        if (!partial_room(nd))
+        if (!partial_room(nd)) {
+            result_over(c, i, CKH_ENOMEM, "could not be read further: out of memory");
             break;
+        }
         size_t want = READ_CHUNK;
         if (budget - taken < want)
             want = (size_t)(budget - taken);
@@ -156,7 +160,10 @@ bool ckh__cmd_progress_read(struct ckh__cmd *c, int i, uint64_t budget)
         char *last = memrchr(fresh, '\n', (size_t)r);
         if (last) { /* complete lines only; the rest waits for its newline */
             size_t done = (size_t)(last - nd->partial) + 1;
-            progress_parse(c, i, nd->partial, done);
+            if (progress_parse(c, i, nd->partial, done) != 0) {
+                result_over(c, i, CKH_ENOMEM, "could not be read further: out of memory");
+                break;
+            }
             memmove(nd->partial, nd->partial + done, nd->npartial - done);
             nd->npartial -= done;
         }
@@ -199,9 +206,10 @@ int ckh__cmd_read_results(struct ckh__cmd *c)
         /* Progress sees every complete line, the last one too. */
         memset(&nd->prog, 0, sizeof nd->prog);
         nd->prog.step = nd->prog.epoch = nd->prog.progress = -1;
-        progress_parse(c, i, text, len);
+        rc = progress_parse(c, i, text, len);
         msg[0] = '\0';
-        rc = ckh_records_read_jsonl(c->records, (size_t)i, text, len, label, msg, sizeof msg);
+        if (rc == 0)
+            rc = ckh_records_read_jsonl(c->records, (size_t)i, text, len, label, msg, sizeof msg);
         free(text);
         if (rc == CKH_ENOMEM)
             return ckh__cmd_fail(c, rc, "out of memory");
@@ -405,7 +413,7 @@ struct snap_entry {
 struct ckh__cmd_snapshot {
     struct snap_entry *v; /* sorted by path */
     size_t n, cap;        /* in use, allocated */
-    bool truncated;       /* the folder was too large to look at whole */
+    bool truncated;       /* the folder was too large (or memory too short) to look at whole */
 };
 
 #define SNAP_ENTRIES_MAX 20000
@@ -455,14 +463,18 @@ static void snap_walk(struct ckh__cmd_snapshot *s, const char *root, const char 
         if (s->n == s->cap) {
             size_t cap = s->cap ? s->cap * 2 : 256;
             struct snap_entry *v = realloc(s->v, cap * sizeof *v);
-            if (!v)
+            if (!v) {
+                s->truncated = true; /* not looked at whole: nothing is compared */
                 break;
+            }
             s->v = v;
             s->cap = cap;
         }
         char *p = strdup(sub);
-        if (!p)
+        if (!p) {
+            s->truncated = true;
             break;
+        }
         s->v[s->n++] = (struct snap_entry){p, (uint64_t)st.st_size,
                                            (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec};
     }
@@ -495,7 +507,8 @@ int ckh__cmd_snapshot_compare(const struct ckh__cmd_snapshot *s, const char *dir
     rc = 0;
     for (size_t i = 0; i < now->n && rc == 0 && !s->truncated && !now->truncated; i++) {
         const struct snap_entry *e = &now->v[i];
-        const struct snap_entry *was = bsearch(e, s->v, s->n, sizeof *s->v, snap_cmp);
+        /* An empty snapshot has no array (bsearch wants one). */
+        const struct snap_entry *was = s->n ? bsearch(e, s->v, s->n, sizeof *s->v, snap_cmp) : NULL;
         if (was && was->size == e->size && was->mtime_ns == e->mtime_ns)
             continue;
         rc = ckh_errf(msg, n, CKH_EINVAL, "%s/%s %s during the fault-free reference run", dir, e->path,

@@ -50,6 +50,7 @@
 #include "ckh/workload.h"
 #include "ckh/workspace.h"
 #include "exec/plugin.h"
+#include "exec/worker.h"
 #include "model/scenario.h"
 
 struct ckh_plugin {
@@ -385,10 +386,11 @@ static void probe_child(int fd, const char *path, enum ckh_plugin_kind kind,
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            _exit(3);
+            break;
         off += (size_t)w;
     }
-    _exit(0);
+    ckh__worker_dump_coverage();
+    _exit(off < sizeof(a) ? 3 : 0);
 }
 
 /* Reads the child's answer until EOF or the deadline. 0 with *got set,

@@ -79,6 +79,7 @@ struct ckh_records {
     size_t nids, capids;
     struct rresume *resumes;       /* every resume record */
     size_t nresumes, capresumes;
+    bool oom;                      /* a record could not be kept (collect refuses) */
     /* What the last collect handed out. */
     struct ckh_node_result *out_nodes;
     struct ckh_step_record *out_steps;
@@ -151,8 +152,10 @@ int ckh_records_add_step(struct ckh_records *s, size_t node, const struct ckh_re
     size_t nq = r->ndigests + r->nvalues;
     CKH_ASSERT(s->run >= 1 && r->step >= 1 && r->epoch >= 0 && nq <= 2 * CKH_RECORD_FIELDS_MAX);
     if ((rc = GROW(s->steps, s->nsteps, s->capsteps, 1)) != 0 || (rc = GROW(s->q, s->nq, s->capq, nq)) != 0 ||
-        (rc = GROW(s->ids, s->nids, s->capids, r->nsamples)) != 0)
+        (rc = GROW(s->ids, s->nids, s->capids, r->nsamples)) != 0) {
+        s->oom = true;
         return rc;
+    }
     struct rstep *st = &s->steps[s->nsteps++];
     *st = (struct rstep){.run = s->run, .node = (uint32_t)node, .step = r->step, .epoch = r->epoch,
                          .qfirst = s->nq, .qcount = (uint32_t)nq, .sfirst = s->nids, .scount = r->nsamples};
@@ -177,8 +180,10 @@ int ckh_records_add_resume(struct ckh_records *s, size_t node, const struct ckh_
         return CKH_EINVAL;
     if ((rc = ckh_record_check_resume(r)) != 0)
         return rc;
-    if ((rc = GROW(s->resumes, s->nresumes, s->capresumes, 1)) != 0)
+    if ((rc = GROW(s->resumes, s->nresumes, s->capresumes, 1)) != 0) {
+        s->oom = true;
         return rc;
+    }
     CKH_ASSERT(s->run >= 1 && r->step >= 0 && r->epoch >= 0);
     s->resumes[s->nresumes++] = (struct rresume){.run = s->run, .node = (uint32_t)node, .step = r->step,
                                                  .epoch = r->epoch};
@@ -772,6 +777,8 @@ int ckh_records_collect(struct ckh_records *s, const char *const *names, const i
         return CKH_EINVAL;
     memset(out, 0, sizeof *out);
     free_out(s);
+    if (s->oom) /* the job's records are incomplete: nothing to judge */
+        return CKH_ENOMEM;
     bool *live = calloc(s->nsteps ? s->nsteps : 1, sizeof *live);
     if (!live)
         return CKH_ENOMEM;

@@ -155,7 +155,9 @@ int ckh_records_read_jsonl(struct ckh_records *s, size_t node, const char *text,
 
 /* Fills *out from the store: node i's result is named names[i]; rc[i] is
  * the return code of node i's program in the last run (0 when it
- * completed). Arrays are owned by s. */
+ * completed). Arrays are owned by s. CKH_ENOMEM when memory ran out,
+ * here or for a record added before (that node was told CKH_ENOMEM and
+ * the records are incomplete). */
 int ckh_records_collect(struct ckh_records *s, const char *const *names, const int *rc,
                         struct ckh_job_result *out);
 

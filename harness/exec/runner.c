@@ -242,7 +242,7 @@ int ckh__run_build_sim(struct ckh__run_ctx *c, const struct ckh_scenario *sc, ui
         .coll_latency_ns = COLL_LATENCY_NS,
     };
     if ((rc = ckh_sim_create(&cfg, &c->sim)) != 0)
-        return ckh__run_fail(c, rc, "cannot create the simulator");
+        return ckh__run_fail(c, rc, "cannot create the simulator: %s", ckh_strerror(rc));
 
     int ranks[CKH_RUNNER_MAX_NODES];
     for (int i = 0; i < c->n; i++) {
@@ -405,8 +405,14 @@ int ckh__run_verify_simfs_view(struct ckh__run_ctx *c, int v, bool *ok, char *de
     free(m);
     if (rc != 0)
         return CKH__EXEC_NO_VIEW;
-    *ok = c->wl->verify(c->inst, view, shared ? -1 : v, detail, n) == 0;
+    rc = c->wl->verify(c->inst, view, shared ? -1 : v, detail, n);
     ckh_simfs_view_destroy(view);
+    /* The check's memory is ckh's own (the view has no node): running out
+     * of it says nothing about what the job committed. */
+    if (rc == CKH_ENOMEM)
+        return ckh__run_fail(c, rc, "checking what the job committed: %s (%s)",
+                             detail[0] ? detail : ckh_strerror(rc), ckh_err_name(rc));
+    *ok = rc == 0;
     return 0;
 }
 
@@ -514,6 +520,11 @@ int ckh__run_execute(struct ckh__run_ctx *c, struct ckh_scenario_run *out)
     struct ckh_exec_job job;
     ckh__run_exec_job(c, &job);
     int rc = ckh__exec_runs(&ckh__exec_sim, c, &job, out);
+    /* Whatever the runs gave, ckh's own memory running out under a node or
+     * a disk makes them no run of the scenario: what failed was ckh. */
+    if (ckh_sim_host_out_of_memory(c->sim))
+        return ckh__run_fail(c, CKH_ENOMEM, "%s in the simulator: the runs cannot be judged (%s)",
+                             ckh_strerror(CKH_ENOMEM), ckh_err_name(CKH_ENOMEM));
     if (rc == CKH_ENOMEM && !c->err[0])
         return ckh__run_fail(c, rc, "out of memory");
     return rc;

@@ -12,8 +12,13 @@ extern void __gcov_dump(void);
 _Noreturn void ckh__worker_exit(int status)
 {
     fflush(NULL);
+    ckh__worker_dump_coverage();
+    _exit(status);
+}
+
+void ckh__worker_dump_coverage(void)
+{
 #ifdef CKH_COVERAGE_BUILD
     __gcov_dump();
 #endif
-    _exit(status);
 }

@@ -9,4 +9,9 @@
  * _exit without running the parent's atexit handlers. Does not return. */
 _Noreturn void ckh__worker_exit(int status);
 
+/* In a coverage build, writes the gcov counters out (a forked child that
+ * ends with _exit and must not flush the stdio buffers it inherited: a
+ * plugin probe, the man page's help child); nothing otherwise. */
+void ckh__worker_dump_coverage(void);
+
 #endif

@@ -494,6 +494,8 @@ int ckh_workloads_lookup(const char *name, const char *scenario_file, const stru
 static int job_err(const struct ckh_scenario *sc, const char *key, int line, int column, int rc, const char *why,
                    char *msg, size_t msglen)
 {
+    if (!why[0]) /* out of memory before anything was said */
+        why = ckh_strerror(rc);
     if (line > 0)
         return ckh_errf(msg, msglen, rc, "%s:%d:%d: %s: %s", sc->file, line, column, key, why);
     return ckh_errf(msg, msglen, rc, "%s: %s: %s", sc->file, key, why);

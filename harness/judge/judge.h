@@ -20,8 +20,10 @@
 int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options *opts,
                     struct ckh_report_result *out);
 
-/* verdict.c: the verdict of r into out (every oracle that applies). */
-void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *out);
+/* verdict.c: the verdict of r into out (every oracle that applies).
+ * Returns 0, or CKH_ENOMEM when a field of out could not be written (the
+ * verdict is then not to be trusted). */
+int ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *out);
 /* The golden file of sc (a regular file), into out; CKH_EINVAL with a
  * message in err when missing or not a file. */
 int ckh__run_find_golden(const struct ckh_scenario *sc, const char *source_dir, char *out, size_t n,
@@ -33,7 +35,8 @@ int ckh__run_control_check(const struct ckh_scenario *sc, uint64_t seed, const s
 
 /* verdict.c: the verdict of r into out with its run counts; a hang is
  * the cause of the job not completing, so its detail heads the verdict
- * when outcome or liveness failed because of it. */
-void ckh__run_verdict(const struct ckh_scenario_run *r, struct ckh_report_result *out);
+ * when outcome or liveness failed because of it. Returns 0 or CKH_ENOMEM
+ * as ckh__run_judge. */
+int ckh__run_verdict(const struct ckh_scenario_run *r, struct ckh_report_result *out);
 
 #endif

@@ -94,30 +94,38 @@ int ckh_harness_run(const struct ckh_scenario *sc, const struct ckh_run_options 
     r.sc = sc;
     r.seed = seed;
     r.source_dir = o->source_dir ? o->source_dir : ".";
-    ckh_report_set(&out->name, "%s", sc->name);
-    ckh_report_set(&out->file, "%s", sc->file);
     out->seed = seed;
-    ckh_report_set(&out->replay, "%s run%s %s --seed %" PRIu64, o->argv0 ? o->argv0 : "ckh", ex->replay_flags,
-                   sc->file, seed);
-
-    int rc = execute(ex, &job, sc, seed, o, &r, out, err, sizeof err);
+    /* Out of memory anywhere, the judging included, is an ERROR: a verdict
+     * built on a half-written result would not be the scenario's. */
+    int rc = ckh_report_set(&out->name, "%s", sc->name);
+    if (rc == 0)
+        rc = ckh_report_set(&out->file, "%s", sc->file);
+    if (rc == 0)
+        rc = ckh_report_set(&out->replay, "%s run%s %s --seed %" PRIu64, o->argv0 ? o->argv0 : "ckh",
+                            ex->replay_flags, sc->file, seed);
+    if (rc == 0)
+        rc = execute(ex, &job, sc, seed, o, &r, out, err, sizeof err);
     /* Which plugin files the job ran, with their build ids, for every
      * verdict; out of memory only leaves those lines out. */
     (void)ckh_workloads_describe(sc, out);
     if (rc == 0) {
-        ckh__run_verdict(&r, out);
-        if (sc->expect.ndetect && sc->job.ndefects && out->verdict == CKH_VERDICT_PASS)
+        rc = ckh__run_verdict(&r, out);
+        if (rc == 0 && sc->expect.ndetect && sc->job.ndefects && out->verdict == CKH_VERDICT_PASS)
             rc = ckh__run_control_check(sc, seed, &r, out, err, sizeof err);
     }
     if (rc == CKH_EFAILS_UNFAULTED) {
         /* The job fails on its own, without any fault: a found bug, not
          * bad input; nothing else can be judged. */
         out->verdict = CKH_VERDICT_FAIL;
-        ckh_report_set(&out->failed_oracle, "outcome");
-        ckh_report_set(&out->message, "fails without faults: %s", err);
-        ckh_report_add_oracle(out, "outcome", false, out->message);
-        rc = 0;
-    } else if (rc != 0) {
+        rc = ckh_report_set(&out->failed_oracle, "outcome");
+        if (rc == 0)
+            rc = ckh_report_set(&out->message, "fails without faults: %s", err);
+        if (rc == 0)
+            rc = ckh_report_add_oracle(out, "outcome", false, out->message);
+        if (rc != 0)
+            err[0] = '\0'; /* the message is the code's */
+    }
+    if (rc != 0) {
         /* The message names the scenario file once, then where in it
          * ("line:column: ...") when it knows. */
         bool named = !strncmp(err, sc->file, strlen(sc->file));

@@ -39,14 +39,21 @@ static bool must_detect(const struct ckh_scenario *sc, const char *name)
 /* An earlier oracle failed the scenario and resume-equivalence failed too:
  * its detail, which opens with the step and quantity where the runs
  * began to diverge, becomes the message's second line. */
-static void add_first_divergence(struct ckh_report_result *out, const char *detail, int64_t divergent)
+static int add_first_divergence(struct ckh_report_result *out, const char *detail, int64_t divergent)
 {
     /* ckh_report_set formats before it frees the old message. */
-    if (ckh_report_set(&out->message, "%s\nfirst divergence (resume-equivalence): %s",
-                       out->message ? out->message : "", detail) != 0)
-        return;
-    if (out->first_divergent_step < 0)
+    int rc = ckh_report_set(&out->message, "%s\nfirst divergence (resume-equivalence): %s",
+                            out->message ? out->message : "", detail);
+    if (rc == 0 && out->first_divergent_step < 0)
         out->first_divergent_step = divergent;
+    return rc;
+}
+
+/* Keeps the first failure (a negative code) of the result's writers in *first. */
+static void keep(int *first, int rc)
+{
+    if (rc != 0 && *first == 0)
+        *first = rc;
 }
 
 /* Appends "NAME: FIRST LINE OF DETAIL" to what a passing scenario
@@ -67,8 +74,9 @@ static void add_detected(char *buf, size_t n, const char *name, const char *deta
  * other oracles are recorded for information. A pass through expect.detect,
  * or through an expect.outcome other than pass, says what was detected as
  * the message: "detected as expected by ORACLE: FIRST LINE OF ITS DETAIL". */
-void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *out)
+int ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *out)
 {
+    int mem = 0; /* the first result field that could not be written */
     CKH_ASSERT(r && r->sc && out && (r->nruns == 0 || r->runs));
     const struct ckh_scenario *sc = r->sc;
     bool detect_mode = sc->expect.ndetect > 0;
@@ -83,9 +91,9 @@ void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *
         if (!o->applies(r)) {
             if (wanted && out->verdict == CKH_VERDICT_PASS) {
                 out->verdict = CKH_VERDICT_FAIL;
-                ckh_report_set(&out->failed_oracle, "%s", o->name);
-                ckh_report_set(&out->message, "the planted defect was to be detected by '%s', "
-                               "which does not apply to this run", o->name);
+                keep(&mem, ckh_report_set(&out->failed_oracle, "%s", o->name));
+                keep(&mem, ckh_report_set(&out->message, "the planted defect was to be detected by '%s', "
+                               "which does not apply to this run", o->name));
             }
             continue;
         }
@@ -96,7 +104,7 @@ void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *
         if (detect_mode && wanted) {
             char shown[1600];
             snprintf(shown, sizeof shown, "%s: %s", ok ? "missed the planted defect" : "detected the planted defect", detail);
-            ckh_report_add_oracle(out, o->name, !ok, shown);
+            keep(&mem, ckh_report_add_oracle(out, o->name, !ok, shown));
             if (!ok) {
                 detected++;
                 add_detected(seen, sizeof seen, o->name, detail);
@@ -104,40 +112,41 @@ void ckh__run_judge(const struct ckh_scenario_run *r, struct ckh_report_result *
                     out->first_divergent_step = divergent;
             } else if (out->verdict == CKH_VERDICT_PASS) {
                 out->verdict = CKH_VERDICT_FAIL;
-                ckh_report_set(&out->failed_oracle, "%s", o->name);
-                ckh_report_set(&out->message, "the planted defect went undetected: %s", detail);
+                keep(&mem, ckh_report_set(&out->failed_oracle, "%s", o->name));
+                keep(&mem, ckh_report_set(&out->message, "the planted defect went undetected: %s", detail));
             }
             continue;
         }
-        ckh_report_add_oracle(out, o->name, ok, detail);
+        keep(&mem, ckh_report_add_oracle(out, o->name, ok, detail));
         if (ok && o == &ckh__oracle_outcome && sc->expect.outcome != CKH_SCN_OUTCOME_PASS)
             add_detected(seen, sizeof seen, o->name, detail);
         if (!ok && !detect_mode && out->verdict == CKH_VERDICT_PASS) {
             out->verdict = CKH_VERDICT_FAIL;
-            ckh_report_set(&out->failed_oracle, "%s", o->name);
-            ckh_report_set(&out->message, "%s", detail);
+            keep(&mem, ckh_report_set(&out->failed_oracle, "%s", o->name));
+            keep(&mem, ckh_report_set(&out->message, "%s", detail));
             out->first_divergent_step = divergent;
         } else if (!ok && !detect_mode && o == &ckh__oracle_resume) {
-            add_first_divergence(out, detail, divergent);
+            keep(&mem, add_first_divergence(out, detail, divergent));
         }
     }
     if (!detect_mode && judged == 0 && out->verdict == CKH_VERDICT_PASS) {
         out->verdict = CKH_VERDICT_ERROR;
-        ckh_report_set(&out->message, "no selected oracle applies to this run: nothing was judged "
-                                      "(check expect.oracles and expect.skip)");
+        keep(&mem, ckh_report_set(&out->message, "no selected oracle applies to this run: nothing was judged "
+                                      "(check expect.oracles and expect.skip)"));
     }
     if (detect_mode && out->verdict == CKH_VERDICT_PASS && detected < sc->expect.ndetect) {
         out->verdict = CKH_VERDICT_FAIL;
-        ckh_report_set(&out->message, "expected oracle(s) to detect the planted defect: %zu of %zu did",
-                       detected, sc->expect.ndetect);
+        keep(&mem, ckh_report_set(&out->message, "expected oracle(s) to detect the planted defect: %zu of %zu did",
+                       detected, sc->expect.ndetect));
     }
     if (out->verdict == CKH_VERDICT_PASS && seen[0])
-        ckh_report_set(&out->message, "detected as expected by %s", seen);
+        keep(&mem, ckh_report_set(&out->message, "detected as expected by %s", seen));
     /* A pass judged something, and no oracle it records failed (a planted
      * defect's run records the others' failures for information). */
     CKH_ASSERT(out->verdict != CKH_VERDICT_PASS || detect_mode || judged > 0);
     for (size_t i = first; out->verdict == CKH_VERDICT_PASS && !detect_mode && i < out->noracles; i++)
         CKH_ASSERT(out->oracles[i].passed);
+    return mem;
 }
 
 /* Whether out names something readable: the first such candidate is the
@@ -214,11 +223,12 @@ int ckh__run_control_check(const struct ckh_scenario *sc, uint64_t seed, const s
         if (!o || !o->applies(&ctl) || o->check(&ctl, detail, sizeof detail, &divergent))
             continue;
         out->verdict = CKH_VERDICT_FAIL;
-        ckh_report_set(&out->failed_oracle, "%s", o->name);
-        ckh_report_set(&out->message,
-                       "the planted defect is not what '%s' detects: it reports a violation without "
-                       "the defect switches too: %s",
-                       o->name, detail);
+        rc = ckh_report_set(&out->failed_oracle, "%s", o->name);
+        if (rc == 0)
+            rc = ckh_report_set(&out->message,
+                                "the planted defect is not what '%s' detects: it reports a violation "
+                                "without the defect switches too: %s",
+                                o->name, detail);
     }
 out:
     ckh_scenario_run_free(&ctl);
@@ -229,26 +239,27 @@ out:
 /* A job that hung (a time or op limit, not a deadlock) ends without
  * completing, so outcome (or liveness) fails first; the hang is the
  * cause: its detail heads the verdict. */
-static void hang_first(const struct ckh_scenario_run *r, struct ckh_report_result *out)
+static int hang_first(const struct ckh_scenario_run *r, struct ckh_report_result *out)
 {
     if (!r->hang_seen || r->deadlock_seen)
-        return;
+        return 0;
     const struct ckh_oracle_result *h = NULL;
     for (size_t i = 0; i < out->noracles; i++)
         if (!strcmp(out->oracles[i].name, "hang") && !out->oracles[i].passed)
             h = &out->oracles[i];
     if (!h || out->verdict != CKH_VERDICT_FAIL || !out->failed_oracle ||
         (strcmp(out->failed_oracle, "outcome") && strcmp(out->failed_oracle, "liveness")))
-        return;
-    ckh_report_set(&out->message, "%s\n%s: %s", h->detail, out->failed_oracle, out->message ? out->message : "");
-    ckh_report_set(&out->failed_oracle, "hang");
+        return 0;
+    int rc = ckh_report_set(&out->message, "%s\n%s: %s", h->detail, out->failed_oracle,
+                            out->message ? out->message : "");
+    return rc ? rc : ckh_report_set(&out->failed_oracle, "hang");
 }
 
-void ckh__run_verdict(const struct ckh_scenario_run *r, struct ckh_report_result *out)
+int ckh__run_verdict(const struct ckh_scenario_run *r, struct ckh_report_result *out)
 {
     out->runs = (uint32_t)r->nruns;
     out->restarts = r->nruns ? (uint32_t)r->nruns - 1 : 0;
     out->virtual_ns = r->virtual_ns;
-    ckh__run_judge(r, out);
-    hang_first(r, out);
+    int rc = ckh__run_judge(r, out);
+    return rc ? rc : hang_first(r, out);
 }

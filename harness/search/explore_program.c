@@ -400,7 +400,7 @@ static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_
         memset(&run, 0, sizeof run);
         rc = ckh__cmd_restart_check(&c, w->ref, res, w->rec->pts[st->point].result_bytes, &run);
         if (rc == 0)
-            ckh__run_verdict(&run, &r);
+            rc = ckh__run_verdict(&run, &r);
         ckh_scenario_run_free(&run);
         s->failed = rc == 0 && r.verdict != CKH_VERDICT_PASS;
         if (s->failed)

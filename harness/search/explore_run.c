@@ -70,6 +70,7 @@ int ckh__explore_disk_new(struct ckh__xctx *x, struct ckh_simfs **out)
         return rc;
     if ((rc = ckh_fs_mkdirs(ckh_simfs_fs(*out), CKH__X_PREFIX)) != 0) {
         ckh_simfs_destroy(*out);
+        *out = NULL; /* the caller's cleanup destroys what *out holds */
         return rc;
     }
     ckh_simfs_sync_all(*out);

@@ -147,7 +147,7 @@ static int explore_point(struct ckh__xctx *x, int scen, const struct ckh__xrun *
                          uint64_t save_end)
 {
     const char *sname = ckh__explore_scen_names[scen];
-    char sym[320], state[1024], step[512];
+    char sym[320] = "", state[1024] = "", step[512] = ""; /* a check or diagnosis cut short by memory says nothing */
     size_t k = (size_t)sn->k, total = ref->ntrace;
     bool returned = k >= save_end;
     struct ckh__xpend *p = NULL;

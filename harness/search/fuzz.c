@@ -573,14 +573,23 @@ int ckh_fuzz_run_seed(uint64_t seed, const struct ckh_fuzz_config *cfg,
     struct ckh_report_result *res = rr ? rr : &local;
     if (!rr)
         ckh_report_result_init(&local);
-    ckh_harness_run(sc, &ro, res);
+    /* An ERROR verdict is the seed's (a generated scenario ckh refuses is
+     * a fuzzer bug worth showing); running out of memory is ckh's. */
+    int run_rc = ckh_harness_run(sc, &ro, res);
     out->verdict = res->verdict;
     snprintf(out->oracle, sizeof out->oracle, "%s", res->failed_oracle ? res->failed_oracle : "");
     snprintf(out->message, sizeof out->message, "%s", res->message ? res->message : "");
     if (!rr)
         ckh_report_result_clear(&local);
     ckh_scenario_free(sc);
-    return cc.rc;
+    if (cc.rc != 0 && out->verdict != CKH_VERDICT_ERROR) {
+        /* The verdict stands, but the seed's coverage is incomplete. */
+        out->verdict = CKH_VERDICT_ERROR;
+        snprintf(out->oracle, sizeof out->oracle, "%s", "");
+        snprintf(out->message, sizeof out->message, "%s: collecting the faults that fired: %s (%s)", name,
+                 ckh_strerror(cc.rc), ckh_err_name(cc.rc));
+    }
+    return cc.rc ? cc.rc : run_rc == CKH_ENOMEM ? run_rc : 0;
 }
 
 bool ckh_fuzz_in_shard(uint64_t seed, uint32_t index, uint32_t count)

@@ -398,6 +398,8 @@ static int still_fails(struct shrinker *s, const struct ckh_scenario *sc, struct
     int ok = 0;
     if (f->rc < 0) {
         ok = f->rc;
+    } else if (rc == CKH_ENOMEM) {
+        ok = rc; /* ckh's own memory, not the scenario's verdict */
     } else if (rr.verdict == CKH_VERDICT_FAIL && rr.failed_oracle) {
         struct cause c;
         cause_of(&rr, f, &c);
@@ -423,6 +425,8 @@ static int try_candidate(struct shrinker *s, const struct ckh_scenario *cand)
     struct ckh_scn_error err;
     rc = ckh_scenario_parse_string(text, strlen(text), s->cur->file, &s->so, &parsed, &err);
     free(text);
+    if (rc == CKH_ENOMEM)
+        return rc;
     if (rc)
         return 0; /* a candidate the grammar refuses is simply not smaller */
     struct run_facts f = {0};
@@ -677,9 +681,10 @@ static int shrink_open(struct shrinker *s, const char *text, size_t len, const c
 {
     struct ckh_scn_error err;
     ckh_fuzz_scn_options(&s->so);
-    if (ckh_scenario_parse_string(text, len, name, &s->so, &s->cur, &err) != 0) {
+    int rc = ckh_scenario_parse_string(text, len, name, &s->so, &s->cur, &err);
+    if (rc != 0) {
         ckh_scn_error_format(&err, msg, msglen);
-        return CKH_EINVAL;
+        return rc == CKH_ENOMEM ? rc : CKH_EINVAL;
     }
     if (s->cur->expect.ndetect) {
         /* Such a scenario fails when its planted defect goes undetected;
@@ -710,7 +715,7 @@ static int input_fails(struct shrinker *s, struct run_facts *fired, const char *
         fired->want_fired = true;
         rc = still_fails(s, s->cur, fired);
     }
-    if (rc <= 0 && s->error) {
+    if (rc <= 0 && rc != CKH_ENOMEM && s->error) {
         /* It did not run (a plugin that does not load, a job the workload
          * refuses): that message, not "does not fail". */
         snprintf(msg, msglen, "%s", s->error);

@@ -109,6 +109,13 @@ void ckh_sim_destroy(struct ckh_sim *sim);
 /* Message describing the last error (static buffer in sim; valid until the
  * next call on sim). */
 const char *ckh_sim_errmsg(const struct ckh_sim *sim);
+/* Whether an allocation of ckh's own process failed inside the simulator
+ * (a node's allocator below its limit, or a disk's bookkeeping): what the
+ * code under test then saw was not a simulated out-of-memory, so the
+ * run's outcome is not the scenario's. A node's memory limit
+ * (node_mem_limit_bytes) and injected allocation faults do not count.
+ * Sticky for the simulator's life. */
+bool ckh_sim_host_out_of_memory(const struct ckh_sim *sim);
 
 /* Adds a disk; *out stays owned by the simulator. cfg->seed 0 means
  * "derive from the simulation seed and the disk name". */
@@ -127,7 +134,7 @@ int ckh_sim_node_id(const struct ckh_sim *sim, const char *name);
 
 /* Arms a fault rule (copied, strings included); allowed between runs and
  * from a fault hook. CKH_EINVAL for a bad action, op kind, node,
- * probability or keep fraction (message in ckh_sim_errmsg). Rules are
+ * probability or keep fraction, CKH_ENOMEM (message in ckh_sim_errmsg). Rules are
  * numbered in order of addition, from 0 after each clear. */
 int ckh_sim_add_fault(struct ckh_sim *sim, const struct ckh_fault_rule *rule);
 /* Removes every rule (their counts with them). */

@@ -177,6 +177,10 @@ uint64_t ckh_simfs_used_bytes(const struct ckh_simfs *d);
 int ckh_simfs_space(const struct ckh_simfs *d, uint64_t *total_bytes, uint64_t *avail_bytes);
 /* Heap bytes the disk's own bookkeeping takes (for memory benchmarks). */
 uint64_t ckh_simfs_heap_bytes(const struct ckh_simfs *d);
+/* Whether an allocation of ckh's own process for the disk's bookkeeping
+ * failed (its state may then lack an entry, a block or a pending op it
+ * was given, so nothing the disk shows can be trusted). Sticky. */
+bool ckh_simfs_host_out_of_memory(const struct ckh_simfs *d);
 
 /* A node's view: mounts[i].prefix ("/local", "/shared") maps onto disks
  * (longest prefix wins). All ops from the view are attributed to `node`

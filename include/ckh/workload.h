@@ -192,7 +192,9 @@ struct ckh_workload_ops {
      * look for the whole job); with node-local disks the runner asks once
      * per node, with that node's view. 0 when it does or nothing was
      * committed yet; else a negative code with msg saying what is wrong.
-     * NULL: not checked. */
+     * CKH_ENOMEM means the check itself ran out of memory (the process's,
+     * not the job's): the run is then an error, not judged. NULL: not
+     * checked. */
     int (*verify)(void *inst, struct ckh_fs *fs, int node, char *msg, size_t msglen);
     /* Draws a job shape for `ckh fuzz` from rng. NULL: the fuzzer's
      * defaults (nodes and epochs only). */
