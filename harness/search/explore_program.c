@@ -352,6 +352,7 @@ struct xp_run {
     const struct ckh_scenario_run *ref; /* the reference (restart check) */
     enum ckh_xprog_check check;
     uint64_t deadline_ms;               /* 0: none */
+    bool remount;                       /* verify: a mount per state (else the worker's kept one) */
 };
 
 /* Replaces every occurrence of what in text by with (in place, n bytes):
@@ -370,8 +371,12 @@ static void replace_all(char *text, size_t n, const char *what, const char *with
     }
 }
 
-static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_set *warm, size_t i,
-                      struct xp_slot *s)
+/* One check: state i on a fresh execution of the job (its folder
+ * w<worker>/s<K>). A verify check serves the state on the worker's kept
+ * mount *vkeep at vdir (made by the first; ckh_ckhfs_swap_disk), unless
+ * w->remount. */
+static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_set *warm, struct ckh_ckhfs **vkeep,
+                      const char *vdir, size_t i, struct xp_slot *s)
 {
     const struct xp_state *st = &w->st->v[i];
     char dir[CKH__CMD_PATH_MAX + 64];
@@ -381,6 +386,8 @@ static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_
     snprintf(dir, sizeof dir, "%s/w%u/s%" PRIu64, w->je->dir, worker, st->k);
     int rc = ckh__cmd_init(&c, w->sc, w->seed, 0, dir, w->je->cwd);
     c.warm = warm;
+    c.verify_keep = w->remount ? NULL : vkeep;
+    c.verify_keep_dir = vdir;
     if (rc == 0 && (rc = ckh_simfs_clone(st->disk, &d)) != 0)
         ckh__cmd_fail(&c, rc, "out of memory");
     if (rc == 0 && (rc = ckh__cmd_replace_disk(&c, d)) != 0)
@@ -423,6 +430,7 @@ static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_
         replace_all(s->text, sizeof s->text, mnt, as);
         snprintf(mnt, sizeof mnt, "%s/mnt/%s", c.dir, disk);
         replace_all(s->text, sizeof s->text, mnt, as);
+        replace_all(s->text, sizeof s->text, vdir, as); /* the worker's kept mount */
     }
     s->done = 1;
     ckh__cmd_free(&c);
@@ -455,9 +463,11 @@ static struct ckh__warm_set *worker_launchers(const struct xp_run *w, unsigned w
  * run; then adds its program starts to the shared counts. */
 static void work(const struct xp_run *w, unsigned worker, struct xp_shared *sh, struct xp_slot *slots)
 {
-    char note[320] = "";
+    char note[320] = "", vdir[CKH__CMD_PATH_MAX];
     int rc = 0;
     struct ckh__warm_set *warm = worker_launchers(w, worker, &rc, note, sizeof note);
+    struct ckh_ckhfs *vkeep = NULL; /* the worker's verify mount, kept from state to state */
+    snprintf(vdir, sizeof vdir, "%s/w%u/verify.%s", w->je->dir, worker, w->sc->job.disks[0].name);
     for (;;) {
         size_t i = (size_t)__atomic_fetch_add(&sh->next, 1, __ATOMIC_SEQ_CST);
         if (i >= w->st->n || ckh__cmd_interrupted())
@@ -470,7 +480,7 @@ static void work(const struct xp_run *w, unsigned worker, struct xp_shared *sh, 
             snprintf(slots[s].text, sizeof slots[s].text, "--start warm: %s", note);
             break;
         }
-        check_one(w, worker, warm, s, &slots[s]);
+        check_one(w, worker, warm, &vkeep, vdir, s, &slots[s]);
         if (slots[s].rc)
             break;
     }
@@ -483,6 +493,7 @@ static void work(const struct xp_run *w, unsigned worker, struct xp_shared *sh, 
     if (note[0] && __atomic_compare_exchange_n(&sh->noted, &none, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         snprintf(sh->note, sizeof sh->note, "%s", note);
     ckh__warm_set_destroy(warm);
+    ckh_ckhfs_unmount(vkeep);
 }
 
 /* A check worker after fork: it dies with ckh (a SIGKILLed ckh leaves no
@@ -860,7 +871,8 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     }
     uint64_t t1 = ckh_posix_now_ms();
     struct xp_run w = {.sc = sc, .seed = seed, .je = &je, .rec = &x, .st = &st, .order = order, .start = start,
-                       .ref = &ref, .check = check, .deadline_ms = limit_ms ? t0 + limit_ms : 0};
+                       .ref = &ref, .check = check, .deadline_ms = limit_ms ? t0 + limit_ms : 0,
+                       .remount = o->verify_remount};
     if ((rc = check_all(&w, o->jobs ? o->jobs : 1, &slots, out)) != 0) {
         ckh_errf(err, errlen, rc, "checking crash states: %s", ckh_strerror(rc));
         goto out;
