@@ -25,6 +25,7 @@
  * Memory: every crash point holds a clone (bytes shared with the disk), so
  * the cost is O(crash points x (inodes + extents)), never O(bytes).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -371,9 +372,38 @@ static void replace_all(char *text, size_t n, const char *what, const char *with
     }
 }
 
-/* One check: state i on a fresh execution of the job (its folder
- * w<worker>/s<K>). A verify check serves the state on the worker's kept
- * mount *vkeep at vdir (made by the first; ckh_ckhfs_swap_disk), unless
+/* Empties a worker's check folder dir for its next state: everything
+ * goes but keep (the kept verify mount's folder, dir/mnt/verify.DISK;
+ * NULL: dir goes whole). */
+static void clear_check_dir(const char *dir, const char *keep)
+{
+    if (!keep) {
+        ckh_tmp_remove(dir);
+        return;
+    }
+    char mnt[CKH__CMD_PATH_MAX + 80], path[CKH__CMD_PATH_MAX + 400];
+    snprintf(mnt, sizeof mnt, "%s/mnt", dir);
+    for (int pass = 0; pass < 2; pass++) {
+        const char *at = pass ? mnt : dir;
+        DIR *dh = opendir(at);
+        struct dirent *de;
+        while (dh && (de = readdir(dh)) != NULL) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || (!pass && !strcmp(de->d_name, "mnt")))
+                continue;
+            snprintf(path, sizeof path, "%s/%s", at, de->d_name);
+            if (strcmp(path, keep)) /* never into the kept mount */
+                ckh_tmp_remove(path);
+        }
+        if (dh)
+            closedir(dh);
+    }
+}
+
+/* One check: state i on a fresh execution of the job in the worker's
+ * check folder (w<worker>/check, emptied after each state, so that every
+ * state's programs see the same paths). A verify check serves the state
+ * on the worker's kept mount *vkeep at vdir (that folder's
+ * mnt/verify.DISK; made by the first check, ckh_ckhfs_swap_disk), unless
  * w->remount. */
 static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_set *warm, struct ckh_ckhfs **vkeep,
                       const char *vdir, size_t i, struct xp_slot *s)
@@ -383,7 +413,7 @@ static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_
     struct ckh__cmd c;
     struct ckh_simfs *d = NULL;
     memset(&c, 0, sizeof c);
-    snprintf(dir, sizeof dir, "%s/w%u/s%" PRIu64, w->je->dir, worker, st->k);
+    snprintf(dir, sizeof dir, "%s/w%u/check", w->je->dir, worker);
     int rc = ckh__cmd_init(&c, w->sc, w->seed, 0, dir, w->je->cwd);
     c.warm = warm;
     c.verify_keep = w->remount ? NULL : vkeep;
@@ -430,13 +460,13 @@ static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_
         replace_all(s->text, sizeof s->text, mnt, as);
         snprintf(mnt, sizeof mnt, "%s/mnt/%s", c.dir, disk);
         replace_all(s->text, sizeof s->text, mnt, as);
-        replace_all(s->text, sizeof s->text, vdir, as); /* the worker's kept mount */
     }
     s->done = 1;
     ckh__cmd_free(&c);
-    /* Its folder goes now (unmounted above): the job's folder stays small,
-     * so its removal at the end, an interrupted run's included, is quick. */
-    ckh_tmp_remove(dir);
+    /* Its folder is emptied now (unmounted above; the kept verify mount
+     * stays, with no disk): the job's folder stays small, so its removal
+     * at the end, an interrupted run's included, is quick. */
+    clear_check_dir(dir, *vkeep ? vdir : NULL);
 }
 
 /* The worker's warm launchers (NULL: cold starts; a set that cannot be
@@ -467,7 +497,7 @@ static void work(const struct xp_run *w, unsigned worker, struct xp_shared *sh, 
     int rc = 0;
     struct ckh__warm_set *warm = worker_launchers(w, worker, &rc, note, sizeof note);
     struct ckh_ckhfs *vkeep = NULL; /* the worker's verify mount, kept from state to state */
-    snprintf(vdir, sizeof vdir, "%s/w%u/verify.%s", w->je->dir, worker, w->sc->job.disks[0].name);
+    snprintf(vdir, sizeof vdir, "%s/w%u/check/mnt/verify.%s", w->je->dir, worker, w->sc->job.disks[0].name);
     for (;;) {
         size_t i = (size_t)__atomic_fetch_add(&sh->next, 1, __ATOMIC_SEQ_CST);
         if (i >= w->st->n || ckh__cmd_interrupted())
