@@ -13,7 +13,9 @@
  *   3. check: each kept state, likely failures first (explore_order.c),
  *      in `jobs` forked workers that take the next state from a shared
  *      counter: a fresh execution of the job whose one disk is the state,
- *      then `verify` or a restart judged by the oracles (exec/command.h),
+ *      then `verify` (served by the worker's one kept mount, the state's
+ *      disk swapped onto it: ckh_ckhfs_swap_disk) or a restart judged by
+ *      the oracles (exec/command.h),
  *      its Python programs started from the worker's warm launchers
  *      (exec/command_warm.h) unless cold starts were asked for;
  *   4. report: the failures, smallest K first.
