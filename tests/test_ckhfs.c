@@ -2014,6 +2014,254 @@ START_TEST(test_abspath)
     /* nothing mounted below a folder that is not there */
     ck_assert_int_eq(ckh_ckhfs_sweep_stale("/nonexistent/ckh"), 0);
     ck_assert_int_eq(ckh__ckhfs_unmount_below(NULL, true), 0);
+/* ------------------------------------------------------ swapping the disk */
+
+/* Checks what the mount shows against arg, entries split by ';':
+ * "PATH=TEXT" (a file holding TEXT), "PATH=/" (a folder), "PATH=-" (no
+ * such name), "PATH=~" (ENOTDIR: a parent is a file), "PATH=!" (EIO: no disk served), "ls=A,B" (the root's names,
+ * sorted). Each looked at twice (a second walk is the one a kernel cache
+ * would answer). */
+static int child_expect(const char *m, const char *arg)
+{
+    char spec[1024];
+    snprintf(spec, sizeof spec, "%s", arg);
+    for (char *save = NULL, *e = strtok_r(spec, ";", &save); e; e = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(e, '=');
+        CHK(eq != NULL);
+        *eq = '\0';
+        const char *want = eq + 1;
+        for (int twice = 0; twice < 2; twice++) {
+            if (!strcmp(e, "ls")) {
+                char got[512] = "";
+                char *names[32];
+                int n = 0;
+                DIR *d = opendir(m);
+                CHK(d != NULL);
+                struct dirent *de;
+                while ((de = readdir(d)) != NULL && n < 32)
+                    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                        names[n++] = strdup(de->d_name);
+                closedir(d);
+                for (int i = 0; i < n; i++) /* sorted: insertion */
+                    for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+                        char *t = names[j];
+                        names[j] = names[j - 1];
+                        names[j - 1] = t;
+                    }
+                for (int i = 0; i < n; i++) {
+                    snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "," : "", names[i]);
+                    free(names[i]);
+                }
+                if (strcmp(got, want)) {
+                    fprintf(stderr, "child expect: ls: got %s, want %s\n", got, want);
+                    return 1;
+                }
+                continue;
+            }
+            struct stat st;
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s/%s", m, e);
+            int rc = stat(path, &st);
+            if (!strcmp(want, "-")) {
+                CHK(rc < 0 && errno == ENOENT);
+            } else if (!strcmp(want, "~")) {
+                CHK(rc < 0 && errno == ENOTDIR);
+            } else if (!strcmp(want, "!")) {
+                CHK(rc < 0 && errno == EIO);
+            } else if (!strcmp(want, "/")) {
+                CHK(rc == 0 && S_ISDIR(st.st_mode));
+            } else {
+                CHK(rc == 0 && S_ISREG(st.st_mode) && st.st_size == (off_t)strlen(want));
+                char buf[256] = "";
+                int fd = open(path, O_RDONLY);
+                CHK(fd >= 0);
+                ssize_t got = read(fd, buf, sizeof buf - 1);
+                CHK(close(fd) == 0);
+                CHK(got == (ssize_t)strlen(want));
+                buf[got] = '\0';
+                if (strcmp(buf, want)) {
+                    fprintf(stderr, "child expect: %s holds '%s', want '%s'\n", e, buf, want);
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* Writes /new (what a verify may do to the state it checks). */
+static int child_write_new(const char *m, const char *arg)
+{
+    (void)arg;
+    return put_file(at(m, "/new"), "written", false);
+}
+
+/* Opens /x, stops itself (the test swaps the disk meanwhile), then finds
+ * the open file stale: reads, writes and fsync fail with EIO, close works. */
+static int child_hold_open(const char *m, const char *arg)
+{
+    (void)arg;
+    char c;
+    int fd = open(at(m, "/x"), O_RDWR);
+    CHK(fd >= 0);
+    CHK(pread(fd, &c, 1, 0) == 1);
+    CHK(raise(SIGSTOP) == 0);
+    CHK(pread(fd, &c, 1, 0) < 0 && errno == EIO);
+    CHK(pwrite(fd, "z", 1, 0) < 0 && errno == EIO);
+    CHK(fsync(fd) < 0 && errno == EIO);
+    CHK(close(fd) == 0);
+    return 0;
+}
+
+/* A disk holding spec's names ("PATH=TEXT" files, "PATH=/" folders,
+ * parents first), synced. */
+static struct ckh_simfs *disk_with(const char *spec)
+{
+    struct ckh_simfs_config dc = {.name = "s", .model = CKH_CRASH_POSIX_WEAK, .sector_bytes = 512, .seed = 7};
+    struct ckh_simfs *d = NULL;
+    ck_assert_int_eq(ckh_simfs_create(&dc, &d), 0);
+    struct ckh_fs *f = ckh_simfs_fs(d);
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *save = NULL, *e = strtok_r(buf, ";", &save); e; e = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(e, '=');
+        ck_assert_ptr_nonnull(eq);
+        *eq = '\0';
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "/%s", e);
+        if (!strcmp(eq + 1, "/")) {
+            ck_assert_int_eq(ckh_fs_mkdir(f, path), 0);
+            continue;
+        }
+        struct ckh_file *fl = NULL;
+        ck_assert_int_eq(ckh_fs_open(f, path, CKH_O_WRONLY | CKH_O_CREAT, &fl), 0);
+        ck_assert_int_eq(ckh_file_write_all(fl, eq + 1, strlen(eq + 1)), 0);
+        ck_assert_int_eq(ckh_file_fsync(fl), 0);
+        ckh_file_close(fl);
+    }
+    return d;
+}
+
+/* Swaps d onto the mount and runs child_expect with want as node 0. */
+static void swap_expect(struct ckh_simfs *d, const char *want)
+{
+    ck_assert_int_eq(ckh_ckhfs_swap_disk(T.fs, d, &T.ctx), 0);
+    T.ctx.n = 0; /* earlier children are reaped */
+    run_ok(0, child_expect, want);
+}
+
+/* ckh_ckhfs_swap_disk: one mount shows each disk swapped onto it exactly,
+ * whatever the one before held (same name and size with other bytes, a
+ * name gone, a file that became a folder and back, an empty disk), with
+ * and without cache_names; what a child writes goes to the disk served
+ * then, and only there; the trace starts again at seq 1; with no disk
+ * every request fails with EIO. */
+START_TEST(test_swap_disk_seen_exactly)
+{
+    NEED_FUSE();
+    static const char *const spec[4] = {
+        "x=one;d=/;d/f=A",
+        "x=two;d=/;d/f=BB;y=why",
+        "x=/;x/z=three;d=dfile",
+        "",
+    };
+    static const char *const want[4] = {
+        "ls=d,x;x=one;d=/;d/f=A;y=-;new=-",
+        "ls=d,x,y;x=two;d/f=BB;y=why;x/z=~;new=-",
+        "ls=d,x;x=/;x/z=three;d=dfile;d/f=~;y=-",
+        "ls=;x=-;d=-;y=-",
+    };
+    for (int cached = 0; cached <= 1; cached++) {
+        T.cache_names = cached;
+        up(CKH_CRASH_POSIX_WEAK, true);
+        struct ckh_simfs *d[4];
+        for (int i = 0; i < 4; i++)
+            d[i] = disk_with(spec[i]);
+        static const int order[] = {0, 1, 2, 3, 1, 0, 2, 0, 3, 2, 1, 1, 0};
+        for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+            swap_expect(d[order[k]], want[order[k]]);
+            size_t n = 0;
+            const struct ckh_ckhfs_op *t = ckh_ckhfs_trace(T.fs, &n);
+            ck_assert_uint_gt(n, 0);
+            ck_assert_uint_eq(t[0].seq, 1); /* numbered afresh for each disk */
+            for (size_t i = 0; i < n; i++)
+                ck_assert_int_ne(t[i].result, -EIO);
+        }
+        /* a write lands on the disk served at the time, and only there */
+        ck_assert_int_eq(ckh_ckhfs_swap_disk(T.fs, d[0], &T.ctx), 0);
+        T.ctx.n = 0;
+        run_ok(0, child_write_new, NULL);
+        struct ckh_stat cs;
+        ck_assert_int_eq(ckh_fs_stat(ckh_simfs_fs(d[0]), "/new", &cs), 0);
+        swap_expect(d[1], want[1]);
+        swap_expect(d[0], "ls=d,new,x;new=written;x=one");
+        ck_assert_int_ne(ckh_fs_stat(ckh_simfs_fs(d[1]), "/new", &cs), 0);
+        /* no disk: EIO, nothing traced */
+        ck_assert_int_eq(ckh_ckhfs_swap_disk(T.fs, NULL, NULL), 0);
+        T.ctx.n = 0;
+        run_ok(0, child_expect, "x=!;d=!");
+        size_t n = 1;
+        ckh_ckhfs_trace(T.fs, &n);
+        ck_assert_uint_eq(n, 0);
+        swap_expect(T.disk, want[3]);
+        down();
+        for (int i = 0; i < 4; i++)
+            ckh_simfs_destroy(d[i]);
+    }
+    T.cache_names = false;
+    ck_assert_int_eq(ckh_ckhfs_swap_disk(NULL, NULL, NULL), CKH_EINVAL);
+    ck_assert_ptr_null(ckh_ckhfs_mountpoint(NULL));
+}
+END_TEST
+
+/* A file a process holds open across a swap is stale: its reads, writes
+ * and fsync fail with EIO and reach neither disk; its close and release
+ * work. */
+START_TEST(test_swap_disk_stale_handle)
+{
+    NEED_FUSE();
+    up(CKH_CRASH_POSIX_WEAK, true);
+    ck_assert_str_eq(ckh_ckhfs_mountpoint(T.fs), T.mnt);
+    struct ckh_simfs *a = disk_with("x=one"), *b = disk_with("x=two");
+    ck_assert_int_eq(ckh_ckhfs_swap_disk(T.fs, a, &T.ctx), 0);
+    T.ctx.n = 0;
+    pid_t pid = spawn_as(0, child_hold_open, NULL);
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+    ck_assert(WIFSTOPPED(st));
+    ck_assert_int_eq(ckh_ckhfs_swap_disk(T.fs, b, &T.ctx), 0);
+    ck_assert_int_eq(kill(pid, SIGCONT), 0);
+    st = wait_status(pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+    swap_expect(b, "x=two");
+    swap_expect(a, "x=one");
+    swap_expect(T.disk, "ls=");
+    down();
+    ckh_simfs_destroy(a);
+    ckh_simfs_destroy(b);
+}
+END_TEST
+
+/* A swap while a request is held by a DELAY is refused (CKH_EINVAL) and
+ * changes nothing: the held request ends on the disk it arrived at. */
+START_TEST(test_swap_disk_refused_while_held)
+{
+    NEED_FUSE();
+    up(CKH_CRASH_POSIX_WEAK, true);
+    struct ckh_simfs *a = disk_with("x=one");
+    arm(CKH_OP_MKDIR, "/step", 1, (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_DELAY, .delay_ms = 60000});
+    pid_t slow = spawn_as(0, child_mkdir, "/step");
+    wait_arrived(CKH_OP_MKDIR, "/step");
+    ck_assert_int_eq(ckh_ckhfs_swap_disk(T.fs, a, &T.ctx), CKH_EINVAL);
+    ck_assert_int_eq(kill(-slow, SIGKILL), 0);
+    int st = wait_status(slow);
+    ck_assert(WIFSIGNALED(st));
+    T.ctx.armed = false;
+    ck_assert_ptr_nonnull(traced(CKH_OP_MKDIR, "/step")); /* the trace was kept: no swap */
+    T.ctx.n = 0;
+    run_ok(0, child_expect, "ls=;x=-");
+    down();
+    ckh_simfs_destroy(a);
 }
 END_TEST
 
@@ -2037,6 +2285,8 @@ static const struct {
     {"big", child_big},              {"sparse", child_sparse},
     {"errors", child_errors},        {"one_op", child_one_op},
     {"mkdir_eio", child_mkdir_eio},  {"as_user", child_as_user},
+    {"expect", child_expect},        {"write_new", child_write_new},
+    {"hold_open", child_hold_open},
 };
 
 static const char *child_name(child_fn fn)
@@ -2098,6 +2348,12 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(tu, test_errno_of_ckh_codes);
     tcase_add_test(tu, test_abspath);
     suite_add_tcase(s, tu);
+    TCase *ts = tcase_create("swap");
+    tcase_set_timeout(ts, 120);
+    tcase_add_test(ts, test_swap_disk_seen_exactly);
+    tcase_add_test(ts, test_swap_disk_stale_handle);
+    tcase_add_test(ts, test_swap_disk_refused_while_held);
+    suite_add_tcase(s, ts);
     return s;
 }
 

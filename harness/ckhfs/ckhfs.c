@@ -69,8 +69,20 @@
  * with ENOTCONN. A pthread_atfork handler closes the descriptors of every
  * mount in such children (exec'd children lose them by O_CLOEXEC).
  *
+ * Swapping the disk (ckh_ckhfs_swap_disk; the contract is in ckhfs.h). One
+ * mount serves disk after disk: under fs->lock the open handles of the old
+ * disk are closed and marked stale (file NULL: their requests answer -EIO,
+ * their late releases only free them), the node views go (made again on
+ * the new disk at first use), the trace and the numbering start again;
+ * then, without fs->lock, the kernel is told to drop the entries of the
+ * old root's names (a folder's entry takes those below it) and the root's
+ * attributes. Nothing else can be stale: attributes and names not found
+ * are never cached, file data never (direct_io). Dropped entries release
+ * their inodes (FUSE evicts an unreferenced inode at once), so the next
+ * lookup of a name gets a fresh inode, even where a file became a folder.
+ *
  * Map: requests | held requests | trace | server threads | forks | mount |
- * unmount.
+ * unmount | swapping the disk.
  */
 #define FUSE_USE_VERSION 31
 
@@ -197,7 +209,8 @@ int ckh__ckhfs_begin(struct ckhfs_req *r, enum ckh_op_kind kind, const char *pat
     r->slot = SIZE_MAX;
     pthread_mutex_lock(&fs->lock);
     pid_t pid = cx->pid > 0 ? process_of(cx->pid) : cx->pid;
-    int node = pid > 0 && fs->cfg.node_of_pid ? fs->cfg.node_of_pid(fs->cfg.ctx, pid) : -1;
+    const bool served = fs->cfg.disk != NULL; /* else swapped out: no callback, no ctx */
+    int node = served && pid > 0 && fs->cfg.node_of_pid ? fs->cfg.node_of_pid(fs->cfg.ctx, pid) : -1;
     r->op = (struct ckh_ckhfs_op){.seq = ++fs->seq,
                                   .node = node,
                                   .pid = pid,
@@ -208,6 +221,8 @@ int ckh__ckhfs_begin(struct ckhfs_req *r, enum ckh_op_kind kind, const char *pat
                                   .len = len,
                                   .result = 0};
     r->act = (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_GO};
+    if (!served)
+        return -EIO; /* no disk served (ckh_ckhfs_swap_disk with NULL): neither hook nor trace */
     if (fs->cfg.hook)
         fs->cfg.hook(fs->cfg.ctx, &r->op, &r->act);
     if (fs->cfg.keep_trace)
@@ -815,4 +830,61 @@ void ckh_ckhfs_unmount(struct ckh_ckhfs *fs)
     }
     free(fs->mnt);
     free(fs);
+}
+
+/* -------------------------------------------------------- swapping the disk */
+
+int ckh_ckhfs_swap_disk(struct ckh_ckhfs *fs, struct ckh_simfs *disk, void *ctx)
+{
+    if (!fs || !fs->serve_ready)
+        return CKH_EINVAL;
+    pthread_mutex_lock(&fs->serve_lock);
+    bool held = fs->held > 0;
+    pthread_mutex_unlock(&fs->serve_lock);
+    if (held)
+        return CKH_EINVAL; /* a held request would be done on the new disk */
+    struct ckh_listing names = {.entries = NULL};
+    bool listed = false;
+    pthread_mutex_lock(&fs->lock);
+    if (fs->cfg.disk) {
+        /* The old root's names: every name the kernel may keep an entry for
+         * (each change went through this mount, so it saw no other). */
+        struct ckh_fs *v = ckh__ckhfs_view(fs, -1);
+        listed = v && ckh_fs_listdir(v, "/", &names) == 0;
+    }
+    for (struct ckhfs_handle *h = fs->handles; h; h = h->next) {
+        if (h->file)
+            ckh_file_close(h->file); /* no flush: the old disk is the caller's */
+        h->file = NULL;              /* stale: -EIO, and its release only frees it */
+    }
+    for (size_t i = 0; i < fs->nviews; i++) {
+        ckh_simfs_view_destroy(fs->views[i]);
+        fs->views[i] = NULL;
+    }
+    for (size_t i = 0; i < fs->ntrace; i++) {
+        free((char *)fs->trace[i].path);
+        free((char *)fs->trace[i].path2);
+    }
+    fs->ntrace = 0;
+    fs->seq = fs->answered = 0;
+    fs->cfg.disk = disk;
+    fs->cfg.ctx = ctx;
+    pthread_mutex_unlock(&fs->lock);
+    /* Without fs->lock: the kernel takes the root folder's lock to drop an
+     * entry, and a request that holds it could be waiting for fs->lock.
+     * -ENOENT (no such entry kept) is the common answer and not an error. */
+    struct fuse_session *se = fs->fuse ? fuse_get_session(fs->fuse) : NULL;
+    for (size_t i = 0; se && listed && i < names.count; i++)
+        fuse_lowlevel_notify_inval_entry(se, FUSE_ROOT_ID, names.entries[i].name,
+                                         strlen(names.entries[i].name));
+    if (se)
+        fuse_lowlevel_notify_inval_inode(se, FUSE_ROOT_ID, 0, 0);
+    if (listed)
+        ckh_fs_listing_free(&names);
+    return 0;
+}
+
+const char *ckh_ckhfs_mountpoint(const struct ckh_ckhfs *fs)
+{
+    return fs ? fs->mnt : NULL;
 }

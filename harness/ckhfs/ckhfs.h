@@ -137,6 +137,33 @@ int ckh_ckhfs_sweep_stale(const char *dir);
 void ckh_ckhfs_lock(struct ckh_ckhfs *fs);
 void ckh_ckhfs_unlock(struct ckh_ckhfs *fs);
 
+/* ---- appended: one mount, many disks (the crash explorer's verify) ---- */
+
+/* Serves disk (borrowed; outlives its time on the mount; NULL: none) in
+ * place of the disk served so far, with ctx as the callbacks' context from
+ * now on, so that one mount serves state after state instead of a mount
+ * and an unmount per state. After the call the mount reads exactly as a
+ * fresh mount of disk would:
+ *   - what the kernel remembers of the old disk is dropped: the entries of
+ *     the root folder's names (and below them) are invalidated
+ *     (fuse_lowlevel_notify_inval_entry), and so are the root's attributes;
+ *     attributes, names not found and file data are never cached (zero
+ *     timeouts, direct_io), and kept names (cache_names) go with the
+ *     invalidated entries, so the next lookup of any path asks ckhfs;
+ *   - files still open on the old disk (a release the kernel sends after
+ *     its process exited) are stale: any request on them but the release
+ *     is answered -EIO, and none touches either disk;
+ *   - the node views start afresh on disk, and the trace and the
+ *     operation numbers (seq, answered) start again from 1.
+ * With no disk (NULL) every request but a release is answered -EIO until
+ * the next swap. The caller's contract: no process uses the mount during
+ * the call (the previous disk's processes have exited and been reaped),
+ * and no DELAY is held (CKH_EINVAL when one is: nothing changes). Never
+ * call it from a callback. 0, or CKH_EINVAL (fs NULL, a held request). */
+int ckh_ckhfs_swap_disk(struct ckh_ckhfs *fs, struct ckh_simfs *disk, void *ctx);
+/* The mount's canonical mount point (absolute; owned by fs), or NULL. */
+const char *ckh_ckhfs_mountpoint(const struct ckh_ckhfs *fs);
+
 /* Note on kill_node, hook and held_answered (they run on a server thread,
  * with the mount's lock held, one at a time): send signals, never wait for the killed processes
  * to exit there; a dying process's close of its files waits for the

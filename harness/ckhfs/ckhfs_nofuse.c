@@ -37,3 +37,17 @@ void ckh_ckhfs_unlock(struct ckh_ckhfs *fs)
 {
     (void)fs;
 }
+
+int ckh_ckhfs_swap_disk(struct ckh_ckhfs *fs, struct ckh_simfs *disk, void *ctx)
+{
+    (void)fs; /* no mount can exist */
+    (void)disk;
+    (void)ctx;
+    return CKH_EINVAL;
+}
+
+const char *ckh_ckhfs_mountpoint(const struct ckh_ckhfs *fs)
+{
+    (void)fs;
+    return NULL;
+}

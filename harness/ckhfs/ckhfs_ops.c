@@ -269,7 +269,7 @@ static int op_statfs(const char *path, struct statvfs *sv)
     memset(sv, 0, sizeof(*sv));
     uint64_t total = 0, avail = 0;
     pthread_mutex_lock(&fs->lock);
-    int rc = ckh_simfs_space(fs->cfg.disk, &total, &avail);
+    int rc = fs->cfg.disk ? ckh_simfs_space(fs->cfg.disk, &total, &avail) : -EIO; /* no disk: swapped out */
     pthread_mutex_unlock(&fs->lock);
     if (rc)
         return ckh__ckhfs_errno(rc);
@@ -335,10 +335,10 @@ static int op_read(const char *path, char *buf, size_t size, off_t off,
     (void)path;
     struct ckhfs_handle *h = handle_of(fi);
     struct ckhfs_req r;
-    CKH_ASSERT(h && h->file); /* the kernel hands back the handle open_common made */
+    CKH_ASSERT(h); /* the kernel hands back the handle open_common made */
     int rc = ckh__ckhfs_begin(&r, CKH_OP_PREAD, h->path, NULL, (uint64_t)off, size);
-    if (rc != 1)
-        return (int)ckh__ckhfs_end(&r, rc);
+    if (rc != 1 || !h->file)
+        return (int)ckh__ckhfs_end(&r, rc != 1 ? rc : -EIO); /* !file: stale (a swapped disk) */
     int64_t res = ckh_file_pread(h->file, buf, size, (uint64_t)off);
     CKH_ASSERT(res <= (int64_t)size);
     return (int)ckh__ckhfs_end(&r, res < 0 ? ckh__ckhfs_errno(res) : res);
@@ -350,10 +350,10 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off,
     (void)path;
     struct ckhfs_handle *h = handle_of(fi);
     struct ckhfs_req r;
-    CKH_ASSERT(h && h->file);
+    CKH_ASSERT(h);
     int rc = ckh__ckhfs_begin(&r, CKH_OP_PWRITE, h->path, NULL, (uint64_t)off, size);
-    if (rc != 1)
-        return (int)ckh__ckhfs_end(&r, rc);
+    if (rc != 1 || !h->file)
+        return (int)ckh__ckhfs_end(&r, rc != 1 ? rc : -EIO);
     size_t n = size;
     if (r.act.verdict == CKH_CKHFS_SHORT && r.act.keep < n)
         n = (size_t)r.act.keep;
@@ -380,7 +380,7 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
     if (rc != 1)
         return (int)ckh__ckhfs_end(&r, rc);
     if (h)
-        return end_errno(&r, ckh_file_ftruncate(h->file, (uint64_t)size));
+        return end_errno(&r, h->file ? ckh_file_ftruncate(h->file, (uint64_t)size) : -EIO);
     struct ckh_fs *v = caller_view(&r);
     struct ckh_file *f = NULL;
     int64_t res = v ? ckh_fs_open(v, path, CKH_O_WRONLY, &f) : CKH_ENOMEM;
@@ -413,7 +413,8 @@ static int op_release(const char *path, struct fuse_file_info *fi)
         fs->handles = h->next;
     if (h->next)
         h->next->prev = h->prev;
-    ckh_file_close(h->file); /* no flush: pending state stays on the disk */
+    if (h->file) /* NULL: stale, closed when the disk was swapped */
+        ckh_file_close(h->file); /* no flush: pending state stays on the disk */
     pthread_mutex_unlock(&fs->lock);
     free(h->path);
     free(h);
@@ -427,8 +428,8 @@ static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
     struct ckhfs_req r;
     int rc = ckh__ckhfs_begin(&r, datasync ? CKH_OP_FDATASYNC : CKH_OP_FSYNC, h->path, NULL, 0,
                               0);
-    if (rc != 1)
-        return (int)ckh__ckhfs_end(&r, rc);
+    if (rc != 1 || !h->file)
+        return (int)ckh__ckhfs_end(&r, rc != 1 ? rc : -EIO);
     return end_errno(&r, datasync ? ckh_file_fdatasync(h->file) : ckh_file_fsync(h->file));
 }
 
@@ -440,12 +441,12 @@ static off_t op_lseek(const char *path, off_t off, int whence, struct fuse_file_
     (void)path;
     struct ckhfs_handle *h = handle_of(fi);
     struct ckhfs_req r;
-    CKH_ASSERT(h && h->file);
+    CKH_ASSERT(h);
     if (whence != SEEK_DATA && whence != SEEK_HOLE)
         return -EINVAL;
     int rc = ckh__ckhfs_begin(&r, CKH_OP_STAT, h->path, NULL, (uint64_t)off, 0);
-    if (rc != 1)
-        return (off_t)ckh__ckhfs_end(&r, rc);
+    if (rc != 1 || !h->file)
+        return (off_t)ckh__ckhfs_end(&r, rc != 1 ? rc : -EIO);
     int64_t res = off < 0 ? -ENXIO
                           : ckh_file_seek(h->file, (uint64_t)off,
                                           whence == SEEK_HOLE ? CKH_SEEK_HOLE : CKH_SEEK_DATA);

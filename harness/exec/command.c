@@ -248,11 +248,12 @@ static int64_t op_result(const struct ckh_ckhfs_op *ops, size_t n, uint64_t seq)
     return lo < n && ops[lo].seq == seq ? ops[lo].result : 0;
 }
 
-/* Fills in the results of the trace's lines since trace_from from the
- * mounts' own traces, then unmounts. The mounts' traces are taken first
+/* trace_results fills in the results of the trace's lines since
+ * trace_from from the mounts' own traces; unmount_all does that, then
+ * unmounts. The mounts' traces are taken first
  * and c->lock only then: the server holds its mount's lock while it takes
  * c->lock (in the hook), never the other way round. */
-static void unmount_all(struct ckh__cmd *c, size_t trace_from)
+static void trace_results(struct ckh__cmd *c, size_t trace_from)
 {
     const struct ckh_ckhfs_op **ops = c->nmounts ? calloc(c->nmounts, sizeof *ops) : NULL;
     size_t *nops = c->nmounts ? calloc(c->nmounts, sizeof *nops) : NULL;
@@ -268,6 +269,11 @@ static void unmount_all(struct ckh__cmd *c, size_t trace_from)
     pthread_mutex_unlock(&c->lock);
     free(ops);
     free(nops);
+}
+
+static void unmount_all(struct ckh__cmd *c, size_t trace_from)
+{
+    trace_results(c, trace_from);
     for (size_t m = 0; c->mounts && m < c->nmounts; m++) {
         ckh_ckhfs_unmount(c->mounts[m].fs);
         c->mounts[m].fs = NULL;
@@ -299,24 +305,62 @@ static bool names_stable(const struct ckh__cmd *c)
     return true;
 }
 
+/* Mounts mt with the command job's callbacks (mt->fs; NULL on failure). */
+static int mount_one(struct ckh__cmd_mount *mt, bool stable, char *msg, size_t n)
+{
+    struct ckh_ckhfs_config cfg = {.mountpoint = mt->dir, .disk = mt->disk,
+                                   .node_of_pid = ckh__cmd_node_of_pid, .hook = ckh__cmd_hook,
+                                   .kill_node = ckh__cmd_kill_node, .ctx = mt, .keep_trace = true,
+                                   .held_answered = ckh__cmd_held_answered, .cache_names = stable};
+    int rc = ckh_ckhfs_mount(&cfg, &mt->fs, msg, n);
+    if (rc)
+        mt->fs = NULL;
+    return rc;
+}
+
 static int mount_all(struct ckh__cmd *c)
 {
     const bool stable = names_stable(c);
     for (size_t m = 0; m < c->nmounts; m++) {
         struct ckh__cmd_mount *mt = &c->mounts[m];
-        struct ckh_ckhfs_config cfg = {.mountpoint = mt->dir, .disk = mt->disk,
-                                       .node_of_pid = ckh__cmd_node_of_pid, .hook = ckh__cmd_hook,
-                                       .kill_node = ckh__cmd_kill_node, .ctx = mt, .keep_trace = true,
-                                       .held_answered = ckh__cmd_held_answered, .cache_names = stable};
         char msg[512] = "";
-        int rc = ckh_ckhfs_mount(&cfg, &mt->fs, msg, sizeof msg);
+        int rc = mount_one(mt, stable, msg, sizeof msg);
         if (rc) {
-            mt->fs = NULL;
             unmount_all(c, c->ntrace);
             return mount_failed(c, rc, mt->dir, msg);
         }
     }
     return 0;
+}
+
+/* Verify's one mount on the kept mount c->verify_keep (made on first
+ * use): its disk swapped in, its callbacks' context this call's mount. */
+static int mount_kept(struct ckh__cmd *c)
+{
+    struct ckh__cmd_mount *mt = &c->mounts[0];
+    char msg[512] = "";
+    int rc;
+    if (*c->verify_keep) {
+        if ((rc = ckh_ckhfs_swap_disk(*c->verify_keep, mt->disk, mt)) != 0)
+            return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot serve the state at %s: %s", mt->dir, ckh_strerror(rc));
+        mt->fs = *c->verify_keep;
+        return 0;
+    }
+    if ((rc = mount_one(mt, names_stable(c), msg, sizeof msg)) != 0)
+        return mount_failed(c, rc, mt->dir, msg);
+    *c->verify_keep = mt->fs;
+    return 0;
+}
+
+/* After verify on the kept mount: the trace's results, then the mount
+ * left up with no disk (the clone it served is freed next). */
+static void release_kept(struct ckh__cmd *c, size_t trace_from)
+{
+    trace_results(c, trace_from);
+    if (c->nmounts && c->mounts[0].fs) {
+        ckh_ckhfs_swap_disk(c->mounts[0].fs, NULL, NULL); /* no held request: verify's ops hold none */
+        c->mounts[0].fs = NULL;
+    }
 }
 
 /* ---- one run ---- */
@@ -523,13 +567,19 @@ int ckh__cmd_verify_view(struct ckh__cmd *c, int i, bool *ok, char *detail, size
     struct ckh__cmd_mount *saved = c->mounts, *vm = calloc(job->ndisks, sizeof *vm);
     size_t saved_n = c->nmounts, nv = 0, from = c->ntrace;
     int rc = vm ? 0 : ckh__cmd_fail(c, CKH_ENOMEM, "out of memory"), st = -1;
+    const bool keep = c->verify_keep && c->verify_keep_dir && job->ndisks == 1;
     char said[300] = "";
     for (size_t d = 0; rc == 0 && d < job->ndisks; d++) {
         struct ckh__cmd_mount *m = &vm[nv];
         *m = (struct ckh__cmd_mount){.c = c, .orig = c->disks[d * (size_t)c->n + (size_t)i], .disk_index = d,
                                      .node = i, .verify = true, .prefix = job->disks[d].mount};
-        snprintf(m->dir, sizeof m->dir, "%s/mnt/verify.%s", c->dir, job->disks[d].name);
-        if ((rc = ckh_simfs_clone(m->orig, &m->disk)) != 0 || (rc = ckh_tmp_mkdirs(m->dir)) != 0)
+        if (keep)
+            snprintf(m->dir, sizeof m->dir, "%s", c->verify_keep_dir);
+        else
+            snprintf(m->dir, sizeof m->dir, "%s/mnt/verify.%s", c->dir, job->disks[d].name);
+        /* (a kept mount's folder exists: a look at it would ask the mount) */
+        if ((rc = ckh_simfs_clone(m->orig, &m->disk)) != 0 ||
+            (!(keep && *c->verify_keep) && (rc = ckh_tmp_mkdirs(m->dir)) != 0))
             rc = ckh__cmd_fail(c, rc, "verify: cannot prepare %s: %s", m->dir, ckh_strerror(rc));
         else
             nv++;
@@ -537,10 +587,13 @@ int ckh__cmd_verify_view(struct ckh__cmd *c, int i, bool *ok, char *detail, size
     c->mounts = vm;
     c->nmounts = nv;
     if (rc == 0)
-        rc = mount_all(c);
+        rc = keep ? mount_kept(c) : mount_all(c);
     if (rc == 0)
         rc = ckh__cmd_run_verify(c, i, &st, said, sizeof said);
-    unmount_all(c, from);
+    if (keep)
+        release_kept(c, from);
+    else
+        unmount_all(c, from);
     for (size_t k = 0; k < nv; k++)
         ckh_simfs_destroy(vm[k].disk);
     free(vm);

@@ -51,7 +51,8 @@ int ckh__cmd_replace_disk(struct ckh__cmd *c, struct ckh_simfs *disk);
 int ckh__cmd_restart_check(struct ckh__cmd *c, const struct ckh_scenario_run *ref, const char *const *run1_results,
                            const uint64_t *run1_bytes, struct ckh_scenario_run *r);
 /* Runs the scenario's verify command against node i's view of its disks
- * (clones of c->disks, mounted for the call). *ok: it exited 0; detail:
+ * (clones of c->disks, mounted for the call, or served by the kept mount
+ * c->verify_keep). *ok: it exited 0; detail:
  * how it ended and the last line it printed. 0, or a code with c->err. */
 int ckh__cmd_verify_view(struct ckh__cmd *c, int i, bool *ok, char *detail, size_t n);
 /* Why a fault-free run did not complete, naming each node that failed

@@ -224,6 +224,16 @@ struct ckh__cmd {
     /* Warm launchers of this process (exec/command_warm.h; borrowed):
      * programs start from them where they can. NULL: every start cold. */
     struct ckh__warm_set *warm;
+    /* A verify mount kept from one execution to the next (the crash
+     * explorer's check workers; the slot is the caller's). NULL: each
+     * verify mounts its clone of the disks and unmounts it. Else, for a
+     * job with one disk, *verify_keep serves verify's clone
+     * (ckh_ckhfs_swap_disk): mounted at verify_keep_dir by the first call
+     * (*verify_keep NULL), left mounted with no disk after each; the
+     * caller unmounts it (ckh_ckhfs_unmount). Its kernel settings
+     * (cache_names) are the first call's. */
+    struct ckh_ckhfs **verify_keep;
+    const char *verify_keep_dir;
 };
 
 /* One command job's process-wide set-up: the run folder, FUSE checked,

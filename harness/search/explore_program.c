@@ -13,7 +13,9 @@
  *   3. check: each kept state, likely failures first (explore_order.c),
  *      in `jobs` forked workers that take the next state from a shared
  *      counter: a fresh execution of the job whose one disk is the state,
- *      then `verify` or a restart judged by the oracles (exec/command.h),
+ *      then `verify` (served by the worker's one kept mount, the state's
+ *      disk swapped onto it: ckh_ckhfs_swap_disk) or a restart judged by
+ *      the oracles (exec/command.h),
  *      its Python programs started from the worker's warm launchers
  *      (exec/command_warm.h) unless cold starts were asked for;
  *   4. report: the failures, smallest K first.
@@ -25,6 +27,7 @@
  * Memory: every crash point holds a clone (bytes shared with the disk), so
  * the cost is O(crash points x (inodes + extents)), never O(bytes).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -352,6 +355,7 @@ struct xp_run {
     const struct ckh_scenario_run *ref; /* the reference (restart check) */
     enum ckh_xprog_check check;
     uint64_t deadline_ms;               /* 0: none */
+    bool remount;                       /* verify: a mount per state (else the worker's kept one) */
 };
 
 /* Replaces every occurrence of what in text by with (in place, n bytes):
@@ -370,17 +374,52 @@ static void replace_all(char *text, size_t n, const char *what, const char *with
     }
 }
 
-static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_set *warm, size_t i,
-                      struct xp_slot *s)
+/* Empties a worker's check folder dir for its next state: everything
+ * goes but keep (the kept verify mount's folder, dir/mnt/verify.DISK;
+ * NULL: dir goes whole). */
+static void clear_check_dir(const char *dir, const char *keep)
+{
+    if (!keep) {
+        ckh_tmp_remove(dir);
+        return;
+    }
+    char mnt[CKH__CMD_PATH_MAX + 80], path[CKH__CMD_PATH_MAX + 400];
+    snprintf(mnt, sizeof mnt, "%s/mnt", dir);
+    for (int pass = 0; pass < 2; pass++) {
+        const char *at = pass ? mnt : dir;
+        DIR *dh = opendir(at);
+        struct dirent *de;
+        while (dh && (de = readdir(dh)) != NULL) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || (!pass && !strcmp(de->d_name, "mnt")))
+                continue;
+            snprintf(path, sizeof path, "%s/%s", at, de->d_name);
+            if (strcmp(path, keep)) /* never into the kept mount */
+                ckh_tmp_remove(path);
+        }
+        if (dh)
+            closedir(dh);
+    }
+}
+
+/* One check: state i on a fresh execution of the job in the worker's
+ * check folder (w<worker>/check, emptied after each state, so that every
+ * state's programs see the same paths). A verify check serves the state
+ * on the worker's kept mount *vkeep at vdir (that folder's
+ * mnt/verify.DISK; made by the first check, ckh_ckhfs_swap_disk), unless
+ * w->remount. */
+static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_set *warm, struct ckh_ckhfs **vkeep,
+                      const char *vdir, size_t i, struct xp_slot *s)
 {
     const struct xp_state *st = &w->st->v[i];
     char dir[CKH__CMD_PATH_MAX + 64];
     struct ckh__cmd c;
     struct ckh_simfs *d = NULL;
     memset(&c, 0, sizeof c);
-    snprintf(dir, sizeof dir, "%s/w%u/s%" PRIu64, w->je->dir, worker, st->k);
+    snprintf(dir, sizeof dir, "%s/w%u/check", w->je->dir, worker);
     int rc = ckh__cmd_init(&c, w->sc, w->seed, 0, dir, w->je->cwd);
     c.warm = warm;
+    c.verify_keep = w->remount ? NULL : vkeep;
+    c.verify_keep_dir = vdir;
     if (rc == 0 && (rc = ckh_simfs_clone(st->disk, &d)) != 0)
         ckh__cmd_fail(&c, rc, "out of memory");
     if (rc == 0 && (rc = ckh__cmd_replace_disk(&c, d)) != 0)
@@ -426,9 +465,10 @@ static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_
     }
     s->done = 1;
     ckh__cmd_free(&c);
-    /* Its folder goes now (unmounted above): the job's folder stays small,
-     * so its removal at the end, an interrupted run's included, is quick. */
-    ckh_tmp_remove(dir);
+    /* Its folder is emptied now (unmounted above; the kept verify mount
+     * stays, with no disk): the job's folder stays small, so its removal
+     * at the end, an interrupted run's included, is quick. */
+    clear_check_dir(dir, *vkeep ? vdir : NULL);
 }
 
 /* The worker's warm launchers (NULL: cold starts; a set that cannot be
@@ -455,9 +495,11 @@ static struct ckh__warm_set *worker_launchers(const struct xp_run *w, unsigned w
  * run; then adds its program starts to the shared counts. */
 static void work(const struct xp_run *w, unsigned worker, struct xp_shared *sh, struct xp_slot *slots)
 {
-    char note[320] = "";
+    char note[320] = "", vdir[CKH__CMD_PATH_MAX];
     int rc = 0;
     struct ckh__warm_set *warm = worker_launchers(w, worker, &rc, note, sizeof note);
+    struct ckh_ckhfs *vkeep = NULL; /* the worker's verify mount, kept from state to state */
+    snprintf(vdir, sizeof vdir, "%s/w%u/check/mnt/verify.%s", w->je->dir, worker, w->sc->job.disks[0].name);
     for (;;) {
         size_t i = (size_t)__atomic_fetch_add(&sh->next, 1, __ATOMIC_SEQ_CST);
         if (i >= w->st->n || ckh__cmd_interrupted())
@@ -470,7 +512,7 @@ static void work(const struct xp_run *w, unsigned worker, struct xp_shared *sh, 
             snprintf(slots[s].text, sizeof slots[s].text, "--start warm: %s", note);
             break;
         }
-        check_one(w, worker, warm, s, &slots[s]);
+        check_one(w, worker, warm, &vkeep, vdir, s, &slots[s]);
         if (slots[s].rc)
             break;
     }
@@ -483,6 +525,7 @@ static void work(const struct xp_run *w, unsigned worker, struct xp_shared *sh, 
     if (note[0] && __atomic_compare_exchange_n(&sh->noted, &none, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         snprintf(sh->note, sizeof sh->note, "%s", note);
     ckh__warm_set_destroy(warm);
+    ckh_ckhfs_unmount(vkeep);
 }
 
 /* A check worker after fork: it dies with ckh (a SIGKILLed ckh leaves no
@@ -860,7 +903,8 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     }
     uint64_t t1 = ckh_posix_now_ms();
     struct xp_run w = {.sc = sc, .seed = seed, .je = &je, .rec = &x, .st = &st, .order = order, .start = start,
-                       .ref = &ref, .check = check, .deadline_ms = limit_ms ? t0 + limit_ms : 0};
+                       .ref = &ref, .check = check, .deadline_ms = limit_ms ? t0 + limit_ms : 0,
+                       .remount = o->verify_remount};
     if ((rc = check_all(&w, o->jobs ? o->jobs : 1, &slots, out)) != 0) {
         ckh_errf(err, errlen, rc, "checking crash states: %s", ckh_strerror(rc));
         goto out;

@@ -75,6 +75,9 @@ struct ckh_xprog_options {
     enum ckh_xprog_start start; /* the --start override */
     const char *argv0;        /* the ckh command, for reproduction lines (NULL: "ckh") */
     const char *source_dir;   /* repository root (golden files of the oracles) */
+    bool verify_remount;      /* each verify check mounts its state afresh instead of
+                                 swapping it onto its worker's kept mount (the slower
+                                 path, kept as bench_explore_program's baseline) */
 };
 
 /* One crash state that failed its check. */
