@@ -718,8 +718,10 @@ START_TEST(test_sigint_cleans_up)
     setpgid(p, p);
     int prog = wait_pids(2); /* the program and the child it left */
     ck_assert_int_gt(prog, 0);
-    env_of(prog, "CKH_CKPT_DIR", ckpt, sizeof ckpt);
-    ck_assert_msg(!strncmp(ckpt, "/tmp/ckh-", 9), "CKH_CKPT_DIR=%s", ckpt);
+    /* The program's TMPDIR lies in the run folder (its CKH_CKPT_DIR is
+     * /ckh/ckpt where it has its own mount namespace). */
+    env_of(prog, "TMPDIR", ckpt, sizeof ckpt);
+    ck_assert_msg(!strncmp(ckpt, "/tmp/ckh-", 9), "TMPDIR=%s", ckpt);
     snprintf(run_dir, sizeof run_dir, "%.*s", (int)(strchr(ckpt + 9, '/') - ckpt), ckpt);
     kill(-p, SIGINT);
     int st = 0;

@@ -21,6 +21,7 @@
  */
 #include "exec/command.h"
 #include "exec/command_fault.h"
+#include "exec/command_ns.h"
 #include "exec/command_proc.h"
 #include "exec/command_outside.h"
 #include "exec/command_result.h"
@@ -155,6 +156,7 @@ int ckh__cmd_init(struct ckh__cmd *c, const struct ckh_scenario *sc, uint64_t se
                                                                                 : c->world_first;
     c->n = c->world_first > c->world_restart ? c->world_first : c->world_restart;
     c->step_based = job->every_epochs == 0;
+    c->ns_mode = job->checkpoint_mount ? (int)ckh__ns_mode(job->checkpoint_mount) : CKH__NS_NONE;
     char sub[CKH__CMD_PATH_MAX + 16];
     static const char *const subs[] = {"mnt", "results", "logs", "tmp"};
     for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++) {
@@ -719,6 +721,9 @@ int ckh__cmd_job_begin(const struct ckh_scenario *sc, struct ckh__cmd_job *je, c
                         "FUSE cannot be used here: %s (command jobs serve their checkpoint directory over "
                         "FUSE; docs/SCENARIOS.md, \"Command jobs\")", msg);
     scenario_folder(sc, je->cwd, sizeof je->cwd);
+    /* Decided (and, where no namespace can be had, said) before anything runs. */
+    if (sc->job.checkpoint_mount)
+        ckh__ns_mode(sc->job.checkpoint_mount);
     rc = ckh_tmp_make(je->dir, sizeof je->dir);
     if (rc) {
         je->dir[0] = '\0';
