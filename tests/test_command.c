@@ -940,6 +940,11 @@ static const struct {
     {"job: {command: [x], backend: minidb}\n", 1, 30,
      "'job.backend' does not apply to a command job: the program does its own checkpoint I/O"},
     {"job: {workload: seed-pipeline, env: {A: b}}\n", 1, 37, "'job.env' applies to command jobs only (job.command)"},
+    {"job: {workload: seed-pipeline, checkpoint_mount: /ckh/ckpt}\n", 1, 50,
+     "'job.checkpoint_mount' applies to command jobs only (job.command)"},
+    {"job: {command: [x], checkpoint_mount: /ckh/../etc}\n", 1, 39,
+     "'job.checkpoint_mount' expects an absolute folder path other than '/', without '.', '..', '//' or a "
+     "trailing '/' (such as /ckh/ckpt), got '/ckh/../etc'"},
     {"job: {command: [x]}\nfaults: [{on: {phase: save}, do: kill}]\n", 2, 23,
      "'on.phase' does not apply to a command job: a real program announces no phases; use 'path', 'step' or "
      "'epoch'"},
@@ -995,6 +1000,7 @@ START_TEST(test_round_trip)
         "  nodes: 3\n"
         "  env: {SEED: 7, NAME: \"a b\"}\n"
         "  timeout: 1.5s\n"
+        "  checkpoint_mount: /ckh/other\n"
         "  checkpoint_every: {steps: 4}\n"
         "faults:\n  - {on: {node: rank_1, step: 2}, do: sigterm, grace: 3s}\n"
         "restart: {scope: failed, world_size: 2}\n"
@@ -1019,6 +1025,7 @@ START_TEST(test_round_trip)
     ck_assert_str_eq(b->job.env[1].text, "a b");
     ck_assert_uint_eq(b->job.timeout_ns, 1500000000ull);
     ck_assert_str_eq(b->job.checkpoint_dir, "/");
+    ck_assert_str_eq(b->job.checkpoint_mount, "/ckh/other");
     ck_assert_int_eq(b->restart.scope, CKH_SCN_RESTART_FAILED);
     ck_assert_uint_eq(b->verify.argc, 2);
     ck_assert_str_eq(b->verify.argv[1], "check.py");
@@ -1036,6 +1043,11 @@ START_TEST(test_round_trip)
     free(again);
     ckh_scenario_free(a);
     ckh_scenario_free(b);
+    /* Without the key: the documented default. */
+    static const char plain[] = "job: {command: [x]}\n";
+    ck_assert_int_eq(ckh_scenario_parse_string(plain, strlen(plain), "d.yaml", NULL, &a, &err), 0);
+    ck_assert_str_eq(a->job.checkpoint_mount, "/ckh/ckpt");
+    ckh_scenario_free(a);
 }
 END_TEST
 
