@@ -19,7 +19,10 @@
 #     disk's root is there when checkpoint_dir lies below it; a bad path
 #     is refused naming its line (exit 2), and so is the key on a
 #     simulated job;
-#   - ckh explore, warm and cold starts, gives the program the same path.
+#   - ckh explore, warm and cold starts, gives the program the same path;
+#   - the user-namespace route (CKH_USER_NAMESPACE=1, the one ckh without
+#     CAP_SYS_ADMIN takes) passes the library scenario, the program in a
+#     user namespace of its own; as root without it, in ckh's.
 # Where this machine gives no namespace at all (no CAP_SYS_ADMIN, no user
 # namespaces) only the fallback and the bad input are checked.
 # Usage: tests/test_command_ns.sh CKH SOURCE_DIR
@@ -151,6 +154,43 @@ EOF
         fail "checkpoint_dir below the disk's root (exit $st): $(cat subdir.out)"
 fi
 
+# ---- the user-namespace route (ckh without CAP_SYS_ADMIN takes it) ----
+if $ns; then
+    # whoami.sh: exit 5 unless the program's user namespace is ckh's
+    # ($OUTER) or not, as $WANT says; 6 unless CKH_CKPT_DIR is /ckh/ckpt.
+    cat >whoami.sh <<'SH'
+u=$(readlink /proc/self/ns/user)
+if { [ "$u" = "$OUTER" ] && [ "$WANT" = other ]; } || { [ "$u" != "$OUTER" ] && [ "$WANT" = same ]; }; then
+    echo "user namespace $u, ckh's $OUTER, wanted $WANT" >&2
+    exit 5
+fi
+[ "$CKH_CKPT_DIR" = /ckh/ckpt ] && [ -d "$CKH_CKPT_DIR" ] || exit 6
+printf '{"kind":"final","steps":0}\n' >>"$CKH_RESULT"
+SH
+    cat >userns.yaml <<EOF
+job:
+  command: [/bin/sh, whoami.sh]
+  env: {OUTER: "$(readlink /proc/self/ns/user)", WANT: other}
+  timeout: 30s
+EOF
+    sed 's/WANT: other/WANT: same/' userns.yaml >mountns.yaml
+    if [ "$(id -u)" -eq 0 ]; then
+        run mountns mountns.yaml
+        [ $st -eq 0 ] && ok "as root, a mount namespace in ckh's own user namespace" ||
+            fail "mount namespace as root (exit $st): $(cat mountns.out)"
+    fi
+    run userns userns.yaml CKH_USER_NAMESPACE=1
+    if grep -qF "$line" userns.out; then
+        ok "no user namespaces here (that route is not checked): $(grep -F "$line" userns.out)"
+    else
+        [ $st -eq 0 ] && ok "CKH_USER_NAMESPACE=1: the program runs in a user namespace of its own, at /ckh/ckpt" ||
+            fail "user namespace (exit $st): $(cat userns.out)"
+        run userns-lib "$lib" CKH_USER_NAMESPACE=1
+        [ $st -eq 0 ] && ok "CKH_USER_NAMESPACE=1: the absolute-link saver passes its kill and resume" ||
+            fail "the library scenario in a user namespace (exit $st): $(cat userns-lib.out)"
+    fi
+fi
+
 # ---- bad input: named with its line and column, exit 2 ----
 for bad in / ckh/ckpt /ckh/../etc /ckh/ckpt/ /ckh//ckpt /ckh/./ckpt; do
     printf 'job:\n  command: [/bin/true]\n  checkpoint_mount: "%s"\n' "$bad" >bad.yaml
@@ -210,6 +250,16 @@ EOF
             ok "explore, $start starts: the program sees its disk at /ckh/ckpt ($(grep '^start' explore.$start.out))" ||
             fail "explore --start $start (exit $st): $(cat explore.$start.out)"
     done
+    # The launcher's started process makes a user namespace too (ckh_warm.py).
+    CKH_USER_NAMESPACE=1 "$ckh" explore explore.yaml --start warm >explore.user.out 2>&1
+    st=$?
+    if grep -qF "$line" explore.user.out; then
+        ok "explore in a user namespace: none here ($(grep -F "$line" explore.user.out))"
+    else
+        [ $st -eq 0 ] && grep -q '^PASS' explore.user.out && grep -q '^start: warm' explore.user.out &&
+            ok "explore, warm starts in user namespaces: the program sees its disk at /ckh/ckpt" ||
+            fail "explore --start warm, CKH_USER_NAMESPACE=1 (exit $st): $(cat explore.user.out)"
+    fi
 fi
 
 [ $failures -eq 0 ] || { echo "$failures failure(s)" >&2; exit 1; }

@@ -18,7 +18,9 @@
  * calls only), or by the warm launcher's started process through the same
  * steps (tools/ckh_warm.py, _enter_ns): unshare(CLONE_NEWNS) when ckh has
  * CAP_SYS_ADMIN, else unshare(CLONE_NEWUSER | CLONE_NEWNS) with the
- * caller's uid and gid mapped to themselves; every mount made private
+ * caller's uid and gid mapped to themselves (CKH_USER_NAMESPACE=1 in
+ * ckh's environment takes this route even with CAP_SYS_ADMIN, for tests);
+ * every mount made private
  * (MS_REC | MS_PRIVATE), so nothing propagates back to ckh's namespace;
  * the disk's folder bound (MS_BIND) onto the path. ckh creates the path
  * (mode 0755; an empty folder, left in place as a mount point) when it
