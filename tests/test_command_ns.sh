@@ -104,6 +104,13 @@ run fbl link-only.yaml CKH_NO_NAMESPACE=1
 [ $st -eq 0 ] && grep -qF "$line" fbl.out && grep -q '(2 runs' fbl.out &&
     ok "without the fixed path the absolute link alone passes a kill and resume, compared relative to the disk" ||
     fail "link only, no namespace (exit $st): $(cat fbl.out)"
+# Said once per `ckh run`, not once per scenario or worker.
+cp "$lib" second.yaml
+sed -i "s|\.\./\.\./tests/programs/prog_abs_link.sh|$prog|g" second.yaml
+CKH_NO_NAMESPACE=1 "$ckh" run -j 2 link-only.yaml second.yaml >two.out 2>&1
+n=$(grep -cF "$line" two.out)
+[ "$n" -eq 1 ] && ok "two scenarios on two workers: the fallback is said once" ||
+    fail "two scenarios on two workers: the fallback line appears $n times: $(cat two.out)"
 
 if $ns; then
     # ---- node-local disks: each node sees its own at the same path ----

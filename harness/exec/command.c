@@ -721,7 +721,7 @@ int ckh__cmd_job_begin(const struct ckh_scenario *sc, struct ckh__cmd_job *je, c
                         "FUSE cannot be used here: %s (command jobs serve their checkpoint directory over "
                         "FUSE; docs/SCENARIOS.md, \"Command jobs\")", msg);
     scenario_folder(sc, je->cwd, sizeof je->cwd);
-    /* Decided (and, where no namespace can be had, said) before anything runs. */
+    /* Decided before anything runs (said by the reference run's caller). */
     if (sc->job.checkpoint_mount)
         ckh__ns_mode(sc->job.checkpoint_mount);
     rc = ckh_tmp_make(je->dir, sizeof je->dir);
@@ -950,6 +950,8 @@ int ckh__cmd_reference(const struct ckh_scenario *sc, uint64_t seed, const struc
 {
     int64_t gap = 0;
     bool hung = false;
+    if (sc->job.checkpoint_mount)
+        ckh__ns_say(sc->job.checkpoint_mount, NULL);
     int rc = reference_run(sc, seed, je, w, r, &gap, &hung, err, errlen);
     if (rc == 0 && hung)
         rc = ckh_errf(err, errlen, CKH_EINVAL, "the fault-free run of this job hangs (still running after "
@@ -1100,9 +1102,11 @@ static void cmd_end(void *job)
 static int cmd_reference(void *job, const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,
                          struct ckh_scenario_run *r, bool *judged, char *err, size_t errlen)
 {
-    (void)o;
     struct cmd_exec *x = job;
     *judged = false;
+    /* Said once per `ckh run`: its workers share the reference cache folder. */
+    if (sc->job.checkpoint_mount)
+        ckh__ns_say(sc->job.checkpoint_mount, o ? o->cache_dir : NULL);
     int rc = reference_run(sc, seed, &x->je, NULL, r, &x->gap, judged, err, errlen);
     if (rc == 0 && *judged) /* the hung reference is what the oracles judge */
         r->interval = interval_of(sc, r, x->gap);
@@ -1203,6 +1207,8 @@ static int cmd_replay(const struct ckh_scenario *sc, const struct ckh_run_option
     if (op_filter && (op = ckh_op_from_name(op_filter)) < 0)
         return ckh_errf(msg, msglen, CKH_EINVAL, "unknown operation '%s'", op_filter);
     int rc = ckh__cmd_job_begin(sc, &je, msg, msglen);
+    if (rc == 0 && sc->job.checkpoint_mount)
+        ckh__ns_say(sc->job.checkpoint_mount, NULL);
     if (rc == 0)
         rc = faulted_run(sc, seed, &je, "job", &r, &c, msg, msglen);
     if (rc == 0 && node_filter) {

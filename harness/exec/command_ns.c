@@ -143,15 +143,6 @@ static int probe_one(enum ckh__ns_mode mode, const char *path, const char **step
     return e;
 }
 
-/* The decisions so far: one per path (a run uses one or two). */
-#define KNOWN_MAX 8
-static struct {
-    char path[CKH__CMD_PATH_MAX];
-    enum ckh__ns_mode mode;
-} known[KNOWN_MAX];
-static size_t nknown;
-static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
-
 /* Decides the mode for path; why (one line) when it is CKH__NS_NONE. */
 static enum ckh__ns_mode decide(const char *path, char *why, size_t n)
 {
@@ -180,30 +171,81 @@ static enum ckh__ns_mode decide(const char *path, char *why, size_t n)
     return CKH__NS_NONE;
 }
 
-enum ckh__ns_mode ckh__ns_mode(const char *path)
+/* The decisions so far: one per path (a run uses one or two). */
+#define KNOWN_MAX 8
+static struct {
+    char path[CKH__CMD_PATH_MAX];
+    enum ckh__ns_mode mode;
+    char why[CKH__CMD_PATH_MAX + 200]; /* CKH__NS_NONE: why */
+    bool said;                         /* the line was printed, or is another process's to print */
+} known[KNOWN_MAX];
+static size_t nknown;
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The entry of path, decided now if it is new (known_lock held; NULL:
+ * the table is full, *mode then decided anyway). */
+static size_t entry_of(const char *path, enum ckh__ns_mode *mode, char *why, size_t n)
 {
-    enum ckh__ns_mode mode = CKH__NS_NONE;
-    pthread_mutex_lock(&known_lock);
     for (size_t i = 0; i < nknown; i++)
         if (!strcmp(known[i].path, path)) {
-            mode = known[i].mode;
-            goto out;
+            *mode = known[i].mode;
+            snprintf(why, n, "%s", known[i].why);
+            return i;
         }
+    *mode = decide(path, why, n);
+    if (nknown == KNOWN_MAX)
+        return KNOWN_MAX;
+    snprintf(known[nknown].path, sizeof known[nknown].path, "%s", path);
+    snprintf(known[nknown].why, sizeof known[nknown].why, "%s", why);
+    known[nknown].mode = *mode;
+    known[nknown].said = false;
+    return nknown++;
+}
+
+enum ckh__ns_mode ckh__ns_mode(const char *path)
+{
+    enum ckh__ns_mode mode;
     char why[CKH__CMD_PATH_MAX + 200] = "";
-    mode = decide(path, why, sizeof why);
-    if (mode == CKH__NS_NONE)
+    pthread_mutex_lock(&known_lock);
+    entry_of(path, &mode, why, sizeof why);
+    pthread_mutex_unlock(&known_lock);
+    return mode;
+}
+
+/* Whether this process is the first to claim the line in folder dir: a
+ * file named after the path, made there exclusively. */
+static bool first_in(const char *dir, const char *path)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a of the path */
+    for (const char *p = path; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    char marker[CKH__CMD_PATH_MAX + 64];
+    snprintf(marker, sizeof marker, "%s/ns-said.%016llx", dir, (unsigned long long)h);
+    int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return errno != EEXIST; /* a folder that cannot be written: say it here */
+    close(fd);
+    return true;
+}
+
+void ckh__ns_say(const char *path, const char *once_dir)
+{
+    enum ckh__ns_mode mode;
+    char why[CKH__CMD_PATH_MAX + 200] = "";
+    pthread_mutex_lock(&known_lock);
+    size_t i = entry_of(path, &mode, why, sizeof why);
+    bool say = mode == CKH__NS_NONE && (i == KNOWN_MAX || !known[i].said);
+    if (say && i < KNOWN_MAX)
+        known[i].said = true;
+    if (say && once_dir && once_dir[0])
+        say = first_in(once_dir, path);
+    if (say)
         fprintf(stderr,
                 "ckh: no private mount namespace for command jobs (%s): programs see their checkpoint disk "
                 "in ckh's run folder instead of %s; absolute link targets into it are compared relative to "
                 "the disk\n",
                 why, path);
-    if (nknown < KNOWN_MAX) {
-        snprintf(known[nknown].path, sizeof known[nknown].path, "%s", path);
-        known[nknown++].mode = mode;
-    }
-out:
     pthread_mutex_unlock(&known_lock);
-    return mode;
 }
 
 /* ---- a process's spec ---- */

@@ -28,7 +28,7 @@
  *
  * Where that cannot be done (no CAP_SYS_ADMIN and no user namespaces, the
  * path cannot be created, CKH_NO_NAMESPACE set in ckh's environment),
- * ckh__ns_mode says why once per process (one line on stderr) and the
+ * ckh__ns_say says why in one line on stderr before the first run, and the
  * programs run as before: CKH_CKPT_DIR inside the run folder, absolute
  * link targets into a run's disk compared relative to the disk.
  */
@@ -58,11 +58,16 @@ struct ckh__ns_spec {
 };
 
 /* The mode for command jobs whose checkpoint_mount is path, decided once
- * per process and path: the path created when missing, then a probe child
- * that makes a namespace and binds the path onto itself. The first time
- * a path cannot be had, one line on stderr says why and what ckh does
- * instead. Thread-safe. */
+ * per process and path (a forked worker inherits what its parent
+ * decided): the path created when missing, then a probe child that makes
+ * a namespace and binds the path onto itself. Thread-safe. */
 enum ckh__ns_mode ckh__ns_mode(const char *path);
+
+/* Before a job's first run: where path gives no namespace, one line on
+ * stderr says why and what ckh does instead, once per process and path,
+ * and once per once_dir (a folder shared by the workers of one `ckh run`,
+ * its reference cache; NULL: this process alone decides). */
+void ckh__ns_say(const char *path, const char *once_dir);
 
 /* Fills *s for a process of c whose checkpoint disk is served at the
  * folder src (NULL or c->ns_mode CKH__NS_NONE: s->mode CKH__NS_NONE). */
