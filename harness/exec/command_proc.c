@@ -364,6 +364,7 @@ bool ckh__cmd_child_prepare(pid_t parent, const char *cwd, int in_fd, int out_fd
 /* What a child that did not reach its program says on its error pipe. */
 struct start_err {
     int err;          /* errno */
+    int zero;         /* 0: no byte of what is written is left unset */
     const char *step; /* the namespace's step that failed (static); NULL: the exec */
 };
 
@@ -372,7 +373,7 @@ static _Noreturn void child_exec(const char *exe, char *const *argv, char *const
                                  const struct ckh__ns_spec *ns, int in_fd, int out_fd, int err_pipe,
                                  pid_t parent)
 {
-    struct start_err se = {0, NULL};
+    struct start_err se = {0, 0, NULL};
     if (!ckh__cmd_child_prepare(parent, cwd, in_fd, out_fd))
         goto out_fail;
     if ((se.err = ckh__ns_enter(ns, &se.step)) != 0)
@@ -441,7 +442,7 @@ static int start_process(struct ckh__cmd *c, const char *exe, const struct ckh_s
     }
     setpgid(p, p); /* also here: no race with a kill of the group */
     *pid = p;
-    struct start_err se = {0, NULL};
+    struct start_err se = {0, 0, NULL};
     ssize_t r;
     do
         r = read(ep[0], &se, sizeof se);
