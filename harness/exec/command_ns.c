@@ -62,9 +62,9 @@ int ckh__ns_enter(const struct ckh__ns_spec *s, const char **step)
             return errno;
     }
     /* Nothing this process mounts reaches ckh's namespace, and nothing
-     * ckh mounts later reaches this one. */
-    /* The type is ignored by both calls: "none", as mount(8) passes, rather
-     * than NULL, which memory checkers read as a string. */
+     * ckh mounts later reaches this one. The type is ignored by both
+     * calls: "none", as mount(8) passes, rather than NULL, which memory
+     * checkers read as a string. */
     *step = "making / private (MS_REC | MS_PRIVATE)";
     if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0)
         return errno;
@@ -162,14 +162,17 @@ static enum ckh__ns_mode decide(const char *path, char *why, size_t n)
      * CAP_SYS_ADMIN (how a root CI tests it). */
     const char *user = getenv("CKH_USER_NAMESPACE");
     bool user_only = user && user[0] && strcmp(user, "0") != 0;
-    const char *step1 = "unshare(CLONE_NEWNS)", *step2 = "";
+    const char *step1 = "unshare(CLONE_NEWNS) not tried (CKH_USER_NAMESPACE is set)", *step2 = "";
     int e1 = user_only ? EPERM : probe_one(CKH__NS_MOUNT, path, &step1);
     if (e1 == 0)
         return CKH__NS_MOUNT;
     int e2 = probe_one(CKH__NS_USER, path, &step2);
     if (e2 == 0)
         return CKH__NS_USER;
-    snprintf(why, n, "%s: %s; %s: %s", step1, strerror(e1), step2, strerror(e2));
+    if (user_only)
+        snprintf(why, n, "%s: %s", step2, strerror(e2));
+    else
+        snprintf(why, n, "%s: %s; %s: %s", step1, strerror(e1), step2, strerror(e2));
     return CKH__NS_NONE;
 }
 
@@ -184,8 +187,8 @@ static struct {
 static size_t nknown;
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The entry of path, decided now if it is new (known_lock held; NULL:
- * the table is full, *mode then decided anyway). */
+/* The entry of path, decided now if it is new (known_lock held;
+ * KNOWN_MAX: the table is full, *mode and why decided anyway). */
 static size_t entry_of(const char *path, enum ckh__ns_mode *mode, char *why, size_t n)
 {
     for (size_t i = 0; i < nknown; i++)
