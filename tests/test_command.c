@@ -719,8 +719,10 @@ START_TEST(test_sigint_cleans_up)
     setpgid(p, p);
     int prog = wait_pids(2); /* the program and the child it left */
     ck_assert_int_gt(prog, 0);
-    env_of(prog, "CKH_CKPT_DIR", ckpt, sizeof ckpt);
-    ck_assert_msg(!strncmp(ckpt, "/tmp/ckh-", 9), "CKH_CKPT_DIR=%s", ckpt);
+    /* The program's TMPDIR lies in the run folder (its CKH_CKPT_DIR is
+     * /ckh/ckpt where it has its own mount namespace). */
+    env_of(prog, "TMPDIR", ckpt, sizeof ckpt);
+    ck_assert_msg(!strncmp(ckpt, "/tmp/ckh-", 9), "TMPDIR=%s", ckpt);
     snprintf(run_dir, sizeof run_dir, "%.*s", (int)(strchr(ckpt + 9, '/') - ckpt), ckpt);
     kill(-p, SIGINT);
     int st = 0;
@@ -939,6 +941,11 @@ static const struct {
     {"job: {command: [x], backend: minidb}\n", 1, 30,
      "'job.backend' does not apply to a command job: the program does its own checkpoint I/O"},
     {"job: {workload: seed-pipeline, env: {A: b}}\n", 1, 37, "'job.env' applies to command jobs only (job.command)"},
+    {"job: {workload: seed-pipeline, checkpoint_mount: /ckh/ckpt}\n", 1, 50,
+     "'job.checkpoint_mount' applies to command jobs only (job.command)"},
+    {"job: {command: [x], checkpoint_mount: /ckh/../etc}\n", 1, 39,
+     "'job.checkpoint_mount' expects an absolute folder path other than '/', without '.', '..', '//' or a "
+     "trailing '/' (such as /ckh/ckpt), got '/ckh/../etc'"},
     {"job: {command: [x]}\nfaults: [{on: {phase: save}, do: kill}]\n", 2, 23,
      "'on.phase' does not apply to a command job: a real program announces no phases; use 'path', 'step' or "
      "'epoch'"},
@@ -994,6 +1001,7 @@ START_TEST(test_round_trip)
         "  nodes: 3\n"
         "  env: {SEED: 7, NAME: \"a b\"}\n"
         "  timeout: 1.5s\n"
+        "  checkpoint_mount: /ckh/other\n"
         "  checkpoint_every: {steps: 4}\n"
         "faults:\n  - {on: {node: rank_1, step: 2}, do: sigterm, grace: 3s}\n"
         "restart: {scope: failed, world_size: 2}\n"
@@ -1018,6 +1026,7 @@ START_TEST(test_round_trip)
     ck_assert_str_eq(b->job.env[1].text, "a b");
     ck_assert_uint_eq(b->job.timeout_ns, 1500000000ull);
     ck_assert_str_eq(b->job.checkpoint_dir, "/");
+    ck_assert_str_eq(b->job.checkpoint_mount, "/ckh/other");
     ck_assert_int_eq(b->restart.scope, CKH_SCN_RESTART_FAILED);
     ck_assert_uint_eq(b->verify.argc, 2);
     ck_assert_str_eq(b->verify.argv[1], "check.py");
@@ -1035,6 +1044,11 @@ START_TEST(test_round_trip)
     free(again);
     ckh_scenario_free(a);
     ckh_scenario_free(b);
+    /* Without the key: the documented default. */
+    static const char plain[] = "job: {command: [x]}\n";
+    ck_assert_int_eq(ckh_scenario_parse_string(plain, strlen(plain), "d.yaml", NULL, &a, &err), 0);
+    ck_assert_str_eq(a->job.checkpoint_mount, "/ckh/ckpt");
+    ckh_scenario_free(a);
 }
 END_TEST
 

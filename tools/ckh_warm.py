@@ -27,7 +27,9 @@ MASTER_PORT, TMPDIR, ...). It
      little-endian length, then NUL-terminated fields: the pid of the ckh
      process that starts it, the working folder, the log file, the index
      of the script in argv, argc, argv, the count of environment entries,
-     the entries. Ahead of each request it forks a spare process through
+     the entries, then the mount namespace of the start (exec/command_ns.h):
+     its mode (0 none, 1 CLONE_NEWNS, 2 CLONE_NEWUSER | CLONE_NEWNS), the
+     disk's folder, the fixed path it is bound at, the uid and gid maps. Ahead of each request it forks a spare process through
      a middle process that exits at once, so that the spare is adopted by
      ckh (the launcher's parent, a child subreaper) and is ckh's child
      exactly as after fork and exec; the spare waits in the launcher's
@@ -36,7 +38,9 @@ MASTER_PORT, TMPDIR, ...). It
      that start runs. EOF on FD ends the launcher (and its spare).
 
 The started process, before the program's first line runs: is the leader
-of its own process group; dies with ckh (PR_SET_PDEATHSIG); has stdin
+of its own process group; is in its own mount namespace with the disk at
+the fixed path, made as the cold start's child makes it (one it cannot
+make ends the process with status 127 and the reason in its log); dies with ckh (PR_SET_PDEATHSIG); has stdin
 /dev/null and stdout and stderr on the log (truncated); the request's
 working folder and environment (os.environ and the C environment:
 everything the cold start's execve would give, and nothing else); the
@@ -186,7 +190,46 @@ def _parse(raw):
     argv = f[5:5 + argc]
     envc = int(f[5 + argc])
     env = f[6 + argc:6 + argc + envc]
-    return {"reaper": reaper, "cwd": cwd, "log": log, "at": at, "argv": argv, "env": env}
+    ns = f[6 + argc + envc:11 + argc + envc]
+    return {"reaper": reaper, "cwd": cwd, "log": log, "at": at, "argv": argv, "env": env,
+            "ns": (int(ns[0]), ns[1], ns[2], ns[3], ns[4])}
+
+
+_CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
+_MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
+
+
+def _enter_ns(ns):
+    """The steps of ckh__ns_enter (harness/exec/command_ns.c), in the
+    started process (single-threaded: the launcher starts no thread).
+    None, or what failed."""
+    mode, src, dst, uid_map, gid_map = ns
+    if mode == 0:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def failed(step):
+        return "%s: %s" % (step, os.strerror(ctypes.get_errno()))
+
+    if mode == 2:
+        if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
+            return failed("unshare(CLONE_NEWUSER | CLONE_NEWNS)")
+        for name, text in (("setgroups", b"deny"), ("gid_map", gid_map), ("uid_map", uid_map)):
+            try:
+                with open("/proc/self/" + name, "wb", buffering=0) as f:
+                    f.write(text)
+            except FileNotFoundError:
+                if name != "setgroups":
+                    return "writing /proc/self/%s: no such file" % name
+            except OSError as e:
+                return "writing /proc/self/%s: %s" % (name, e.strerror)
+    elif libc.unshare(_CLONE_NEWNS) != 0:
+        return failed("unshare(CLONE_NEWNS)")
+    if libc.mount(None, b"/", None, ctypes.c_ulong(_MS_REC | _MS_PRIVATE), None) != 0:
+        return failed("making / private (MS_REC | MS_PRIVATE)")
+    if libc.mount(src, dst, None, ctypes.c_ulong(_MS_BIND), None) != 0:
+        return failed("bind-mounting the checkpoint disk")
+    return None
 
 
 def _say(fd, text):
@@ -318,6 +361,11 @@ def _become(req):
     for x in (null, log):
         if x > 2:
             os.close(x)
+    why = _enter_ns(req["ns"])
+    if why is not None:
+        os.write(2, ("ckh_warm: cannot give the program its checkpoint disk at %s (%s)\n"
+                     % (os.fsdecode(req["ns"][2]), why)).encode("utf-8", "replace"))
+        os._exit(127)
     os.chdir(req["cwd"])
     os.environb.clear()
     for entry in req["env"]:

@@ -21,6 +21,7 @@
  */
 #include "exec/command.h"
 #include "exec/command_fault.h"
+#include "exec/command_ns.h"
 #include "exec/command_proc.h"
 #include "exec/command_outside.h"
 #include "exec/command_result.h"
@@ -155,6 +156,7 @@ int ckh__cmd_init(struct ckh__cmd *c, const struct ckh_scenario *sc, uint64_t se
                                                                                 : c->world_first;
     c->n = c->world_first > c->world_restart ? c->world_first : c->world_restart;
     c->step_based = job->every_epochs == 0;
+    c->ns_mode = job->checkpoint_mount ? (int)ckh__ns_mode(job->checkpoint_mount) : CKH__NS_NONE;
     char sub[CKH__CMD_PATH_MAX + 16];
     static const char *const subs[] = {"mnt", "results", "logs", "tmp"};
     for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++) {
@@ -789,6 +791,9 @@ int ckh__cmd_job_begin(const struct ckh_scenario *sc, struct ckh__cmd_job *je, c
                         "FUSE cannot be used here: %s (command jobs serve their checkpoint directory over "
                         "FUSE; docs/SCENARIOS.md, \"Command jobs\")", msg);
     scenario_folder(sc, je->cwd, sizeof je->cwd);
+    /* Decided before anything runs (said by the reference run's caller). */
+    if (sc->job.checkpoint_mount)
+        ckh__ns_mode(sc->job.checkpoint_mount);
     rc = ckh_tmp_make(je->dir, sizeof je->dir);
     if (rc) {
         je->dir[0] = '\0';
@@ -1015,6 +1020,8 @@ int ckh__cmd_reference(const struct ckh_scenario *sc, uint64_t seed, const struc
 {
     int64_t gap = 0;
     bool hung = false;
+    if (sc->job.checkpoint_mount)
+        ckh__ns_say(sc->job.checkpoint_mount, NULL);
     int rc = reference_run(sc, seed, je, w, r, &gap, &hung, err, errlen);
     if (rc == 0 && hung)
         rc = ckh_errf(err, errlen, CKH_EINVAL, "the fault-free run of this job hangs (still running after "
@@ -1169,9 +1176,11 @@ static void cmd_end(void *job)
 static int cmd_reference(void *job, const struct ckh_scenario *sc, uint64_t seed, const struct ckh_run_options *o,
                          struct ckh_scenario_run *r, bool *judged, char *err, size_t errlen)
 {
-    (void)o;
     struct cmd_exec *x = job;
     *judged = false;
+    /* Said once per `ckh run`: its workers share the reference cache folder. */
+    if (sc->job.checkpoint_mount)
+        ckh__ns_say(sc->job.checkpoint_mount, o ? o->cache_dir : NULL);
     int rc = reference_run(sc, seed, &x->je, NULL, r, &x->gap, judged, err, errlen);
     if (rc == 0 && *judged) /* the hung reference is what the oracles judge */
         r->interval = interval_of(sc, r, x->gap);
@@ -1272,6 +1281,8 @@ static int cmd_replay(const struct ckh_scenario *sc, const struct ckh_run_option
     if (op_filter && (op = ckh_op_from_name(op_filter)) < 0)
         return ckh_errf(msg, msglen, CKH_EINVAL, "unknown operation '%s'", op_filter);
     int rc = ckh__cmd_job_begin(sc, &je, msg, msglen);
+    if (rc == 0 && sc->job.checkpoint_mount)
+        ckh__ns_say(sc->job.checkpoint_mount, NULL);
     if (rc == 0)
         rc = faulted_run(sc, seed, &je, "job", &r, &c, msg, msglen);
     if (rc == 0 && node_filter) {

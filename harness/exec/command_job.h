@@ -16,6 +16,7 @@
  * file's interface; this one holds the types they all share):
  *   command_result.c  result files and the checkpoint directory's digests;
  *   command_proc.c    processes: spawning, waiting, killing, signals;
+ *   command_ns.c      the fixed checkpoint path: a mount namespace per process;
  *   command_warm.c    warm starts: Python programs forked from a launcher;
  *   command_fault.c   the fault script on processes and disks;
  *   command.c         one execution's runs, verify, the executor's tables.
@@ -187,6 +188,8 @@ struct ckh__cmd {
     int run;                         /* the current run (1-based) */
     uint64_t run_t0_ms;              /* when it started (monotonic) */
     int master_port;                 /* MASTER_PORT of the current run */
+    int ns_mode;                     /* enum ckh__ns_mode (exec/command_ns.h): how its
+                                        processes see job.checkpoint_mount */
     struct ckh__cmd_node *nodes;     /* [n] (owned) */
     struct ckh_simfs **disks;        /* [ndisks * n]: disk d of node i (shared: the same) (owned) */
     bool disks_oom;                  /* a disk replaced since had run out of ckh's memory */

@@ -1,7 +1,8 @@
 /* Writes outside the checkpoint directory, by the process that made them
  * (command_outside.h).
  *
- * fanotify marks the mount that holds the programs' working folder for
+ * fanotify marks the mount that holds the programs' working folder (its
+ * filesystem, when the programs run in their own mount namespaces) for
  * FAN_CLOSE_WRITE: each event carries the writer's pid and an open file
  * of what it wrote. An event counts when the file lies under the folder
  * (not in ckh's run folder, not an interpreter's bytecode cache) and its
@@ -50,7 +51,14 @@ int ckh__cmd_outside_start(const struct ckh__cmd *c, const char *dir, const char
     int fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_LARGEFILE | O_CLOEXEC);
     if (fd < 0)
         return ckh_errf(msg, msglen, CKH_EUNSUPPORTED, "fanotify: %s", strerror(errno));
-    if (fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_CLOSE_WRITE, AT_FDCWD, dir) != 0) {
+    /* Programs in their own mount namespaces (exec/command_ns.h) reach the
+     * folder through copies of its mount, which a mount mark does not
+     * see: the mark is then on the folder's filesystem (events elsewhere
+     * on it are left out by path, below). */
+    bool whole_fs = c->ns_mode != 0;
+    if (whole_fs && fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_CLOSE_WRITE, AT_FDCWD, dir) == 0)
+        ;
+    else if (fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_CLOSE_WRITE, AT_FDCWD, dir) != 0) {
         int e = errno;
         close(fd);
         return ckh_errf(msg, msglen, CKH_EUNSUPPORTED, "fanotify on %s: %s", dir, strerror(e));

@@ -47,6 +47,7 @@
 #include "ckh/err.h"
 #include "ckh/posix.h"
 #include "exec/command_proc.h"
+#include "exec/command_ns.h"
 #include "exec/command_outside.h"
 #include "exec/command_result.h"
 #include "exec/prog_file.h"
@@ -246,15 +247,35 @@ static const struct ckh__cmd_mount *mount_of(const struct ckh__cmd *c, struct ck
     return NULL;
 }
 
-/* CKH_CKPT_DIR and one CKH_DISK_<NAME> per disk, as node i sees them. */
+/* The mount of the disk that holds node i's checkpoint directory, and
+ * the directory's path in the disk (NULL: not mounted). */
+static const struct ckh__cmd_mount *ckpt_mount(struct ckh__cmd *c, int i, char *dpath, size_t n)
+{
+    struct ckh_simfs *d = ckh_fault_resolve(&c->env, i, c->sc->job.checkpoint_dir, dpath, n);
+    return d ? mount_of(c, d) : NULL;
+}
+
+/* The namespace of node i's processes (exec/command_ns.h). */
+static void ns_spec_of(struct ckh__cmd *c, int i, struct ckh__ns_spec *s)
+{
+    char dpath[CKH_PATH_MAX];
+    const struct ckh__cmd_mount *m = ckpt_mount(c, i, dpath, sizeof dpath);
+    ckh__ns_spec_make(c, m ? m->dir : NULL, s);
+}
+
+/* CKH_CKPT_DIR and one CKH_DISK_<NAME> per disk, as node i sees them:
+ * the checkpoint disk at job.checkpoint_mount in the node's own mount
+ * namespace, else (and every other disk) at its folder of the run. */
 static void env_mounts(struct ckh__cmd *c, int i, struct envv *e)
 {
     const struct ckh_scn_job *job = &c->sc->job;
     char dpath[CKH_PATH_MAX];
-    struct ckh_simfs *d = ckh_fault_resolve(&c->env, i, job->checkpoint_dir, dpath, sizeof dpath);
-    const struct ckh__cmd_mount *m = d ? mount_of(c, d) : NULL;
-    if (m)
-        env_put(e, "CKH_CKPT_DIR=%s%s", m->dir, strcmp(dpath, "/") ? dpath : "");
+    const struct ckh__cmd_mount *m = ckpt_mount(c, i, dpath, sizeof dpath);
+    const char *below = strcmp(dpath, "/") ? dpath : "";
+    if (m && c->ns_mode != CKH__NS_NONE && job->checkpoint_mount)
+        env_put(e, "CKH_CKPT_DIR=%s%s", job->checkpoint_mount, below);
+    else if (m)
+        env_put(e, "CKH_CKPT_DIR=%s%s", m->dir, below);
     for (size_t k = 0; k < job->ndisks; k++) {
         m = mount_of(c, c->disks[k * (size_t)c->n + (size_t)(i < 0 ? 0 : i)]);
         if (!m)
@@ -340,13 +361,23 @@ bool ckh__cmd_child_prepare(pid_t parent, const char *cwd, int in_fd, int out_fd
     return chdir(cwd) == 0 && dup2(in_fd, 0) >= 0 && dup2(out_fd, 1) >= 0 && dup2(out_fd, 2) >= 0;
 }
 
+/* What a child that did not reach its program says on its error pipe. */
+struct start_err {
+    int err;          /* errno */
+    int zero;         /* 0: no byte of what is written is left unset */
+    const char *step; /* the namespace's step that failed (static); NULL: the exec */
+};
+
 /* The child between fork and exec: async-signal-safe calls only. */
 static _Noreturn void child_exec(const char *exe, char *const *argv, char *const *envp, const char *cwd,
-                                 int in_fd, int out_fd, int err_pipe, pid_t parent)
+                                 const struct ckh__ns_spec *ns, int in_fd, int out_fd, int err_pipe,
+                                 pid_t parent)
 {
-    int e;
+    struct start_err se = {0, 0, NULL};
     if (!ckh__cmd_child_prepare(parent, cwd, in_fd, out_fd))
         goto out_fail;
+    if ((se.err = ckh__ns_enter(ns, &se.step)) != 0)
+        goto out_report;
     /* Nothing of ckh's reaches the program: the worker pool's reply pipe
      * and every other descriptor close at the exec. */
 #ifdef SYS_close_range
@@ -357,16 +388,20 @@ static _Noreturn void child_exec(const char *exe, char *const *argv, char *const
                 close(fd);
     execve(exe, argv, envp);
 out_fail:
-    e = errno;
-    if (write(err_pipe, &e, sizeof e) < 0)
+    se.err = errno;
+    se.step = NULL;
+out_report:
+    if (write(err_pipe, &se, sizeof se) < 0)
         _exit(126);
     _exit(127);
 }
 
 /* Starts argv (argv[0] replaced by exe) with envp, stdout and stderr to
- * log; *pid its pid (and process group). errno of a failed exec in *exec_err. */
+ * log, in the namespace ns; *pid its pid (and process group). errno of a
+ * failed exec, or of the namespace's step *ns_step, in *exec_err. */
 static int start_process(struct ckh__cmd *c, const char *exe, const struct ckh_scn_command *cmd,
-                         char *const *envp, const char *log, pid_t *pid, int *exec_err)
+                         char *const *envp, const struct ckh__ns_spec *ns, const char *log, pid_t *pid,
+                         int *exec_err, const char **ns_step)
 {
     const char **argv = calloc(cmd->argc + 1, sizeof *argv);
     int out_fd = ckh__prog_file_create(log); /* never through a link a program planted */
@@ -376,6 +411,7 @@ static int start_process(struct ckh__cmd *c, const char *exe, const struct ckh_s
     int ep[2] = {-1, -1};
     int rc = 0;
     *exec_err = 0;
+    *ns_step = NULL;
     if (out_fd == -EISDIR) {
         rc = ckh__cmd_fail(c, CKH_EINVAL, "cannot create the log of %s (%s): a program of an earlier run put a "
                            "folder there", exe, log);
@@ -395,7 +431,7 @@ static int start_process(struct ckh__cmd *c, const char *exe, const struct ckh_s
     pid_t parent = getpid();
     pid_t p = fork();
     if (p == 0)
-        child_exec(exe, (char *const *)argv, envp, c->cwd, in_fd, out_fd, ep[1], parent);
+        child_exec(exe, (char *const *)argv, envp, c->cwd, ns, in_fd, out_fd, ep[1], parent);
     int fe = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(ep[1]);
@@ -406,13 +442,15 @@ static int start_process(struct ckh__cmd *c, const char *exe, const struct ckh_s
     }
     setpgid(p, p); /* also here: no race with a kill of the group */
     *pid = p;
-    int e = 0;
+    struct start_err se = {0, 0, NULL};
     ssize_t r;
     do
-        r = read(ep[0], &e, sizeof e);
+        r = read(ep[0], &se, sizeof se);
     while (r < 0 && errno == EINTR);
-    if (r == (ssize_t)sizeof e)
-        *exec_err = e;
+    if (r == (ssize_t)sizeof se) {
+        *exec_err = se.err;
+        *ns_step = se.step;
+    }
 out:
     if (ep[0] >= 0)
         close(ep[0]);
@@ -438,21 +476,41 @@ static void reap_group_now(pid_t pgid)
     }
 }
 
+/* The message of a process that did not reach its program (what: its
+ * node, or "verify"). */
+static int start_failed(struct ckh__cmd *c, const struct ckh_scn_command *cmd, const char *what,
+                        const char *exe, int exec_err, const char *ns_step)
+{
+    if (ns_step)
+        return ckh__cmd_fail(c, CKH_EINTERNAL,
+                             "%s:%d:%d: %s: cannot give '%s' its checkpoint disk at %s (%s): %s "
+                             "(CKH_NO_NAMESPACE=1 runs it without a mount namespace)",
+                             c->sc->file, cmd->line, cmd->column, what, cmd->argv[0],
+                             c->sc->job.checkpoint_mount, ns_step, strerror(exec_err));
+    return ckh__cmd_fail(c, CKH_EINVAL, "%s:%d:%d: %s: cannot run '%s' (%s): %s%s", c->sc->file, cmd->line,
+                         cmd->column, what, cmd->argv[0], exe, strerror(exec_err),
+                         exec_err == ENOEXEC ? " (a script needs a '#!' line, or name its "
+                                               "interpreter first: [sh, script.sh])" : "");
+}
+
 int ckh__cmd_spawn_node(struct ckh__cmd *c, int i)
 {
     struct ckh__cmd_node *nd = &c->nodes[i];
     struct envv e = {0};
+    struct ckh__ns_spec ns;
+    const char *ns_step = NULL;
     int rc, exec_err = 0;
     pid_t pid = 0;
     if ((rc = build_env(c, i, i, &e)) != 0)
         goto out;
+    ns_spec_of(c, i, &ns);
     /* A warm launcher starts before the lock is taken (it imports). */
     if ((rc = ckh__warm_prepare(c, nd->exe, nd->cmd, e.v)) != 0)
         goto out;
     pthread_mutex_lock(&c->lock);
-    rc = c->warm ? ckh__warm_spawn(c, nd->exe, nd->cmd, e.v, nd->log, &pid) : 1;
+    rc = c->warm ? ckh__warm_spawn(c, nd->exe, nd->cmd, e.v, &ns, nd->log, &pid) : 1;
     if (rc == 1) /* a cold start: fork and exec */
-        rc = start_process(c, nd->exe, nd->cmd, e.v, nd->log, &pid, &exec_err);
+        rc = start_process(c, nd->exe, nd->cmd, e.v, &ns, nd->log, &pid, &exec_err, &ns_step);
     if (rc == 0) {
         nd->pid = pid;
         nd->reaped = nd->group_gone = false;
@@ -462,12 +520,9 @@ int ckh__cmd_spawn_node(struct ckh__cmd *c, int i)
     pthread_mutex_unlock(&c->lock);
     if (rc == 0 && exec_err) {
         /* The program vanished or changed since it was resolved, or it
-         * is a script without an interpreter line (ENOEXEC). */
-        rc = ckh__cmd_fail(c, CKH_EINVAL, "%s:%d:%d: %s: cannot run '%s' (%s): %s%s", c->sc->file,
-                           nd->cmd->line, nd->cmd->column, nd->name, nd->cmd->argv[0], nd->exe,
-                           strerror(exec_err),
-                           exec_err == ENOEXEC ? " (a script needs a '#!' line, or name its "
-                                                 "interpreter first: [sh, script.sh])" : "");
+         * is a script without an interpreter line (ENOEXEC), or its
+         * namespace could not be made after all. */
+        rc = start_failed(c, nd->cmd, nd->name, nd->exe, exec_err, ns_step);
     }
 out:
     env_free(&e);
@@ -793,6 +848,8 @@ int ckh__cmd_run_verify(struct ckh__cmd *c, int node, int *status, char *out, si
 {
     struct envv e = {0};
     char exe[CKH__CMD_PATH_MAX], log[CKH__CMD_PATH_MAX + 64];
+    struct ckh__ns_spec ns;
+    const char *ns_step = NULL;
     pid_t pid = 0;
     int rc, exec_err = 0;
     *status = -1;
@@ -801,16 +858,15 @@ int ckh__cmd_run_verify(struct ckh__cmd *c, int node, int *status, char *out, si
     if ((rc = ckh__cmd_resolve(c, &c->sc->verify, exe, sizeof exe)) != 0 ||
         (rc = build_env(c, -1, node, &e)) != 0 || (rc = ckh__warm_prepare(c, exe, &c->sc->verify, e.v)) != 0)
         goto out;
-    rc = c->warm ? ckh__warm_spawn(c, exe, &c->sc->verify, e.v, log, &pid) : 1;
+    ns_spec_of(c, node, &ns);
+    rc = c->warm ? ckh__warm_spawn(c, exe, &c->sc->verify, e.v, &ns, log, &pid) : 1;
     if (rc == 1)
-        rc = start_process(c, exe, &c->sc->verify, e.v, log, &pid, &exec_err);
+        rc = start_process(c, exe, &c->sc->verify, e.v, &ns, log, &pid, &exec_err, &ns_step);
     if (rc)
         goto out;
     if (exec_err) {
         reap_group_now(pid);
-        rc = ckh__cmd_fail(c, CKH_EINVAL, "%s:%d:%d: verify: cannot run '%s' (%s): %s", c->sc->file,
-                           c->sc->verify.line, c->sc->verify.column, c->sc->verify.argv[0], exe,
-                           strerror(exec_err));
+        rc = start_failed(c, &c->sc->verify, "verify", exe, exec_err, ns_step);
         goto out;
     }
     uint64_t deadline = ckh_posix_now_ms() + c->sc->job.timeout_ns / 1000000u;

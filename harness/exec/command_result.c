@@ -239,13 +239,55 @@ static bool content_compared(const struct file_set *fs, const char *rel)
     return false;
 }
 
+/* Whether target is path or lies below it; *rest: what follows path. */
+static bool target_under(const char *target, const char *path, const char **rest)
+{
+    size_t len = strlen(path);
+    if (!path[0] || strncmp(target, path, len) || (target[len] && target[len] != '/'))
+        return false;
+    *rest = target + len;
+    return true;
+}
+
+/* An absolute target into job.checkpoint_mount (where the programs see
+ * the root of the checkpoint directory's disk in their own mount
+ * namespace, exec/command_ns.h): "disk NAME:" and the path in that disk,
+ * as link_digest gives for the same link written through a run's folder. */
+static bool fixed_path_digest(const struct file_set *fs, const char *target, uint64_t h, uint64_t *out)
+{
+    const struct ckh_scn_job *job = &fs->sc->job;
+    const char *rest, *below;
+    if (!fs->c || fs->c->ns_mode == 0 || !job->checkpoint_mount ||
+        !target_under(target, job->checkpoint_mount, &rest))
+        return false;
+    /* The disk of checkpoint_dir: the longest mount point it lies under. */
+    size_t best = job->ndisks, best_len = 0;
+    for (size_t d = 0; d < job->ndisks; d++) {
+        const char *m = job->disks[d].mount;
+        size_t len = strlen(m);
+        if ((!strcmp(m, "/") || target_under(job->checkpoint_dir, m, &below)) &&
+            (best == job->ndisks || len > best_len)) {
+            best = d;
+            best_len = len;
+        }
+    }
+    if (best == job->ndisks)
+        return false;
+    const char *name = job->disks[best].name;
+    h = ckh_hash64(ckh_hash64(h, "disk ", 5), name, strlen(name) + 1);
+    *out = ckh_hash64(h, rest, strlen(rest));
+    return true;
+}
+
 /* A link target as the same link in another run reads: an absolute path
  * into one of this run's mounts becomes "disk NAME:" and the path in the
- * disk (each run mounts its disks in another folder); anything else is
- * kept as written. */
+ * disk (each run mounts its disks in another folder), and so does one
+ * into job.checkpoint_mount; anything else is kept as written. */
 static uint64_t link_digest(const struct file_set *fs, const char *target)
 {
-    uint64_t h = ckh_hash64(CKH_HASH_INIT, "link", 4);
+    uint64_t h = ckh_hash64(CKH_HASH_INIT, "link", 4), fixed;
+    if (fixed_path_digest(fs, target, h, &fixed))
+        return fixed;
     for (size_t m = 0; fs->c && m < fs->c->nmounts; m++) {
         const struct ckh__cmd_mount *mt = &fs->c->mounts[m];
         size_t len = strlen(mt->dir);

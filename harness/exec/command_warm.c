@@ -515,7 +515,7 @@ static int put(char **buf, size_t *len, size_t *cap, const char *s)
 }
 
 int ckh__warm_spawn(struct ckh__cmd *c, const char *exe, const struct ckh_scn_command *cmd, char *const *envp,
-                    const char *log, pid_t *pid)
+                    const struct ckh__ns_spec *ns, const char *log, pid_t *pid)
 {
     char why[400];
     struct ckh__warm_set *s = c->warm;
@@ -527,7 +527,9 @@ int ckh__warm_spawn(struct ckh__cmd *c, const char *exe, const struct ckh_scn_co
         s->cold += rc == 1;
         return rc;
     }
-    /* reaper, folder, log, the script's index, argc, argv, envc, env */
+    /* reaper, folder, log, the script's index, argc, argv, envc, env, then
+     * the namespace: its mode (0: none), the disk's folder, the path, the
+     * uid and gid maps (exec/command_ns.h) */
     size_t len = 4, cap = 4096, ne = 0; /* 4: the length, written last */
     char *req = malloc(cap), num[32];
     int bad = req ? 0 : -1;
@@ -545,6 +547,9 @@ int ckh__warm_spawn(struct ckh__cmd *c, const char *exe, const struct ckh_scn_co
     bad |= put(&req, &len, &cap, num);
     for (char *const *e = envp; *e; e++)
         bad |= put(&req, &len, &cap, *e);
+    snprintf(num, sizeof num, "%d", (int)ns->mode);
+    bad |= put(&req, &len, &cap, num) | put(&req, &len, &cap, ns->src) | put(&req, &len, &cap, ns->dst) |
+           put(&req, &len, &cap, ns->uid_map) | put(&req, &len, &cap, ns->gid_map);
     if (bad) {
         free(req);
         return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");

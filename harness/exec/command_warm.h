@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include "exec/command_job.h"
+#include "exec/command_ns.h"
 
 struct ckh__warm_set;
 
@@ -60,11 +61,13 @@ bool ckh__warm_serves(const struct ckh_scn_command *cmd, size_t *script_at, char
  * set is required and cmd cannot start warm. c->warm NULL: 0. */
 int ckh__warm_prepare(struct ckh__cmd *c, const char *exe, const struct ckh_scn_command *cmd, char *const *envp);
 /* Starts cmd from its launcher with envp (copied into the process), its
- * output to log, in c->cwd: 0 with *pid (ckh's child, its own process
- * group's leader), 1 when it must start cold (no launcher: counted and
- * noted), or a code with c->err (required set). */
+ * output to log, in c->cwd, in the mount namespace ns (the started process
+ * makes it before the program's first line; one it cannot make ends the
+ * process with status 127 and the reason in log): 0 with *pid (ckh's
+ * child, its own process group's leader), 1 when it must start cold (no
+ * launcher: counted and noted), or a code with c->err (required set). */
 int ckh__warm_spawn(struct ckh__cmd *c, const char *exe, const struct ckh_scn_command *cmd, char *const *envp,
-                    const char *log, pid_t *pid);
+                    const struct ckh__ns_spec *ns, const char *log, pid_t *pid);
 /* Whether pid is a launcher of the calling process's set (a child that
  * the stray reaper must leave alone). */
 bool ckh__warm_is_launcher(pid_t pid);

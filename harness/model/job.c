@@ -210,7 +210,8 @@ static const char *const job_keys[] = {
     "workload",        "nodes",   "ranks",  "epochs",     "steps",
     "backend",         "saver",   "checkpoint_dir",       "checkpoint_every",
     "options",         "disks",   "collective_timeout",   "gpu_memory",
-    "defects",         "command", "env",    "timeout",    "platform"};
+    "defects",         "command", "env",    "timeout",    "platform",
+    "checkpoint_mount"};
 static const char *const every_keys[] = {"epochs", "steps"};
 
 /* job.disks (default: one shared disk at "/"); the checkpoint directory
@@ -398,6 +399,32 @@ static const struct {
     {"steps", "pass the program its length in job.command or job.env"},
 };
 
+/* job.checkpoint_mount: where each node's processes see the disk that
+ * holds job.checkpoint_dir (their own mount namespace; exec/command_ns.h).
+ * A host path: absolute, without '..', '.', '//' or a trailing '/', not
+ * the root. */
+static int parse_checkpoint_mount(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
+{
+    yaml_node_t *v = ckh__scn_get(p, n, "checkpoint_mount");
+    if (!v)
+        return (job->checkpoint_mount = ckh__scn_strdup(p->s, CKH_SCN_CHECKPOINT_MOUNT)) ? 0 : CKH_ENOMEM;
+    int rc = ckh__scn_get_str(p, v, "job.checkpoint_mount", &job->checkpoint_mount);
+    if (rc)
+        return rc;
+    const char *m = job->checkpoint_mount;
+    size_t len = strlen(m);
+    bool bad = m[0] != '/' || len < 2 || m[len - 1] == '/' || strstr(m, "//") || strstr(m, "/./") ||
+               strstr(m, "/../") || (len >= 2 && !strcmp(m + len - 2, "/.")) ||
+               (len >= 3 && !strcmp(m + len - 3, "/.."));
+    if (bad)
+        return ckh__scn_fail(p, v, CKH_EINVAL,
+                             "'job.checkpoint_mount' expects an absolute folder path other than '/', "
+                             "without '.', '..', '//' or a trailing '/' (such as /ckh/ckpt), got '%s'", m);
+    if (len > CKH_PATH_MAX)
+        return ckh__scn_fail(p, v, CKH_EINVAL, "'job.checkpoint_mount' is longer than %d bytes", CKH_PATH_MAX);
+    return 0;
+}
+
 /* The command-job keys of job n: a command, its environment and its
  * time limit; the simulated-job keys refused. */
 static int parse_command_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
@@ -424,6 +451,8 @@ static int parse_command_job(struct ckh__scn_reader *p, const yaml_node_t *n, st
             return ckh__scn_fail(p, v, CKH_EINVAL, "'job.timeout' expects at least 1ms, got " CKH__GOT_FMT,
                                  CKH__GOT_ARGS(v));
     }
+    if ((rc = parse_checkpoint_mount(p, n, job)))
+        return rc;
     job->collective_timeout_ns = 0;
     return 0;
 }
@@ -447,7 +476,7 @@ static int parse_job_kind(struct ckh__scn_reader *p, const yaml_node_t *n, struc
         job->workload_line = (int)v->start_mark.line + 1;
         job->workload_column = (int)v->start_mark.column + 1;
     }
-    static const char *const command_only[] = {"env", "timeout"};
+    static const char *const command_only[] = {"env", "timeout", "checkpoint_mount"};
     for (size_t k = 0; !job->commands && k < CKH__NKEYS(command_only); k++)
         if ((v = ckh__scn_get(p, n, command_only[k])))
             return ckh__scn_fail(p, v, CKH_EINVAL, "'job.%s' applies to command jobs only (job.command)",

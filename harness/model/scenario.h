@@ -135,6 +135,11 @@ struct ckh_scn_job {
     int workload_line, workload_column; /* job.workload's value */
     int backend_line, backend_column;   /* job.backend's value */
     int saver_line, saver_column;       /* job.saver's kind */
+    /* ---- appended: a command job's fixed checkpoint path (exec/command_ns.h) ---- */
+    const char *checkpoint_mount; /* job.checkpoint_mount: the host path where each node's
+                                     processes see the disk of checkpoint_dir, in their own
+                                     mount namespace (default CKH_SCN_CHECKPOINT_MOUNT; NULL:
+                                     a simulated job) */
 };
 
 /* ---- faults ---- */
@@ -395,6 +400,10 @@ int ckh_scenario_parse_file(const char *path, const struct ckh_scn_options *opts
 
 /* job.timeout of a command job when the scenario gives none. */
 #define CKH_SCN_COMMAND_TIMEOUT_NS (120ull * 1000000000ull)
+
+/* job.checkpoint_mount of a command job when the scenario gives none: the
+ * folder where its programs see their checkpoint disk (docs/SCENARIOS.md). */
+#define CKH_SCN_CHECKPOINT_MOUNT "/ckh/ckpt"
 
 /* Reads the scenario file at path into *buf (NUL-terminated, *len bytes,
  * freed with alloc; NULL: the system allocator) without ever blocking:

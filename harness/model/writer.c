@@ -195,6 +195,7 @@ static void write_command(FILE *f, const struct ckh_scn_job *j)
     }
     kv_block(f, "  env:", j->env, j->nenv);
     fprintf(f, "  timeout: %" PRIu64 "ns\n", j->timeout_ns);
+    str_line(f, "  checkpoint_mount: ", j->checkpoint_mount);
 }
 
 static int write_job(FILE *f, const struct ckh_scn_job *j)
