@@ -341,6 +341,7 @@ struct xm_crash {
     int node;           /* the crashed node (-1: power loss, every node) */
     uint64_t g;         /* the cut the disks are at: the cut's, or (others running) the crashed
                            node's next operation */
+    bool running;       /* the others ran on (explore.others: running) */
 };
 
 struct xm_state {
@@ -568,9 +569,11 @@ static void describe(const struct xm_rec *x, const struct xm_cut *cut, const str
         snprintf(at, sizeof at, "before operation %" PRIu64 " of %zu", cr->g + 1, x->nops);
     if (cr->node < 0)
         PUT("power loss of every node %s", at);
-    else if (cr->g != cut->g)
+    else if (cr->running && cr->g != cut->g)
         PUT("%s crashes %s (the others ran on to it from operation %" PRIu64 ")", node_name(x, cr->node), at,
             cut->g + 1);
+    else if (cr->running)
+        PUT("%s crashes %s (the others ran on to it)", node_name(x, cr->node), at);
     else
         PUT("%s crashes %s (the others killed)", node_name(x, cr->node), at);
     if (cut->step >= 0 && cut->node >= 0)
@@ -697,8 +700,8 @@ static int generate(struct xm_gen *G)
             rc = gen_crash(G, ci, &cr, cut->vers);
         }
         for (int i = 0; i < x->n && rc == 0 && !G->out->bounded && G->crashes != CKH_XPROG_CRASH_POWER; i++) {
-            struct xm_crash cr = {.node = i, .g = cut->g};
-            if (G->others == CKH_XPROG_OTHERS_RUNNING)
+            struct xm_crash cr = {.node = i, .g = cut->g, .running = G->others == CKH_XPROG_OTHERS_RUNNING};
+            if (cr.running)
                 cr.g = next_of(x, cut, i, vers);
             else
                 memcpy(vers, cut->vers, x->nd * sizeof *vers);

@@ -190,13 +190,15 @@ while [ "$step" -le "$steps" ]; do
             sync "$dir/$s"
             pass_turn "$s.shard"
             barrier "$s.shard"
-            # node-local disks: each rank publishes on its own; a shared one: rank 0
+            # node-local disks: each rank publishes on its own (in turn); a shared one: rank 0
+            my_turn "$s.latest"
             if [ "$rank" -eq 0 ] || [ "$bug" = rank0-mkdir ]; then
                 echo "$step" >"$dir/latest.tmp"
                 sync "$dir/latest.tmp"
                 mv "$dir/latest.tmp" "$dir/latest"
                 sync "$dir"
             fi
+            pass_turn "$s.latest"
         fi
         ;;
     stale-marker)
