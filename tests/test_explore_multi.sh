@@ -13,6 +13,8 @@
 #     --others running explores other cuts than killed; a job with a
 #     node-local disk and a shared one (three mounts) is explored;
 #   - explore.symptom: a symptom that no state shows is a FAIL of ckh run;
+#   - the PyTorch programs over gloo (prog_torch_shards.py; skipped without
+#     torch): no commit protocol found, node-local folders fixed passes;
 #   - bad input is exit 2 naming what: --crashes, --others, explore keys.
 # Usage: tests/test_explore_multi.sh CKH SOURCE_DIR
 set -uo pipefail
@@ -180,6 +182,23 @@ st=$?
 [ $st -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^PASS ')" -eq 3 ] &&
     ok "ckh run: the expected failures (one without faults) and a fixed variant pass" ||
     fail "ckh run of the library's multi-node scenarios: exit $st: $out"
+
+# ---- the PyTorch programs over gloo (skipped without torch) ----
+if ckh_torch_missing /usr/bin/python3; then
+    echo "skip: the PyTorch programs: $torch_why"
+else
+    sed -e "s#\.\./\.\./#$src/#g" "$lib/torch-multi-no-commit.yaml" >torch-bug.yaml
+    sed -e "s#\.\./\.\./#$src/#g" "$lib/torch-multi-rank0-mkdir-fixed.yaml" >torch-fixed.yaml
+    out=$("$ckh" explore torch-bug.yaml --jobs 2 2>&1)
+    st=$?
+    [ $st -eq 1 ] && printf '%s\n' "$out" | grep -q 'shard_1.pt is missing or not a whole torch.save archive' &&
+        ok "PyTorch shards without a commit protocol: $(summary "$out")" || fail "torch no-commit: exit $st: $out"
+    out=$("$ckh" explore torch-fixed.yaml --jobs 2 2>&1)
+    st=$?
+    [ $st -eq 0 ] && printf '%s\n' "$out" | grep -q '^PASS' &&
+        ok "PyTorch, every rank makes its folder on its own disk: $(summary "$out")" ||
+        fail "torch rank0-mkdir fixed: exit $st: $out"
+fi
 
 # ---- bad input ----
 bad() { # WHAT EXPECTED-TEXT ARGS...
