@@ -2,6 +2,10 @@
  * block of a scenario) for command jobs (docs/PROGRAMS.md, "Crash states
  * of your program").
  *
+ * (A job of several nodes, or of several disks, goes through
+ * search/explore_multi.h: the same options, results and checks, with
+ * every node's disks, power loss and each node's crash.)
+ *
  * The job runs once, without faults, with its checkpoint directory on a
  * ckhfs mount; every operation the program asks of the mount is recorded,
  * and before each operation that follows one that could change the disk
