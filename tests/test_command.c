@@ -978,6 +978,12 @@ static const struct {
      "'explore.from_step' (5) is past 'explore.to_step' (2)"},
     {"job: {command: [x]}\nexplore: {check: maybe}\n", 2, 18,
      "'explore.check' got unknown value 'maybe'; expected one of: auto, verify, restart"},
+    {"job: {command: [x]}\nexplore: {crashes: sometimes}\n", 2, 20,
+     "'explore.crashes' got unknown value 'sometimes'; expected one of: all, crash, power-loss"},
+    {"job: {command: [x]}\nexplore: {others: asleep}\n", 2, 19,
+     "'explore.others' got unknown value 'asleep'; expected one of: killed, running"},
+    {"job: {command: [x]}\nexplore: {symptom: x}\n", 2, 20,
+     "'explore.symptom' names what a failing state says: it needs 'explore.expect: fail'"},
 };
 
 START_TEST(test_grammar_errors)
@@ -1058,7 +1064,8 @@ START_TEST(test_explore_round_trip)
     static const char text[] = "job:\n  command: [python3, a.py]\n"
                                "verify: [python3, check.py]\n"
                                "explore: {check: restart, max_states: 300, time_limit: 90s, from_step: 4, "
-                               "to_step: 8, expect: fail}\n";
+                               "to_step: 8, expect: fail, crashes: power-loss, others: running, "
+                               "symptom: \"a stale: marker\"}\n";
     struct ckh_scenario *a = NULL, *b = NULL;
     struct ckh_scn_error err;
     ck_assert_int_eq(ckh_scenario_parse_string(text, strlen(text), "x.yaml", NULL, &a, &err), 0);
@@ -1076,6 +1083,9 @@ START_TEST(test_explore_round_trip)
     ck_assert_uint_eq(e->time_limit_ns, 90000000000ull);
     ck_assert_int_eq(e->from_step, 4);
     ck_assert_int_eq(e->to_step, 8);
+    ck_assert_int_eq(e->crashes, 3);
+    ck_assert_int_eq(e->others, 1);
+    ck_assert_str_eq(e->symptom, "a stale: marker");
     f = open_memstream(&again, &len2);
     ck_assert_int_eq(ckh_scenario_write(f, b), 0);
     fclose(f);
@@ -1085,6 +1095,7 @@ START_TEST(test_explore_round_trip)
     ck_assert_int_eq(ckh_scenario_parse_string("job: {command: [x]}\n", 20, "y.yaml", NULL, &a, &err), 0);
     ck_assert(!a->explore.present);
     ck_assert_int_eq(a->explore.from_step, -1);
+    ck_assert(a->explore.crashes == 0 && a->explore.others == 0 && !a->explore.symptom);
     free(out);
     free(again);
     ckh_scenario_free(a);

@@ -258,6 +258,10 @@ declare -A verdict=(
     [hang]='hang: run 1 hung \(time limit reached\)'
     [shell-step-folder-race]='outcome: run 1: rank_1 exited with status [0-9]+; its last output: .+step_1/shard_1: .+; expected outcome pass: did not hold; the job ended job-fails'
     [torch-direct-explore]='explore: [0-9]+ of [0-9]+ crash states fail verify; the smallest, state [0-9]+: power loss after'
+    [shell-multi-no-commit]='explore: [0-9]+ of [0-9]+ crash states fail verify; the smallest, state [0-9]+: power loss of every node .+published before every shard was durable'
+    [shell-multi-stale-marker]='explore: [0-9]+ of [0-9]+ crash states fail verify; the smallest, state [0-9]+: .+\(stale marker\)'
+    [shell-multi-dcp-swap]='explore: [0-9]+ of [0-9]+ crash states fail verify; the smallest, state [0-9]+: .+\(metadata swap\)'
+    [shell-multi-rank0-mkdir]='explore: the fault-free run of the job fails: rank_1 exited with status [0-9]+; its last output: .+Directory nonexistent'
 )
 if ! want verdicts; then
     :
@@ -268,16 +272,17 @@ else
     for name in "${!verdict[@]}"; do
         f=$src/scenarios/programs/$name.yaml
         [ -f "$f" ] || { fail "$f is missing"; continue; }
-        # the same scenario without `expect:` (or explore's `expect: fail`), its
+        # the same scenario without `expect:` (or explore's `expect: fail` and
+        # `symptom:`), its
         # relative paths made absolute; a job's time limit (60 s for a torch
         # job, which a loaded machine may need) made 600 s: none of these
         # verdicts is about time, but for hang's, whose program never ends
         # (any limit gives it).
         scale=()
         [ "$name" = hang ] || scale=(-e 's/^  timeout: [0-9]*s$/  timeout: 600s/')
-        sed -e '/^expect:/,$d' -e '/^  expect: fail$/d' -e "s#\.\./\.\./#$src/#g" "${scale[@]}" "$f" >"$d/$name.yaml"
+        sed -e '/^expect:/,$d' -e '/^  expect: fail$/d' -e '/^  symptom: /d' -e "s#\.\./\.\./#$src/#g" "${scale[@]}" "$f" >"$d/$name.yaml"
     done
-    # One ckh run over the five, two at a time: a verdict line each.
+    # One ckh run over them, two at a time: a verdict line each.
     out=$(cd "$d" && "$ckh" run . --jobs 2 2>&1)
     status=$?
     [ $status -eq 1 ] || fail "ckh run on the expected failures without their expect sections: exit $status, want 1"

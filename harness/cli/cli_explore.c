@@ -45,6 +45,12 @@ static void usage(FILE *f)
             "  --state K               check state K alone (the reproduction of a finding)\n"
             "  --keep DIR              with --state: write that state's files into DIR (absent or empty)\n"
             "  --seed N                the run's seed (default: the scenario's)\n"
+            "  --crashes all|crash|power-loss\n"
+            "                          a multi-node job's crashes: each node's machine crash in\n"
+            "                          turn (crash), every node's at once (power-loss), or both\n"
+            "                          (default: the scenario's explore.crashes, else all)\n"
+            "  --others killed|running when one node crashes, the others are killed with it, or\n"
+            "                          run on up to its next operation (default: killed)\n"
             "\n"
             "Exit status: 0 every state passed, 1 some failed, 2 bad input, 3 environment (FUSE).\n"
             "Reference: docs/PROGRAMS.md, \"Crash states of your program\".\n");
@@ -73,7 +79,7 @@ static void print_start(FILE *f, const struct ckh_xprog_result *r)
 }
 
 static void print_result(FILE *f, const char *file, const char *argv0, const struct ckh_xprog_result *r,
-                         uint64_t only)
+                         uint64_t only, const char *extra)
 {
     /* the explorer's counts: failed <= checked <= distinct <= generated */
     CKH_ASSERT(r->nfails <= r->checked && r->checked <= r->distinct && r->distinct <= r->states &&
@@ -117,7 +123,7 @@ static void print_result(FILE *f, const char *file, const char *argv0, const str
         fprintf(f, "  state %" PRIu64 ": %s\n    %s\n", x->k, x->state, x->symptom);
         if (same)
             fprintf(f, "    (and %zu larger state%s with this symptom)\n", same, same == 1 ? "" : "s");
-        fprintf(f, "    reproduce: %s explore %s --state %" PRIu64 " [--keep DIR]\n", argv0, file, x->k);
+        fprintf(f, "    reproduce: %s explore %s%s --state %" PRIu64 " [--keep DIR]\n", argv0, file, extra, x->k);
     }
     CKH_ASSERT(shown <= groups && groups <= r->nfails);
     if (groups > shown)
@@ -133,7 +139,8 @@ static int parse_options(int argc, char **argv, struct ckh_xprog_options *o)
         {"max-states", required_argument, NULL, 'm'}, {"time-limit", required_argument, NULL, 't'},
         {"state", required_argument, NULL, 'k'},      {"keep", required_argument, NULL, 'K'},
         {"seed", required_argument, NULL, 's'},       {"help", no_argument, NULL, 'h'},
-        {"start", required_argument, NULL, 'S'},
+        {"start", required_argument, NULL, 'S'},      {"crashes", required_argument, NULL, 'C'},
+        {"others", required_argument, NULL, 'O'},
         {NULL, 0, NULL, 0},
     };
     optind = 0;
@@ -169,6 +176,26 @@ static int parse_options(int argc, char **argv, struct ckh_xprog_options *o)
                 o->start = CKH_XPROG_START_WARM;
             else
                 rc = ckh_errf(msg, sizeof msg, CKH_EINVAL, "--start expects auto, cold or warm, got '%s'", optarg);
+            break;
+        case 'C':
+            if (!strcmp(optarg, "all"))
+                o->crashes = CKH_XPROG_CRASH_ALL;
+            else if (!strcmp(optarg, "crash"))
+                o->crashes = CKH_XPROG_CRASH_NODE;
+            else if (!strcmp(optarg, "power-loss"))
+                o->crashes = CKH_XPROG_CRASH_POWER;
+            else
+                rc = ckh_errf(msg, sizeof msg, CKH_EINVAL, "--crashes expects all, crash or power-loss, got '%s'",
+                              optarg);
+            break;
+        case 'O':
+            o->others_set = true;
+            if (!strcmp(optarg, "killed"))
+                o->others = CKH_XPROG_OTHERS_KILLED;
+            else if (!strcmp(optarg, "running"))
+                o->others = CKH_XPROG_OTHERS_RUNNING;
+            else
+                rc = ckh_errf(msg, sizeof msg, CKH_EINVAL, "--others expects killed or running, got '%s'", optarg);
             break;
         case 's':
             rc = ckh_opt_u64("seed", optarg, 0, UINT64_MAX, &o->seed, msg, sizeof msg);
@@ -239,7 +266,16 @@ int ckh__cli_explore(int argc, char **argv, const char *argv0)
         ckh_scenario_free(sc);
         return rc == CKH_ELIMIT ? CKH_EXIT_INTERNAL : exit_of(rc);
     }
-    print_result(stdout, path, argv0, &r, o.only_state);
+    /* The options that change the numbering of states go into the reproduction line. */
+    static const char *const crash_names[] = {"", "all", "crash", "power-loss"};
+    char extra[96] = "";
+    int used = 0;
+    if (o.crashes != CKH_XPROG_CRASH_AUTO)
+        used = snprintf(extra, sizeof extra, " --crashes %s", crash_names[o.crashes]);
+    if (o.others_set && used >= 0 && (size_t)used < sizeof extra)
+        snprintf(extra + used, sizeof extra - (size_t)used, " --others %s",
+                 o.others == CKH_XPROG_OTHERS_RUNNING ? "running" : "killed");
+    print_result(stdout, path, argv0, &r, o.only_state, extra);
     if (o.keep_dir)
         printf("state %" PRIu64 "'s files are in %s\n", o.only_state, o.keep_dir);
     st = r.nfails ? CKH_EXIT_FAILED : CKH_EXIT_OK;

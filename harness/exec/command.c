@@ -1045,6 +1045,22 @@ int ckh__cmd_replace_disk(struct ckh__cmd *c, struct ckh_simfs *disk)
     return 0;
 }
 
+int ckh__cmd_replace_disks(struct ckh__cmd *c, struct ckh_simfs *const *disks, size_t n)
+{
+    if (n != c->nmounts)
+        return ckh__cmd_fail(c, CKH_EINVAL, "a job with %zu mounts cannot take %zu disks", c->nmounts, n);
+    for (size_t m = 0; m < n; m++) {
+        struct ckh__cmd_mount *mt = &c->mounts[m];
+        ckh_simfs_destroy(mt->disk);
+        mt->disk = disks[m];
+        for (int i = 0; i < c->n; i++)
+            if (mt->node < 0 || mt->node == i)
+                c->disks[mt->disk_index * (size_t)c->n + (size_t)i] = disks[m];
+    }
+    c->env.disks = c->disks;
+    return 0;
+}
+
 /* Run 1 of a restart check: node i's records are the first run1_bytes[i]
  * bytes of run1_results[i], and the crash ended every node. */
 static int replay_first_run(struct ckh__cmd *c, const char *const *run1_results, const uint64_t *run1_bytes,

@@ -39,6 +39,12 @@ int ckh__cmd_reference(const struct ckh_scenario *sc, uint64_t seed, const struc
  * of the fresh one ckh__cmd_init made: the crash state the explorer
  * checks. CKH_EINVAL for a job with more than one mount. */
 int ckh__cmd_replace_disk(struct ckh__cmd *c, struct ckh_simfs *disk);
+/* Makes disks[m] (n of them, owned by c from now on) the disk of mount
+ * m, in place of the fresh ones ckh__cmd_init made (mounts in the order
+ * ckh__exec_build_disks makes them: disk by disk, node by node for a
+ * node-local disk): a multi-disk crash state. CKH_EINVAL when n is not
+ * c->nmounts (then c owns none of them). */
+int ckh__cmd_replace_disks(struct ckh__cmd *c, struct ckh_simfs *const *disks, size_t n);
 /* The explorer's restart check: c (fresh from ckh__cmd_init, its disk a
  * crash state) restarts a job whose first run was recorded elsewhere.
  * Run 1's records are the first run1_bytes[i] bytes of run1_results[i]

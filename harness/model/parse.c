@@ -67,7 +67,9 @@ static int default_name(struct ckh_scenario *s, const char *file)
 }
 
 static const char *const explore_keys[] = {"check", "max_states", "time_limit", "from_step", "to_step",
-                                           "expect", "start"};
+                                           "expect", "start", "crashes", "others", "symptom"};
+static const char *const explore_crashes[] = {"all", "crash", "power-loss"};
+static const char *const explore_others[] = {"killed", "running"};
 static const char *const explore_starts[] = {"auto", "cold", "warm"};
 static const char *const explore_expect[] = {"pass", "fail"};
 static const char *const explore_checks[] = {"auto", "verify", "restart"};
@@ -109,6 +111,19 @@ static int parse_explore(struct ckh__scn_reader *p, const yaml_node_t *n, struct
         (rc = ckh__scn_get_enum(p, v, "explore.expect", explore_expect, CKH__NKEYS(explore_expect), &ex)))
         return rc;
     e->expect_fail = ex == 1;
+    int cr = -1;
+    if ((v = ckh__scn_get(p, n, "crashes")) &&
+        (rc = ckh__scn_get_enum(p, v, "explore.crashes", explore_crashes, CKH__NKEYS(explore_crashes), &cr)))
+        return rc;
+    e->crashes = cr + 1;
+    if ((v = ckh__scn_get(p, n, "others")) &&
+        (rc = ckh__scn_get_enum(p, v, "explore.others", explore_others, CKH__NKEYS(explore_others), &e->others)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "symptom")) && (rc = ckh__scn_get_str(p, v, "explore.symptom", &e->symptom)))
+        return rc;
+    if (e->symptom && !e->expect_fail)
+        return ckh__scn_fail(p, v, CKH_EINVAL, "'explore.symptom' names what a failing state says: it needs "
+                             "'explore.expect: fail'");
     if (e->check == 1 && !p->s->verify.argc)
         return ckh__scn_fail(p, n, CKH_EINVAL, "'explore.check: verify' needs a 'verify:' command");
     if (e->to_step >= 0 && e->from_step > e->to_step)

@@ -52,6 +52,7 @@
 #include "exec/worker.h"
 #include "search/explore_internal.h"
 #include "search/explore_program.h"
+#include "search/explore_multi.h"
 #include "judge/judge.h"
 
 /* ---- 1. the recorded run ---- */
@@ -701,6 +702,22 @@ static int keep_state(struct ckh_simfs *d, const char *dir, char *err, size_t er
     return 0;
 }
 
+/* The helpers explore_multi.c shares (search/explore_multi.h). */
+int ckh__xprog_keep_disk(struct ckh_simfs *d, const char *dir, char *err, size_t errlen)
+{
+    return keep_state(d, dir, err, errlen);
+}
+
+void ckh__xprog_replace_all(char *text, size_t n, const char *what, const char *with)
+{
+    replace_all(text, n, what, with);
+}
+
+void ckh__xprog_wait_workers(pid_t *pids, unsigned jobs)
+{
+    wait_workers(pids, jobs);
+}
+
 /* ---- the entry point ---- */
 
 const char *ckh_xprog_start_name(enum ckh_xprog_start s)
@@ -742,10 +759,6 @@ static int refuse(const struct ckh_scenario *sc, enum ckh_xprog_check check, enu
         return ckh_errf(err, errlen, CKH_EINVAL, "%s:%d:%d: ckh explore makes its own crashes; the scenario's "
                         "faults would change the run it records (remove 'faults:' or run it with ckh run)",
                         sc->file, sc->faults[0].line, sc->faults[0].column);
-    if (sc->job.ndisks != 1 || (!sc->job.disks[0].shared && sc->job.nodes > 1))
-        return ckh_errf(err, errlen, CKH_EINVAL, "%s: ckh explore crashes one disk: this job has %s (explore "
-                        "a job with one shared disk, or one node)", sc->file,
-                        sc->job.ndisks != 1 ? "several disks" : "a disk per node");
     if (check == CKH_XPROG_VERIFY && !sc->verify.argc)
         return ckh_errf(err, errlen, CKH_EINVAL, "%s: the verify check needs a 'verify:' command (or check "
                         "by restarting the job: --check restart)", sc->file);
@@ -871,6 +884,8 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
         return rc;
     if (o->keep_dir && !o->only_state)
         return ckh_errf(err, errlen, CKH_EINVAL, "--keep needs --state K (the state whose files to keep)");
+    if (ckh__xmulti_applies(sc, o))
+        return ckh__xmulti_explore(sc, o, check, start, out, err, errlen);
 
     struct ckh__cmd_job je;
     struct xp_rec x;
@@ -943,33 +958,60 @@ int ckh_explore_program_verdict(const struct ckh_scenario *sc, const struct ckh_
     ckh_report_set(&out->replay, "%s explore %s --seed %" PRIu64, argv0, sc->file, seed);
     int rc = ckh_explore_program(sc, &o, &r, err, sizeof err);
     out->wall_ms = ckh_posix_now_ms() - t0;
+    if (rc == CKH_EFAILS_UNFAULTED) { /* a found bug: the fault-free run itself fails */
+        bool expected = sc->explore.expect_fail && (!sc->explore.symptom || strstr(err, sc->explore.symptom));
+        char detail[1400];
+        snprintf(detail, sizeof detail, "the fault-free run of the job fails: %.1300s", err);
+        ckh_report_add_oracle(out, "explore", expected, detail);
+        out->verdict = expected ? CKH_VERDICT_PASS : CKH_VERDICT_FAIL;
+        if (!expected) {
+            ckh_report_set(&out->failed_oracle, "explore");
+            if (sc->explore.expect_fail)
+                ckh_report_set(&out->message, "expected a crash state whose check says '%s' (explore.symptom), "
+                               "but %s", sc->explore.symptom, detail);
+            else
+                ckh_report_set(&out->message, "%s", detail);
+            ckh_report_set(&out->replay, "%s run %s --seed %" PRIu64, argv0, sc->file, seed);
+        }
+        out->runs = 1;
+        return 0;
+    }
     if (rc) {
         out->verdict = CKH_VERDICT_ERROR;
         ckh_report_set(&out->message, "%s", err);
         return rc;
     }
     char detail[1400];
+    snprintf(detail, sizeof detail, "%" PRIu64 " distinct crash states of %" PRIu64 " operations pass %s%s%s",
+             r.checked, r.ops, ckh_xprog_check_name(r.check), r.bounded ? "; bounded: " : "",
+             r.bounded ? r.bound : "");
+    /* explore.symptom: some failing state's check says it (the first such is the one named). */
+    size_t named = 0;
+    while (sc->explore.symptom && named < r.nfails && !strstr(r.fails[named].symptom, sc->explore.symptom) &&
+           !strstr(r.fails[named].state, sc->explore.symptom))
+        named++;
     if (r.nfails)
-        snprintf(detail, sizeof detail, "%zu of %" PRIu64 " crash states fail %s; the smallest, state %" PRIu64
-                 ": %.500s: %.700s", r.nfails, r.checked, ckh_xprog_check_name(r.check), r.fails[0].k,
-                 r.fails[0].state, r.fails[0].symptom);
-    else
-        snprintf(detail, sizeof detail, "%" PRIu64 " distinct crash states of %" PRIu64 " operations pass %s%s%s",
-                 r.checked, r.ops, ckh_xprog_check_name(r.check), r.bounded ? "; bounded: " : "",
-                 r.bounded ? r.bound : "");
-    bool passed = sc->explore.expect_fail ? r.nfails > 0 : r.nfails == 0;
+        snprintf(detail, sizeof detail, "%zu of %" PRIu64 " crash states fail %s; the smallest%s, state %" PRIu64
+                 ": %.500s: %.700s", r.nfails, r.checked, ckh_xprog_check_name(r.check),
+                 named && named < r.nfails ? " with the expected symptom" : "",
+                 r.fails[named < r.nfails ? named : 0].k, r.fails[named < r.nfails ? named : 0].state,
+                 r.fails[named < r.nfails ? named : 0].symptom);
+    bool passed = sc->explore.expect_fail ? r.nfails > 0 && named < r.nfails : r.nfails == 0;
     ckh_report_add_oracle(out, "explore", passed, detail);
     out->verdict = passed ? CKH_VERDICT_PASS : CKH_VERDICT_FAIL;
     if (!passed) {
         ckh_report_set(&out->failed_oracle, "explore");
-        if (r.nfails)
+        if (r.nfails && !sc->explore.expect_fail)
             ckh_report_set(&out->message, "%s", detail);
+        else if (r.nfails)
+            ckh_report_set(&out->message, "expected a crash state whose check says '%s' (explore.symptom), "
+                           "but %s", sc->explore.symptom, detail);
         else
             ckh_report_set(&out->message, "expected some crash state to fail %s (explore.expect: fail), but %s",
                            ckh_xprog_check_name(r.check), detail);
         if (r.nfails)
             ckh_report_set(&out->replay, "%s explore %s --seed %" PRIu64 " --state %" PRIu64, argv0, sc->file,
-                           seed, r.fails[0].k);
+                           seed, r.fails[named < r.nfails ? named : 0].k);
     }
     /* Runs of the job: the recorded one, and one restart per state checked by restarting. */
     uint64_t runs = 1 + (r.check == CKH_XPROG_RESTART ? r.checked : 0);

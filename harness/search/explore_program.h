@@ -2,6 +2,10 @@
  * block of a scenario) for command jobs (docs/PROGRAMS.md, "Crash states
  * of your program").
  *
+ * (A job of several nodes, or of several disks, goes through
+ * search/explore_multi.h: the same options, results and checks, with
+ * every node's disks, power loss and each node's crash.)
+ *
  * The job runs once, without faults, with its checkpoint directory on a
  * ckhfs mount; every operation the program asks of the mount is recorded,
  * and before each operation that follows one that could change the disk
@@ -59,6 +63,20 @@ enum ckh_xprog_check {
     CKH_XPROG_RESTART,   /* restart the job on the state and apply the oracles */
 };
 
+/* Which crashes a multi-node job's states have (explore.crashes). */
+enum ckh_xprog_crashes {
+    CKH_XPROG_CRASH_AUTO = 0, /* the scenario's; not given: all */
+    CKH_XPROG_CRASH_ALL,      /* each node's machine crash, and power loss */
+    CKH_XPROG_CRASH_NODE,     /* each node's machine crash, one at a time ("crash") */
+    CKH_XPROG_CRASH_POWER,    /* every node's machine at once ("power-loss") */
+};
+
+/* What the other nodes do when one node's machine crashes (explore.others). */
+enum ckh_xprog_others {
+    CKH_XPROG_OTHERS_KILLED = 0, /* killed at the same point: their written data survives */
+    CKH_XPROG_OTHERS_RUNNING,    /* they run on up to the crashed node's next operation */
+};
+
 struct ckh_xprog_options {
     bool seed_set;            /* use seed instead of the scenario's */
     uint64_t seed;            /* the --seed override */
@@ -78,6 +96,10 @@ struct ckh_xprog_options {
     bool verify_remount;      /* each verify check mounts its state afresh instead of
                                  swapping it onto its worker's kept mount (the slower
                                  path, kept as bench_explore_program's baseline) */
+    /* appended: multi-node jobs (search/explore_multi.h) */
+    enum ckh_xprog_crashes crashes; /* AUTO: the scenario's explore.crashes */
+    bool others_set;          /* use others instead of the scenario's explore.others */
+    enum ckh_xprog_others others; /* the --others override */
 };
 
 /* One crash state that failed its check. */
@@ -108,8 +130,8 @@ struct ckh_xprog_result {
 
 /* Explores sc (a command job; faults are refused: the explorer makes its
  * own crashes). 0 with *out filled (free with ckh_xprog_result_free), or
- * CKH_EINVAL (bad input: not a command job, no way to check, more than
- * one disk, a state past the last, a keep folder that is not empty),
+ * CKH_EINVAL (bad input: not a command job, no way to check, a state
+ * past the last, a keep folder that is not empty),
  * CKH_ELIMIT (FUSE unusable), CKH_EINTERNAL / CKH_ENOMEM, -EINTR when
  * interrupted; err says what and where. *out holds nothing to free after
  * an error. */

@@ -1,0 +1,100 @@
+/* Crash states of a multi-node program: a 2-node and a 4-node explore of
+ * the same shard-writing job, side by side in one run (docs/ARCHITECTURE.md,
+ * "Crash states of several nodes"). Prints "name value unit" lines;
+ * asserts nothing about time.
+ *
+ * The job: scenarios/programs/shell-multi-no-commit-fixed.yaml
+ * (tests/programs/prog_multi_save.sh --case no-commit --fixed: every rank
+ * writes its shard of two steps to a shared disk, temporary name, fsync,
+ * rename, folder fsync; a barrier; rank 0 publishes `latest`), run with 2
+ * and with 4 nodes (job.nodes overridden). Each figure is one full `ckh
+ * explore` (ckh_explore_program, verify check, every crash: power loss and
+ * each node's crash, the others killed): the operations recorded, the
+ * crash states generated and kept (distinct), and the states checked per
+ * second of checks (the recorded run not counted). The machine may be
+ * shared and busy: the ratios, measured in the same run, are what to
+ * compare.
+ *
+ * Usage: bench_explore_multi [SOURCE_DIR [JOBS]] (default: $CKH_SOURCE_DIR
+ * or ".", 2 workers). Skips (exit 0, saying why) without FUSE. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckh/err.h"
+#include "cli/cli_load.h"
+#include "ckhfs/ckhfs.h"
+#include "search/explore_program.h"
+
+struct figure {
+    uint64_t ops, cuts, states, distinct, checked, fails;
+    double check_s;  /* seconds of checks */
+    double rate;     /* states checked per second of checks */
+    int ok;          /* the explore ran */
+};
+
+static struct figure one(const struct ckh_scenario *sc, unsigned jobs)
+{
+    struct figure f = {0};
+    struct ckh_xprog_options o = {.jobs = jobs, .check = CKH_XPROG_VERIFY, .start_set = true,
+                                  .start = CKH_XPROG_START_COLD};
+    struct ckh_xprog_result r;
+    char err[1200];
+    if (ckh_explore_program(sc, &o, &r, err, sizeof err) != 0) {
+        printf("# %u nodes failed: %s\n", sc->job.nodes, err);
+        return f;
+    }
+    f.ok = 1;
+    f.ops = r.ops;
+    f.cuts = r.crash_points;
+    f.states = r.states;
+    f.distinct = r.distinct;
+    f.checked = r.checked;
+    f.fails = r.nfails;
+    f.check_s = (double)r.check_ms / 1000.0;
+    f.rate = r.check_ms ? (double)r.checked * 1000.0 / (double)r.check_ms : 0.0;
+    ckh_xprog_result_free(&r);
+    return f;
+}
+
+int main(int argc, char **argv)
+{
+    const char *src = argc > 1 ? argv[1] : getenv("CKH_SOURCE_DIR") ? getenv("CKH_SOURCE_DIR") : ".";
+    unsigned jobs = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 2;
+    char msg[512], path[1024];
+    if (ckh_ckhfs_available(msg, sizeof msg) != 0) {
+        printf("# skipped: FUSE cannot be used here: %s\n", msg);
+        return 0;
+    }
+    snprintf(path, sizeof path, "%s/scenarios/programs/shell-multi-no-commit-fixed.yaml", src);
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error e;
+    if (ckh_cli_parse_one(path, &sc, &e) != 0) {
+        ckh_scn_error_format(&e, msg, sizeof msg);
+        fprintf(stderr, "bench_explore_multi: %s\n", msg);
+        return 2;
+    }
+    printf("# %s: %u workers, verify check, every crash (a shared machine: compare the ratios)\n", path, jobs);
+    struct figure fig[2];
+    const uint32_t nodes[2] = {2, 4};
+    for (int i = 0; i < 2; i++) {
+        sc->job.nodes = nodes[i];
+        fig[i] = one(sc, jobs);
+        if (!fig[i].ok)
+            continue;
+        printf("explore_multi_%unodes_ops %" PRIu64 " operations (%" PRIu64 " cuts)\n", nodes[i], fig[i].ops,
+               fig[i].cuts);
+        printf("explore_multi_%unodes_states %" PRIu64 " states (%" PRIu64 " distinct, %" PRIu64 " checked, %"
+               PRIu64 " failed)\n", nodes[i], fig[i].states, fig[i].distinct, fig[i].checked, fig[i].fails);
+        printf("explore_multi_%unodes_states_per_sec %.2f states/s (%.1f s of checks)\n", nodes[i], fig[i].rate,
+               fig[i].check_s);
+    }
+    if (fig[0].ok && fig[1].ok && fig[0].states && fig[0].distinct && fig[0].check_s > 0) {
+        printf("explore_multi_4_over_2_states %.2f x\n", (double)fig[1].states / (double)fig[0].states);
+        printf("explore_multi_4_over_2_distinct %.2f x\n", (double)fig[1].distinct / (double)fig[0].distinct);
+        printf("explore_multi_4_over_2_check_time %.2f x\n", fig[1].check_s / fig[0].check_s);
+    }
+    ckh_scenario_free(sc);
+    return 0;
+}

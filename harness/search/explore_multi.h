@@ -1,0 +1,52 @@
+/* Crash states of a multi-node real program (search/explore_multi.c):
+ * `ckh explore` of a command job whose nodes have disks of their own, or
+ * several disks (docs/PROGRAMS.md, "Several nodes"). Private to
+ * harness/search/.
+ *
+ * One run of the job is recorded with every operation's node, disk and
+ * place in one global order (the order in which ckh saw them, under the
+ * job's lock). A crash state is a global cut (the operations before a
+ * point of that order) plus, per crashing node, which of its pending
+ * operations survive on each disk it touched:
+ *   - power loss: every node's machine at once, every disk crashes;
+ *   - a node's machine crashes (each node in turn): the disks it used (its
+ *     own, and shared ones for its own pending operations) crash; the
+ *     others were killed (their written data survives: their pending
+ *     operations are applied) or ran on up to the crashed node's next
+ *     operation (explore.others: running).
+ * Each state is checked by the scenario's verify run once per node
+ * against that node's view of the disks, or by restarting the whole job
+ * on it; states are numbered K in generation order and deduplicated by
+ * the durable digests of every disk together.
+ */
+#ifndef CKH_SEARCH_EXPLORE_MULTI_H
+#define CKH_SEARCH_EXPLORE_MULTI_H
+
+#include <stdbool.h>
+
+#include "ckh/simfs.h"
+#include "search/explore_program.h"
+
+/* Whether sc's exploration takes the multi-node path: its job has
+ * several nodes, or more than one disk mount (o: reserved for options
+ * that may choose it). */
+bool ckh__xmulti_applies(const struct ckh_scenario *sc, const struct ckh_xprog_options *o);
+
+/* ckh_explore_program for such a job (same contract; sc already passed
+ * ckh_explore_program's checks; check and start resolved). */
+int ckh__xmulti_explore(const struct ckh_scenario *sc, const struct ckh_xprog_options *o,
+                        enum ckh_xprog_check check, enum ckh_xprog_start start,
+                        struct ckh_xprog_result *out, char *err, size_t errlen);
+
+/* ---- explore_program.c's helpers, shared with explore_multi.c ---- */
+
+/* Writes d's files into the real folder dir (absent or empty; created):
+ * 0, or CKH_EINVAL / CKH_EINTERNAL with err. */
+int ckh__xprog_keep_disk(struct ckh_simfs *d, const char *dir, char *err, size_t errlen);
+/* Replaces every occurrence of what in text (n bytes) by with. */
+void ckh__xprog_replace_all(char *text, size_t n, const char *what, const char *with);
+/* Waits for the forked check workers pids[0..jobs), telling them to stop
+ * on an interrupt (explore_program.c's wait_workers). */
+void ckh__xprog_wait_workers(pid_t *pids, unsigned jobs);
+
+#endif
