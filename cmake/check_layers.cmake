@@ -13,7 +13,7 @@
 #     folder (harness/: a header of any harness/ folder, "dir/NAME.h");
 #   - harness/ may also include the reports API ("report.h");
 #   - platform/, reference/ and reports/ must not include the sim API
-#     (ckh/sim.h, ckh/simfs.h, ckh/sim_testing.h): code under test never asks whether it runs
+#     (ckh/sim.h, ckh/simfs.h, ckh/sim_testing.h, ckh/objstore.h): code under test never asks whether it runs
 #     in the simulator, and the layers below sim/ cannot depend on it;
 #   - reference/ must not include the real platform either (ckh/posix.h);
 #   - real/ (the real platform, beside sim/) must not include the sim
@@ -38,7 +38,7 @@ if(NOT CKH_ROOT)
   message(FATAL_ERROR "usage: cmake -DCKH_ROOT=<source dir> -P check_layers.cmake")
 endif()
 
-set(sim_api "ckh/sim.h;ckh/simfs.h;ckh/sim_testing.h")
+set(sim_api "ckh/sim.h;ckh/simfs.h;ckh/sim_testing.h;ckh/objstore.h")
 set(forbid_platform "${sim_api}")
 set(forbid_sim "")
 set(forbid_reference "${sim_api};ckh/posix.h")
