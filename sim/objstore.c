@@ -469,6 +469,11 @@ const char *ckh_objstore_trace_line(const struct ckh_objstore *s, size_t i)
     return i < s->ntrace ? s->trace[i] : NULL;
 }
 
+uint64_t ckh_objstore_last_seq(const struct ckh_objstore *s)
+{
+    return s->seq;
+}
+
 uint64_t ckh_objstore_trace_hash(const struct ckh_objstore *s)
 {
     return s->trace_hash;

@@ -319,6 +319,8 @@ int ckh_objstore_corrupt(struct ckh_objstore *s, const char *bucket, const char 
  * and the i-th (borrowed while the store lives; NULL past the end). */
 size_t ckh_objstore_trace_len(const struct ckh_objstore *s);
 const char *ckh_objstore_trace_line(const struct ckh_objstore *s, size_t i);
+/* The number of the last operation (0 before the first). */
+uint64_t ckh_objstore_last_seq(const struct ckh_objstore *s);
 /* Hash of every trace line so far (ckh_hash64 chain; same ops, same hash). */
 uint64_t ckh_objstore_trace_hash(const struct ckh_objstore *s);
 /* Bytes of object bodies the store references (each blob counted once,
