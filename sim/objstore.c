@@ -598,7 +598,7 @@ static struct bucket *bucket_find(struct ckh_objstore *s, const char *name)
     return found ? &s->buckets[i] : NULL;
 }
 
-static bool bucket_name_ok(const char *n)
+bool ckh_objstore_bucket_name_ok(const char *n)
 {
     size_t len = strlen(n);
     if (len < 3 || len > 63)
@@ -622,7 +622,7 @@ int ckh_objstore_create_bucket(struct ckh_objstore *s, int node, const char *buc
     bool found = false;
     size_t i = bucket_pos(s, bucket, &found);
     int rc = 0;
-    if (!bucket_name_ok(bucket))
+    if (!ckh_objstore_bucket_name_ok(bucket))
         rc = CKH_S3_INVALID_BUCKET_NAME;
     else if (found)
         rc = CKH_S3_BUCKET_EXISTS;
@@ -680,6 +680,15 @@ int ckh_objstore_head_bucket(struct ckh_objstore *s, int node, const char *bucke
     int rc = bucket_find(s, bucket) != NULL ? 0 : CKH_S3_NO_SUCH_BUCKET;
     trace_op(s, seq, node, "HeadBucket", bucket, NULL, rc, NULL);
     return rc;
+}
+
+size_t ckh_objstore_object_count(const struct ckh_objstore *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nbuckets; i++)
+        for (size_t j = 0; j < s->buckets[i].nentries; j++)
+            n += s->buckets[i].entries[j].cur != NULL;
+    return n;
 }
 
 size_t ckh_objstore_bucket_count(const struct ckh_objstore *s)

@@ -48,8 +48,10 @@
  *     whole; a connection closed before that leaves it in flight.
  * E8. Faults: the hook sees each request after its body arrived; ERROR
  *     answers the error and applies nothing, RESET_BEFORE and RESET_AFTER
- *     close the connection with no answer (before or after applying),
- *     DELAY holds the answer (the node's port waits).
+ *     close the connection with no answer (before or after applying; after:
+ *     acknowledged, the server knows it applied it), LOST_AFTER applies and
+ *     closes without acknowledging (the client died: the crash model
+ *     decides), DELAY holds the answer (the node's port waits).
  */
 #include "ckhfs/s3_endpoint.h"
 
@@ -884,6 +886,29 @@ static op_fn route(struct MHD_Connection *c, const struct req *r, const char **n
     return NULL;
 }
 
+/* The op kind fault rules name an S3 operation by (ckh/op.h). */
+static int op_kind(const char *name)
+{
+    static const struct {
+        const char *name;
+        int kind;
+    } kinds[] = {
+        {"PutObject", CKH_OP_S3_PUT},          {"GetObject", CKH_OP_S3_GET},
+        {"HeadObject", CKH_OP_S3_HEAD},        {"HeadBucket", CKH_OP_S3_HEAD},
+        {"DeleteObject", CKH_OP_S3_DELETE},    {"DeleteObjects", CKH_OP_S3_DELETE},
+        {"DeleteBucket", CKH_OP_S3_DELETE},    {"ListObjects", CKH_OP_S3_LIST},
+        {"ListBuckets", CKH_OP_S3_LIST},       {"ListParts", CKH_OP_S3_LIST},
+        {"GetBucketLocation", CKH_OP_S3_HEAD}, {"CreateBucket", CKH_OP_S3_PUT},
+        {"CopyObject", CKH_OP_S3_COPY},        {"CreateMultipartUpload", CKH_OP_S3_MPU_CREATE},
+        {"UploadPart", CKH_OP_S3_PART},        {"CompleteMultipartUpload", CKH_OP_S3_COMPLETE},
+        {"AbortMultipartUpload", CKH_OP_S3_ABORT},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kinds[i].name, name) == 0)
+            return kinds[i].kind;
+    return CKH_OP_S3_GET;
+}
+
 /* Runs r's operation under the lock, with the hook's fault (E8). */
 static enum MHD_Result serve(struct MHD_Connection *c, struct req *r)
 {
@@ -894,7 +919,7 @@ static enum MHD_Result serve(struct MHD_Connection *c, struct req *r)
     struct ckh_s3_fault f = {0};
     pthread_mutex_lock(&srv->lock);
     if (fn != NULL && srv->cfg.hook != NULL) {
-        struct ckh_s3_request info = {r->np->node, name, r->bucket, r->key, r->len, writes};
+        struct ckh_s3_request info = {r->np->node, name, op_kind(name), r->bucket, r->key, r->len, writes};
         srv->cfg.hook(srv->cfg.hook_ctx, &info, &f);
     }
     enum MHD_Result ret;
@@ -908,7 +933,10 @@ static enum MHD_Result serve(struct MHD_Connection *c, struct req *r)
         ret = MHD_NO;
     else {
         ret = fn(c, r);
-        if (f.kind == CKH_S3_FAULT_RESET_AFTER) {
+        if (f.kind == CKH_S3_FAULT_LOST_AFTER) {
+            r->has_write = false; /* never acknowledged: in flight until the crash model */
+            ret = MHD_NO;
+        } else if (f.kind == CKH_S3_FAULT_RESET_AFTER) {
             if (r->has_write) /* applied and known applied: the server saw it through */
                 ckh_objstore_ack(srv->cfg.store, r->write_seq);
             r->has_write = false;

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "ckh/objstore.h"
+#include "ckh/op.h"
 
 /* The documented key pair (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): any
  * other is accepted too, since signatures are never checked. */
@@ -41,6 +42,7 @@
 struct ckh_s3_request {
     int node;            /* the node whose port it came to */
     const char *op;      /* S3 operation name ("PutObject", "UploadPart", ...) */
+    int kind;            /* its enum ckh_op_kind (CKH_OP_S3_PUT, ...), as fault rules name it */
     const char *bucket;  /* NULL: none (ListBuckets) */
     const char *key;     /* NULL: a bucket request */
     uint64_t bytes;      /* body bytes (decoded) */
@@ -54,6 +56,9 @@ enum ckh_s3_fault_kind {
     CKH_S3_FAULT_RESET_BEFORE, /* the connection is closed with no answer, nothing applied */
     CKH_S3_FAULT_RESET_AFTER, /* applied, then the connection is closed with no answer */
     CKH_S3_FAULT_DELAY,       /* answered delay_ms later (the node's port waits) */
+    CKH_S3_FAULT_LOST_AFTER,  /* applied, then the connection is closed with no answer and
+                                 the write stays in flight: its client died waiting (a kill
+                                 after the request), so the crash model decides (O12) */
 };
 
 struct ckh_s3_fault {

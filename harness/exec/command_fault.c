@@ -327,6 +327,98 @@ void ckh__cmd_hook(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_ac
     pthread_mutex_unlock(&c->lock);
 }
 
+/* ---- object-store requests ---- */
+
+/* The S3 error an errno fault answers with: ENOENT a 404 NoSuchKey on a key
+ * that exists, EAGAIN and EBUSY a 503 SlowDown, EEXIST a 412, any other a
+ * 500 InternalError. */
+static int s3_err_of_errno(int err)
+{
+    switch (err) {
+    case ENOENT:
+        return CKH_S3_NO_SUCH_KEY;
+    case EAGAIN:
+    case EBUSY:
+        return CKH_S3_SLOW_DOWN;
+    case EEXIST:
+        return CKH_S3_PRECONDITION_FAILED;
+    default:
+        return CKH_S3_INTERNAL_ERROR;
+    }
+}
+
+/* Rule r fired on node's request: what the endpoint does (lock held). */
+static void carry_out_s3(struct ckh__cmd *c, struct ckh__cmd_rule *r, const struct ckh_s3_request *rq,
+                         const char *path, struct ckh_s3_fault *out)
+{
+    int node = rq->node;
+    const struct ckh_fault_action *a = &r->r.action;
+    uint64_t len = 0;
+    if (r->sigterm) {
+        fired(c, r, node, rq->kind, path, r->grace_ms);
+        preempt(c, r, node);
+        return;
+    }
+    if (r->at_rest) {
+        const struct ckh_scn_fault *f = &c->sc->faults[r->fault];
+        fired(c, r, node, rq->kind, path, 0);
+        apply_at_rest(c, r->fault, f->on.node >= 0 || f->on.node_name ? node : -1);
+        return;
+    }
+    if (a->kind == CKH_FAULT_KILL_BEFORE || a->kind == CKH_FAULT_KILL_MID) {
+        /* killed with its request unsent or half sent: nothing applied */
+        ckh__cmd_kill_locked(c, node, "a fault");
+        out->kind = CKH_S3_FAULT_RESET_BEFORE;
+    } else if (a->kind == CKH_FAULT_KILL_AFTER) {
+        /* the request reached the store; its client died waiting for the answer */
+        ckh__cmd_kill_locked(c, node, "a fault");
+        out->kind = CKH_S3_FAULT_LOST_AFTER;
+    } else if (a->kind == CKH_FAULT_CRASH_BEFORE || a->kind == CKH_FAULT_POWER_LOSS) {
+        crash(c, r, node, a->kind == CKH_FAULT_POWER_LOSS);
+        out->kind = CKH_S3_FAULT_RESET_BEFORE;
+    } else if (a->kind == CKH_FAULT_ERRNO) {
+        out->kind = CKH_S3_FAULT_ERROR;
+        out->err = s3_err_of_errno(a->err);
+    } else if (a->kind == CKH_FAULT_DELAY) {
+        len = (a->delay_ns + 999999) / 1000000;
+        out->kind = CKH_S3_FAULT_DELAY;
+        out->delay_ms = len;
+    }
+    fired(c, r, node, rq->kind, path, len);
+}
+
+void ckh__cmd_s3_hook(void *ctx, const struct ckh_s3_request *rq, struct ckh_s3_fault *out)
+{
+    struct ckh__cmd *c = ctx;
+    int node = rq->node;
+    char path[CKH_PATH_MAX];
+    snprintf(path, sizeof path, "/%s%s%s", rq->bucket != NULL ? rq->bucket : "", rq->key != NULL ? "/" : "",
+             rq->key != NULL ? rq->key : "");
+    pthread_mutex_lock(&c->lock);
+    bool ours = node >= 0 && node < c->n && c->nodes[node].pid > 0 && !c->nodes[node].reaped;
+    if (ours)
+        snprintf(c->nodes[node].last_op, sizeof c->nodes[node].last_op, "%s %.140s",
+                 ckh_op_name((enum ckh_op_kind)rq->kind), path);
+    if (ours && !(c->mode & CKH_RUN_NO_FAULTS)) {
+        bool moved = c->hook_reads_progress && ckh__cmd_progress_refresh(c, node);
+        if (moved && ckh__cmd_progress_triggers(c, node))
+            out->kind = CKH_S3_FAULT_RESET_BEFORE; /* killed by a progress trigger */
+        const struct ckh__cmd_progress *p = &c->nodes[node].prog;
+        const struct ckh_op mop = {.kind = (enum ckh_op_kind)rq->kind, .node = node, .path = path,
+                                   .len = rq->bytes, .epoch = p->epoch, .step = p->step};
+        const uint64_t now = elapsed_ns(c);
+        struct ckh__cmd_rule *chosen = NULL;
+        for (size_t k = 0; k < c->nrules && out->kind == CKH_S3_FAULT_NONE; k++) {
+            struct ckh__cmd_rule *r = &c->rules[k];
+            if (!r->progress && ckh_fault_rule_match(&r->r, &r->state, &mop, now, chosen != NULL))
+                chosen = r;
+        }
+        if (chosen)
+            carry_out_s3(c, chosen, rq, path, out);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 void ckh__cmd_held_answered(void *ctx, const struct ckh_ckhfs_op *op)
 {
     struct ckh__cmd_mount *m = ctx;

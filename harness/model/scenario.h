@@ -93,6 +93,17 @@ enum ckh_scn_platform {
     CKH_SCN_PLATFORM_REAL,    /* real processes over MPI (harness/exec/mpi.h) */
 };
 
+/* job.object_store: an S3-compatible store for a command job's programs
+ * (docs/OBJECT_STORE.md; the model: sim/objstore.c, its server:
+ * harness/ckhfs/s3_endpoint.c). */
+struct ckh_scn_object_store {
+    const char **buckets;   /* buckets made before run 1, in file order (>= 1) */
+    size_t nbuckets;        /* number of buckets */
+    int consistency;        /* enum ckh_objstore_consistency (default strong) */
+    uint64_t delay_ops;     /* lagging settings: ops before a write shows (0: the model's 8) */
+    int line, column;       /* where job.object_store is (1-based) */
+};
+
 struct ckh_scn_job {
     const char *workload;           /* validated against the caller's list; required unless
                                        `command` is given (then NULL) */
@@ -135,6 +146,8 @@ struct ckh_scn_job {
     int workload_line, workload_column; /* job.workload's value */
     int backend_line, backend_column;   /* job.backend's value */
     int saver_line, saver_column;       /* job.saver's kind */
+    /* ---- appended: object stores (docs/OBJECT_STORE.md) ---- */
+    struct ckh_scn_object_store *object_store; /* job.object_store; NULL: none */
 };
 
 /* ---- faults ---- */

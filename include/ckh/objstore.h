@@ -158,6 +158,9 @@ struct ckh_objstore_put_info {
 
 /* ---- buckets ---- */
 
+/* Whether name follows S3's bucket naming rules (O2): 3 to 63 of a-z,
+ * 0-9, '.', '-', starting and ending with a letter or digit. */
+bool ckh_objstore_bucket_name_ok(const char *name);
 /* CreateBucket: 0, BUCKET_EXISTS, INVALID_BUCKET_NAME (S3's rules: 3-63
  * of [a-z0-9.-], starting and ending with a letter or digit). */
 int ckh_objstore_create_bucket(struct ckh_objstore *s, int node, const char *bucket);
@@ -165,6 +168,8 @@ int ckh_objstore_create_bucket(struct ckh_objstore *s, int node, const char *buc
 int ckh_objstore_delete_bucket(struct ckh_objstore *s, int node, const char *bucket);
 /* HeadBucket: 0 or NO_SUCH_BUCKET (traced). */
 int ckh_objstore_head_bucket(struct ckh_objstore *s, int node, const char *bucket);
+/* Objects with a current version, every bucket together. */
+size_t ckh_objstore_object_count(const struct ckh_objstore *s);
 /* Number of buckets and the i-th in name order (borrowed until the store
  * changes; NULL past the end). */
 size_t ckh_objstore_bucket_count(const struct ckh_objstore *s);
