@@ -131,6 +131,10 @@ START_TEST(objects)
     ck_assert_str_ne(b.etag, c.etag);
     assert_body(s, "dir/a b\x01\xc3\xa9", "hello");
     assert_body(s, "x", "world");
+    ck_assert_uint_eq(ckh_objstore_object_count(s), 2);
+    ck_assert_uint_eq(ckh_objstore_last_seq(s), 6); /* bucket, 3 puts, 2 gets */
+    ck_assert(ckh_objstore_bucket_name_ok("my.bucket-1"));
+    ck_assert(!ckh_objstore_bucket_name_ok("my_bucket"));
     assert_body(s, "nothing", NULL);
     struct ckh_objstore_req rq = {.bucket = "ckpt", .key = "x", .content_type = "text/plain"};
     struct ckh_objstore_blob *e = blob_of("");

@@ -258,6 +258,7 @@ declare -A verdict=(
     [hang]='hang: run 1 hung \(time limit reached\)'
     [shell-step-folder-race]='outcome: run 1: rank_1 exited with status [0-9]+; its last output: .+step_1/shard_1: .+; expected outcome pass: did not hold; the job ended job-fails'
     [torch-direct-explore]='explore: [0-9]+ of [0-9]+ crash states fail verify; the smallest, state [0-9]+: power loss after'
+    [s3-boto3-naive-kill-between-shards]='resume-equivalence: step 4: x, x0 of rank_0 diverged first'
 )
 if ! want verdicts; then
     :
