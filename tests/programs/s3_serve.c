@@ -70,7 +70,7 @@ int main(int argc, char **argv)
     const char *buckets[MAX_BUCKETS];
     int nbuckets = 0, nodes = 1;
     uint64_t max_body = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v == NULL)
             return usage("an option without its value");
@@ -91,7 +91,6 @@ int main(int argc, char **argv)
         } else {
             return usage("unknown option or bad value");
         }
-        i++;
     }
     signal(SIGPIPE, SIG_IGN);
     struct ckh_objstore *s = NULL;
