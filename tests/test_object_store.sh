@@ -64,6 +64,28 @@ rp=$("$ckh" replay "$src/scenarios/programs/s3-boto3-naive-kill-between-shards.y
 echo "$rp" | grep -q "FAULT s3_put:kill_before /train/ckpt/shard_1" || fail "no FAULT line: $rp"
 [ "$(echo "$rp" | grep -c 'PutObject train/ckpt/shard_1 ')" = 3 ] || fail "shard_1 puts: $rp"
 
+# errno faults on requests answer S3 errors: ENOSPC a 503 SlowDown, on
+# the 2nd PUT of `latest` only, which the curl program reports and dies of.
+cat >"$tmp/slowdown.yaml" <<YAML
+description: a throttled commit
+job:
+  command: [/bin/sh, $src/tests/programs/prog_s3_curl.sh, "3"]
+  timeout: 60s
+  object_store:
+    buckets: [bkt]
+faults:
+  - on: {op: s3_put, path: /bkt/ckpt/latest, nth: 2}
+    do: errno
+    errno: ENOSPC
+YAML
+out=$("$ckh" run "$tmp/slowdown.yaml" 2>&1) || fail "the throttled job did not resume: $out"
+rp=$("$ckh" replay "$tmp/slowdown.yaml" 2>&1)
+echo "$rp" | grep -q "FAULT s3_put:errno /bkt/ckpt/latest" || fail "no FAULT line for the errno: $rp"
+echo "$rp" | grep -q "rank_0: exited with status 1; its last output: prog_s3_curl: PUT latest: HTTP 503" ||
+    fail "the program did not see a 503 SlowDown: $rp"
+# not applied: the restart resumes from step 1, the last commit that landed
+echo "$rp" | grep -q "GetObject bkt/ckpt/step_1 " || fail "the throttled PUT was applied: $rp"
+
 # The crash model: the in-flight commit kept under seed 1, undone under
 # seed 2, and the same again on a second replay.
 for seed in 1 2; do

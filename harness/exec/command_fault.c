@@ -329,19 +329,20 @@ void ckh__cmd_hook(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_ac
 
 /* ---- object-store requests ---- */
 
-/* The S3 error an errno fault answers with: ENOENT a 404 NoSuchKey on a key
- * that exists, EAGAIN and EBUSY a 503 SlowDown, EEXIST a 412, any other a
- * 500 InternalError. */
+/* The S3 error an errno fault answers with (the errnos a scenario can
+ * name): ENOENT a 404 NoSuchKey on a key that exists, EACCES a 403
+ * AccessDenied, ENOSPC and EDQUOT a 503 SlowDown (the store sheds load),
+ * EIO and EROFS a 500 InternalError. */
 static int s3_err_of_errno(int err)
 {
     switch (err) {
     case ENOENT:
         return CKH_S3_NO_SUCH_KEY;
-    case EAGAIN:
-    case EBUSY:
+    case EACCES:
+        return CKH_S3_ACCESS_DENIED;
+    case ENOSPC:
+    case EDQUOT:
         return CKH_S3_SLOW_DOWN;
-    case EEXIST:
-        return CKH_S3_PRECONDITION_FAILED;
     default:
         return CKH_S3_INTERNAL_ERROR;
     }

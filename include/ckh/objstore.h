@@ -54,6 +54,7 @@
     X(KEY_TOO_LONG, 400, "KeyTooLongError", "Your key is too long")                                \
     X(INCOMPLETE_BODY, 400, "IncompleteBody", "You did not provide the number of bytes specified " \
       "by the Content-Length HTTP header")                                                         \
+    X(ACCESS_DENIED, 403, "AccessDenied", "Access Denied")                                          \
     X(METHOD_NOT_ALLOWED, 405, "MethodNotAllowed", "The specified method is not allowed against " \
       "this resource.")                                                                            \
     X(NOT_IMPLEMENTED, 501, "NotImplemented", "A header or query you provided implies "           \
