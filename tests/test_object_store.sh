@@ -53,8 +53,9 @@ out=$(AWS_PROFILE=mine "$ckh" run "$tmp/env.yaml" 2>&1) || fail "the environment
 # The library's scenarios and their verdicts.
 out=$("$ckh" run "$src/scenarios/programs/s3-boto3-naive-kill-between-shards.yaml" \
       "$src/scenarios/programs/s3-boto3-commit-kill-between-shards.yaml" \
+      "$src/scenarios/programs/s3-boto3-multipart-kill-mid-upload.yaml" \
       "$src/scenarios/programs/s3-curl-kill-after-commit.yaml" 2>&1) || fail "the scenarios: $out"
-echo "$out" | grep -q "3 scenarios: 3 passed" || fail "not 3 passed: $out"
+echo "$out" | grep -q "4 scenarios: 4 passed" || fail "not 4 passed: $out"
 echo "$out" | grep -q "naive-kill-between-shards .*detected as expected by resume-equivalence" ||
     fail "the naive saver was not caught: $out"
 
@@ -85,6 +86,15 @@ echo "$rp" | grep -q "rank_0: exited with status 1; its last output: prog_s3_cur
     fail "the program did not see a 503 SlowDown: $rp"
 # not applied: the restart resumes from step 1, the last commit that landed
 echo "$rp" | grep -q "GetObject bkt/ckpt/step_1 " || fail "the throttled PUT was applied: $rp"
+
+# The upload a kill left between its parts stays open, never completed:
+# step 6's first upload has one part and no Complete.
+rp=$("$ckh" replay "$src/scenarios/programs/s3-boto3-multipart-kill-mid-upload.yaml" 2>&1)
+echo "$rp" | grep -q "FAULT s3_part:kill_before /train/ckpt/step_000006/big" || fail "no FAULT on the part: $rp"
+[ "$(echo "$rp" | grep -c 'CreateMultipartUpload train/ckpt/step_000006/big')" = 2 ] ||
+    fail "step 6's upload was not started twice: $rp"
+[ "$(echo "$rp" | grep -c 'CompleteMultipartUpload train/ckpt/step_000006/big')" = 1 ] ||
+    fail "step 6's upload was completed other than once: $rp"
 
 # The crash model: the in-flight commit kept under seed 1, undone under
 # seed 2, and the same again on a second replay.

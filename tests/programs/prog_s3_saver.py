@@ -16,6 +16,11 @@ every --save-every steps as 4 shards of 2 integers each. Two savers:
              the step folders older than the newest two. The restart loads
              what `latest` names and checks every shard against the manifest.
 
+--big-mib N adds to each committed save a large state of N MiB uploaded as
+a multipart upload (boto3's upload_fileobj, 5 MiB parts), named in the
+manifest with its ETag: a kill between its parts leaves an upload that was
+never completed, which the restart must neither see nor need.
+
 --verify only loads the newest checkpoint (exit 0, or 1 naming what is
 wrong): a scenario's `verify:`. It reports through ckh_result.py.
 
@@ -23,9 +28,10 @@ The endpoint comes from AWS_ENDPOINT_URL and the bucket from CKH_S3_BUCKET
 (ckh sets both for a job with job.object_store); boto3 of Debian 12 does not
 read AWS_ENDPOINT_URL itself, so it is passed as endpoint_url.
 
-Usage: prog_s3_saver.py [--steps N] [--save-every K] [--naive] [--verify]
+Usage: prog_s3_saver.py [--steps N] [--save-every K] [--naive] [--big-mib N] [--verify]
 """
 import argparse
+import io
 import json
 import os
 import sys
@@ -37,6 +43,7 @@ if os.path.exists(os.path.join(_TOOLS, "ckh_result.py")):
     sys.path.insert(0, os.path.abspath(_TOOLS))
 import ckh_result as ckh  # noqa: E402
 import boto3  # noqa: E402
+import boto3.s3.transfer  # noqa: E402
 import botocore  # noqa: E402
 
 PROG = "prog_s3_saver"
@@ -92,7 +99,16 @@ def load_committed(s3, bucket):
         if part["step"] != m["step"]:
             raise ValueError("%s holds step %d, the manifest step %d" % (key, part["step"], m["step"]))
         x += part["x"]
+    if "big_etag" in m:
+        big, etag = get(s3, bucket, folder + "/big")
+        if big is None or etag != m["big_etag"] or big != big_state(m["step"], len(big) >> 20):
+            raise ValueError("%s/big does not match the manifest" % folder)
     return {"step": m["step"], "x": x}
+
+
+def big_state(step, mib):
+    """The large state of a step: mib MiB that depend on the step."""
+    return (b"%08d" % step) * (mib << 17)
 
 
 def save_naive(s3, bucket, step, x):
@@ -102,14 +118,21 @@ def save_naive(s3, bucket, step, x):
     s3.put_object(Bucket=bucket, Key="ckpt/latest", Body=b"%d" % step)
 
 
-def save_committed(s3, bucket, step, x):
+def save_committed(s3, bucket, step, x, big_mib=0):
     folder = "ckpt/step_%06d" % step
     etags = []
+    manifest = {"step": step}
+    if big_mib:
+        cfg = boto3.s3.transfer.TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20,
+                                               use_threads=False)
+        s3.upload_fileobj(io.BytesIO(big_state(step, big_mib)), bucket, folder + "/big", Config=cfg)
+        manifest["big_etag"] = s3.head_object(Bucket=bucket, Key=folder + "/big")["ETag"]
     for i in range(SHARDS):
         r = s3.put_object(Bucket=bucket, Key="%s/shard_%d" % (folder, i),
                           Body=json.dumps({"step": step, "x": x[2 * i:2 * i + 2]}).encode())
         etags.append(r["ETag"])
-    s3.put_object(Bucket=bucket, Key=folder + "/manifest", Body=json.dumps({"step": step, "etags": etags}).encode())
+    manifest["etags"] = etags
+    s3.put_object(Bucket=bucket, Key=folder + "/manifest", Body=json.dumps(manifest).encode())
     s3.put_object(Bucket=bucket, Key="ckpt/latest", Body=folder.encode())  # the commit
     # retention, after the commit: every step folder older than the newest two
     folders = []
@@ -118,7 +141,8 @@ def save_committed(s3, bucket, step, x):
     for old in sorted(folders)[:-2]:
         if old == folder:
             continue
-        keys = [{"Key": "%s/shard_%d" % (old, i)} for i in range(SHARDS)] + [{"Key": old + "/manifest"}]
+        keys = [{"Key": "%s/shard_%d" % (old, i)} for i in range(SHARDS)] + [{"Key": old + "/manifest"},
+                                                                             {"Key": old + "/big"}]
         s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
 
 
@@ -131,6 +155,7 @@ def main(argv):
     p.add_argument("--steps", type=int, default=9)
     p.add_argument("--save-every", type=int, default=3)
     p.add_argument("--naive", action="store_true")
+    p.add_argument("--big-mib", type=int, default=0)
     p.add_argument("--verify", action="store_true")
     a = p.parse_args(argv)
     bucket = os.environ["CKH_S3_BUCKET"]
@@ -151,7 +176,10 @@ def main(argv):
         x = advance(x, step)
         ckh.step(step, digests={"x": ckh.digest(x)}, values={"x0": x[0]})
         if step % a.save_every == 0:
-            (save_naive if a.naive else save_committed)(s3, bucket, step, x)
+            if a.naive:
+                save_naive(s3, bucket, step, x)
+            else:
+                save_committed(s3, bucket, step, x, a.big_mib)
             ckh.save(step, ok=True)
     ckh.final(steps=a.steps, total=a.steps, digest=ckh.digest(x), values={"x0": x[0]})
     print("%s: steps %d..%d done" % (PROG, start + 1, a.steps))
