@@ -87,6 +87,38 @@ echo "$rp" | grep -q "rank_0: exited with status 1; its last output: prog_s3_cur
 # not applied: the restart resumes from step 1, the last commit that landed
 echo "$rp" | grep -q "GetObject bkt/ckpt/step_1 " || fail "the throttled PUT was applied: $rp"
 
+# A delay fault holds the request it names; nothing else changes.
+cat >"$tmp/delay.yaml" <<YAML
+description: a slow read of the commit
+job:
+  command: [/bin/sh, $src/tests/programs/prog_s3_curl.sh, "2"]
+  timeout: 60s
+  object_store:
+    buckets: [bkt]
+faults:
+  - on: {op: s3_get, path: /bkt/ckpt/latest}
+    do: delay
+    duration: 200ms
+YAML
+out=$("$ckh" run "$tmp/delay.yaml" 2>&1) || fail "the delayed job: $out"
+"$ckh" replay "$tmp/delay.yaml" 2>&1 | grep -q "FAULT s3_get:delay /bkt/ckpt/latest len=200" ||
+    fail "no FAULT line for the delay"
+
+# consistency: list-delay: a key just written is not listed yet, but reads.
+cat >"$tmp/lag.yaml" <<YAML
+description: listings lag behind writes
+job:
+  command: [/bin/sh, -c, 'u=\$AWS_ENDPOINT_URL/lag && curl -sf -X PUT --data-binary x \$u/new >/dev/null && curl -sf \$u/new | grep -qx x && curl -sf "\$u?list-type=2" | grep -q "<KeyCount>0</KeyCount>" && exec /bin/sh $src/tests/programs/prog_s3_curl.sh 2']
+  timeout: 60s
+  object_store:
+    buckets: [lag]
+    consistency: list-delay
+    delay_ops: 1000
+YAML
+out=$("$ckh" run "$tmp/lag.yaml" 2>&1) || fail "list-delay: the new key was listed at once: $out"
+sed -i 's/consistency: list-delay/consistency: strong/' "$tmp/lag.yaml"
+out=$("$ckh" run "$tmp/lag.yaml" 2>&1) && fail "strong: the new key was not listed: $out"
+
 # The upload a kill left between its parts stays open, never completed:
 # step 6's first upload has one part and no Complete.
 rp=$("$ckh" replay "$src/scenarios/programs/s3-boto3-multipart-kill-mid-upload.yaml" 2>&1)
