@@ -104,6 +104,36 @@ out=$("$ckh" run "$tmp/delay.yaml" 2>&1) || fail "the delayed job: $out"
 "$ckh" replay "$tmp/delay.yaml" 2>&1 | grep -q "FAULT s3_get:delay /bkt/ckpt/latest len=200" ||
     fail "no FAULT line for the delay"
 
+# s3-reset: the connection of the first commit drops; boto3 retries it.
+# After the store applied it (when: after) the commit lands twice, before
+# it once; the job passes either way.
+for when in before after; do
+    cat >"$tmp/reset.yaml" <<YAML
+description: a commit whose connection drops, $when the store applies it
+job:
+  command: [/usr/bin/python3, $src/tests/programs/prog_s3_saver.py]
+  timeout: 60s
+  object_store:
+    buckets: [train]
+faults:
+  - on: {op: s3_put, path: /train/ckpt/latest}
+    do: s3-reset
+    when: $when
+YAML
+    out=$("$ckh" run "$tmp/reset.yaml" 2>&1) || fail "s3-reset $when: $out"
+    rp=$("$ckh" replay "$tmp/reset.yaml" 2>&1)
+    echo "$rp" | grep -q "FAULT s3_put:s3-reset /train/ckpt/latest" || fail "s3-reset $when: no FAULT line: $rp"
+    want=3
+    [ $when = after ] && want=4
+    [ "$(echo "$rp" | grep -c 'PutObject train/ckpt/latest ')" = $want ] ||
+        fail "s3-reset $when: want $want commits applied: $rp"
+done
+printf 'job:\n  command: [/bin/true]\n  object_store: {buckets: [abc]}\nfaults:\n  - on: {op: rename}\n    do: s3-reset\n' \
+    >"$tmp/bad.yaml"
+out=$("$ckh" run "$tmp/bad.yaml" 2>&1)
+echo "$out" | grep -qF "bad.yaml:5:5: 'do: s3-reset' needs 'on.op' to be a request to the object store" ||
+    fail "s3-reset on a rename was not refused: $out"
+
 # consistency: list-delay: a key just written is not listed yet, but reads.
 cat >"$tmp/lag.yaml" <<YAML
 description: listings lag behind writes

@@ -162,7 +162,7 @@ static uint64_t elapsed_ns(const struct ckh__cmd *c)
 /* What rule r does, as a FAULT line names it ("kill_mid", "corrupt"). */
 static const char *action_name(const struct ckh__cmd *c, const struct ckh__cmd_rule *r)
 {
-    if (r->sigterm || r->at_rest)
+    if (r->sigterm || r->at_rest || c->sc->faults[r->fault].act.kind == CKH_SCN_ACT_S3_RESET)
         return ckh_scn_action_name(c->sc->faults[r->fault].act.kind);
     return ckh_fault_action_name(r->r.action.kind);
 }
@@ -377,6 +377,9 @@ static void carry_out_s3(struct ckh__cmd *c, struct ckh__cmd_rule *r, const stru
     } else if (a->kind == CKH_FAULT_CRASH_BEFORE || a->kind == CKH_FAULT_POWER_LOSS) {
         crash(c, r, node, a->kind == CKH_FAULT_POWER_LOSS);
         out->kind = CKH_S3_FAULT_RESET_BEFORE;
+    } else if (a->kind == CKH_FAULT_ERRNO && (a->err == ECONNRESET || a->err == ETIMEDOUT)) {
+        /* s3-reset (harness/model/faults/s3_reset.c): the client lives on */
+        out->kind = a->err == ETIMEDOUT ? CKH_S3_FAULT_RESET_AFTER : CKH_S3_FAULT_RESET_BEFORE;
     } else if (a->kind == CKH_FAULT_ERRNO) {
         out->kind = CKH_S3_FAULT_ERROR;
         out->err = s3_err_of_errno(a->err);

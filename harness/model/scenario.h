@@ -211,7 +211,8 @@ struct ckh_scn_action {
             uint64_t at_bytes;           /* mid-write: bytes that land (if !at_is_fraction) */
             double at_fraction;          /* mid-write: fraction that lands, [0,1] */
             bool at_is_fraction;         /* which of at_bytes / at_fraction is meant */
-        } kill;                          /* CKH_SCN_ACT_KILL */
+        } kill;                          /* CKH_SCN_ACT_KILL; CKH_SCN_ACT_S3_RESET: `when`
+                                            before or after only */
         struct {
             int err; /* positive errno: EIO ENOSPC EDQUOT EACCES ENOENT EROFS */
         } errno_;    /* CKH_SCN_ACT_ERRNO */
