@@ -134,6 +134,44 @@ out=$("$ckh" run "$tmp/bad.yaml" 2>&1)
 echo "$out" | grep -qF "bad.yaml:5:5: 'do: s3-reset' needs 'on.op' to be a request to the object store" ||
     fail "s3-reset on a rename was not refused: $out"
 
+# At rest: s3-expire deletes the commit before the restart (a lifecycle
+# rule), which then starts over; s3-corrupt flips a byte of the step the
+# commit names, which the restart reads and dies of.
+for act in expire corrupt; do
+    cat >"$tmp/rest.yaml" <<YAML
+description: an object changed at rest before the restart
+job:
+  command: [/bin/sh, $src/tests/programs/prog_s3_curl.sh, "4"]
+  timeout: 60s
+  object_store:
+    buckets: [bkt]
+faults:
+  - on: {op: s3_put, path: /bkt/ckpt/step_3}
+    do: kill
+  - on: {run: 2}
+    do: s3-$act
+    path: $([ $act = expire ] && echo /bkt/ckpt/latest || echo /bkt/ckpt/step_2)
+restart:
+  max_restarts: 1
+YAML
+    out=$("$ckh" run "$tmp/rest.yaml" 2>&1)
+    rc=$?
+    rp=$("$ckh" replay "$tmp/rest.yaml" 2>&1)
+    if [ $act = expire ]; then
+        [ $rc = 0 ] || fail "s3-expire: the restart did not start over: $out"
+        echo "$rp" | grep -q "^s3 #[0-9]* n=-1 Expire bkt/ckpt/latest -> 200" || fail "s3-expire: no Expire line: $rp"
+        echo "$rp" | sed -n '/^# run 2/,$p' | grep -q "GetObject bkt/ckpt/latest -> 404 NoSuchKey" ||
+            fail "s3-expire: the restart found a commit: $rp"
+    else
+        [ $rc = 1 ] || fail "s3-corrupt: want a failed verdict (exit 1), got $rc: $out"
+        echo "$rp" | grep -q "^s3 #[0-9]* n=-1 Corrupt bkt/ckpt/step_2 off=0 -> 200" || fail "s3-corrupt: no Corrupt line: $rp"
+    fi
+done
+printf 'job:\n  command: [/bin/true]\nfaults:\n  - do: s3-expire\n    path: nobucket\n' >"$tmp/bad.yaml"
+out=$("$ckh" run "$tmp/bad.yaml" 2>&1)
+echo "$out" | grep -qF "bad.yaml:5:11: 'path' of 'do: s3-expire' expects /BUCKET/KEY, got 'nobucket'" ||
+    fail "a bad s3-expire path was not refused: $out"
+
 # consistency: list-delay: a key just written is not listed yet, but reads.
 cat >"$tmp/lag.yaml" <<YAML
 description: listings lag behind writes

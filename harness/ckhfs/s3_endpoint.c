@@ -1047,7 +1047,11 @@ int ckh_s3_server_start(const struct ckh_s3_server_config *cfg, struct ckh_s3_se
     srv->cfg = *cfg;
     if (srv->cfg.max_body_bytes == 0)
         srv->cfg.max_body_bytes = DEFAULT_MAX_BODY;
-    pthread_mutex_init(&srv->lock, NULL);
+    pthread_mutexattr_t attr; /* recursive: a fault the hook fires may change the store at rest */
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&srv->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     srv->ports = calloc((size_t)cfg->nnodes, sizeof *srv->ports);
     if (srv->ports == NULL) {
         ckh_s3_server_stop(srv);

@@ -95,7 +95,8 @@ uint16_t ckh_s3_server_port(const struct ckh_s3_server *srv, int node);
 /* Writes "http://127.0.0.1:PORT" for node into buf (n bytes). */
 void ckh_s3_server_url(const struct ckh_s3_server *srv, int node, char *buf, size_t n);
 /* Takes and releases the store lock: whoever uses the store while the
- * server runs (a crash, a fault at rest, the trace) holds it. */
+ * server runs (a crash, a fault at rest, the trace) holds it. Recursive:
+ * the hook, which runs with it held, may take it again. */
 void ckh_s3_server_lock(struct ckh_s3_server *srv);
 void ckh_s3_server_unlock(struct ckh_s3_server *srv);
 /* Stops every port (requests in progress are cut), joins the threads and

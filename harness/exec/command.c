@@ -153,6 +153,7 @@ static int store_start(struct ckh__cmd *c)
     if (rc != 0)
         return ckh__cmd_fail(c, rc < 0 ? rc : CKH_EINVAL, "%d:%d: job.object_store: cannot make the store: %s",
                              os->line, os->column, rc < 0 ? ckh_strerror(rc) : ckh_s3_err_code(rc));
+    c->env.store = c->store; /* the at-rest faults on it (s3-expire, s3-corrupt) */
     char msg[CKH_ERRMSG_BYTES];
     struct ckh_s3_server_config sc = {.store = c->store, .nnodes = c->n, .hook = ckh__cmd_s3_hook, .hook_ctx = c};
     if ((rc = ckh_s3_server_start(&sc, &c->s3, msg, sizeof msg)) != 0)

@@ -87,7 +87,11 @@ static int apply_at_rest(struct ckh__cmd *c, size_t index, int node)
     c->env.fired = c->rec ? &c->rec->fault_fired[index] : NULL;
     c->env.err = c->err;
     c->env.errlen = sizeof c->err;
+    if (c->s3) /* the store's faults change it under its lock (recursive: a request's hook holds it) */
+        ckh_s3_server_lock(c->s3);
     int rc = ckh_fault_of(f->act.kind)->apply(&c->env, f, node);
+    if (c->s3)
+        ckh_s3_server_unlock(c->s3);
     c->env.fired = NULL;
     c->at_rest_applied = true;
     if (rc && !c->err_code)

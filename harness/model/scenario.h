@@ -230,10 +230,11 @@ struct ckh_scn_action {
             uint64_t length;                /* zero-range: byte count (default 1) */
             uint32_t bit;                   /* bit-flip: bit 0..7 of the byte */
             uint32_t back;                  /* older-version: saves back (default 1) */
-        } corrupt;                          /* CKH_SCN_ACT_CORRUPT */
+        } corrupt;                          /* CKH_SCN_ACT_CORRUPT; CKH_SCN_ACT_S3_CORRUPT: path
+                                               (/BUCKET/KEY) and offset only */
         struct {
             const char *path; /* absolute simulated path (required) */
-        } remove_dir;         /* CKH_SCN_ACT_REMOVE_DIR */
+        } remove_dir;         /* CKH_SCN_ACT_REMOVE_DIR; CKH_SCN_ACT_S3_EXPIRE: /BUCKET/KEY */
         struct {
             const char *path; /* the link; NULL: "<checkpoint_dir>/latest" */
         } latest;             /* CKH_SCN_ACT_DANGLING_LATEST, CKH_SCN_ACT_STALE_LATEST */
