@@ -25,7 +25,7 @@
 #   - inside harness/, the wings are in data-flow order, each seeing only
 #     itself and the wings before it (no back edges):
 #       model   the scenario: grammar and fault descriptors
-#       ckhfs   real programs' checkpoint folder over FUSE
+#       ckhfs   real programs' checkpoint folder over FUSE, their S3 endpoint
 #       exec    the executors and their driver: a job's runs, what happened
 #       judge   oracles and the verdict of what happened
 #       search  engines: fuzzer, shrinker, explorers
