@@ -42,7 +42,7 @@ expect_error $'job:\n  command: [/bin/true]\n  object_store:\n    buckets: [abc,
 cat >"$tmp/env.yaml" <<YAML
 description: every node sees the store's variables and only those
 job:
-  command: [/bin/sh, -c, 'test "\$AWS_ENDPOINT_URL" = "\$AWS_ENDPOINT_URL_S3" && test "\$AWS_ACCESS_KEY_ID" = ckhtestkey && test "\$AWS_DEFAULT_REGION" = us-east-1 && test -z "\${AWS_PROFILE:-}" && test "\$CKH_S3_BUCKET" = first && curl -sf "\$AWS_ENDPOINT_URL/second" >/dev/null && exec /bin/sh $src/tests/programs/prog_s3_curl.sh 3']
+  command: [/bin/sh, -c, 'test "\$AWS_ENDPOINT_URL" = "\$AWS_ENDPOINT_URL_S3" && test "\$AWS_ACCESS_KEY_ID" = ckhtestkey && test "\$AWS_DEFAULT_REGION" = us-east-1 && test -z "\${AWS_PROFILE:-}" && test "\$CKH_S3_BUCKET" = first && curl -sf "\$AWS_ENDPOINT_URL/second" >/dev/null && S3_PREFIX=\$CKH_NODE exec /bin/sh $src/tests/programs/prog_s3_curl.sh 3']
   nodes: 2
   timeout: 60s
   object_store:

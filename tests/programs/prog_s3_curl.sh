@@ -5,11 +5,13 @@
 # commit, written last). A restart reads `latest`, then the step it names.
 #   prog_s3_curl.sh STEPS
 # The store is $AWS_ENDPOINT_URL, the bucket $CKH_S3_BUCKET (ckh sets both
-# for a job with job.object_store); signatures are not checked, so curl
-# sends none. Reports through the result protocol ($CKH_RESULT).
+# for a job with job.object_store), the keys under $S3_PREFIX/ (default
+# ckpt; nodes sharing a bucket each give their own); signatures are not
+# checked, so curl sends none. Reports through the result protocol
+# ($CKH_RESULT).
 set -eu
 steps=$1
-url=$AWS_ENDPOINT_URL/$CKH_S3_BUCKET/ckpt
+url=$AWS_ENDPOINT_URL/$CKH_S3_BUCKET/${S3_PREFIX:-ckpt}
 start=0 state=1
 # GET: the body on stdout, status 0; a 404 is status 1; anything else fails.
 get() {
