@@ -14,6 +14,8 @@ command -v curl >/dev/null || ckh_skip "curl is not installed"
 /usr/bin/python3 -c 'import boto3' 2>/dev/null || ckh_skip "boto3 cannot be imported (Debian's python3-boto3)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+printf 'job:\n  command: [/bin/true]\n  object_store: {buckets: [abc]}\n' >"$tmp/probe.yaml"
+"$ckh" run "$tmp/probe.yaml" 2>&1 | grep -q "built without it" && ckh_skip "this ckh was built without the S3 endpoint"
 fails=0
 fail() { echo "object_store: FAIL: $*"; fails=$((fails + 1)); }
 
