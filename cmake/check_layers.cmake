@@ -13,7 +13,7 @@
 #     folder (harness/: a header of any harness/ folder, "dir/NAME.h");
 #   - harness/ may also include the reports API ("report.h");
 #   - platform/, reference/ and reports/ must not include the sim API
-#     (ckh/sim.h, ckh/simfs.h, ckh/sim_testing.h): code under test never asks whether it runs
+#     (ckh/sim.h, ckh/simfs.h, ckh/sim_testing.h, ckh/objstore.h): code under test never asks whether it runs
 #     in the simulator, and the layers below sim/ cannot depend on it;
 #   - reference/ must not include the real platform either (ckh/posix.h);
 #   - real/ (the real platform, beside sim/) must not include the sim
@@ -25,7 +25,7 @@
 #   - inside harness/, the wings are in data-flow order, each seeing only
 #     itself and the wings before it (no back edges):
 #       model   the scenario: grammar and fault descriptors
-#       ckhfs   real programs' checkpoint folder over FUSE
+#       ckhfs   real programs' checkpoint folder over FUSE, their S3 endpoint
 #       exec    the executors and their driver: a job's runs, what happened
 #       judge   oracles and the verdict of what happened
 #       search  engines: fuzzer, shrinker, explorers
@@ -38,7 +38,7 @@ if(NOT CKH_ROOT)
   message(FATAL_ERROR "usage: cmake -DCKH_ROOT=<source dir> -P check_layers.cmake")
 endif()
 
-set(sim_api "ckh/sim.h;ckh/simfs.h;ckh/sim_testing.h")
+set(sim_api "ckh/sim.h;ckh/simfs.h;ckh/sim_testing.h;ckh/objstore.h")
 set(forbid_platform "${sim_api}")
 set(forbid_sim "")
 set(forbid_reference "${sim_api};ckh/posix.h")

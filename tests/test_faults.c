@@ -362,6 +362,9 @@ static const char every_key[] =
     "  - {on: {op: barrier}, do: die-in-collective}\n"
     "  - {do: mismatch-collective}\n"
     "  - {do: gpu-oom}\n"
+    "  - {on: {op: s3_put, path: /b/latest}, do: s3-reset, when: after}\n"
+    "  - {on: {run: 2}, do: s3-expire, path: /b/ckpt/latest}\n"
+    "  - {on: {op: s3_get}, do: s3-corrupt, path: /b/ckpt/x, offset: 5}\n"
     "  - {on: {op: pwrite, repeat: true}, do: short-write, bytes: 512}\n"
     "  - {on: {op: write}, do: short-write, fraction: 0.3}\n"
     "  - {on: {op: fsync, nth: 2}, do: sigterm, grace: 1.5s}\n"
@@ -389,6 +392,9 @@ static const char *const covered[CKH_SCN_ACT__COUNT] = {
     [CKH_SCN_ACT_STALE_LATEST] = " path ",
     [CKH_SCN_ACT_SHORT_WRITE] = " bytes fraction ",
     [CKH_SCN_ACT_SIGTERM] = " grace ",
+    [CKH_SCN_ACT_S3_RESET] = " when ",
+    [CKH_SCN_ACT_S3_EXPIRE] = " path ",
+    [CKH_SCN_ACT_S3_CORRUPT] = " path offset ",
 };
 
 START_TEST(test_round_trip_every_key)

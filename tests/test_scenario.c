@@ -687,7 +687,7 @@ static const struct bad_case bad_cases[] = {
     {"job:\n  workload: seed-pipeline\n  zzzzzz: 1\n", CKH_EINVAL, 3, 3,
      "unknown key 'zzzzzz' in 'job'; expected one of: workload, nodes, ranks, epochs, steps, "
      "backend, saver, checkpoint_dir, checkpoint_every, options, disks, collective_timeout, "
-     "gpu_memory, defects, command, env, timeout, platform, checkpoint_mount"},
+     "gpu_memory, defects, command, env, timeout, platform, checkpoint_mount, object_store"},
     {"seed: 1\nseed: 2\n" J, CKH_EINVAL, 2, 1,
      "duplicate key 'seed' in 'scenario' (first at line 1)"},
     {"job:\n  workload: seed-pipeline\n  nodes: 2000\n", CKH_EINVAL, 3, 10,
@@ -813,7 +813,7 @@ static const struct bad_case bad_cases[] = {
     {"job:\n  workload: seed-pipeline\n  sector: 1\n", CKH_EINVAL, 3, 3,
      "unknown key 'sector' in 'job'; expected one of: workload, nodes, ranks, epochs, steps, "
      "backend, saver, checkpoint_dir, checkpoint_every, options, disks, collective_timeout, "
-     "gpu_memory, defects, command, env, timeout, platform, checkpoint_mount"},
+     "gpu_memory, defects, command, env, timeout, platform, checkpoint_mount, object_store"},
     {"job:\n  workload: seed-pipeline\n  disks: [{mount: /, sector: 1024}]\n", CKH_EINVAL, 3,
      30, "'job.disks[].sector' expects 512 or 4096, got '1024'"},
     {"job:\n  workload: seed-pipeline\n  disks: [{mount: /, crash_model: ext3}]\n", CKH_EINVAL,

@@ -137,6 +137,52 @@ static int add_disks(struct ckh__cmd *c)
 
 /* One execution of sc's job in folder dir (created here). On failure
  * c->err says why; ckh__cmd_free frees c either way. */
+/* job.object_store: the store, its buckets and its endpoint, one port per
+ * node, up for the whole execution (docs/OBJECT_STORE.md). */
+static int store_start(struct ckh__cmd *c)
+{
+    const struct ckh_scn_object_store *os = c->sc->job.object_store;
+    if (os == NULL)
+        return 0;
+    struct ckh_objstore_config cfg = {.name = "s3",
+                                      .seed = ckh_seed_derive(c->seed, "objstore"),
+                                      .consistency = (enum ckh_objstore_consistency)os->consistency,
+                                      .delay_ops = os->delay_ops};
+    int rc = ckh_objstore_create(&cfg, &c->store);
+    for (size_t b = 0; rc == 0 && b < os->nbuckets; b++)
+        rc = ckh_objstore_create_bucket(c->store, -1, os->buckets[b]);
+    if (rc != 0)
+        return ckh__cmd_fail(c, rc < 0 ? rc : CKH_EINVAL, "%d:%d: job.object_store: cannot make the store: %s",
+                             os->line, os->column, rc < 0 ? ckh_strerror(rc) : ckh_s3_err_code(rc));
+    c->env.store = c->store; /* the at-rest faults on it (s3-expire, s3-corrupt) */
+    char msg[CKH_ERRMSG_BYTES];
+    struct ckh_s3_server_config sc = {.store = c->store, .nnodes = c->n, .hook = ckh__cmd_s3_hook, .hook_ctx = c};
+    /* An endpoint this build lacks is the environment's limit (exit status
+     * 3), as FUSE that cannot be used is. */
+    if ((rc = ckh_s3_server_start(&sc, &c->s3, msg, sizeof msg)) != 0)
+        return ckh__cmd_fail(c, rc == CKH_EUNSUPPORTED ? CKH_ELIMIT : rc, "%d:%d: job.object_store: %s", os->line,
+                             os->column, msg);
+    return 0;
+}
+
+/* The end of a run for the store: every write still in flight was in flight
+ * when the run's processes died, so the crash model keeps or undoes it
+ * (O12, drawn from the seed); the run's trace lines end here. */
+static int store_end_run(struct ckh__cmd *c)
+{
+    if (c->store == NULL)
+        return 0;
+    size_t *ends = realloc(c->store_run_end, ((size_t)c->nstore_run + 1) * sizeof *ends);
+    if (ends == NULL)
+        return ckh__cmd_fail(c, CKH_ENOMEM, "out of memory");
+    c->store_run_end = ends;
+    ckh_s3_server_lock(c->s3);
+    int rc = ckh_objstore_inflight_count(c->store, -1) > 0 ? ckh_objstore_crash(c->store, -1, NULL, 0) : 0;
+    ends[c->nstore_run++] = ckh_objstore_trace_len(c->store);
+    ckh_s3_server_unlock(c->s3);
+    return rc < 0 ? ckh__cmd_fail(c, rc, "the object store's crash: %s", ckh_strerror(rc)) : 0;
+}
+
 int ckh__cmd_init(struct ckh__cmd *c, const struct ckh_scenario *sc, uint64_t seed, unsigned mode,
                     const char *dir, const char *cwd)
 {
@@ -185,7 +231,9 @@ int ckh__cmd_init(struct ckh__cmd *c, const struct ckh_scenario *sc, uint64_t se
     if ((rc = ckh_records_create((size_t)c->n, flags, &c->records)) != 0)
         return ckh__cmd_fail(c, rc, "out of memory");
     ckh_records_set_fault_probe(c->records, ckh__cmd_fault_fired, c);
-    return add_disks(c);
+    if ((rc = add_disks(c)) != 0)
+        return rc;
+    return store_start(c);
 }
 
 static void trace_free(struct ckh__cmd *c)
@@ -220,6 +268,9 @@ void ckh__cmd_free(struct ckh__cmd *c)
         for (int i = 0; i < c->n; i++)
             if (!job->disks[d].shared || i == 0)
                 ckh_simfs_destroy(c->disks[d * (size_t)c->n + (size_t)i]);
+    ckh_s3_server_stop(c->s3);
+    ckh_objstore_destroy(c->store);
+    free(c->store_run_end);
     ckh_records_destroy(c->records);
     trace_free(c);
     free(c->rules);
@@ -656,7 +707,7 @@ static int run_once(struct ckh__cmd *c, struct ckh_run_info *ri, const struct ck
         return c->err_code;
     if ((rc = ckh__cmd_read_results(c)) != 0 || (rc = check_final(c)) != 0)
         return rc;
-    if ((rc = record_run(c, hung, ri, prev, out)) != 0)
+    if ((rc = record_run(c, hung, ri, prev, out)) != 0 || (rc = store_end_run(c)) != 0)
         return rc;
     return ckh__cmd_apply_crash(c);
 }
@@ -904,11 +955,17 @@ static int keep_reference(struct ckh__cmd *c, const struct ckh_scenario_run *tmp
     size_t files = 0;
     for (size_t i = 0; i < r->ref.r.nfinal_values; i++)
         files += !strncmp(r->ref.r.final_values[i].name, "file:", 5);
+    if (c->store != NULL) { /* job.object_store: the checkpoints may live in the store */
+        ckh_s3_server_lock(c->s3);
+        files += ckh_objstore_object_count(c->store);
+        ckh_s3_server_unlock(c->s3);
+    }
     if (saves && !files)
         return ckh_errf(err, errlen, CKH_EINVAL,
                         "the reference run recorded %" PRIu64 " successful save%s but left nothing under "
-                        "$CKH_CKPT_DIR: the program writes its checkpoints elsewhere, where ckh's crash model "
-                        "and faults never reach them", saves, saves == 1 ? "" : "s");
+                        "$CKH_CKPT_DIR%s: the program writes its checkpoints elsewhere, where ckh's crash model "
+                        "and faults never reach them", saves, saves == 1 ? "" : "s",
+                        c->store != NULL ? " nor in job.object_store" : "");
     return 0;
 }
 
@@ -1326,6 +1383,9 @@ static int cmd_replay(const struct ckh_scenario *sc, const struct ckh_run_option
             if (verify)
                 break;
             print_run_end(f, &c, ri);
+            for (size_t l = run > 1 && run - 1 <= c.nstore_run ? c.store_run_end[run - 2] : 0;
+                 c.store != NULL && run <= c.nstore_run && l < c.store_run_end[run - 1]; l++)
+                fprintf(f, "%s\n", ckh_objstore_trace_line(c.store, l));
         }
         if (ri->committed_detail[0])
             fprintf(f, "# %s\n", ri->committed_detail);

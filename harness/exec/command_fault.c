@@ -87,7 +87,11 @@ static int apply_at_rest(struct ckh__cmd *c, size_t index, int node)
     c->env.fired = c->rec ? &c->rec->fault_fired[index] : NULL;
     c->env.err = c->err;
     c->env.errlen = sizeof c->err;
+    if (c->s3) /* the store's faults change it under its lock (recursive: a request's hook holds it) */
+        ckh_s3_server_lock(c->s3);
     int rc = ckh_fault_of(f->act.kind)->apply(&c->env, f, node);
+    if (c->s3)
+        ckh_s3_server_unlock(c->s3);
     c->env.fired = NULL;
     c->at_rest_applied = true;
     if (rc && !c->err_code)
@@ -162,7 +166,7 @@ static uint64_t elapsed_ns(const struct ckh__cmd *c)
 /* What rule r does, as a FAULT line names it ("kill_mid", "corrupt"). */
 static const char *action_name(const struct ckh__cmd *c, const struct ckh__cmd_rule *r)
 {
-    if (r->sigterm || r->at_rest)
+    if (r->sigterm || r->at_rest || c->sc->faults[r->fault].act.kind == CKH_SCN_ACT_S3_RESET)
         return ckh_scn_action_name(c->sc->faults[r->fault].act.kind);
     return ckh_fault_action_name(r->r.action.kind);
 }
@@ -324,6 +328,102 @@ void ckh__cmd_hook(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_ac
             carry_out(c, m, chosen, op, op->path ? path : NULL, act);
     }
     ckh__cmd_trace_add(c, &t);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- object-store requests ---- */
+
+/* The S3 error an errno fault answers with (the errnos a scenario can
+ * name): ENOENT a 404 NoSuchKey on a key that exists, EACCES a 403
+ * AccessDenied, ENOSPC and EDQUOT a 503 SlowDown (the store sheds load),
+ * EIO and EROFS a 500 InternalError. */
+static int s3_err_of_errno(int err)
+{
+    switch (err) {
+    case ENOENT:
+        return CKH_S3_NO_SUCH_KEY;
+    case EACCES:
+        return CKH_S3_ACCESS_DENIED;
+    case ENOSPC:
+    case EDQUOT:
+        return CKH_S3_SLOW_DOWN;
+    default:
+        return CKH_S3_INTERNAL_ERROR;
+    }
+}
+
+/* Rule r fired on node's request: what the endpoint does (lock held). */
+static void carry_out_s3(struct ckh__cmd *c, struct ckh__cmd_rule *r, const struct ckh_s3_request *rq,
+                         const char *path, struct ckh_s3_fault *out)
+{
+    int node = rq->node;
+    const struct ckh_fault_action *a = &r->r.action;
+    uint64_t len = 0;
+    if (r->sigterm) {
+        fired(c, r, node, rq->kind, path, r->grace_ms);
+        preempt(c, r, node);
+        return;
+    }
+    if (r->at_rest) {
+        const struct ckh_scn_fault *f = &c->sc->faults[r->fault];
+        fired(c, r, node, rq->kind, path, 0);
+        apply_at_rest(c, r->fault, f->on.node >= 0 || f->on.node_name ? node : -1);
+        return;
+    }
+    if (a->kind == CKH_FAULT_KILL_BEFORE || a->kind == CKH_FAULT_KILL_MID) {
+        /* killed with its request unsent or half sent: nothing applied */
+        ckh__cmd_kill_locked(c, node, "a fault");
+        out->kind = CKH_S3_FAULT_RESET_BEFORE;
+    } else if (a->kind == CKH_FAULT_KILL_AFTER) {
+        /* the request reached the store; its client died waiting for the answer */
+        ckh__cmd_kill_locked(c, node, "a fault");
+        out->kind = CKH_S3_FAULT_LOST_AFTER;
+    } else if (a->kind == CKH_FAULT_CRASH_BEFORE || a->kind == CKH_FAULT_POWER_LOSS) {
+        crash(c, r, node, a->kind == CKH_FAULT_POWER_LOSS);
+        out->kind = CKH_S3_FAULT_RESET_BEFORE;
+    } else if (a->kind == CKH_FAULT_ERRNO && (a->err == ECONNRESET || a->err == ETIMEDOUT)) {
+        /* s3-reset (harness/model/faults/s3_reset.c): the client lives on */
+        out->kind = a->err == ETIMEDOUT ? CKH_S3_FAULT_RESET_AFTER : CKH_S3_FAULT_RESET_BEFORE;
+    } else if (a->kind == CKH_FAULT_ERRNO) {
+        out->kind = CKH_S3_FAULT_ERROR;
+        out->err = s3_err_of_errno(a->err);
+    } else if (a->kind == CKH_FAULT_DELAY) {
+        len = (a->delay_ns + 999999) / 1000000;
+        out->kind = CKH_S3_FAULT_DELAY;
+        out->delay_ms = len;
+    }
+    fired(c, r, node, rq->kind, path, len);
+}
+
+void ckh__cmd_s3_hook(void *ctx, const struct ckh_s3_request *rq, struct ckh_s3_fault *out)
+{
+    struct ckh__cmd *c = ctx;
+    int node = rq->node;
+    char path[CKH_PATH_MAX];
+    snprintf(path, sizeof path, "/%s%s%s", rq->bucket != NULL ? rq->bucket : "", rq->key != NULL ? "/" : "",
+             rq->key != NULL ? rq->key : "");
+    pthread_mutex_lock(&c->lock);
+    bool ours = node >= 0 && node < c->n && c->nodes[node].pid > 0 && !c->nodes[node].reaped;
+    if (ours)
+        snprintf(c->nodes[node].last_op, sizeof c->nodes[node].last_op, "%s %.140s",
+                 ckh_op_name((enum ckh_op_kind)rq->kind), path);
+    if (ours && !(c->mode & CKH_RUN_NO_FAULTS)) {
+        bool moved = c->hook_reads_progress && ckh__cmd_progress_refresh(c, node);
+        if (moved && ckh__cmd_progress_triggers(c, node))
+            out->kind = CKH_S3_FAULT_RESET_BEFORE; /* killed by a progress trigger */
+        const struct ckh__cmd_progress *p = &c->nodes[node].prog;
+        const struct ckh_op mop = {.kind = (enum ckh_op_kind)rq->kind, .node = node, .path = path,
+                                   .len = rq->bytes, .epoch = p->epoch, .step = p->step};
+        const uint64_t now = elapsed_ns(c);
+        struct ckh__cmd_rule *chosen = NULL;
+        for (size_t k = 0; k < c->nrules && out->kind == CKH_S3_FAULT_NONE; k++) {
+            struct ckh__cmd_rule *r = &c->rules[k];
+            if (!r->progress && ckh_fault_rule_match(&r->r, &r->state, &mop, now, chosen != NULL))
+                chosen = r;
+        }
+        if (chosen)
+            carry_out_s3(c, chosen, rq, path, out);
+    }
     pthread_mutex_unlock(&c->lock);
 }
 

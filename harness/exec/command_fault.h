@@ -9,6 +9,10 @@
 int ckh__cmd_arm(struct ckh__cmd *c, int run);
 /* The ckhfs hook (server thread). */
 void ckh__cmd_hook(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_action *act);
+/* The S3 endpoint's hook (a port's thread, the store's lock held): the
+ * fault rules matched against an object-store request (docs/OBJECT_STORE.md,
+ * "Faults"). ctx is the struct ckh__cmd. */
+void ckh__cmd_s3_hook(void *ctx, const struct ckh_s3_request *rq, struct ckh_s3_fault *out);
 /* The ckhfs held_answered callback (server thread): a trace line where a
  * delayed operation was answered. */
 void ckh__cmd_held_answered(void *ctx, const struct ckh_ckhfs_op *op);

@@ -59,6 +59,7 @@
 #include "ckh/sim.h"
 #include "model/fault.h"
 #include "ckhfs/ckhfs.h"
+#include "ckhfs/s3_endpoint.h"
 #include "exec/exec.h"
 #include "exec/records.h"
 #include "exec/runner.h"
@@ -237,6 +238,13 @@ struct ckh__cmd {
      * (cache_names) are the first call's. */
     struct ckh_ckhfs **verify_keep;
     const char *verify_keep_dir;
+    /* job.object_store (docs/OBJECT_STORE.md): the store lives as long as
+     * the execution, across its runs, served to every node on its own port
+     * (ckh__cmd_store_start); NULL when the job has none. */
+    struct ckh_objstore *store;      /* the store (owned) */
+    struct ckh_s3_server *s3;        /* its endpoint (owned) */
+    size_t *store_run_end;           /* [run - 1]: the store's trace length when run ended (owned) */
+    size_t nstore_run;               /* runs ended so far */
 };
 
 /* One command job's process-wide set-up: the run folder, FUSE checked,

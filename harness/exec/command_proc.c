@@ -229,6 +229,8 @@ static bool env_ours(const struct ckh__cmd *c, const char *entry)
     size_t len = strcspn(entry, "=");
     if (!strncmp(entry, "CKH_", 4) || (len == 6 && !strncmp(entry, "TMPDIR", 6)))
         return true;
+    if (c->s3 != NULL && !strncmp(entry, "AWS_", 4)) /* the store's, not the user's */
+        return true;
     for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
         if (strlen(set[i]) == len && !strncmp(entry, set[i], len))
             return true;
@@ -289,6 +291,27 @@ static void env_mounts(struct ckh__cmd *c, int i, struct envv *e)
     }
 }
 
+/* job.object_store: what boto3, botocore, the AWS CLI and curl scripts
+ * read to reach node i's port of the endpoint (docs/OBJECT_STORE.md).
+ * The user's own AWS configuration files are not read. */
+static void env_store(struct ckh__cmd *c, int i, struct envv *e)
+{
+    if (c->s3 == NULL)
+        return;
+    char url[64];
+    ckh_s3_server_url(c->s3, i, url, sizeof url);
+    env_put(e, "AWS_ENDPOINT_URL=%s", url);
+    env_put(e, "AWS_ENDPOINT_URL_S3=%s", url);
+    env_put(e, "AWS_ACCESS_KEY_ID=%s", CKH_S3_ACCESS_KEY);
+    env_put(e, "AWS_SECRET_ACCESS_KEY=%s", CKH_S3_SECRET_KEY);
+    env_put(e, "AWS_DEFAULT_REGION=%s", CKH_S3_REGION);
+    env_put(e, "AWS_REGION=%s", CKH_S3_REGION);
+    env_put(e, "AWS_CONFIG_FILE=/dev/null");
+    env_put(e, "AWS_SHARED_CREDENTIALS_FILE=/dev/null");
+    env_put(e, "AWS_EC2_METADATA_DISABLED=true");
+    env_put(e, "CKH_S3_BUCKET=%s", c->sc->job.object_store->buckets[0]);
+}
+
 /* The environment of node i (i < 0: verify of node -1 - i's view): ckh's
  * own, torchrun's conventions, CKH_*, then job.env. */
 static int build_env(struct ckh__cmd *c, int i, int view, struct envv *e)
@@ -320,6 +343,7 @@ static int build_env(struct ckh__cmd *c, int i, int view, struct envv *e)
     env_put(e, "CKH_RUN=%d", c->run);
     env_put(e, "CKH_SEED=%" PRIu64, c->seed);
     env_mounts(c, view, e);
+    env_store(c, view, e);
     for (size_t k = 0; k < c->sc->job.nenv; k++)
         env_put(e, "%s=%s", c->sc->job.env[k].key, c->sc->job.env[k].text);
     return e->oom ? ckh__cmd_fail(c, CKH_ENOMEM, "out of memory") : 0;

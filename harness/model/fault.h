@@ -33,6 +33,7 @@
 #include <stdio.h>
 
 #include "ckh/sim.h"
+#include "ckh/objstore.h"
 #include "ckh/simfs.h"
 #include "model/scenario.h"
 
@@ -72,6 +73,8 @@ struct ckh_fault_env {
     uint64_t *fired;                   /* count of the fault being applied (NULL: not counted) */
     char *err;                         /* where a failure's message goes */
     size_t errlen;                     /* its size */
+    struct ckh_objstore *store;        /* appended: job.object_store's store (NULL: none); the
+                                          caller holds its endpoint's lock while applying */
 };
 
 /* A fault the fuzzer is drawing (harness/search/fuzz.c owns the text). */
@@ -178,6 +181,13 @@ int ckh_fault_for_each_disk(struct ckh_fault_env *env, int node, const char *pat
                             int (*fn)(struct ckh_fault_env *env, struct ckh_simfs *d,
                                       const char *dpath, const void *arg),
                             const void *arg);
+/* Changes the object "/BUCKET/KEY" (path) of env->store at rest, as
+ * fault f: deletes it (corrupt false: a lifecycle rule) or flips its byte
+ * at off (ckh_objstore_expire, ckh_objstore_corrupt). A key that is not
+ * there is left alone (not fired); a job without a store, or a missing
+ * bucket, is an error located at f. */
+int ckh_fault_store_change(struct ckh_fault_env *env, const struct ckh_scn_fault *f, const char *path, bool corrupt,
+                           uint64_t off);
 /* The at-rest change landed: only then does the fault count as fired. */
 void ckh_fault_hit(struct ckh_fault_env *env);
 /* Writes "line:column: <message>" for f into env->err; returns code. */

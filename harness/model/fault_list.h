@@ -27,6 +27,9 @@
     X(MISMATCH_COLLECTIVE, mismatch_collective)                                \
     X(GPU_OOM, gpu_oom)                                                        \
     X(SHORT_WRITE, short_write)                                                \
-    X(SIGTERM, sigterm)
+    X(SIGTERM, sigterm)                                                        \
+    X(S3_RESET, s3_reset)                                                      \
+    X(S3_EXPIRE, s3_expire)                                                    \
+    X(S3_CORRUPT, s3_corrupt)
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "ckh/assert.h"
 #include "ckh/err.h"
+#include "ckh/objstore.h"
 #include "model/reader.h"
 
 /* ---- job.disks ---- */
@@ -211,7 +212,7 @@ static const char *const job_keys[] = {
     "backend",         "saver",   "checkpoint_dir",       "checkpoint_every",
     "options",         "disks",   "collective_timeout",   "gpu_memory",
     "defects",         "command", "env",    "timeout",    "platform",
-    "checkpoint_mount"};
+    "checkpoint_mount", "object_store"};
 static const char *const every_keys[] = {"epochs", "steps"};
 
 /* job.disks (default: one shared disk at "/"); the checkpoint directory
@@ -457,6 +458,58 @@ static int parse_command_job(struct ckh__scn_reader *p, const yaml_node_t *n, st
     return 0;
 }
 
+/* ---- job.object_store ---- */
+
+static const char *const object_store_keys[] = {"buckets", "consistency", "delay_ops"};
+
+/* job.object_store: {buckets: [names], consistency: NAME, delay_ops: N}
+ * (docs/OBJECT_STORE.md); command jobs only: their programs reach the
+ * store over HTTP. */
+static int parse_object_store(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
+{
+    yaml_node_t *v;
+    int rc, e = 0;
+    if (!job->commands)
+        return ckh__scn_fail(p, n, CKH_EINVAL, "'job.object_store' applies to command jobs (job.command): "
+                                               "their programs reach the store over HTTP");
+    if ((rc = ckh__scn_check_map(p, n, "job.object_store", object_store_keys, CKH__NKEYS(object_store_keys),
+                                 NULL, NULL)))
+        return rc;
+    struct ckh_scn_object_store *os = ckh__scn_alloc(p->s, sizeof *os);
+    if (!os)
+        return CKH_ENOMEM;
+    memset(os, 0, sizeof *os);
+    os->line = (int)n->start_mark.line + 1;
+    os->column = (int)n->start_mark.column + 1;
+    if (!(v = ckh__scn_get(p, n, "buckets")))
+        return ckh__scn_fail(p, n, CKH_EINVAL, "'job.object_store' needs 'buckets': the buckets the job "
+                                               "finds made (a list of names)");
+    if ((rc = ckh__scn_get_name_list(p, v, "job.object_store.buckets", NULL, &os->buckets, &os->nbuckets)))
+        return rc;
+    if (os->nbuckets == 0)
+        return ckh__scn_fail(p, v, CKH_EINVAL, "'job.object_store.buckets' expects at least one bucket name");
+    for (size_t i = 0; i < os->nbuckets; i++) {
+        const yaml_node_t *at = v->type == YAML_SEQUENCE_NODE ? ckh__scn_node(p, v->data.sequence.items.start[i]) : v;
+        if (!ckh_objstore_bucket_name_ok(os->buckets[i]))
+            return ckh__scn_fail(p, at, CKH_EINVAL, "'job.object_store.buckets' expects S3 bucket names (3 to 63 "
+                                                    "of a-z, 0-9, '.', '-', starting and ending with a letter "
+                                                    "or digit), got '%s'", os->buckets[i]);
+    }
+    if ((v = ckh__scn_get(p, n, "consistency"))) {
+        const char *names[CKH_OBJSTORE__COUNT];
+        for (int i = 0; i < CKH_OBJSTORE__COUNT; i++)
+            names[i] = ckh_objstore_consistency_name((enum ckh_objstore_consistency)i);
+        if ((rc = ckh__scn_get_enum(p, v, "job.object_store.consistency", names, CKH_OBJSTORE__COUNT, &e)))
+            return rc;
+        os->consistency = e;
+    }
+    if ((v = ckh__scn_get(p, n, "delay_ops")) &&
+        (rc = ckh__scn_get_u64(p, v, "job.object_store.delay_ops", 1, &os->delay_ops)))
+        return rc;
+    job->object_store = os;
+    return 0;
+}
+
 /* Which kind of job n is: a command job's keys, or a simulated job's
  * workload (command-only keys refused). */
 static int parse_job_kind(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
@@ -593,6 +646,8 @@ int ckh__scn_parse_job(struct ckh__scn_reader *p, const yaml_node_t *n, struct c
                             &job->ndefects)))
         return rc;
     if ((v = ckh__scn_get(p, n, "platform")) && (rc = parse_job_platform(p, v, job)))
+        return rc;
+    if ((v = ckh__scn_get(p, n, "object_store")) && (rc = parse_object_store(p, v, job)))
         return rc;
     /* what the parser accepted: one kind of job, its size in range, a folder */
     CKH_ASSERT(!job->workload != !job->commands && job->nodes >= 1 && job->nodes <= 1024 && job->checkpoint_dir);

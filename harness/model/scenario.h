@@ -93,6 +93,17 @@ enum ckh_scn_platform {
     CKH_SCN_PLATFORM_REAL,    /* real processes over MPI (harness/exec/mpi.h) */
 };
 
+/* job.object_store: an S3-compatible store for a command job's programs
+ * (docs/OBJECT_STORE.md; the model: sim/objstore.c, its server:
+ * harness/ckhfs/s3_endpoint.c). */
+struct ckh_scn_object_store {
+    const char **buckets;   /* buckets made before run 1, in file order (>= 1) */
+    size_t nbuckets;        /* number of buckets */
+    int consistency;        /* enum ckh_objstore_consistency (default strong) */
+    uint64_t delay_ops;     /* lagging settings: ops before a write shows (0: the model's 8) */
+    int line, column;       /* where job.object_store is (1-based) */
+};
+
 struct ckh_scn_job {
     const char *workload;           /* validated against the caller's list; required unless
                                        `command` is given (then NULL) */
@@ -140,6 +151,8 @@ struct ckh_scn_job {
                                      processes see the disk of checkpoint_dir, in their own
                                      mount namespace (default CKH_SCN_CHECKPOINT_MOUNT; NULL:
                                      a simulated job) */
+    /* ---- appended: object stores (docs/OBJECT_STORE.md) ---- */
+    struct ckh_scn_object_store *object_store; /* job.object_store; NULL: none */
 };
 
 /* ---- faults ---- */
@@ -203,7 +216,8 @@ struct ckh_scn_action {
             uint64_t at_bytes;           /* mid-write: bytes that land (if !at_is_fraction) */
             double at_fraction;          /* mid-write: fraction that lands, [0,1] */
             bool at_is_fraction;         /* which of at_bytes / at_fraction is meant */
-        } kill;                          /* CKH_SCN_ACT_KILL */
+        } kill;                          /* CKH_SCN_ACT_KILL; CKH_SCN_ACT_S3_RESET: `when`
+                                            before or after only */
         struct {
             int err; /* positive errno: EIO ENOSPC EDQUOT EACCES ENOENT EROFS */
         } errno_;    /* CKH_SCN_ACT_ERRNO */
@@ -221,10 +235,11 @@ struct ckh_scn_action {
             uint64_t length;                /* zero-range: byte count (default 1) */
             uint32_t bit;                   /* bit-flip: bit 0..7 of the byte */
             uint32_t back;                  /* older-version: saves back (default 1) */
-        } corrupt;                          /* CKH_SCN_ACT_CORRUPT */
+        } corrupt;                          /* CKH_SCN_ACT_CORRUPT; CKH_SCN_ACT_S3_CORRUPT: path
+                                               (/BUCKET/KEY) and offset only */
         struct {
             const char *path; /* absolute simulated path (required) */
-        } remove_dir;         /* CKH_SCN_ACT_REMOVE_DIR */
+        } remove_dir;         /* CKH_SCN_ACT_REMOVE_DIR; CKH_SCN_ACT_S3_EXPIRE: /BUCKET/KEY */
         struct {
             const char *path; /* the link; NULL: "<checkpoint_dir>/latest" */
         } latest;             /* CKH_SCN_ACT_DANGLING_LATEST, CKH_SCN_ACT_STALE_LATEST */

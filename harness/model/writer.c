@@ -15,6 +15,7 @@
 
 #include "ckh/assert.h"
 #include "ckh/err.h"
+#include "ckh/objstore.h"
 #include "ckh/op.h"
 #include "model/fault.h"
 #include "model/names.h"
@@ -196,6 +197,15 @@ static void write_command(FILE *f, const struct ckh_scn_job *j)
     kv_block(f, "  env:", j->env, j->nenv);
     fprintf(f, "  timeout: %" PRIu64 "ns\n", j->timeout_ns);
     str_line(f, "  checkpoint_mount: ", j->checkpoint_mount);
+    if (j->object_store) {
+        const struct ckh_scn_object_store *os = j->object_store;
+        fputs("  object_store:\n    buckets: ", f);
+        name_list(f, os->buckets, os->nbuckets);
+        fprintf(f, "\n    consistency: %s\n",
+                ckh_objstore_consistency_name((enum ckh_objstore_consistency)os->consistency));
+        if (os->delay_ops)
+            fprintf(f, "    delay_ops: %" PRIu64 "\n", os->delay_ops);
+    }
 }
 
 static int write_job(FILE *f, const struct ckh_scn_job *j)

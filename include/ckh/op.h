@@ -46,7 +46,17 @@
     X(FAULT, "fault", NODE)                                                    \
     X(SPAWN, "spawn", NODE)                                                    \
     X(JOIN, "join", NODE)                                                      \
-    X(TASK_EXIT, "task_exit", NODE)
+    X(TASK_EXIT, "task_exit", NODE)                                            \
+    X(S3_PUT, "s3_put", OBJ)                                                   \
+    X(S3_GET, "s3_get", OBJ)                                                   \
+    X(S3_HEAD, "s3_head", OBJ)                                                 \
+    X(S3_DELETE, "s3_delete", OBJ)                                             \
+    X(S3_LIST, "s3_list", OBJ)                                                 \
+    X(S3_COPY, "s3_copy", OBJ)                                                 \
+    X(S3_MPU_CREATE, "s3_mpu_create", OBJ)                                     \
+    X(S3_PART, "s3_part", OBJ)                                                 \
+    X(S3_COMPLETE, "s3_complete", OBJ)                                         \
+    X(S3_ABORT, "s3_abort", OBJ)
 
 enum ckh_op_kind {
 #define CKH__OP_ENUM(e, s, c) CKH_OP_##e,
@@ -55,13 +65,15 @@ enum ckh_op_kind {
         CKH_OP__COUNT
 };
 
-enum ckh_op_class { CKH_OPC_FS, CKH_OPC_COLL, CKH_OPC_NODE };
+/* OBJ: a request to an object store's endpoint (command jobs with
+ * job.object_store; path "/BUCKET/KEY"; docs/OBJECT_STORE.md). */
+enum ckh_op_class { CKH_OPC_FS, CKH_OPC_COLL, CKH_OPC_NODE, CKH_OPC_OBJ };
 
 /* Stable lower-case name of an op ("fsync"); "?" for an unknown kind. */
 const char *ckh_op_name(enum ckh_op_kind k);
 /* Looks an op up by name; returns its kind or -1. */
 int ckh_op_from_name(const char *name);
-/* The class of an op (filesystem, collective, node); CKH_OPC_NODE for an
+/* The class of an op (filesystem, collective, node, object store); CKH_OPC_NODE for an
  * unknown kind. */
 enum ckh_op_class ckh_op_class(enum ckh_op_kind k);
 

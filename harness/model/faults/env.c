@@ -2,6 +2,7 @@
  * resolved to disks, one call per distinct disk, firing counts, located
  * errors, and quoted strings for the writer. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,4 +84,26 @@ void ckh_fault_write_str(FILE *out, const char *key, const char *s)
             fputc(*p, out);
     }
     fputs("\"\n", out);
+}
+
+int ckh_fault_store_change(struct ckh_fault_env *env, const struct ckh_scn_fault *f, const char *path, bool corrupt,
+                           uint64_t off)
+{
+    const char *name = corrupt ? "s3-corrupt" : "s3-expire";
+    if (!env->store)
+        return ckh_fault_errf(env, f, CKH_EINVAL, "'do: %s' needs job.object_store", name);
+    const char *slash = path[0] == '/' ? strchr(path + 1, '/') : NULL;
+    char bucket[64];
+    if (!slash || slash - path - 1 >= (ptrdiff_t)sizeof bucket || slash[1] == '\0')
+        return ckh_fault_errf(env, f, CKH_EINVAL, "%s %s: expected /BUCKET/KEY", name, path);
+    memcpy(bucket, path + 1, (size_t)(slash - path - 1));
+    bucket[slash - path - 1] = '\0';
+    int rc = corrupt ? ckh_objstore_corrupt(env->store, bucket, slash + 1, off)
+                     : ckh_objstore_expire(env->store, bucket, slash + 1);
+    if (rc == 0)
+        ckh_fault_hit(env);
+    if (rc == 0 || rc == CKH_S3_NO_SUCH_KEY)
+        return 0; /* nothing there to change */
+    return ckh_fault_errf(env, f, rc < 0 ? rc : CKH_EINVAL, "%s %s: %s", name, path,
+                          rc < 0 ? ckh_strerror(rc) : ckh_s3_err_message(rc));
 }

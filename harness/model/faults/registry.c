@@ -24,7 +24,8 @@ const struct ckh_fault_ops *ckh_fault_at(size_t i)
         return NULL;
     CKH_ASSERT(faults[i]->kind == (enum ckh_scn_action_kind)i); /* list order is enum order */
     CKH_ASSERT(faults[i]->modes != 0 && (faults[i]->modes & ~CKH_FAULT_MODES_ALL) == 0);
-    /* Changing data at rest is changing simfs's disks. */
+    /* Changing data at rest is changing simfs's disks (or, in command jobs, which have
+     * both, job.object_store's store). */
     CKH_ASSERT(!faults[i]->apply || (faults[i]->needs & CKH_FAULT_NEEDS_DISK_MODEL));
     return faults[i];
 }
