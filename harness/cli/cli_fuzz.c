@@ -37,7 +37,8 @@
  *     columns and the coverage table; u64 count and per failure u64 seed,
  *     verdict, determinism and the strings oracle, message; u64 count and
  *     per shrink u64 seed, result, runs, faults and nodes before and after,
- *     concrete, and the strings oracle, scenario, message (cli/wire.h).
+ *     concrete, and the strings oracle, cause, scenario, message
+ *     (cli/wire.h).
  *
  * Map: options · the seed jobs · the listing and shrinking · the command
  * (with many machines before its entry point).
@@ -401,6 +402,18 @@ static void list_failures(const struct fuzz_total *t)
                "shows one)\n", t->nfails - shown, t->fails[shown - 1].seed);
 }
 
+/* The two lines of one shrunk failure: what shrinking did, the oracle and
+ * the cause it keeps failing for, and the command that replays it (the
+ * same on one machine and merged from many). */
+static void print_shrunk(const struct fuzz_plan *p, uint64_t seed, const struct ckh_shrink_stats *st,
+                         const char *path)
+{
+    printf("  shrunk seed %" PRIu64 " in %zu runs: %zu -> %zu faults, %u -> %u nodes; "
+           "fails %s%s%s\n  replay: %s run %s\n",
+           seed, st->runs, st->faults_before, st->faults_after, st->nodes_before, st->nodes_after,
+           st->oracle, st->cause[0] ? ": " : "", st->cause, p->cfg.argv0 ? p->cfg.argv0 : "ckh", path);
+}
+
 static void shrink_failures(const struct fuzz_plan *p, const struct fuzz_total *t)
 {
     size_t shown = t->nfails < FUZZ_LIST_MAX ? t->nfails : FUZZ_LIST_MAX;
@@ -422,11 +435,7 @@ static void shrink_failures(const struct fuzz_plan *p, const struct fuzz_total *
             continue;
         }
         shrunk++;
-        printf("  shrunk seed %" PRIu64 " in %zu runs: %zu -> %zu faults, %u -> %u nodes; "
-               "fails %s%s%s\n  replay: %s run %s\n",
-               r->seed, st.runs, st.faults_before, st.faults_after, st.nodes_before,
-               st.nodes_after, st.oracle, st.cause[0] ? ": " : "", st.cause,
-               p->cfg.argv0 ? p->cfg.argv0 : "ckh", path);
+        print_shrunk(p, r->seed, &st, path);
     }
 }
 
@@ -572,6 +581,7 @@ static int payload_write(FILE *f, const struct fuzz_total *t, const struct shrun
         for (int k = 0; k < 8; k++)
             put_i(f, nums[k]);
         ckh_wire_put_str(f, h->st.oracle);
+        ckh_wire_put_str(f, h->st.cause);
         ckh_wire_put_str(f, h->text);
         ckh_wire_put_str(f, h->msg);
     }
@@ -632,6 +642,7 @@ static int read_shrunk(FILE *f, struct shrunk_set *s)
         h->st = (struct ckh_shrink_stats){(size_t)v[2], (size_t)v[3], (size_t)v[4],
                                           (uint32_t)v[5], (uint32_t)v[6], v[7] != 0, ""};
         rc = rc ? rc : get_field(f, h->st.oracle, sizeof h->st.oracle);
+        rc = rc ? rc : get_field(f, h->st.cause, sizeof h->st.cause);
         rc = rc ? rc : ckh_wire_get_str(f, &h->text);
         rc = rc ? rc : ckh_wire_get_str(f, &h->msg);
         if (rc == 0 && (h->rc == 0) != (h->text != NULL))
@@ -713,10 +724,7 @@ static void shrink_apply(const struct fuzz_plan *p, const struct fuzz_total *t,
             continue;
         }
         shrunk++;
-        printf("  shrunk seed %" PRIu64 " in %zu runs: %zu -> %zu faults, %u -> %u nodes; "
-               "fails %s\n  replay: %s run %s\n",
-               r->seed, h->st.runs, h->st.faults_before, h->st.faults_after, h->st.nodes_before,
-               h->st.nodes_after, h->st.oracle, p->cfg.argv0 ? p->cfg.argv0 : "ckh", path);
+        print_shrunk(p, r->seed, &h->st, path);
     }
 }
 
