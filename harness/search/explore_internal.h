@@ -262,6 +262,9 @@ bool ckh__explore_seen_insert(struct ckh__xseen *s, uint64_t dg);
 bool ckh__explore_vector(size_t v, const struct ckh__xpend *p, size_t n, enum ckh_crash_choice *ch);
 /* Copies d's pending ops into *out (n of them; free with pend_free). */
 int ckh__explore_pend_copy(struct ckh_simfs *d, struct ckh__xpend **out, size_t *n);
+/* The same, of node's pending ops alone (node < 0: every node's), in
+ * ckh_simfs_pending_get order. */
+int ckh__explore_pend_copy_node(struct ckh_simfs *d, int node, struct ckh__xpend **out, size_t *n);
 void ckh__explore_pend_free(struct ckh__xpend *p, size_t n);
 /* E2-E5 on one scenario (not two-ranks). */
 int ckh__explore_scenario(struct ckh__xctx *x, int scen);

@@ -39,14 +39,10 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ckh/assert.h"
@@ -57,10 +53,10 @@
 #include "exec/command_result.h"
 #include "exec/command_warm.h"
 #include "exec/tmpdir.h"
-#include "exec/worker.h"
 #include "judge/judge.h"
 #include "search/explore_internal.h"
 #include "search/explore_multi.h"
+#include "search/explore_workers.h"
 
 #define XM_NAMES 64 /* nodes named in texts */
 
@@ -167,15 +163,6 @@ static void snap_take(struct xm_rec *x, size_t e, struct ckh_simfs *disk)
     d->ns++;
 }
 
-/* Bytes of node i's result file consumed by the progress reader. */
-static uint64_t result_consumed(const struct ckh__cmd_node *nd)
-{
-    if (nd->result_fd < 0)
-        return 0;
-    off_t at = lseek(nd->result_fd, 0, SEEK_CUR);
-    return at > (off_t)nd->npartial ? (uint64_t)at - nd->npartial : 0;
-}
-
 static void cut_take(struct xm_rec *x, struct ckh__cmd *c, int node, int64_t step)
 {
     if (x->err)
@@ -207,17 +194,9 @@ static void cut_take(struct xm_rec *x, struct ckh__cmd *c, int node, int64_t ste
     for (int i = 0; i < x->n && i < c->n; i++) {
         if (node >= 0 && i != node)
             ckh__cmd_progress_refresh(c, i); /* lock held: every node's records so far */
-        k->result_bytes[i] = result_consumed(&c->nodes[i]);
+        k->result_bytes[i] = ckh__xprog_result_consumed(&c->nodes[i]);
     }
     x->ncuts++;
-}
-
-static char *join_prefix(const char *prefix, const char *path)
-{
-    char buf[CKH_PATH_MAX * 2 + 2];
-    bool root = !prefix || !strcmp(prefix, "/");
-    snprintf(buf, sizeof buf, "%s%s", root ? "" : prefix, path);
-    return strdup(buf);
 }
 
 /* The watch's on_op (server thread of m, the job's and m's locks held). */
@@ -251,16 +230,8 @@ static void rec_op(void *ctx, struct ckh__cmd_mount *m, const struct ckh_ckhfs_o
         x->capops = cap;
     }
     struct ckh__xop *o = &x->ops[x->nops];
-    *o = (struct ckh__xop){.kind = (int)op->kind, .rank = op->node, .off = op->off, .len = op->len};
-    o->path = join_prefix(m->prefix, op->path ? op->path : "");
-    o->path2 = op->path2 ? (op->kind == CKH_OP_SYMLINK ? strdup(op->path2) : join_prefix(m->prefix, op->path2))
-                         : NULL;
-    if (!o->path || (op->path2 && !o->path2)) {
-        free(o->path);
-        free(o->path2);
-        x->err = CKH_ENOMEM;
+    if ((x->err = ckh__xprog_op_copy(m, op, o)) != 0)
         return;
-    }
     x->opdisk[x->nops] = (int)e;
     x->nops++;
     x->d[e].nops++;
@@ -379,31 +350,9 @@ static void states_free(struct xm_states *s, size_t nd)
 static int pend_affected(struct ckh_simfs *d, const struct xm_disk *xd, int node, struct ckh__xpend **out,
                          size_t *nout)
 {
-    size_t n = ckh_simfs_pending_count(d), k = 0;
-    struct ckh__xpend *p = calloc(n ? n : 1, sizeof *p);
-    if (!p)
-        return CKH_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        struct ckh_simfs_pending_info pi;
-        int rc = ckh_simfs_pending_get(d, i, &pi);
-        if (rc) {
-            ckh__explore_pend_free(p, k);
-            return rc;
-        }
-        if (node >= 0 && xd->node < 0 && !xd->machine && pi.node != node)
-            continue; /* a network disk: another node's client cache survives */
-        p[k] = (struct ckh__xpend){.kind = pi.kind, .off = pi.off, .len = pi.len, .sectors = pi.sectors};
-        p[k].path = strdup(pi.path ? pi.path : "");
-        p[k].path2 = pi.path2 ? strdup(pi.path2) : NULL;
-        k++;
-        if (!p[k - 1].path || (pi.path2 && !p[k - 1].path2)) {
-            ckh__explore_pend_free(p, k);
-            return CKH_ENOMEM;
-        }
-    }
-    *out = p;
-    *nout = k;
-    return 0;
+    /* a network disk: another node's client cache survives */
+    bool own = node >= 0 && xd->node < 0 && !xd->machine;
+    return ckh__explore_pend_copy_node(d, own ? node : -1, out, nout);
 }
 
 /* Whether a crash of node (-1: power loss) reaches disk xd. */
@@ -717,20 +666,6 @@ static int generate(struct xm_gen *G)
 
 /* ---- 3. the checks ---- */
 
-struct xm_slot {
-    int done;             /* 0: not checked (time limit), 1: checked */
-    int rc;               /* 0, or the error that stopped the check */
-    int failed;           /* the state failed its check */
-    char text[900];       /* the symptom, or the error */
-};
-
-struct xm_shared {
-    uint64_t next;
-    uint64_t warm, cold;
-    int noted;
-    char note[320];
-};
-
 struct xm_run {
     const struct ckh_scenario *sc;
     uint64_t seed;
@@ -755,7 +690,7 @@ static void neutral_text(const struct ckh__cmd *c, char *text, size_t n)
     ckh__xprog_replace_all(text, n, c->dir, "<state>");
 }
 
-static int check_verify(const struct xm_run *w, struct ckh__cmd *c, struct xm_slot *s)
+static int check_verify(const struct xm_run *w, struct ckh__cmd *c, struct ckh__xw_slot *s)
 {
     int first = w->rec->n < c->n ? w->rec->n : c->n;
     for (int i = 0; i < first; i++) {
@@ -775,7 +710,7 @@ static int check_verify(const struct xm_run *w, struct ckh__cmd *c, struct xm_sl
 }
 
 static void check_one(const struct xm_run *w, unsigned worker, struct ckh__warm_set *warm, size_t i,
-                      struct xm_slot *s)
+                      struct ckh__xw_slot *s)
 {
     const struct xm_state *st = &w->st->v[i];
     const struct xm_rec *x = w->rec;
@@ -830,89 +765,19 @@ static void check_one(const struct xm_run *w, unsigned worker, struct ckh__warm_
     ckh_tmp_remove(dir);
 }
 
-static void work(const struct xm_run *w, unsigned worker, struct xm_shared *sh, struct xm_slot *slots)
+/* The pool's check (search/explore_workers.h). */
+static void check_state(const void *ctx, struct ckh__xw_worker *wk, size_t i, struct ckh__xw_slot *s)
 {
-    char note[320] = "";
-    int rc = 0;
-    struct ckh__warm_set *warm = NULL;
-    if (w->start != CKH_XPROG_START_COLD) {
-        char dir[CKH__CMD_PATH_MAX + 64];
-        snprintf(dir, sizeof dir, "%s/w%u/warm", w->je->dir, worker);
-        int e = ckh__warm_set_create(dir, w->start == CKH_XPROG_START_WARM, &warm, note, sizeof note);
-        if (e && w->start == CKH_XPROG_START_WARM)
-            rc = e;
-    }
-    for (;;) {
-        size_t i = (size_t)__atomic_fetch_add(&sh->next, 1, __ATOMIC_SEQ_CST);
-        if (i >= w->st->n || ckh__cmd_interrupted())
-            break;
-        if (i > 0 && w->deadline_ms && ckh_posix_now_ms() >= w->deadline_ms)
-            break;
-        size_t s = w->order[i];
-        if (rc) {
-            slots[s] = (struct xm_slot){.done = 1, .rc = rc};
-            snprintf(slots[s].text, sizeof slots[s].text, "--start warm: %s", note);
-            break;
-        }
-        check_one(w, worker, warm, s, &slots[s]);
-        if (slots[s].rc)
-            break;
-    }
-    uint64_t nw = 0, nc = 0;
-    if (warm)
-        ckh__warm_set_counts(warm, &nw, &nc, note, sizeof note);
-    __atomic_fetch_add(&sh->warm, nw, __ATOMIC_SEQ_CST);
-    __atomic_fetch_add(&sh->cold, nc, __ATOMIC_SEQ_CST);
-    int none = 0;
-    if (note[0] && __atomic_compare_exchange_n(&sh->noted, &none, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-        snprintf(sh->note, sizeof sh->note, "%s", note);
-    ckh__warm_set_destroy(warm);
+    check_one(ctx, wk->index, wk->warm, i, s);
 }
 
-/* The check workers: as explore_program.c's (they die with ckh and reap
+/* The check workers (search/explore_workers.h: they die with ckh and reap
  * what their checks leave). */
-static int check_all(const struct xm_run *w, unsigned jobs, struct xm_slot **out, struct ckh_xprog_result *res)
+static int check_all(const struct xm_run *w, unsigned jobs, struct ckh__xw_slot **out, struct ckh_xprog_result *res)
 {
-    size_t n = w->st->n, bytes = sizeof(struct xm_shared) + (n ? n : 1) * sizeof(struct xm_slot);
-    void *shm = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (shm == MAP_FAILED)
-        return CKH_ENOMEM;
-    struct xm_shared *sh = shm;
-    struct xm_slot *slots = (struct xm_slot *)(sh + 1);
-    if (jobs <= 1 || n <= 1) {
-        work(w, 0, sh, slots);
-    } else {
-        pid_t *pids = calloc(jobs, sizeof *pids);
-        if (!pids) {
-            munmap(shm, bytes);
-            return CKH_ENOMEM;
-        }
-        fflush(NULL);
-        const pid_t parent = getpid();
-        for (unsigned j = 0; j < jobs; j++) {
-            pid_t p = fork();
-            if (p == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() != parent)
-                    ckh__worker_exit(0);
-                prctl(PR_SET_CHILD_SUBREAPER, 1);
-                work(w, j, sh, slots);
-                ckh__worker_exit(0);
-            }
-            pids[j] = p > 0 ? p : 0;
-        }
-        ckh__xprog_wait_workers(pids, jobs);
-        free(pids);
-    }
-    struct xm_slot *copy = malloc((n ? n : 1) * sizeof *copy);
-    if (copy)
-        memcpy(copy, slots, n * sizeof *copy);
-    res->warm_starts = sh->warm;
-    res->cold_starts = sh->cold;
-    snprintf(res->start_note, sizeof res->start_note, "%s", sh->note);
-    munmap(shm, bytes);
-    *out = copy;
-    return copy ? 0 : CKH_ENOMEM;
+    struct ckh__xw_pool p = {.n = w->st->n, .order = w->order, .jobs = jobs, .deadline_ms = w->deadline_ms,
+                             .start = w->start, .dir = w->je->dir, .check = check_state, .ctx = w};
+    return ckh__xw_check_all(&p, out, res);
 }
 
 /* ---- 4. the report ---- */
@@ -959,7 +824,7 @@ static void held(const struct xm_rec *x, const struct xm_state *st, char *buf, s
     }
 }
 
-static int report_checks(const struct xm_rec *x, const struct xm_states *st, const struct xm_slot *slots,
+static int report_checks(const struct xm_rec *x, const struct xm_states *st, const struct ckh__xw_slot *slots,
                          uint64_t limit_ms, struct ckh_xprog_result *out, char *err, size_t errlen)
 {
     size_t nfail = 0;
@@ -1054,7 +919,7 @@ int ckh__xmulti_explore(const struct ckh_scenario *sc, const struct ckh_xprog_op
     struct xm_rec x;
     struct xm_states st;
     struct ckh_scenario_run ref;
-    struct xm_slot *slots = NULL;
+    struct ckh__xw_slot *slots = NULL;
     size_t *order = NULL;
     memset(&je, 0, sizeof je);
     memset(&x, 0, sizeof x);

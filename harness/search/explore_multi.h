@@ -23,9 +23,15 @@
 #define CKH_SEARCH_EXPLORE_MULTI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ckh/simfs.h"
 #include "search/explore_program.h"
+
+struct ckh__cmd_mount;
+struct ckh__cmd_node;
+struct ckh__xop;
+struct ckh_ckhfs_op;
 
 /* Whether sc's exploration takes the multi-node path: its job has
  * several nodes, or more than one disk mount (o: reserved for options
@@ -45,8 +51,12 @@ int ckh__xmulti_explore(const struct ckh_scenario *sc, const struct ckh_xprog_op
 int ckh__xprog_keep_disk(struct ckh_simfs *d, const char *dir, char *err, size_t errlen);
 /* Replaces every occurrence of what in text (n bytes) by with. */
 void ckh__xprog_replace_all(char *text, size_t n, const char *what, const char *with);
-/* Waits for the forked check workers pids[0..jobs), telling them to stop
- * on an interrupt (explore_program.c's wait_workers). */
-void ckh__xprog_wait_workers(pid_t *pids, unsigned jobs);
+/* Bytes of nd's result file the job's progress reader has consumed (0:
+ * none open). */
+uint64_t ckh__xprog_result_consumed(const struct ckh__cmd_node *nd);
+/* Fills *o with the recorded op (its paths below m's prefix, malloc'd:
+ * o owns them; a symlink's target kept as given): 0, or CKH_ENOMEM with
+ * *o holding nothing. */
+int ckh__xprog_op_copy(const struct ckh__cmd_mount *m, const struct ckh_ckhfs_op *op, struct ckh__xop *o);
 
 #endif

@@ -30,15 +30,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ckh/assert.h"
@@ -49,10 +44,10 @@
 #include "exec/command_result.h"
 #include "exec/command_warm.h"
 #include "exec/tmpdir.h"
-#include "exec/worker.h"
 #include "search/explore_internal.h"
 #include "search/explore_program.h"
 #include "search/explore_multi.h"
+#include "search/explore_workers.h"
 #include "judge/judge.h"
 
 /* ---- 1. the recorded run ---- */
@@ -82,15 +77,6 @@ struct xp_rec {
 static bool in_window(const struct xp_rec *x, int64_t step)
 {
     return (x->from_step < 0 || step >= x->from_step) && (x->to_step < 0 || step <= x->to_step);
-}
-
-/* Bytes of node i's result file consumed by the progress reader. */
-static uint64_t result_consumed(const struct ckh__cmd_node *nd)
-{
-    if (nd->result_fd < 0)
-        return 0;
-    off_t at = lseek(nd->result_fd, 0, SEEK_CUR);
-    return at > (off_t)nd->npartial ? (uint64_t)at - nd->npartial : 0;
 }
 
 static void take_point(struct xp_rec *x, struct ckh__cmd *c, struct ckh_simfs *disk, int node, int64_t step)
@@ -123,19 +109,9 @@ static void take_point(struct xp_rec *x, struct ckh__cmd *c, struct ckh_simfs *d
     for (int i = 0; i < x->n; i++) {
         if (node >= 0 && i != node)
             ckh__cmd_progress_refresh(c, i); /* lock held: every node's records so far */
-        p->result_bytes[i] = result_consumed(&c->nodes[i]);
+        p->result_bytes[i] = ckh__xprog_result_consumed(&c->nodes[i]);
     }
     x->npts++;
-}
-
-static char *join_prefix(const char *prefix, const char *path)
-{
-    if (!path)
-        return NULL;
-    char buf[CKH_PATH_MAX * 2 + 2];
-    bool root = !prefix || !strcmp(prefix, "/");
-    snprintf(buf, sizeof buf, "%s%s", root ? "" : prefix, path);
-    return strdup(buf);
 }
 
 /* The watch's on_op (server thread, lock held). */
@@ -159,16 +135,8 @@ static void rec_op(void *ctx, struct ckh__cmd_mount *m, const struct ckh_ckhfs_o
         x->capops = cap;
     }
     struct ckh__xop *o = &x->ops[x->nops];
-    *o = (struct ckh__xop){.kind = (int)op->kind, .rank = op->node, .off = op->off, .len = op->len};
-    o->path = join_prefix(m->prefix, op->path ? op->path : "");
-    o->path2 = op->path2 ? (op->kind == CKH_OP_SYMLINK ? strdup(op->path2) : join_prefix(m->prefix, op->path2))
-                         : NULL;
-    if (!o->path || (op->path2 && !o->path2)) {
-        free(o->path);
-        free(o->path2);
-        x->err = CKH_ENOMEM;
+    if ((x->err = ckh__xprog_op_copy(m, op, o)) != 0)
         return;
-    }
     x->nops++;
     /* ckhfs does not report an open's flags: any open may create or truncate. */
     x->prev_changes = ckh__explore_op_changes(o) || o->kind == CKH_OP_OPEN;
@@ -329,22 +297,6 @@ static int generate(const struct xp_rec *x, uint64_t max_states, uint64_t only, 
 
 /* ---- 3. the checks ---- */
 
-/* What one check found (a plain value: forked workers write it to shared memory). */
-struct xp_slot {
-    int done;             /* 0: not checked (time limit), 1: checked */
-    int rc;               /* 0, or the error that stopped the check */
-    int failed;           /* the state failed its check */
-    char text[900];       /* the symptom, or the error */
-};
-
-/* What the workers share besides the slots (forked workers: shared memory). */
-struct xp_shared {
-    uint64_t next;            /* the next index into the check order */
-    uint64_t warm, cold;      /* program starts, over every worker */
-    int noted;                /* note is written */
-    char note[320];           /* the first worker's reason for a cold start */
-};
-
 struct xp_run {
     const struct ckh_scenario *sc;
     uint64_t seed;
@@ -409,7 +361,7 @@ static void clear_check_dir(const char *dir, const char *keep)
  * mnt/verify.DISK; made by the first check, ckh_ckhfs_swap_disk), unless
  * w->remount. */
 static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_set *warm, struct ckh_ckhfs **vkeep,
-                      const char *vdir, size_t i, struct xp_slot *s)
+                      const char *vdir, size_t i, struct ckh__xw_slot *s)
 {
     const struct xp_state *st = &w->st->v[i];
     char dir[CKH__CMD_PATH_MAX + 64];
@@ -472,161 +424,31 @@ static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_
     clear_check_dir(dir, *vkeep ? vdir : NULL);
 }
 
-/* The worker's warm launchers (NULL: cold starts; a set that cannot be
- * made is a cold start with its reason noted, or an error in *rc when
- * warm starts are required). */
-static struct ckh__warm_set *worker_launchers(const struct xp_run *w, unsigned worker, int *rc, char *note,
-                                              size_t n)
+/* The pool's check (search/explore_workers.h): check_one with the
+ * worker's kept verify mount (wk->keep) at w<worker>/check/mnt/verify.DISK. */
+static void check_state(const void *ctx, struct ckh__xw_worker *wk, size_t i, struct ckh__xw_slot *s)
 {
-    struct ckh__warm_set *set = NULL;
-    char dir[CKH__CMD_PATH_MAX + 64];
-    *rc = 0;
-    if (w->start == CKH_XPROG_START_COLD)
-        return NULL;
-    snprintf(dir, sizeof dir, "%s/w%u/warm", w->je->dir, worker);
-    int e = ckh__warm_set_create(dir, w->start == CKH_XPROG_START_WARM, &set, note, n);
-    if (e && w->start == CKH_XPROG_START_WARM)
-        *rc = e;
-    return set;
+    const struct xp_run *w = ctx;
+    char vdir[CKH__CMD_PATH_MAX];
+    struct ckh_ckhfs *vkeep = wk->keep;
+    snprintf(vdir, sizeof vdir, "%s/w%u/check/mnt/verify.%s", w->je->dir, wk->index, w->sc->job.disks[0].name);
+    check_one(w, wk->index, wk->warm, &vkeep, vdir, i, s);
+    wk->keep = vkeep;
 }
 
-/* A worker: takes states in check order from the shared counter until
- * none is left, the deadline passed (the first state in check order is
- * checked whatever the time), ckh was interrupted or a check failed to
- * run; then adds its program starts to the shared counts. */
-static void work(const struct xp_run *w, unsigned worker, struct xp_shared *sh, struct xp_slot *slots)
+/* The pool's end: the worker's verify mount goes. */
+static void check_end(const void *ctx, struct ckh__xw_worker *wk)
 {
-    char note[320] = "", vdir[CKH__CMD_PATH_MAX];
-    int rc = 0;
-    struct ckh__warm_set *warm = worker_launchers(w, worker, &rc, note, sizeof note);
-    struct ckh_ckhfs *vkeep = NULL; /* the worker's verify mount, kept from state to state */
-    snprintf(vdir, sizeof vdir, "%s/w%u/check/mnt/verify.%s", w->je->dir, worker, w->sc->job.disks[0].name);
-    for (;;) {
-        size_t i = (size_t)__atomic_fetch_add(&sh->next, 1, __ATOMIC_SEQ_CST);
-        if (i >= w->st->n || ckh__cmd_interrupted())
-            break;
-        if (i > 0 && w->deadline_ms && ckh_posix_now_ms() >= w->deadline_ms)
-            break;
-        size_t s = w->order[i];
-        if (rc) { /* no launchers where they were required */
-            slots[s] = (struct xp_slot){.done = 1, .rc = rc};
-            snprintf(slots[s].text, sizeof slots[s].text, "--start warm: %s", note);
-            break;
-        }
-        check_one(w, worker, warm, &vkeep, vdir, s, &slots[s]);
-        if (slots[s].rc)
-            break;
-    }
-    uint64_t nw = 0, nc = 0;
-    if (warm)
-        ckh__warm_set_counts(warm, &nw, &nc, note, sizeof note);
-    __atomic_fetch_add(&sh->warm, nw, __ATOMIC_SEQ_CST);
-    __atomic_fetch_add(&sh->cold, nc, __ATOMIC_SEQ_CST);
-    int none = 0;
-    if (note[0] && __atomic_compare_exchange_n(&sh->noted, &none, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-        snprintf(sh->note, sizeof sh->note, "%s", note);
-    ckh__warm_set_destroy(warm);
-    ckh_ckhfs_unmount(vkeep);
+    (void)ctx;
+    ckh_ckhfs_unmount(wk->keep);
 }
 
-/* A check worker after fork: it dies with ckh (a SIGKILLed ckh leaves no
- * worker; the programs of its check die with it, command_proc.c), and it
- * is the child subreaper of its checks' programs (as ckh is of the
- * recorded run's), so that it reaps what they leave: orphans reparented
- * to ckh instead would stay as zombies of its groups until ckh waited. */
-static _Noreturn void worker_main(const struct xp_run *w, unsigned j, pid_t parent, struct xp_shared *sh,
-                                  struct xp_slot *slots)
+static int check_all(const struct xp_run *w, unsigned jobs, struct ckh__xw_slot **out, struct ckh_xprog_result *res)
 {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        ckh__worker_exit(0);
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
-    work(w, j, sh, slots);
-    ckh__worker_exit(0);
-}
-
-/* Waits for the check workers. On an interrupt of ckh (a terminal's ^C
- * reaches them too, a kill of ckh alone does not) each gets SIGTERM: its
- * check stops at once (the programs' process groups killed and reaped,
- * the mounts unmounted, exec/command_proc.c) and it takes no other state;
- * one still running WORKER_GRACE_MS later gets SIGKILL (its programs die
- * with it, its dead mounts go with the job's folder). */
-#define WORKER_GRACE_MS 5000u
-static void wait_workers(pid_t *pids, unsigned jobs)
-{
-    bool told = false;
-    uint64_t kill_at = 0;
-    for (;;) {
-        unsigned left = 0;
-        for (unsigned j = 0; j < jobs; j++) {
-            if (pids[j] <= 0)
-                continue;
-            pid_t r = waitpid(pids[j], NULL, WNOHANG);
-            if (r == pids[j] || (r < 0 && errno == ECHILD))
-                pids[j] = 0;
-            else
-                left++;
-        }
-        if (!left)
-            return;
-        if (!told && ckh__cmd_interrupted()) {
-            told = true;
-            kill_at = ckh_posix_now_ms() + WORKER_GRACE_MS;
-            for (unsigned j = 0; j < jobs; j++)
-                if (pids[j] > 0)
-                    kill(pids[j], SIGTERM);
-        }
-        if (told && ckh_posix_now_ms() >= kill_at) {
-            for (unsigned j = 0; j < jobs; j++)
-                if (pids[j] > 0) {
-                    kill(pids[j], SIGKILL);
-                    while (waitpid(pids[j], NULL, 0) < 0 && errno == EINTR)
-                        ;
-                    pids[j] = 0;
-                }
-            return;
-        }
-        struct timespec ts = {.tv_nsec = 5000000};
-        nanosleep(&ts, NULL);
-    }
-}
-
-static int check_all(const struct xp_run *w, unsigned jobs, struct xp_slot **out, struct ckh_xprog_result *res)
-{
-    size_t n = w->st->n, bytes = sizeof(struct xp_shared) + (n ? n : 1) * sizeof(struct xp_slot);
-    void *shm = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (shm == MAP_FAILED)
-        return CKH_ENOMEM;
-    struct xp_shared *sh = shm;
-    struct xp_slot *slots = (struct xp_slot *)(sh + 1);
-    if (jobs <= 1 || n <= 1) {
-        work(w, 0, sh, slots);
-    } else {
-        pid_t *pids = calloc(jobs, sizeof *pids);
-        if (!pids) {
-            munmap(shm, bytes);
-            return CKH_ENOMEM;
-        }
-        fflush(NULL);
-        const pid_t parent = getpid();
-        for (unsigned j = 0; j < jobs; j++) {
-            pid_t p = fork();
-            if (p == 0)
-                worker_main(w, j, parent, sh, slots);
-            pids[j] = p > 0 ? p : 0;
-        }
-        wait_workers(pids, jobs);
-        free(pids);
-    }
-    struct xp_slot *copy = malloc((n ? n : 1) * sizeof *copy);
-    if (copy)
-        memcpy(copy, slots, n * sizeof *copy);
-    res->warm_starts = sh->warm;
-    res->cold_starts = sh->cold;
-    snprintf(res->start_note, sizeof res->start_note, "%s", sh->note);
-    munmap(shm, bytes);
-    *out = copy;
-    return copy ? 0 : CKH_ENOMEM;
+    struct ckh__xw_pool p = {.n = w->st->n, .order = w->order, .jobs = jobs, .deadline_ms = w->deadline_ms,
+                             .start = w->start, .dir = w->je->dir, .check = check_state, .end = check_end,
+                             .ctx = w};
+    return ckh__xw_check_all(&p, out, res);
 }
 
 /* ---- keeping one state's files ---- */
@@ -703,6 +525,39 @@ static int keep_state(struct ckh_simfs *d, const char *dir, char *err, size_t er
 }
 
 /* The helpers explore_multi.c shares (search/explore_multi.h). */
+uint64_t ckh__xprog_result_consumed(const struct ckh__cmd_node *nd)
+{
+    if (nd->result_fd < 0)
+        return 0;
+    off_t at = lseek(nd->result_fd, 0, SEEK_CUR);
+    return at > (off_t)nd->npartial ? (uint64_t)at - nd->npartial : 0;
+}
+
+static char *join_prefix(const char *prefix, const char *path)
+{
+    if (!path)
+        return NULL;
+    char buf[CKH_PATH_MAX * 2 + 2];
+    bool root = !prefix || !strcmp(prefix, "/");
+    snprintf(buf, sizeof buf, "%s%s", root ? "" : prefix, path);
+    return strdup(buf);
+}
+
+int ckh__xprog_op_copy(const struct ckh__cmd_mount *m, const struct ckh_ckhfs_op *op, struct ckh__xop *o)
+{
+    *o = (struct ckh__xop){.kind = (int)op->kind, .rank = op->node, .off = op->off, .len = op->len};
+    o->path = join_prefix(m->prefix, op->path ? op->path : "");
+    o->path2 = op->path2 ? (op->kind == CKH_OP_SYMLINK ? strdup(op->path2) : join_prefix(m->prefix, op->path2))
+                         : NULL;
+    if (!o->path || (op->path2 && !o->path2)) {
+        free(o->path);
+        free(o->path2);
+        *o = (struct ckh__xop){0};
+        return CKH_ENOMEM;
+    }
+    return 0;
+}
+
 int ckh__xprog_keep_disk(struct ckh_simfs *d, const char *dir, char *err, size_t errlen)
 {
     return keep_state(d, dir, err, errlen);
@@ -711,11 +566,6 @@ int ckh__xprog_keep_disk(struct ckh_simfs *d, const char *dir, char *err, size_t
 void ckh__xprog_replace_all(char *text, size_t n, const char *what, const char *with)
 {
     replace_all(text, n, what, with);
-}
-
-void ckh__xprog_wait_workers(pid_t *pids, unsigned jobs)
-{
-    wait_workers(pids, jobs);
 }
 
 /* ---- the entry point ---- */
@@ -835,7 +685,7 @@ static int check_order(const struct xp_states *st, size_t **order)
 
 /* Step 4: the checks' outcome into out: how many ran, the time bound, the
  * failures in state order. */
-static int report_checks(const struct xp_states *st, const struct xp_slot *slots, uint64_t limit_ms,
+static int report_checks(const struct xp_states *st, const struct ckh__xw_slot *slots, uint64_t limit_ms,
                          struct ckh_xprog_result *out, char *err, size_t errlen)
 {
     size_t nfail = 0;
@@ -891,7 +741,7 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     struct xp_rec x;
     struct xp_states st;
     struct ckh_scenario_run ref;
-    struct xp_slot *slots = NULL;
+    struct ckh__xw_slot *slots = NULL;
     size_t *order = NULL;
     memset(&x, 0, sizeof x);
     memset(&st, 0, sizeof st);

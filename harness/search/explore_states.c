@@ -96,7 +96,12 @@ void ckh__explore_pend_free(struct ckh__xpend *p, size_t n)
 
 int ckh__explore_pend_copy(struct ckh_simfs *d, struct ckh__xpend **out, size_t *nout)
 {
-    size_t n = ckh_simfs_pending_count(d);
+    return ckh__explore_pend_copy_node(d, -1, out, nout);
+}
+
+int ckh__explore_pend_copy_node(struct ckh_simfs *d, int node, struct ckh__xpend **out, size_t *nout)
+{
+    size_t n = ckh_simfs_pending_count(d), k = 0;
     struct ckh__xpend *p = calloc(n ? n : 1, sizeof(*p));
     if (!p)
         return CKH_ENOMEM;
@@ -104,22 +109,25 @@ int ckh__explore_pend_copy(struct ckh_simfs *d, struct ckh__xpend **out, size_t 
         struct ckh_simfs_pending_info pi;
         int rc = ckh_simfs_pending_get(d, i, &pi);
         if (rc) {
-            ckh__explore_pend_free(p, i);
+            ckh__explore_pend_free(p, k);
             return rc;
         }
-        p[i].kind = pi.kind;
-        p[i].path = strdup(pi.path ? pi.path : "");
-        p[i].path2 = pi.path2 ? strdup(pi.path2) : NULL;
-        p[i].off = pi.off;
-        p[i].len = pi.len;
-        p[i].sectors = pi.sectors;
-        if (!p[i].path || (pi.path2 && !p[i].path2)) {
-            ckh__explore_pend_free(p, i + 1);
+        if (node >= 0 && pi.node != node)
+            continue;
+        p[k].kind = pi.kind;
+        p[k].path = strdup(pi.path ? pi.path : "");
+        p[k].path2 = pi.path2 ? strdup(pi.path2) : NULL;
+        p[k].off = pi.off;
+        p[k].len = pi.len;
+        p[k].sectors = pi.sectors;
+        k++;
+        if (!p[k - 1].path || (pi.path2 && !p[k - 1].path2)) {
+            ckh__explore_pend_free(p, k);
             return CKH_ENOMEM;
         }
     }
     *out = p;
-    *nout = n;
+    *nout = k;
     return 0;
 }
 
