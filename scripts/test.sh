@@ -57,10 +57,12 @@ sanitizer_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 # `scenario_library` does, without their expect sections: gcc only too.
 no_ckh_code='programs|programs_torch|programs_verdicts|ckh_result_py|ckh_result_py_torch|layers|layers_catches'
 # The long integration tests: the scenario library, the real platform under
-# MPI (test_real_coll*), ckh explore on a real program, ckh under mpirun. The
-# gcc and asan stages run them; the clang stage leaves them out (its build
-# with -Werror and its run of every Check suite are what clang adds).
-long_integration='scenario_library|test_real_coll|test_real_coll_fuse|explore_program|dist'
+# MPI (test_real_coll*), ckh explore on real programs (one node and several),
+# ckh under mpirun, command jobs over the S3 endpoint, and the doc pages run
+# as written (docs_*). The gcc and asan stages run them; the clang stage
+# leaves them out (its build with -Werror and its run of every Check suite
+# are what clang adds).
+long_integration='scenario_library|test_real_coll|test_real_coll_fuse|explore_program|explore_multi|dist|object_store|docs_.*'
 
 gcc_tests() {
   CKH_SETUP_EXTRA="$extra" bash "$CKH_ROOT/scripts/setup.sh"
