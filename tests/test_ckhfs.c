@@ -2014,6 +2014,9 @@ START_TEST(test_abspath)
     /* nothing mounted below a folder that is not there */
     ck_assert_int_eq(ckh_ckhfs_sweep_stale("/nonexistent/ckh"), 0);
     ck_assert_int_eq(ckh__ckhfs_unmount_below(NULL, true), 0);
+}
+END_TEST
+
 /* ------------------------------------------------------ swapping the disk */
 
 /* Checks what the mount shows against arg, entries split by ';':
