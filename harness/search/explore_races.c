@@ -1,0 +1,267 @@
+/* Orders of several nodes' operations on a shared disk (search/
+ * explore_multi.h, "Orders", says what; docs/ARCHITECTURE.md, "Orders of
+ * several nodes", how they are bounded).
+ *
+ * Data flow: find (pairs read from the recorded run, numbered N) ->
+ * check (for each, or for --order N alone: a fresh execution of the whole
+ * job, its order forced by the ckhfs hook, judged by the oracles) ->
+ * report (each failing order: which node's operation went first, and the
+ * symptom).
+ * Bound: one order per (maker node, name made, other node) whose other
+ * node first used the name after it was made; at most ORDER_MAX orders.
+ * Determinism: the orders follow from the recorded run alone; a forced
+ * order does not depend on timing, but a held operation waits at most
+ * HOLD_MAX_MS (a dependence ckhfs cannot see, such as a lock the kernel
+ * holds), and the report says when an order was not forced.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckh/err.h"
+#include "ckh/op.h"
+#include "ckh/posix.h"
+#include "exec/command.h"
+#include "exec/command_proc.h"
+#include "exec/tmpdir.h"
+#include "judge/judge.h"
+#include "search/explore_internal.h"
+#include "search/explore_multi.h"
+
+#define ORDER_MAX 256       /* orders read from one run */
+#define HOLD_MAX_MS 10000u  /* the longest an operation is held for its order */
+
+struct xr_order {
+    struct ckh__cmd_order rule; /* what the hook forces (its state fields zero) */
+    char what[700];             /* the order, for people */
+};
+
+/* A recorded path as the hook names it: no trailing '/' but the root's. */
+static void norm(const char *path, char *out, size_t n)
+{
+    snprintf(out, n, "%s", path ? path : "");
+    size_t len = strlen(out);
+    while (len > 1 && out[len - 1] == '/')
+        out[--len] = '\0';
+}
+
+/* Whether path is dir or below it. */
+static bool below(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/' || (n && dir[n - 1] == '/'));
+}
+
+/* The name operation i makes ("" when it makes none). */
+static void made(const struct ckh__xop *ops, size_t i, char *out, size_t n)
+{
+    const struct ckh__xop *o = &ops[i];
+    out[0] = '\0';
+    switch (o->kind) {
+    case CKH_OP_MKDIR: case CKH_OP_SYMLINK:
+        norm(o->path, out, n);
+        break;
+    case CKH_OP_RENAME:
+        norm(o->path2, out, n);
+        break;
+    case CKH_OP_OPEN: { /* a create: no one had used that name before */
+        char p[CKH_PATH_MAX], q[CKH_PATH_MAX];
+        norm(o->path, p, sizeof p);
+        for (size_t k = 0; k < i; k++) {
+            norm(ops[k].path, q, sizeof q);
+            if (!strcmp(q, p))
+                return;
+        }
+        snprintf(out, n, "%s", p);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* Whether operation k touches path or a path below it. */
+static bool touches(const struct ckh__xop *o, const char *path)
+{
+    char p[CKH_PATH_MAX];
+    norm(o->path, p, sizeof p);
+    if (below(p, path))
+        return true;
+    if (o->path2 && o->kind == CKH_OP_RENAME) {
+        norm(o->path2, p, sizeof p);
+        return below(p, path);
+    }
+    return false;
+}
+
+/* The orders of in's run into *out (malloc'd), *n of them. */
+static int find(const struct ckh__xrace_in *in, struct xr_order **out, size_t *n)
+{
+    struct xr_order *v = NULL;
+    size_t nv = 0;
+    *out = NULL;
+    *n = 0;
+    for (size_t i = 0; i < in->nops && nv < ORDER_MAX; i++) {
+        const struct ckh__xop *mk = &in->ops[i];
+        int a = mk->rank, e = in->opdisk[i];
+        char p[CKH_PATH_MAX];
+        if (a < 0 || a >= in->n || !in->shared[e])
+            continue;
+        made(in->ops, i, p, sizeof p);
+        if (!p[0] || !strcmp(p, "/"))
+            continue;
+        for (int b = 0; b < in->n && nv < ORDER_MAX; b++) {
+            if (b == a)
+                continue;
+            size_t j = SIZE_MAX;
+            bool before = false;
+            for (size_t k = 0; k < in->nops && j == SIZE_MAX && !before; k++) {
+                if (in->ops[k].rank != b || in->opdisk[k] != e || !touches(&in->ops[k], p))
+                    continue;
+                if (k < i)
+                    before = true; /* b used the name first already */
+                else
+                    j = k;
+            }
+            if (before || j == SIZE_MAX)
+                continue;
+            /* a's operation to hold: its last before i not at or below p */
+            size_t h = i;
+            for (size_t k = i; k-- > 0;)
+                if (in->ops[k].rank == a && in->opdisk[k] == e && !touches(&in->ops[k], p)) {
+                    h = k;
+                    break;
+                }
+            struct xr_order o;
+            memset(&o, 0, sizeof o);
+            o.rule.hold_node = a;
+            o.rule.hold_kind = in->ops[h].kind;
+            norm(in->ops[h].path, o.rule.hold_path, sizeof o.rule.hold_path);
+            for (size_t k = 0; k <= h; k++) {
+                char q[CKH_PATH_MAX];
+                norm(in->ops[k].path, q, sizeof q);
+                o.rule.hold_nth += in->ops[k].rank == a && in->ops[k].kind == o.rule.hold_kind &&
+                                   !strcmp(q, o.rule.hold_path);
+            }
+            o.rule.until_node = b;
+            snprintf(o.rule.until_path, sizeof o.rule.until_path, "%s", p);
+            o.rule.max_ms = HOLD_MAX_MS;
+            char bp[CKH_PATH_MAX];
+            norm(in->ops[j].path, bp, sizeof bp);
+            snprintf(o.what, sizeof o.what, "%s's %s %.200s before %s's %s %.200s (%s held at its %s %.200s)",
+                     in->names[b], ckh_op_name((enum ckh_op_kind)in->ops[j].kind), bp, in->names[a],
+                     ckh_op_name((enum ckh_op_kind)mk->kind), p, in->names[a],
+                     ckh_op_name((enum ckh_op_kind)o.rule.hold_kind), o.rule.hold_path);
+            struct xr_order *nvv = realloc(v, (nv + 1) * sizeof *v);
+            if (!nvv) {
+                free(v);
+                return CKH_ENOMEM;
+            }
+            v = nvv;
+            v[nv++] = o;
+        }
+    }
+    *out = v;
+    *n = nv;
+    return 0;
+}
+
+/* The job's folder in a message reads the same for every order. */
+static void neutral(const struct ckh__cmd *c, char *text, size_t n)
+{
+    char mnt[CKH__CMD_PATH_MAX + 32];
+    snprintf(mnt, sizeof mnt, "%s/mnt/", c->dir);
+    ckh__xprog_replace_all(text, n, mnt, "<disk ");
+    ckh__xprog_replace_all(text, n, c->dir, "<order>");
+}
+
+/* Runs order N (ord) and judges it: *failed and text, or a code with text. */
+static int check(const struct ckh__xrace_in *in, uint64_t N, const struct xr_order *ord, bool *failed, char *text,
+                 size_t n)
+{
+    char dir[CKH__CMD_PATH_MAX + 64];
+    struct ckh__cmd c;
+    struct ckh__cmd_order rule = ord->rule;
+    struct ckh_scenario_run run;
+    struct ckh_report_result r;
+    memset(&c, 0, sizeof c);
+    memset(&run, 0, sizeof run);
+    ckh_report_result_init(&r);
+    *failed = false;
+    text[0] = '\0';
+    snprintf(dir, sizeof dir, "%s/order%" PRIu64, in->je->dir, N);
+    int rc = ckh__cmd_init(&c, in->sc, in->seed, 0, dir, in->je->cwd);
+    if (rc == 0) {
+        c.order = &rule;
+        rc = ckh__cmd_order_run(&c, in->ref, &run);
+    }
+    if (rc == 0)
+        rc = ckh__run_verdict(&run, &r);
+    if (rc == 0) {
+        *failed = r.verdict != CKH_VERDICT_PASS;
+        if (*failed)
+            snprintf(text, n, "%s: %s", r.failed_oracle ? r.failed_oracle : "verdict",
+                     r.message ? r.message : "failed");
+        if (*failed && (!rule.held || !rule.released))
+            snprintf(text + strlen(text), n - strlen(text), " (the order was %s)",
+                     !rule.held ? "not forced: the other node went first on its own"
+                                : "forced only in part: the hold ended before its release");
+        neutral(&c, text, n);
+    } else {
+        ckh__cmd_take_err(&c, rc, NULL, text, n);
+    }
+    ckh_report_result_clear(&r);
+    ckh_scenario_run_free(&run);
+    c.order = NULL;
+    ckh__cmd_free(&c);
+    ckh_tmp_remove(dir);
+    return rc;
+}
+
+int ckh__xrace_explore(const struct ckh__xrace_in *in, struct ckh_xprog_result *out, char *err, size_t errlen)
+{
+    struct xr_order *v = NULL;
+    size_t nv = 0;
+    int rc = find(in, &v, &nv);
+    if (rc)
+        return ckh_errf(err, errlen, rc, "finding the orders: %s", ckh_strerror(rc));
+    out->orders = nv;
+    if (in->only > nv) {
+        rc = ckh_errf(err, errlen, CKH_EINVAL, "--order %" PRIu64 ": this run has %zu order%s of its nodes' "
+                      "operations", in->only, nv, nv == 1 ? "" : "s");
+        goto out;
+    }
+    if (nv && !(out->order_fails = calloc(in->only ? 1 : nv, sizeof *out->order_fails))) {
+        rc = ckh_errf(err, errlen, CKH_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < nv; i++) {
+        uint64_t N = i + 1;
+        if (in->only && N != in->only)
+            continue;
+        if (in->deadline_ms && ckh_posix_now_ms() >= in->deadline_ms)
+            break;
+        if (ckh__cmd_interrupted()) {
+            rc = ckh_errf(err, errlen, -EINTR, "interrupted by signal %d", ckh__cmd_interrupted());
+            goto out;
+        }
+        bool failed;
+        char text[900];
+        if ((rc = check(in, N, &v[i], &failed, text, sizeof text)) != 0) {
+            ckh_errf(err, errlen, rc, "order %" PRIu64 ": %s", N, text);
+            goto out;
+        }
+        out->orders_checked++;
+        if (!failed)
+            continue;
+        struct ckh_xprog_failure *f = &out->order_fails[out->norder_fails++];
+        f->k = N;
+        snprintf(f->state, sizeof f->state, "%s", v[i].what);
+        snprintf(f->symptom, sizeof f->symptom, "%s", text);
+    }
+out:
+    free(v);
+    return rc;
+}
