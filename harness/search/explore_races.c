@@ -54,46 +54,72 @@ static bool below(const char *path, const char *dir)
     return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/' || (n && dir[n - 1] == '/'));
 }
 
-/* The name operation i makes ("" when it makes none). */
-static void made(const struct ckh__xop *ops, size_t i, char *out, size_t n)
+/* Each recorded operation's paths, as the hook names them. */
+struct xr_paths {
+    char **p, **p2; /* [nops] (owned; p2[i] NULL unless a rename) */
+    size_t n;
+};
+
+static void paths_free(struct xr_paths *P)
 {
-    const struct ckh__xop *o = &ops[i];
-    out[0] = '\0';
-    switch (o->kind) {
-    case CKH_OP_MKDIR: case CKH_OP_SYMLINK:
-        norm(o->path, out, n);
-        break;
-    case CKH_OP_RENAME:
-        norm(o->path2, out, n);
-        break;
-    case CKH_OP_OPEN: { /* a create: no one had used that name before */
-        char p[CKH_PATH_MAX], q[CKH_PATH_MAX];
-        norm(o->path, p, sizeof p);
-        for (size_t k = 0; k < i; k++) {
-            norm(ops[k].path, q, sizeof q);
-            if (!strcmp(q, p))
-                return;
-        }
-        snprintf(out, n, "%s", p);
-        break;
+    for (size_t i = 0; i < P->n; i++) {
+        free(P->p ? P->p[i] : NULL);
+        free(P->p2 ? P->p2[i] : NULL);
     }
+    free(P->p);
+    free(P->p2);
+    memset(P, 0, sizeof *P);
+}
+
+static int paths_make(const struct ckh__xop *ops, size_t nops, struct xr_paths *P)
+{
+    memset(P, 0, sizeof *P);
+    P->p = calloc(nops ? nops : 1, sizeof *P->p);
+    P->p2 = calloc(nops ? nops : 1, sizeof *P->p2);
+    if (!P->p || !P->p2) {
+        paths_free(P);
+        return CKH_ENOMEM;
+    }
+    P->n = nops;
+    for (size_t i = 0; i < nops; i++) {
+        char q[CKH_PATH_MAX];
+        norm(ops[i].path, q, sizeof q);
+        if (!(P->p[i] = strdup(q)))
+            goto oom;
+        if (ops[i].kind == CKH_OP_RENAME && ops[i].path2) {
+            norm(ops[i].path2, q, sizeof q);
+            if (!(P->p2[i] = strdup(q)))
+                goto oom;
+        }
+    }
+    return 0;
+oom:
+    paths_free(P);
+    return CKH_ENOMEM;
+}
+
+/* The name operation i makes (NULL when it makes none). */
+static const char *made(const struct ckh__xop *ops, const struct xr_paths *P, size_t i)
+{
+    switch (ops[i].kind) {
+    case CKH_OP_MKDIR: case CKH_OP_SYMLINK:
+        return P->p[i];
+    case CKH_OP_RENAME:
+        return P->p2[i];
+    case CKH_OP_OPEN: /* a create: no one had used that name before */
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(P->p[k], P->p[i]))
+                return NULL;
+        return P->p[i];
     default:
-        break;
+        return NULL;
     }
 }
 
 /* Whether operation k touches path or a path below it. */
-static bool touches(const struct ckh__xop *o, const char *path)
+static bool touches(const struct xr_paths *P, size_t k, const char *path)
 {
-    char p[CKH_PATH_MAX];
-    norm(o->path, p, sizeof p);
-    if (below(p, path))
-        return true;
-    if (o->path2 && o->kind == CKH_OP_RENAME) {
-        norm(o->path2, p, sizeof p);
-        return below(p, path);
-    }
-    return false;
+    return below(P->p[k], path) || (P->p2[k] && below(P->p2[k], path));
 }
 
 /* The orders of in's run into *out (malloc'd), *n of them. */
@@ -101,16 +127,18 @@ static int find(const struct ckh__xrace_in *in, struct xr_order **out, size_t *n
 {
     struct xr_order *v = NULL;
     size_t nv = 0;
+    struct xr_paths P;
     *out = NULL;
     *n = 0;
+    if (paths_make(in->ops, in->nops, &P) != 0)
+        return CKH_ENOMEM;
     for (size_t i = 0; i < in->nops && nv < ORDER_MAX; i++) {
         const struct ckh__xop *mk = &in->ops[i];
         int a = mk->rank, e = in->opdisk[i];
-        char p[CKH_PATH_MAX];
         if (a < 0 || a >= in->n || !in->shared[e])
             continue;
-        made(in->ops, i, p, sizeof p);
-        if (!p[0] || !strcmp(p, "/"))
+        const char *p = made(in->ops, &P, i);
+        if (!p || !strcmp(p, "/"))
             continue;
         for (int b = 0; b < in->n && nv < ORDER_MAX; b++) {
             if (b == a)
@@ -118,7 +146,7 @@ static int find(const struct ckh__xrace_in *in, struct xr_order **out, size_t *n
             size_t j = SIZE_MAX;
             bool before = false;
             for (size_t k = 0; k < in->nops && j == SIZE_MAX && !before; k++) {
-                if (in->ops[k].rank != b || in->opdisk[k] != e || !touches(&in->ops[k], p))
+                if (in->ops[k].rank != b || in->opdisk[k] != e || !touches(&P, k, p))
                     continue;
                 if (k < i)
                     before = true; /* b used the name first already */
@@ -130,7 +158,7 @@ static int find(const struct ckh__xrace_in *in, struct xr_order **out, size_t *n
             /* a's operation to hold: its last before i not at or below p */
             size_t h = i;
             for (size_t k = i; k-- > 0;)
-                if (in->ops[k].rank == a && in->opdisk[k] == e && !touches(&in->ops[k], p)) {
+                if (in->ops[k].rank == a && in->opdisk[k] == e && !touches(&P, k, p)) {
                     h = k;
                     break;
                 }
@@ -138,31 +166,28 @@ static int find(const struct ckh__xrace_in *in, struct xr_order **out, size_t *n
             memset(&o, 0, sizeof o);
             o.rule.hold_node = a;
             o.rule.hold_kind = in->ops[h].kind;
-            norm(in->ops[h].path, o.rule.hold_path, sizeof o.rule.hold_path);
-            for (size_t k = 0; k <= h; k++) {
-                char q[CKH_PATH_MAX];
-                norm(in->ops[k].path, q, sizeof q);
+            snprintf(o.rule.hold_path, sizeof o.rule.hold_path, "%s", P.p[h]);
+            for (size_t k = 0; k <= h; k++)
                 o.rule.hold_nth += in->ops[k].rank == a && in->ops[k].kind == o.rule.hold_kind &&
-                                   !strcmp(q, o.rule.hold_path);
-            }
+                                   !strcmp(P.p[k], o.rule.hold_path);
             o.rule.until_node = b;
             snprintf(o.rule.until_path, sizeof o.rule.until_path, "%s", p);
             o.rule.max_ms = HOLD_MAX_MS;
-            char bp[CKH_PATH_MAX];
-            norm(in->ops[j].path, bp, sizeof bp);
             snprintf(o.what, sizeof o.what, "%s's %s %.200s before %s's %s %.200s (%s held at its %s %.200s)",
-                     in->names[b], ckh_op_name((enum ckh_op_kind)in->ops[j].kind), bp, in->names[a],
+                     in->names[b], ckh_op_name((enum ckh_op_kind)in->ops[j].kind), P.p[j], in->names[a],
                      ckh_op_name((enum ckh_op_kind)mk->kind), p, in->names[a],
                      ckh_op_name((enum ckh_op_kind)o.rule.hold_kind), o.rule.hold_path);
             struct xr_order *nvv = realloc(v, (nv + 1) * sizeof *v);
             if (!nvv) {
                 free(v);
+                paths_free(&P);
                 return CKH_ENOMEM;
             }
             v = nvv;
             v[nv++] = o;
         }
     }
+    paths_free(&P);
     *out = v;
     *n = nv;
     return 0;
