@@ -210,7 +210,7 @@ grep -q '^faults:' "$race.yaml" && fail "$race names a fault"
 out=$("$ckh" explore "$race.yaml" 2>&1)
 st=$?
 out_race=$out
-want="order 1: rank_1's [a-z]+ /step_1[^ ]* before rank_0's mkdir /step_1 \\(rank_0 held at its listdir /\\)"
+want="order 1: rank_1's [a-z]+ /step_1[^ ]* before rank_0's mkdir /step_1 \\(rank_0 held at its stat /\\)"
 if [ $st -eq 1 ] && printf '%s\n' "$out" | grep -qE "$want" &&
     printf '%s\n' "$out" | grep -q 'Directory nonexistent' &&
     printf '%s\n' "$out" | grep -qF -- "explore $race.yaml --order 1"; then

@@ -122,6 +122,35 @@ static bool touches(const struct xr_paths *P, size_t k, const char *path)
     return below(P->p[k], path) || (P->p2[k] && below(P->p2[k], path));
 }
 
+/* Whether path's folder is dir ("/" has none). */
+static bool in_folder(const char *path, const char *dir)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || !strcmp(path, "/"))
+        return false;
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    return strlen(dir) == n && !strncmp(path, dir, n);
+}
+
+/* Whether operation k, held, would keep the kernel from asking ckhfs about
+ * a name in folder dir: a listing of dir, or a lookup, creation or removal
+ * of a name in it. ckhfs turns the kernel's parallel directory operations
+ * off, so the kernel serves one such request per folder at a time (and
+ * holds the folder's lock across a creation): another node's lookup in
+ * dir would wait in the kernel behind the held one, unseen by the hook. */
+static bool locks_folder(const struct ckh__xop *ops, const struct xr_paths *P, size_t k, const char *dir)
+{
+    switch (ops[k].kind) {
+    case CKH_OP_LISTDIR:
+        return !strcmp(P->p[k], dir);
+    case CKH_OP_STAT: case CKH_OP_OPEN: case CKH_OP_MKDIR: case CKH_OP_RMDIR: case CKH_OP_UNLINK:
+    case CKH_OP_SYMLINK: case CKH_OP_READLINK: case CKH_OP_RENAME:
+        return in_folder(P->p[k], dir) || (P->p2[k] && in_folder(P->p2[k], dir));
+    default:
+        return false;
+    }
+}
+
 /* The orders of in's run into *out (malloc'd), *n of them. */
 static int find(const struct ckh__xrace_in *in, struct xr_order **out, size_t *n)
 {
@@ -155,13 +184,25 @@ static int find(const struct ckh__xrace_in *in, struct xr_order **out, size_t *n
             }
             if (before || j == SIZE_MAX)
                 continue;
-            /* a's operation to hold: its last before i not at or below p */
-            size_t h = i;
-            for (size_t k = i; k-- > 0;)
-                if (in->ops[k].rank == a && in->opdisk[k] == e && !touches(&P, k, p)) {
+            /* a's operation to hold: its last before i that neither
+             * touches p nor locks p's folder in the kernel; else its last
+             * that does not touch p (b's lookup then waits in the kernel
+             * until the hold ends, HOLD_MAX_MS); else the maker itself */
+            char dir[CKH_PATH_MAX];
+            snprintf(dir, sizeof dir, "%s", p);
+            char *slash = strrchr(dir, '/');
+            slash[slash == dir ? 1 : 0] = '\0';
+            size_t h = SIZE_MAX, loose = SIZE_MAX;
+            for (size_t k = i; k-- > 0 && h == SIZE_MAX;) {
+                if (in->ops[k].rank != a || in->opdisk[k] != e || touches(&P, k, p))
+                    continue;
+                if (loose == SIZE_MAX)
+                    loose = k;
+                if (!locks_folder(in->ops, &P, k, dir))
                     h = k;
-                    break;
-                }
+            }
+            if (h == SIZE_MAX)
+                h = loose != SIZE_MAX ? loose : i;
             struct xr_order o;
             memset(&o, 0, sizeof o);
             o.rule.hold_node = a;
