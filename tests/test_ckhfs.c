@@ -65,6 +65,8 @@ struct ctx {
     int killed;               /* last node killed */
     int held_answers;         /* held_answered calls */
     int64_t held_result;      /* the last held operation's answer */
+    const char *release_path; /* L5: a HOLD ends once the hook saw a pwrite of this path (NULL: never) */
+    bool release_seen;        /* it did */
 };
 
 static struct {
@@ -88,6 +90,8 @@ static int node_of_pid(void *c, pid_t pid)
 static void hook(void *c, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_action *act)
 {
     struct ctx *x = c;
+    if (x->release_path && op->kind == CKH_OP_PWRITE && !strcmp(op->path, x->release_path))
+        x->release_seen = true;
     if (!x->armed || op->kind != x->kind || (x->path && strcmp(op->path, x->path) != 0))
         return;
     if (++x->seen == x->nth)
@@ -102,6 +106,14 @@ static void kill_node(void *c, int node)
     for (int i = 0; i < x->n; i++)
         if (x->node[i] == node)
             kill(-x->pid[i], SIGKILL); /* each child leads its process group */
+}
+
+/* L5: called under the mount's lock, as the hook is. */
+static bool released(void *c, const struct ckh_ckhfs_op *op)
+{
+    const struct ctx *x = c;
+    (void)op;
+    return x->release_seen;
 }
 
 static void held_answered(void *c, const struct ckh_ckhfs_op *op)
@@ -146,6 +158,7 @@ static void mount_disk(struct ckh_simfs *disk, bool trace)
                                    .hook = hook,
                                    .kill_node = kill_node,
                                    .held_answered = held_answered,
+                                   .released = released,
                                    .ctx = &T.ctx,
                                    .keep_trace = trace,
                                    .cache_names = T.cache_names};
@@ -843,6 +856,37 @@ START_TEST(test_delay_holds_only_its_op)
     ck_assert_int_eq(disk_get("/shards/rank_1", buf, sizeof buf), 5);
     struct ckh_stat cs;
     ck_assert_int_ne(ckh_fs_stat(ckh_simfs_fs(T.disk), "/step", &cs), 0); /* not done */
+    down();
+}
+END_TEST
+
+/* L5: node 0's mkdir is held by a HOLD (for longer than the test may
+ * run) until node 1 has written its shard: then it is done and answered,
+ * after the write, and node 0 exits normally. Were the release not seen,
+ * the mkdir would wait out its 10 minutes and the test its timeout. */
+START_TEST(test_hold_until_released)
+{
+    NEED_FUSE();
+    up(CKH_CRASH_POSIX_WEAK, true);
+    run_ok(1, child_folders, NULL);
+    T.ctx.release_path = "/shards/rank_1";
+    arm(CKH_OP_MKDIR, "/step", 1, (struct ckh_ckhfs_action){.verdict = CKH_CKHFS_HOLD, .delay_ms = 600000});
+    pid_t slow = spawn_as(0, child_mkdir, "/step");
+    wait_arrived(CKH_OP_MKDIR, "/step");
+    ck_assert_uint_eq(traced(CKH_OP_MKDIR, "/step")->answered, 0); /* held */
+    run_ok(1, child_shard, NULL);
+    int st = wait_status(slow);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "held mkdir's child status %#x", st);
+    const struct ckh_ckhfs_op *mk = traced(CKH_OP_MKDIR, "/step");
+    const struct ckh_ckhfs_op *w = traced(CKH_OP_PWRITE, "/shards/rank_1");
+    ck_assert_ptr_nonnull(w);
+    ck_assert_uint_lt(mk->seq, w->seq);           /* the mkdir arrived first */
+    ck_assert_uint_gt(mk->answered, w->answered); /* and was answered after the write */
+    ck_assert_int_eq(mk->result, 0);
+    ck_assert_int_eq(T.ctx.held_answers, 1);
+    struct ckh_stat cs;
+    ck_assert_int_eq(ckh_fs_stat(ckh_simfs_fs(T.disk), "/step", &cs), 0); /* done */
+    T.ctx.release_path = NULL;
     down();
 }
 END_TEST
@@ -2329,6 +2373,7 @@ static Suite *ckhfs_suite(void)
     tcase_add_test(th, test_hook_errno);
     tcase_add_test(th, test_hook_short_and_delay);
     tcase_add_test(th, test_delay_holds_only_its_op);
+    tcase_add_test(th, test_hold_until_released);
     tcase_add_test(th, test_delay_rename_waits_alone);
     tcase_add_test(th, test_hook_kill_before);
     tcase_add_test(th, test_hook_kill_after);

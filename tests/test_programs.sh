@@ -262,6 +262,7 @@ declare -A verdict=(
     [shell-multi-stale-marker]='explore: [0-9]+ of [0-9]+ crash states fail verify; the smallest, state [0-9]+: .+\(stale marker\)'
     [shell-multi-dcp-swap]='explore: [0-9]+ of [0-9]+ crash states fail verify; the smallest, state [0-9]+: .+\(metadata swap\)'
     [shell-multi-rank0-mkdir]='explore: the fault-free run of the job fails: rank_1 exited with status [0-9]+; its last output: .+Directory nonexistent'
+    [shell-multi-step-folder-race]='explore: 1 of 1 orders of the nodes. operations fail; the first, order 1: rank_1.s [a-z]+ /step_1[^ ]* before rank_0.s mkdir /step_1 .+Directory nonexistent'
     [s3-boto3-naive-kill-between-shards]='resume-equivalence: step 4: x, x0 of rank_0 diverged first'
 )
 if ! want verdicts; then

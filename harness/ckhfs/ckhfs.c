@@ -50,6 +50,12 @@
  *     at once with -EINTR, not done: a process that waits for a FUSE
  *     answer cannot die before it, so a delay never keeps a killed node
  *     alive. The check runs every HOLD_SLICE_MS of the delay.
+ * L5. A HOLD verdict holds its request as a DELAY does (L1-L4), and ends
+ *     early once cfg.released, asked under fs->lock every HOLD_SLICE_MS,
+ *     says so. Each request holds fs->lock from the hook to its answer,
+ *     so a request the hook saw before `released` turned true has been
+ *     answered when the held one goes on (unless held itself): the held
+ *     operation takes effect after it, the order the explorer forces.
  *
  * Callers. Each node gets its own simfs view (ckh_simfs_view_create with
  * that node and no simulator), so pending operations carry the node that
@@ -198,7 +204,7 @@ static void kill_caller(struct ckh_ckhfs *fs, int node)
 }
 
 static size_t trace_add(struct ckh_ckhfs *fs, const struct ckh_ckhfs_op *op);
-static bool hold(struct ckh_ckhfs *fs, pid_t tid, uint32_t ms);
+static bool hold(struct ckh_ckhfs *fs, pid_t tid, uint32_t ms, const struct ckh_ckhfs_op *op);
 
 int ckh__ckhfs_begin(struct ckhfs_req *r, enum ckh_op_kind kind, const char *path,
                      const char *path2, uint64_t off, uint64_t len)
@@ -233,9 +239,10 @@ int ckh__ckhfs_begin(struct ckhfs_req *r, enum ckh_op_kind kind, const char *pat
     case CKH_CKHFS_KILL:
         kill_caller(fs, node);
         return -EIO; /* the caller is dead; the answer only completes the request */
-    case CKH_CKHFS_DELAY: {
+    case CKH_CKHFS_DELAY:
+    case CKH_CKHFS_HOLD: {
         pthread_mutex_unlock(&fs->lock);
-        bool whole = hold(fs, cx->pid, r->act.delay_ms);
+        bool whole = hold(fs, cx->pid, r->act.delay_ms, r->act.verdict == CKH_CKHFS_HOLD ? &r->op : NULL);
         pthread_mutex_lock(&fs->lock);
         return whole ? 1 : -EINTR; /* L2, L4 */
     }
@@ -296,10 +303,20 @@ static bool lead_hand_over(struct ckh_ckhfs *fs)
     return true;
 }
 
+/* Whether the held op's release has come (L5; fs->lock taken here). */
+static bool released(struct ckh_ckhfs *fs, const struct ckh_ckhfs_op *op)
+{
+    pthread_mutex_lock(&fs->lock);
+    bool yes = fs->cfg.disk && fs->cfg.released && fs->cfg.released(fs->cfg.ctx, op);
+    pthread_mutex_unlock(&fs->lock);
+    return yes;
+}
+
 /* Holds the calling request ms milliseconds without fs->lock and without
- * the lead (L1). False when cut short: its caller thread tid is dying or
- * the mount stops (L4). */
-static bool hold(struct ckh_ckhfs *fs, pid_t tid, uint32_t ms)
+ * the lead (L1), or, for a HOLD (op not NULL), until its release (L5).
+ * False when cut short: its caller thread tid is dying or the mount stops
+ * (L4). */
+static bool hold(struct ckh_ckhfs *fs, pid_t tid, uint32_t ms, const struct ckh_ckhfs_op *op)
 {
     pthread_mutex_lock(&fs->serve_lock);
     fs->held++;
@@ -309,7 +326,7 @@ static bool hold(struct ckh_ckhfs *fs, pid_t tid, uint32_t ms)
     bool whole = true;
     for (;;) {
         uint64_t now = mono_ms();
-        if (now >= until)
+        if (now >= until || (op && released(fs, op)))
             break;
         uint64_t k = until - now < HOLD_SLICE_MS ? until - now : HOLD_SLICE_MS;
         struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)k * 1000000L};
@@ -366,7 +383,7 @@ int64_t ckh__ckhfs_end(struct ckhfs_req *r, int64_t result)
         fs->trace[r->slot].result = result;
         fs->trace[r->slot].answered = r->op.answered;
     }
-    if (r->act.verdict == CKH_CKHFS_DELAY && fs->cfg.held_answered)
+    if ((r->act.verdict == CKH_CKHFS_DELAY || r->act.verdict == CKH_CKHFS_HOLD) && fs->cfg.held_answered)
         fs->cfg.held_answered(fs->cfg.ctx, &r->op);
     if (r->act.verdict == CKH_CKHFS_KILL_AFTER)
         kill_caller(fs, r->op.node);

@@ -68,13 +68,16 @@ enum ckh_ckhfs_verdict {
                             or of an unmount, is answered -EINTR undone) */
     CKH_CKHFS_KILL,      /* SIGKILL the caller's node before answering (the op is not done) */
     CKH_CKHFS_KILL_AFTER, /* do the op, then SIGKILL the node before answering */
+    CKH_CKHFS_HOLD,      /* appended: held as DELAY is, until cfg.released says so, or at most
+                            delay_ms (an order the explorer forces: docs/ARCHITECTURE.md,
+                            "Orders of several nodes") */
 };
 
 struct ckh_ckhfs_action {
     enum ckh_ckhfs_verdict verdict;
     int err;           /* ERRNO: a positive errno */
     uint64_t keep;     /* SHORT: bytes accepted */
-    uint32_t delay_ms; /* DELAY */
+    uint32_t delay_ms; /* DELAY; HOLD: the longest it waits for its release */
 };
 
 struct ckh_ckhfs_config {
@@ -106,6 +109,12 @@ struct ckh_ckhfs_config {
      * the hook or under ckh_ckhfs_lock: the kernel would keep a removed
      * name) and no rule counts or matches `stat` operations. */
     bool cache_names;
+    /* Appended. Asked, under the lock requests are served under, every
+     * few milliseconds while a HOLD verdict holds op: true ends the hold
+     * (the op is then done and answered as after a DELAY). A request the
+     * hook saw before it returns true has been answered by then, unless
+     * it is itself held. NULL: a HOLD lasts its delay_ms. */
+    bool (*released)(void *ctx, const struct ckh_ckhfs_op *op);
 };
 
 /* Mounts cfg->disk at cfg->mountpoint and starts serving. Errors (msg

@@ -45,12 +45,15 @@ static void usage(FILE *f)
             "  --state K               check state K alone (the reproduction of a finding)\n"
             "  --keep DIR              with --state: write that state's files into DIR (absent or empty)\n"
             "  --seed N                the run's seed (default: the scenario's)\n"
-            "  --crashes all|crash|power-loss\n"
+            "  --crashes all|crash|power-loss|none\n"
             "                          a multi-node job's crashes: each node's machine crash in\n"
             "                          turn (crash), every node's at once (power-loss), or both\n"
-            "                          (default: the scenario's explore.crashes, else all)\n"
+            "                          (default: the scenario's explore.crashes, else all); none:\n"
+            "                          only the orders of the nodes' operations on a shared disk\n"
             "  --others killed|running when one node crashes, the others are killed with it, or\n"
             "                          run on up to its next operation (default: killed)\n"
+            "  --order N               a multi-node job on a shared disk: run order N of its nodes'\n"
+            "                          operations alone (the reproduction of a finding), no crash state\n"
             "\n"
             "Exit status: 0 every state passed, 1 some failed, 2 bad input, 3 environment (FUSE).\n"
             "Reference: docs/PROGRAMS.md, \"Crash states of your program\".\n");
@@ -78,6 +81,28 @@ static void print_start(FILE *f, const struct ckh_xprog_result *r)
         fprintf(f, "start: cold: %s\n", r->start_note);
 }
 
+/* The orders of several nodes' operations: a line, and each failing one. */
+static void print_orders(FILE *f, const char *file, const char *argv0, const struct ckh_xprog_result *r,
+                         const char *extra)
+{
+    CKH_ASSERT(r->norder_fails <= r->orders_checked && r->orders_checked <= r->orders);
+    if (!r->orders)
+        return;
+    fprintf(f, "orders: %" PRIu64 " of the nodes' operations on a shared disk, %" PRIu64 " run and judged\n",
+            r->orders, r->orders_checked);
+    if (!r->norder_fails) {
+        if (r->orders_checked)
+            fprintf(f, "%s: every order run passes\n", r->orders_checked < r->orders ? "order passes" : "PASS");
+        return;
+    }
+    fprintf(f, "FAIL: %zu order%s failed:\n", r->norder_fails, r->norder_fails == 1 ? "" : "s");
+    for (size_t i = 0; i < r->norder_fails; i++) {
+        const struct ckh_xprog_failure *x = &r->order_fails[i];
+        fprintf(f, "  order %" PRIu64 ": %s\n    %s\n", x->k, x->state, x->symptom);
+        fprintf(f, "    reproduce: %s explore %s%s --order %" PRIu64 "\n", argv0, file, extra, x->k);
+    }
+}
+
 static void print_result(FILE *f, const char *file, const char *argv0, const struct ckh_xprog_result *r,
                          uint64_t only, const char *extra)
 {
@@ -95,7 +120,7 @@ static void print_result(FILE *f, const char *file, const char *argv0, const str
     if (r->bounded)
         fprintf(f, "bounded: %s\n", r->bound);
     if (!r->nfails) {
-        fprintf(f, "%s: %s\n", only ? "state passes" : "PASS",
+        fprintf(f, "%s: %s\n", only ? "state passes" : r->norder_fails ? "crash states pass" : "PASS",
                 only ? "its check passed" : "every crash state checked passes");
         return;
     }
@@ -140,7 +165,7 @@ static int parse_options(int argc, char **argv, struct ckh_xprog_options *o)
         {"state", required_argument, NULL, 'k'},      {"keep", required_argument, NULL, 'K'},
         {"seed", required_argument, NULL, 's'},       {"help", no_argument, NULL, 'h'},
         {"start", required_argument, NULL, 'S'},      {"crashes", required_argument, NULL, 'C'},
-        {"others", required_argument, NULL, 'O'},
+        {"others", required_argument, NULL, 'O'},     {"order", required_argument, NULL, 'N'},
         {NULL, 0, NULL, 0},
     };
     optind = 0;
@@ -166,6 +191,7 @@ static int parse_options(int argc, char **argv, struct ckh_xprog_options *o)
             break;
         case 'k': rc = ckh_opt_u64("state", optarg, 1, UINT64_MAX, &o->only_state, msg, sizeof msg); break;
         case 'K': o->keep_dir = optarg; break;
+        case 'N': rc = ckh_opt_u64("order", optarg, 1, UINT64_MAX, &o->only_order, msg, sizeof msg); break;
         case 'S':
             o->start_set = true;
             if (!strcmp(optarg, "auto"))
@@ -184,8 +210,10 @@ static int parse_options(int argc, char **argv, struct ckh_xprog_options *o)
                 o->crashes = CKH_XPROG_CRASH_NODE;
             else if (!strcmp(optarg, "power-loss"))
                 o->crashes = CKH_XPROG_CRASH_POWER;
+            else if (!strcmp(optarg, "none"))
+                o->crashes = CKH_XPROG_CRASH_NONE;
             else
-                rc = ckh_errf(msg, sizeof msg, CKH_EINVAL, "--crashes expects all, crash or power-loss, got '%s'",
+                rc = ckh_errf(msg, sizeof msg, CKH_EINVAL, "--crashes expects all, crash, power-loss or none, got '%s'",
                               optarg);
             break;
         case 'O':
@@ -267,7 +295,7 @@ int ckh__cli_explore(int argc, char **argv, const char *argv0)
         return rc == CKH_ELIMIT ? CKH_EXIT_INTERNAL : exit_of(rc);
     }
     /* The options that change the numbering of states go into the reproduction line. */
-    static const char *const crash_names[] = {"", "all", "crash", "power-loss"};
+    static const char *const crash_names[] = {"", "all", "crash", "power-loss", "none"};
     char extra[96] = "";
     int used = 0;
     if (o.crashes != CKH_XPROG_CRASH_AUTO)
@@ -275,10 +303,17 @@ int ckh__cli_explore(int argc, char **argv, const char *argv0)
     if (o.others_set && used >= 0 && (size_t)used < sizeof extra)
         snprintf(extra + used, sizeof extra - (size_t)used, " --others %s",
                  o.others == CKH_XPROG_OTHERS_RUNNING ? "running" : "killed");
-    print_result(stdout, path, argv0, &r, o.only_state, extra);
+    if (!r.orders_only)
+        print_result(stdout, path, argv0, &r, o.only_state, extra);
+    else if (o.only_order)
+        printf("explore %s: %" PRIu64 " operations recorded; order %" PRIu64 " of %" PRIu64 " run alone\n", path,
+               r.ops, o.only_order, r.orders);
+    else
+        printf("explore %s: %" PRIu64 " operations recorded; no crash state (crashes none)\n", path, r.ops);
+    print_orders(stdout, path, argv0, &r, extra);
     if (o.keep_dir)
         printf("state %" PRIu64 "'s files are in %s\n", o.only_state, o.keep_dir);
-    st = r.nfails ? CKH_EXIT_FAILED : CKH_EXIT_OK;
+    st = r.nfails || r.norder_fails ? CKH_EXIT_FAILED : CKH_EXIT_OK;
     ckh_xprog_result_free(&r);
     ckh_scenario_free(sc);
     return st;

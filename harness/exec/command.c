@@ -364,7 +364,8 @@ static int mount_one(struct ckh__cmd_mount *mt, bool stable, char *msg, size_t n
     struct ckh_ckhfs_config cfg = {.mountpoint = mt->dir, .disk = mt->disk,
                                    .node_of_pid = ckh__cmd_node_of_pid, .hook = ckh__cmd_hook,
                                    .kill_node = ckh__cmd_kill_node, .ctx = mt, .keep_trace = true,
-                                   .held_answered = ckh__cmd_held_answered, .cache_names = stable};
+                                   .held_answered = ckh__cmd_held_answered, .cache_names = stable,
+                                   .released = ckh__cmd_order_released};
     int rc = ckh_ckhfs_mount(&cfg, &mt->fs, msg, n);
     if (rc)
         mt->fs = NULL;
@@ -1208,6 +1209,31 @@ int ckh__cmd_restart_check(struct ckh__cmd *c, const struct ckh_scenario_run *re
     memset(&r, 0, sizeof r);
 out:
     c->rec = NULL;
+    ckh_scenario_run_free(&r);
+    return rc;
+}
+
+int ckh__cmd_order_run(struct ckh__cmd *c, const struct ckh_scenario_run *ref, struct ckh_scenario_run *rp)
+{
+    struct ckh_scenario_run r;
+    memset(&r, 0, sizeof r);
+    r.sc = c->sc;
+    r.seed = c->seed;
+    r.source_dir = ref->source_dir;
+    r.interval = ref->interval;
+    r.ref_ok = true;
+    int rc = ckh__run_job_copy(&r.ref, &ref->ref.r);
+    if (rc) {
+        ckh__cmd_fail(c, rc, "out of memory");
+        goto out;
+    }
+    if ((rc = ckh__cmd_execute(c, &r)) != 0)
+        goto out;
+    if (r.got.r.nnodes && (rc = ckh__cmd_add_file_digests(c, &r.got)) != 0)
+        goto out;
+    *rp = r; /* the caller's from here */
+    memset(&r, 0, sizeof r);
+out:
     ckh_scenario_run_free(&r);
     return rc;
 }

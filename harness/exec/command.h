@@ -56,6 +56,12 @@ int ckh__cmd_replace_disks(struct ckh__cmd *c, struct ckh_simfs *const *disks, s
  * c->err (r untouched). */
 int ckh__cmd_restart_check(struct ckh__cmd *c, const struct ckh_scenario_run *ref, const char *const *run1_results,
                            const uint64_t *run1_bytes, struct ckh_scenario_run *r);
+/* The explorer's order check: c (fresh from ckh__cmd_init, c->order set)
+ * runs the whole job from its fresh disks, with its restarts, the order
+ * forced by ckhfs; *r (the caller's, freed with ckh_scenario_run_free)
+ * gets the runs with ref's reference, interval and source folder, for
+ * the oracles. 0, or a code with c->err (r untouched). */
+int ckh__cmd_order_run(struct ckh__cmd *c, const struct ckh_scenario_run *ref, struct ckh_scenario_run *r);
 /* Runs the scenario's verify command against node i's view of its disks
  * (clones of c->disks, mounted for the call, or served by the kept mount
  * c->verify_keep). *ok: it exited 0; detail:

@@ -286,6 +286,40 @@ static void scenario_path(const struct ckh__cmd_mount *m, const char *dpath, cha
         snprintf(out, n, "%s%s", m->prefix, strcmp(dpath, "/") ? dpath : "");
 }
 
+/* Whether path is dir or a path below it. */
+static bool at_or_below(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/' || (n && dir[n - 1] == '/'));
+}
+
+/* The forced order o on node's operation (lock held): the operation it
+ * waits for releases it; the operation it holds gets a HOLD verdict. */
+static void order_step(struct ckh__cmd_order *o, int node, enum ckh_op_kind kind, const char *path,
+                       struct ckh_ckhfs_action *act)
+{
+    if (node == o->until_node && at_or_below(path, o->until_path))
+        o->released = true;
+    if (node != o->hold_node || (int)kind != o->hold_kind || strcmp(path, o->hold_path))
+        return;
+    if (++o->seen != o->hold_nth || o->released || act->verdict != CKH_CKHFS_GO)
+        return;
+    o->held = true;
+    act->verdict = CKH_CKHFS_HOLD;
+    act->delay_ms = o->max_ms;
+}
+
+bool ckh__cmd_order_released(void *ctx, const struct ckh_ckhfs_op *op)
+{
+    struct ckh__cmd_mount *m = ctx;
+    struct ckh__cmd *c = m->c;
+    (void)op;
+    pthread_mutex_lock(&c->lock);
+    bool yes = !c->order || c->order->released;
+    pthread_mutex_unlock(&c->lock);
+    return yes;
+}
+
 void ckh__cmd_hook(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_action *act)
 {
     struct ckh__cmd_mount *m = ctx;
@@ -327,6 +361,8 @@ void ckh__cmd_hook(void *ctx, const struct ckh_ckhfs_op *op, struct ckh_ckhfs_ac
         if (chosen)
             carry_out(c, m, chosen, op, op->path ? path : NULL, act);
     }
+    if (ours && c->order && op->path)
+        order_step(c->order, node, op->kind, path, act);
     ckh__cmd_trace_add(c, &t);
     pthread_mutex_unlock(&c->lock);
 }

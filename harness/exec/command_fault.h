@@ -16,6 +16,9 @@ void ckh__cmd_s3_hook(void *ctx, const struct ckh_s3_request *rq, struct ckh_s3_
 /* The ckhfs held_answered callback (server thread): a trace line where a
  * delayed operation was answered. */
 void ckh__cmd_held_answered(void *ctx, const struct ckh_ckhfs_op *op);
+/* The ckhfs released callback (server thread): whether c->order's held
+ * operation may go on. */
+bool ckh__cmd_order_released(void *ctx, const struct ckh_ckhfs_op *op);
 /* The ckhfs kill callback (server thread). */
 void ckh__cmd_kill_node(void *ctx, int node);
 /* Progress and time triggers after node i's progress moved (lock held;

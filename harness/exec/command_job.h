@@ -172,6 +172,25 @@ struct ckh__cmd_crash {
     bool *nodes;     /* [n]: nodes whose machine crashed (owned) */
 };
 
+/* An order of two nodes' operations the explorer forces on a shared disk
+ * (docs/ARCHITECTURE.md, "Orders of several nodes"): the nth operation of
+ * kind hold_kind on hold_path that node hold_node asks is held (ckhfs's
+ * HOLD, L5) until node until_node has asked anything of until_path or a
+ * path below it, and that request has been answered; at most max_ms. */
+struct ckh__cmd_order {
+    int hold_node;                   /* the node whose operation waits */
+    int hold_kind;                   /* enum ckh_op_kind of that operation */
+    char hold_path[CKH_PATH_MAX];    /* its path, as the scenario names it */
+    uint64_t hold_nth;               /* which of that node's such operations (1-based) */
+    int until_node;                  /* the node that goes first */
+    char until_path[CKH_PATH_MAX];   /* the path it goes first on */
+    uint32_t max_ms;                 /* the longest hold */
+    /* what happened (the hook's, under the job's lock) */
+    uint64_t seen;                   /* hold_node's matching operations so far */
+    bool held;                       /* the operation was held */
+    bool released;                   /* until_node reached until_path */
+};
+
 /* One execution of the job (the reference, the faulted job, a second
  * execution for --check-determinism). */
 struct ckh__cmd_outside;
@@ -245,6 +264,9 @@ struct ckh__cmd {
     struct ckh_s3_server *s3;        /* its endpoint (owned) */
     size_t *store_run_end;           /* [run - 1]: the store's trace length when run ended (owned) */
     size_t nstore_run;               /* runs ended so far */
+    /* Appended: an order the explorer forces (NULL: none; borrowed,
+     * changed under lock by the hook). */
+    struct ckh__cmd_order *order;
 };
 
 /* One command job's process-wide set-up: the run folder, FUSE checked,

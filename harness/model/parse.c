@@ -68,7 +68,7 @@ static int default_name(struct ckh_scenario *s, const char *file)
 
 static const char *const explore_keys[] = {"check", "max_states", "time_limit", "from_step", "to_step",
                                            "expect", "start", "crashes", "others", "symptom"};
-static const char *const explore_crashes[] = {"all", "crash", "power-loss"};
+static const char *const explore_crashes[] = {"all", "crash", "power-loss", "none"};
 static const char *const explore_others[] = {"killed", "running"};
 static const char *const explore_starts[] = {"auto", "cold", "warm"};
 static const char *const explore_expect[] = {"pass", "fail"};

@@ -345,7 +345,7 @@ struct ckh_scn_explore {
     bool expect_fail;       /* expect: fail (a negative control: some state must fail) */
     int line, column;       /* where the block is */
     /* appended: multi-node jobs (search/explore_multi.h) */
-    int crashes;            /* 0 not given, 1 all, 2 crash, 3 power-loss (enum ckh_xprog_crashes) */
+    int crashes;            /* 0 not given, 1 all, 2 crash, 3 power-loss, 4 none (enum ckh_xprog_crashes) */
     int others;             /* 0 killed, 1 running (enum ckh_xprog_others) */
     const char *symptom;    /* with expect: fail, text some failing state's symptom holds (NULL: any) */
 };

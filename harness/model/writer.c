@@ -329,8 +329,8 @@ static int write_scenario(FILE *f, const struct ckh_scenario *sc)
             fputs("  expect: fail\n", f);
         if (e->start == 1 || e->start == 2)
             fprintf(f, "  start: %s\n", e->start == 1 ? "cold" : "warm");
-        static const char *const crashes[] = {"all", "crash", "power-loss"};
-        if (e->crashes >= 1 && e->crashes <= 3)
+        static const char *const crashes[] = {"all", "crash", "power-loss", "none"};
+        if (e->crashes >= 1 && e->crashes <= 4)
             fprintf(f, "  crashes: %s\n", crashes[e->crashes - 1]);
         if (e->others == 1)
             fputs("  others: running\n", f);

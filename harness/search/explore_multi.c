@@ -880,6 +880,27 @@ static int keep_disks(const struct xm_rec *x, const struct xm_state *st, const c
 
 /* ---- the entry point ---- */
 
+/* The orders of x's run (search/explore_races.c): all, or order only. */
+static int check_races(const struct xm_rec *x, const struct ckh_scenario *sc, uint64_t seed,
+                       const struct ckh__cmd_job *je, const struct ckh_scenario_run *ref, uint64_t only,
+                       uint64_t deadline_ms, struct ckh_xprog_result *out, char *err, size_t errlen)
+{
+    bool *shared = calloc(x->nd ? x->nd : 1, sizeof *shared);
+    const char *names[XM_NAMES];
+    if (!shared)
+        return ckh_errf(err, errlen, CKH_ENOMEM, "out of memory");
+    for (size_t e = 0; e < x->nd; e++)
+        shared[e] = x->d[e].node < 0;
+    for (int i = 0; i < XM_NAMES; i++)
+        names[i] = x->names[i];
+    struct ckh__xrace_in in = {.sc = sc, .seed = seed, .je = je, .ref = ref, .ops = x->ops, .opdisk = x->opdisk,
+                               .nops = x->nops, .shared = shared, .names = names,
+                               .n = x->n < XM_NAMES ? x->n : XM_NAMES, .only = only, .deadline_ms = deadline_ms};
+    int rc = ckh__xrace_explore(&in, out, err, errlen);
+    free(shared);
+    return rc;
+}
+
 bool ckh__xmulti_applies(const struct ckh_scenario *sc, const struct ckh_xprog_options *o)
 {
     const struct ckh_scn_job *job = &sc->job;
@@ -947,6 +968,16 @@ int ckh__xmulti_explore(const struct ckh_scenario *sc, const struct ckh_xprog_op
     out->record_ms = ckh_posix_now_ms() - t0;
     out->ops = x.nops;
     out->crash_points = x.ncuts;
+    if (o->only_order || crashes == CKH_XPROG_CRASH_NONE) { /* --order N alone; or the orders alone */
+        out->orders_only = true;
+        if (o->only_state)
+            rc = ckh_errf(err, errlen, CKH_EINVAL, "--state %" PRIu64 ": crashes none has no crash state",
+                          o->only_state);
+        else
+            rc = check_races(&x, sc, seed, &je, &ref, o->only_order, limit_ms ? t0 + limit_ms : 0, out, err,
+                             errlen);
+        goto out;
+    }
 
     struct xm_gen G = {.x = &x, .crashes = crashes, .others = others, .max_states = max_states,
                        .only = o->only_state, .out = &st};
@@ -987,7 +1018,9 @@ int ckh__xmulti_explore(const struct ckh_scenario *sc, const struct ckh_xprog_op
         rc = ckh_errf(err, errlen, -EINTR, "interrupted by signal %d", ckh__cmd_interrupted());
         goto out;
     }
-    rc = report_checks(&x, &st, slots, limit_ms, out, err, errlen);
+    if ((rc = report_checks(&x, &st, slots, limit_ms, out, err, errlen)) != 0)
+        goto out;
+    rc = check_races(&x, sc, seed, &je, &ref, 0, limit_ms ? t0 + limit_ms : 0, out, err, errlen);
 out:
     free(slots);
     free(order);

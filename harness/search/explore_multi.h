@@ -28,6 +28,7 @@
 #include "ckh/simfs.h"
 #include "search/explore_program.h"
 
+struct ckh__cmd_job;
 struct ckh__cmd_mount;
 struct ckh__cmd_node;
 struct ckh__xop;
@@ -43,6 +44,43 @@ bool ckh__xmulti_applies(const struct ckh_scenario *sc, const struct ckh_xprog_o
 int ckh__xmulti_explore(const struct ckh_scenario *sc, const struct ckh_xprog_options *o,
                         enum ckh_xprog_check check, enum ckh_xprog_start start,
                         struct ckh_xprog_result *out, char *err, size_t errlen);
+
+/* ---- orders (search/explore_races.c) ----
+ *
+ * ckhfs sees every operation before it answers, so it can hold one
+ * node's operation while the others go on (ckhfs.c, L5). An order is a
+ * pair read from the recorded run on a shared disk: node A makes a name P
+ * (mkdir, a rename or symlink onto P, an open of a P no one had used), and
+ * later node B asks its first operation at or below P. The order tried is
+ * the reverse: A's operation just before it made P (the last one not at or
+ * below P: a held mkdir would keep its parent folder locked in the kernel,
+ * and B's lookup would wait behind it before ckhfs saw it) is held until
+ * B's first operation at or below P has been answered. Orders are
+ * numbered N from 1 in the order of the recorded run; each is checked by
+ * running the whole job afresh with that order forced, judged by the
+ * oracles. */
+
+/* What the orders are read from and checked with (all borrowed). */
+struct ckh__xrace_in {
+    const struct ckh_scenario *sc;
+    uint64_t seed;
+    const struct ckh__cmd_job *je;
+    const struct ckh_scenario_run *ref; /* the recorded (reference) run */
+    const struct ckh__xop *ops;         /* the recorded operations, global order */
+    const int *opdisk;                  /* [nops]: each one's disk */
+    size_t nops;
+    const bool *shared;                 /* [disk]: shared by the nodes */
+    const char *const *names;           /* [node]: names, for texts */
+    int n;                              /* nodes */
+    uint64_t only;                      /* N > 0: order N alone */
+    uint64_t deadline_ms;               /* no order starts after this (0: none) */
+};
+
+/* Finds the orders of in's run and checks them (or order in->only): out's
+ * orders, orders_checked and order_fails. 0, CKH_EINVAL when in->only is
+ * past the last order (err says how many there are), CKH_ENOMEM, or the
+ * code of a run that could not be judged, with err. */
+int ckh__xrace_explore(const struct ckh__xrace_in *in, struct ckh_xprog_result *out, char *err, size_t errlen);
 
 /* ---- explore_program.c's helpers, shared with explore_multi.c ---- */
 

@@ -595,6 +595,7 @@ void ckh_xprog_result_free(struct ckh_xprog_result *r)
     if (!r)
         return;
     free(r->fails);
+    free(r->order_fails);
     memset(r, 0, sizeof *r);
 }
 
@@ -734,8 +735,17 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
         return rc;
     if (o->keep_dir && !o->only_state)
         return ckh_errf(err, errlen, CKH_EINVAL, "--keep needs --state K (the state whose files to keep)");
+    if (o->only_order && o->only_state)
+        return ckh_errf(err, errlen, CKH_EINVAL, "--order N and --state K cannot be given together (an order "
+                        "is a run of the whole job, a state a crash of one)");
     if (ckh__xmulti_applies(sc, o))
         return ckh__xmulti_explore(sc, o, check, start, out, err, errlen);
+    if (o->only_order)
+        return ckh_errf(err, errlen, CKH_EINVAL, "--order %" PRIu64 ": this job has one node and one disk, and "
+                        "orders are of several nodes' operations on a shared disk", o->only_order);
+    if ((o->crashes ? (int)o->crashes : sc->explore.crashes) == CKH_XPROG_CRASH_NONE)
+        return ckh_errf(err, errlen, CKH_EINVAL, "crashes none: this job has one node and one disk, so it has no "
+                        "orders of several nodes' operations to explore instead of its crash states");
 
     struct ckh__cmd_job je;
     struct xp_rec x;
@@ -817,8 +827,8 @@ int ckh_explore_program_verdict(const struct ckh_scenario *sc, const struct ckh_
         if (!expected) {
             ckh_report_set(&out->failed_oracle, "explore");
             if (sc->explore.expect_fail)
-                ckh_report_set(&out->message, "expected a crash state whose check says '%s' (explore.symptom), "
-                               "but %s", sc->explore.symptom, detail);
+                ckh_report_set(&out->message, "expected a crash state%s whose check says '%s' (explore.symptom), "
+                               "but %s", r.orders_checked ? " or order" : "", sc->explore.symptom, detail);
             else
                 ckh_report_set(&out->message, "%s", detail);
             ckh_report_set(&out->replay, "%s run %s --seed %" PRIu64, argv0, sc->file, seed);
@@ -835,36 +845,46 @@ int ckh_explore_program_verdict(const struct ckh_scenario *sc, const struct ckh_
     snprintf(detail, sizeof detail, "%" PRIu64 " distinct crash states of %" PRIu64 " operations pass %s%s%s",
              r.checked, r.ops, ckh_xprog_check_name(r.check), r.bounded ? "; bounded: " : "",
              r.bounded ? r.bound : "");
-    /* explore.symptom: some failing state's check says it (the first such is the one named). */
-    size_t named = 0;
-    while (sc->explore.symptom && named < r.nfails && !strstr(r.fails[named].symptom, sc->explore.symptom) &&
-           !strstr(r.fails[named].state, sc->explore.symptom))
+    /* explore.symptom: some failing state's (or order's) check says it
+     * (the first such is the one named; crash states before orders). */
+    size_t all = r.nfails + r.norder_fails, named = 0;
+#define XP_FAIL(i) ((i) < r.nfails ? &r.fails[(i)] : &r.order_fails[(i) - r.nfails])
+    while (sc->explore.symptom && named < all && !strstr(XP_FAIL(named)->symptom, sc->explore.symptom) &&
+           !strstr(XP_FAIL(named)->state, sc->explore.symptom))
         named++;
-    if (r.nfails)
+    const struct ckh_xprog_failure *pick = all ? XP_FAIL(named < all ? named : 0) : NULL;
+    bool pick_order = all && (named < all ? named : 0) >= r.nfails;
+#undef XP_FAIL
+    if (r.orders_checked && !all)
+        snprintf(detail + strlen(detail), sizeof detail - strlen(detail), "; %" PRIu64 " orders of the nodes' "
+                 "operations pass", r.orders_checked);
+    if (pick && !pick_order)
         snprintf(detail, sizeof detail, "%zu of %" PRIu64 " crash states fail %s; the smallest%s, state %" PRIu64
                  ": %.500s: %.700s", r.nfails, r.checked, ckh_xprog_check_name(r.check),
-                 named && named < r.nfails ? " with the expected symptom" : "",
-                 r.fails[named < r.nfails ? named : 0].k, r.fails[named < r.nfails ? named : 0].state,
-                 r.fails[named < r.nfails ? named : 0].symptom);
-    bool passed = sc->explore.expect_fail ? r.nfails > 0 && named < r.nfails : r.nfails == 0;
+                 named && named < all ? " with the expected symptom" : "", pick->k, pick->state, pick->symptom);
+    else if (pick)
+        snprintf(detail, sizeof detail, "%zu of %" PRIu64 " orders of the nodes' operations fail; the first%s, "
+                 "order %" PRIu64 ": %.500s: %.700s", r.norder_fails, r.orders_checked,
+                 named && named < all ? " with the expected symptom" : "", pick->k, pick->state, pick->symptom);
+    bool passed = sc->explore.expect_fail ? all > 0 && named < all : all == 0;
     ckh_report_add_oracle(out, "explore", passed, detail);
     out->verdict = passed ? CKH_VERDICT_PASS : CKH_VERDICT_FAIL;
     if (!passed) {
         ckh_report_set(&out->failed_oracle, "explore");
-        if (r.nfails && !sc->explore.expect_fail)
+        if (all && !sc->explore.expect_fail)
             ckh_report_set(&out->message, "%s", detail);
-        else if (r.nfails)
+        else if (all)
             ckh_report_set(&out->message, "expected a crash state whose check says '%s' (explore.symptom), "
                            "but %s", sc->explore.symptom, detail);
         else
-            ckh_report_set(&out->message, "expected some crash state to fail %s (explore.expect: fail), but %s",
-                           ckh_xprog_check_name(r.check), detail);
-        if (r.nfails)
-            ckh_report_set(&out->replay, "%s explore %s --seed %" PRIu64 " --state %" PRIu64, argv0, sc->file,
-                           seed, r.fails[named < r.nfails ? named : 0].k);
+            ckh_report_set(&out->message, "expected some crash state to fail %s%s (explore.expect: fail), but %s",
+                           ckh_xprog_check_name(r.check), r.orders_checked ? ", or some order to fail" : "", detail);
+        if (pick)
+            ckh_report_set(&out->replay, "%s explore %s --seed %" PRIu64 " --%s %" PRIu64, argv0, sc->file, seed,
+                           pick_order ? "order" : "state", pick->k);
     }
     /* Runs of the job: the recorded one, and one restart per state checked by restarting. */
-    uint64_t runs = 1 + (r.check == CKH_XPROG_RESTART ? r.checked : 0);
+    uint64_t runs = 1 + (r.check == CKH_XPROG_RESTART ? r.checked : 0) + r.orders_checked;
     out->runs = (uint32_t)(runs > UINT32_MAX ? UINT32_MAX : runs);
     ckh_xprog_result_free(&r);
     return 0;

@@ -69,6 +69,8 @@ enum ckh_xprog_crashes {
     CKH_XPROG_CRASH_ALL,      /* each node's machine crash, and power loss */
     CKH_XPROG_CRASH_NODE,     /* each node's machine crash, one at a time ("crash") */
     CKH_XPROG_CRASH_POWER,    /* every node's machine at once ("power-loss") */
+    CKH_XPROG_CRASH_NONE,     /* appended: no crash state, only the orders of the nodes'
+                                 operations on a shared disk ("none") */
 };
 
 /* What the other nodes do when one node's machine crashes (explore.others). */
@@ -100,6 +102,8 @@ struct ckh_xprog_options {
     enum ckh_xprog_crashes crashes; /* AUTO: the scenario's explore.crashes */
     bool others_set;          /* use others instead of the scenario's explore.others */
     enum ckh_xprog_others others; /* the --others override */
+    uint64_t only_order;      /* appended: N > 0: run order N alone (--order N), no crash
+                                 state (multi-node jobs with a shared disk) */
 };
 
 /* One crash state that failed its check. */
@@ -126,6 +130,13 @@ struct ckh_xprog_result {
     char start_note[320];     /* why some started cold ("" when none did, or when asked to) */
     struct ckh_xprog_failure *fails; /* ascending k (owned, malloc) */
     size_t nfails;            /* their count */
+    /* appended: orders of several nodes' operations on a shared disk
+     * (search/explore_multi.h, "Orders") */
+    uint64_t orders;          /* orders found in the recorded run */
+    uint64_t orders_checked;  /* orders run and judged */
+    struct ckh_xprog_failure *order_fails; /* ascending N, k = N (owned, malloc) */
+    size_t norder_fails;      /* their count */
+    bool orders_only;         /* no crash state was explored (--order N, crashes none) */
 };
 
 /* Explores sc (a command job; faults are refused: the explorer makes its
