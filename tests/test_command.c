@@ -979,7 +979,7 @@ static const struct {
     {"job: {command: [x]}\nexplore: {check: maybe}\n", 2, 18,
      "'explore.check' got unknown value 'maybe'; expected one of: auto, verify, restart"},
     {"job: {command: [x]}\nexplore: {crashes: sometimes}\n", 2, 20,
-     "'explore.crashes' got unknown value 'sometimes'; expected one of: all, crash, power-loss"},
+     "'explore.crashes' got unknown value 'sometimes'; expected one of: all, crash, power-loss, none"},
     {"job: {command: [x]}\nexplore: {others: asleep}\n", 2, 19,
      "'explore.others' got unknown value 'asleep'; expected one of: killed, running"},
     {"job: {command: [x]}\nexplore: {symptom: x}\n", 2, 20,

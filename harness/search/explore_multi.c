@@ -746,7 +746,7 @@ static void check_one(const struct xm_run *w, unsigned worker, struct ckh__warm_
         memset(&run, 0, sizeof run);
         rc = ckh__cmd_restart_check(&c, w->ref, res, x->cuts[st->cut].result_bytes, &run);
         if (rc == 0)
-            ckh__run_verdict(&run, &r);
+            rc = ckh__run_verdict(&run, &r); /* an error judging (out of memory) is the state's error */
         ckh_scenario_run_free(&run);
         s->failed = rc == 0 && r.verdict != CKH_VERDICT_PASS;
         if (s->failed) {
