@@ -124,11 +124,16 @@ static bool disarm(void)
         AFTER_FAIL;                                                                                \
     }
 
+/* Every case's folder is made under root, which main makes before the
+ * cases run (each in a forked child) and sweeps after them: a case whose
+ * assertion fails exits its child before it unmounts ckhfs, and the dead
+ * mount would stay in /proc/mounts. */
+static char root[64];
 static char tmpdir[128];
 
 static void make_tmp(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ckh_test_alloc_fail_XXXXXX");
+    snprintf(tmpdir, sizeof tmpdir, "%.60s/case_XXXXXX", root);
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 }
 
@@ -477,5 +482,16 @@ int main(int argc, char **argv)
         perror("test_alloc_fail: own path");
         return 1;
     }
-    return ckh_test_run(alloc_fail_suite());
+    snprintf(root, sizeof root, "/tmp/ckh_test_alloc_fail_XXXXXX");
+    if (!mkdtemp(root)) {
+        perror("test_alloc_fail: a scratch folder");
+        return 1;
+    }
+    int rc = ckh_test_run(alloc_fail_suite());
+    ckh_ckhfs_sweep_stale(root); /* what a failed case left mounted */
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    if (system(cmd) != 0)
+        fprintf(stderr, "test_alloc_fail: cannot remove %s\n", root);
+    return rc;
 }
