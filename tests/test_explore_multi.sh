@@ -19,6 +19,10 @@
 #   - bad input is exit 2 naming what: --crashes, --others, explore keys.
 # Usage: tests/test_explore_multi.sh CKH SOURCE_DIR
 set -uo pipefail
+# grep -q stops reading at its first match: with pipefail, a long output
+# piped into it fails the pipeline when the writer then dies of SIGPIPE.
+# grep_q reads every line and prints nothing.
+grep_q() { grep "$@" >/dev/null; }
 ckh=$(realpath "${1:?usage: test_explore_multi.sh CKH SOURCE_DIR}")
 src=$(realpath "${2:?usage: test_explore_multi.sh CKH SOURCE_DIR}")
 ckh_test_name=test_explore_multi
@@ -50,8 +54,8 @@ summary() { printf '%s\n' "$1" | head -1 | sed 's/ in [0-9.]* s.*//'; }
 # node-local disks is a failure of the fault-free run.
 out=$("$ckh" explore shell-multi-rank0-mkdir.yaml 2>&1)
 st=$?
-if [ $st -eq 1 ] && printf '%s\n' "$out" | grep -q 'FAIL: fails without faults: rank_1 exited' &&
-    printf '%s\n' "$out" | grep -q 'Directory nonexistent'; then
+if [ $st -eq 1 ] && printf '%s\n' "$out" | grep_q 'FAIL: fails without faults: rank_1 exited' &&
+    printf '%s\n' "$out" | grep_q 'Directory nonexistent'; then
     ok "rank0-mkdir: the fault-free run fails on rank 1's own disk"
 else
     fail "rank0-mkdir: exit $st: $out"
@@ -59,7 +63,7 @@ fi
 out=$("$ckh" explore shell-multi-rank0-mkdir-fixed.yaml --jobs 2 2>&1)
 st=$?
 again=$("$ckh" explore shell-multi-rank0-mkdir-fixed.yaml --jobs 2 2>&1)
-if [ $st -eq 0 ] && printf '%s\n' "$out" | grep -qE '^explore .*[0-9]+ crash points, [0-9]+ states \([0-9]+ distinct\)' &&
+if [ $st -eq 0 ] && printf '%s\n' "$out" | grep_q -E '^explore .*[0-9]+ crash points, [0-9]+ states \([0-9]+ distinct\)' &&
     [ "$(summary "$out")" = "$(summary "$again")" ]; then
     ok "rank0-mkdir fixed (node-local disks), the same twice: $(summary "$out")"
 else
@@ -71,18 +75,18 @@ out=$("$ckh" explore shell-multi-no-commit.yaml --jobs 2 2>&1)
 first=$(printf '%s\n' "$out" | grep -m1 -E '^  state [0-9]+: ')
 k=$(printf '%s\n' "$first" | sed -E 's/^  state ([0-9]+): .*/\1/')
 sym=$(printf '%s\n' "$out" | grep -m1 -A1 -E '^  state [0-9]+: ' | tail -1)
-if printf '%s\n' "$first" | grep -qE 'last operations: rank_0: [a-z_]+ /[^;]*; rank_1: ' &&
-    printf '%s\n' "$first" | grep -qE 'disks: shared held: .*/latest \([0-9]+ B\)' &&
-    printf '%s\n' "$sym" | grep -q "^    rank_[01]'s view: verify"; then
+if printf '%s\n' "$first" | grep_q -E 'last operations: rank_0: [a-z_]+ /[^;]*; rank_1: ' &&
+    printf '%s\n' "$first" | grep_q -E 'disks: shared held: .*/latest \([0-9]+ B\)' &&
+    printf '%s\n' "$sym" | grep_q "^    rank_[01]'s view: verify"; then
     ok "the smallest failing state, $k, names the nodes' last operations and the disk's files"
 else
     fail "smallest failing state: '$first' / '$sym'"
 fi
 one=$("$ckh" explore shell-multi-no-commit.yaml --state "$k" 2>&1)
 st=$?
-if [ $st -eq 1 ] && printf '%s\n' "$one" | grep -qF "  state $k: " &&
+if [ $st -eq 1 ] && printf '%s\n' "$one" | grep_q -F "  state $k: " &&
     [ "$(printf '%s\n' "$one" | grep -m1 -A1 -E '^  state [0-9]+: ' | tail -1)" = "$sym" ] &&
-    printf '%s\n' "$one" | grep -q '1 distinct), 1 checked'; then
+    printf '%s\n' "$one" | grep_q '1 distinct), 1 checked'; then
     ok "--state $k checks that state alone, same symptom"
 else
     fail "--state $k: exit $st: $one (want the symptom '$sym')"
@@ -121,19 +125,19 @@ run=$("$ckh" explore shell-multi-no-commit-fixed.yaml --jobs 2 --crashes crash -
 st=$?
 if [ "${all%% *}" -eq $((${pw%% *} + ${cr%% *})) ] && [ "${pw%% *}" -gt 0 ] && [ "${cr%% *}" -gt 0 ] &&
     [ "${all##* }" -le $((${pw##* } + ${cr##* })) ] && [ $st -eq 0 ] &&
-    printf '%s\n' "$run" | grep -q '^PASS'; then
+    printf '%s\n' "$run" | grep_q '^PASS'; then
     ok "states (distinct): all $all = power-loss $pw + crash $cr; crash with the others running: $(count "$run")"
 else
     fail "crashes: all '$all' power-loss '$pw' crash '$cr' running '$(count "$run")' (exit $st)"
 fi
 out=$("$ckh" explore shell-multi-no-commit.yaml --jobs 2 --crashes crash 2>&1)
-printf '%s\n' "$out" | grep -qE '^  state [0-9]+: rank_[01] crashes before operation [0-9]+ of [0-9]+ \(the others killed\)' &&
-    printf '%s\n' "$out" | grep -q 'reproduce: .* --crashes crash --state' &&
+printf '%s\n' "$out" | grep_q -E '^  state [0-9]+: rank_[01] crashes before operation [0-9]+ of [0-9]+ \(the others killed\)' &&
+    printf '%s\n' "$out" | grep_q 'reproduce: .* --crashes crash --state' &&
     ok "one node's crash alone finds no-commit: $(summary "$out")" || fail "--crashes crash: $out"
 
 out=$("$ckh" explore shell-multi-no-commit.yaml --jobs 2 --crashes crash --others running 2>&1)
-printf '%s\n' "$out" | grep -qE '^  state [0-9]+: rank_[01] crashes (before|after) .* \(the others ran on to it' &&
-    printf '%s\n' "$out" | grep -q 'reproduce: .* --crashes crash --others running --state' &&
+printf '%s\n' "$out" | grep_q -E '^  state [0-9]+: rank_[01] crashes (before|after) .* \(the others ran on to it' &&
+    printf '%s\n' "$out" | grep_q 'reproduce: .* --crashes crash --others running --state' &&
     ok "one node's crash, the others running on, finds no-commit: $(summary "$out")" ||
     fail "--others running: $out"
 
@@ -150,7 +154,7 @@ verify: [/bin/sh, $prog, --case, no-commit, --verify]
 EOF
 out=$("$ckh" explore mixed.yaml --jobs 2 2>&1)
 st=$?
-if [ $st -eq 1 ] && printf '%s\n' "$out" | grep -q 'disks: shared held: .*; scratch.rank_0 held: nothing; scratch.rank_1 held: nothing'; then
+if [ $st -eq 1 ] && printf '%s\n' "$out" | grep_q 'disks: shared held: .*; scratch.rank_0 held: nothing; scratch.rank_1 held: nothing'; then
     ok "a shared disk and node-local ones: $(summary "$out")"
 else
     fail "mixed disks: exit $st: $out"
@@ -160,7 +164,7 @@ fi
 sed 's/symptom: .*/symptom: "no state says this"/' shell-multi-no-commit.yaml >wrong-symptom.yaml
 out=$("$ckh" run wrong-symptom.yaml 2>&1)
 st=$?
-[ $st -eq 1 ] && printf '%s\n' "$out" | grep -q "expected a crash state whose check says 'no state says this'" &&
+[ $st -eq 1 ] && printf '%s\n' "$out" | grep_q "expected a crash state whose check says 'no state says this'" &&
     ok "a symptom no state shows: FAIL" || fail "wrong symptom: exit $st: $out"
 out=$("$ckh" run shell-multi-no-commit.yaml shell-multi-rank0-mkdir.yaml shell-multi-dcp-swap-fixed.yaml 2>&1)
 st=$?
@@ -176,11 +180,11 @@ else
     sed -e "s#\.\./\.\./#$src/#g" "$lib/torch-multi-rank0-mkdir-fixed.yaml" >torch-fixed.yaml
     out=$("$ckh" explore torch-bug.yaml --jobs 2 2>&1)
     st=$?
-    [ $st -eq 1 ] && printf '%s\n' "$out" | grep -q 'shard_1.pt is missing or not a whole torch.save archive' &&
+    [ $st -eq 1 ] && printf '%s\n' "$out" | grep_q 'shard_1.pt is missing or not a whole torch.save archive' &&
         ok "PyTorch shards without a commit protocol: $(summary "$out")" || fail "torch no-commit: exit $st: $out"
     out=$("$ckh" explore torch-fixed.yaml --jobs 2 2>&1)
     st=$?
-    [ $st -eq 0 ] && printf '%s\n' "$out" | grep -q '^PASS' &&
+    [ $st -eq 0 ] && printf '%s\n' "$out" | grep_q '^PASS' &&
         ok "PyTorch, every rank makes its folder on its own disk: $(summary "$out")" ||
         fail "torch rank0-mkdir fixed: exit $st: $out"
 fi
@@ -196,17 +200,17 @@ out=$("$ckh" explore "$race.yaml" 2>&1)
 st=$?
 out_race=$out
 want="order 1: rank_1's [a-z]+ /step_1[^ ]* before rank_0's mkdir /step_1 \\(rank_0 held at its stat /\\)"
-if [ $st -eq 1 ] && printf '%s\n' "$out" | grep -qE "$want" &&
-    printf '%s\n' "$out" | grep -q 'Directory nonexistent' &&
-    printf '%s\n' "$out" | grep -qF -- "explore $race.yaml --order 1"; then
+if [ $st -eq 1 ] && printf '%s\n' "$out" | grep_q -E "$want" &&
+    printf '%s\n' "$out" | grep_q 'Directory nonexistent' &&
+    printf '%s\n' "$out" | grep_q -F -- "explore $race.yaml --order 1"; then
     ok "step-folder race found by its order: $(printf '%s\n' "$out" | grep -m1 '^  order')"
 else
     fail "$race: exit $st, want 1, '$want' and ENOENT: $out"
 fi
 out=$("$ckh" explore "$race-fixed.yaml" 2>&1)
 st=$?
-[ $st -eq 0 ] && printf '%s\n' "$out" | grep -q "^orders: 1 of the nodes' operations on a shared disk, 1 run" &&
-    printf '%s\n' "$out" | grep -q '^PASS: every order run passes' &&
+[ $st -eq 0 ] && printf '%s\n' "$out" | grep_q "^orders: 1 of the nodes' operations on a shared disk, 1 run" &&
+    printf '%s\n' "$out" | grep_q '^PASS: every order run passes' &&
     ok "step-folder fixed: every order passes" || fail "$race-fixed: exit $st: $out"
 # --order 1 forces the same order again: the same verdict and symptom, twice
 # (the folder of each run is neutral in the text, so the lines are equal).
@@ -215,7 +219,7 @@ first=$("$ckh" explore "$race.yaml" --order 1 2>&1)
 s1=$?
 second=$("$ckh" explore "$race.yaml" --order 1 2>&1)
 s2=$?
-if [ $s1 -eq 1 ] && [ $s2 -eq 1 ] && printf '%s\n' "$first" | grep -q 'order 1 of 1 run alone' &&
+if [ $s1 -eq 1 ] && [ $s2 -eq 1 ] && printf '%s\n' "$first" | grep_q 'order 1 of 1 run alone' &&
     [ -n "$(sym "$first")" ] && [ "$(sym "$first")" = "$(sym "$second")" ] && [ "$(sym "$first")" = "$(sym "$out_race")" ]; then
     ok "--order 1 replays the failing order twice with the same verdict"
 else
@@ -225,7 +229,7 @@ fi
 # fixed one to pass (the library stays green with real verdicts).
 out=$("$ckh" run "$race.yaml" "$race-fixed.yaml" 2>&1)
 st=$?
-[ $st -eq 0 ] && printf '%s\n' "$out" | grep -q '2 scenarios: 2 passed' && ok "ckh run: race expected to fail, fixed passes" ||
+[ $st -eq 0 ] && printf '%s\n' "$out" | grep_q '2 scenarios: 2 passed' && ok "ckh run: race expected to fail, fixed passes" ||
     fail "ckh run of the race pair: exit $st: $out"
 
 # ---- bad input ----
@@ -235,7 +239,7 @@ bad() { # WHAT EXPECTED-TEXT ARGS...
     local o
     o=$("$ckh" "$@" 2>&1)
     local s=$?
-    [ $s -eq 2 ] && printf '%s\n' "$o" | grep -qF -- "$want" && ok "bad input: $what" ||
+    [ $s -eq 2 ] && printf '%s\n' "$o" | grep_q -F -- "$want" && ok "bad input: $what" ||
         fail "bad input $what: exit $s: $o"
 }
 bad "--crashes" "--crashes expects all, crash, power-loss or none, got 'some'" explore mixed.yaml --crashes some
@@ -250,6 +254,6 @@ bad "explore.symptom without expect: fail" "needs 'explore.expect: fail'" explor
 sed -i 's/  symptom: "x"/  crashes: sometimes/' mixed.yaml
 bad "explore.crashes" "explore.crashes" explore mixed.yaml
 
-grep -q ckhfs /proc/mounts && grep ckhfs /proc/mounts | grep -q "$work" && fail "mounts left: $(grep "$work" /proc/mounts)"
+grep -q ckhfs /proc/mounts && grep ckhfs /proc/mounts | grep_q "$work" && fail "mounts left: $(grep "$work" /proc/mounts)"
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
 echo "all explore-multi checks passed"

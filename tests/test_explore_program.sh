@@ -14,6 +14,10 @@
 #     a verify check without verify; nothing is left mounted.
 # Usage: tests/test_explore_program.sh CKH SOURCE_DIR
 set -uo pipefail
+# grep -q stops reading at its first match: with pipefail, a long output
+# piped into it fails the pipeline when the writer then dies of SIGPIPE.
+# grep_q reads every line and prints nothing.
+grep_q() { grep "$@" >/dev/null; }
 ckh=$(realpath "${1:?usage: test_explore_program.sh CKH SOURCE_DIR}")
 src=$(realpath "${2:?usage: test_explore_program.sh CKH SOURCE_DIR}")
 ckh_test_name=test_explore_program
@@ -51,8 +55,8 @@ scenario unsafe --unsafe
 out=$("$ckh" explore safe.yaml 2>&1)
 st=$?
 summary=$(printf '%s\n' "$out" | head -1)
-if [ $st -eq 0 ] && printf '%s\n' "$out" | grep -q '^PASS: every crash state checked passes' &&
-    printf '%s\n' "$summary" | grep -qE 'crash points, [0-9]+ states \([0-9]+ distinct\), [0-9]+ checked by verify'; then
+if [ $st -eq 0 ] && printf '%s\n' "$out" | grep_q '^PASS: every crash state checked passes' &&
+    printf '%s\n' "$summary" | grep_q -E 'crash points, [0-9]+ states \([0-9]+ distinct\), [0-9]+ checked by verify'; then
     ok "safe saver, verify: $summary"
 else
     fail "safe saver, verify: exit $st: $out"
@@ -63,7 +67,7 @@ s2=$(printf '%s\n' "$out2" | head -1 | sed 's/ in [0-9.]* s.*//')
 [ "$s1" = "$s2" ] && ok "--jobs 2 checks the same states: $s2" || fail "--jobs 2: '$s2' vs --jobs 1: '$s1'"
 out=$("$ckh" explore safe.yaml --check restart --jobs 2 2>&1)
 st=$?
-if [ $st -eq 0 ] && printf '%s\n' "$out" | grep -q 'checked by restart'; then
+if [ $st -eq 0 ] && printf '%s\n' "$out" | grep_q 'checked by restart'; then
     ok "safe saver, restart: $(printf '%s\n' "$out" | head -1)"
 else
     fail "safe saver, restart: exit $st: $out"
@@ -75,9 +79,9 @@ st=$?
 first=$(printf '%s\n' "$out" | grep -m1 -E '^  state [0-9]+: ')
 k=$(printf '%s\n' "$first" | sed -E 's/^  state ([0-9]+): .*/\1/')
 sym=$(printf '%s\n' "$out" | grep -m1 -A1 -E '^  state [0-9]+: ' | tail -1)
-if [ $st -eq 1 ] && [ -n "$k" ] && printf '%s\n' "$out" | grep -qE '^FAIL: [0-9]+ crash states? failed' &&
-    printf '%s\n' "$sym" | grep -q 'latest' &&
-    printf '%s\n' "$out" | grep -q "reproduce: .* explore unsafe.yaml --state $k"; then
+if [ $st -eq 1 ] && [ -n "$k" ] && printf '%s\n' "$out" | grep_q -E '^FAIL: [0-9]+ crash states? failed' &&
+    printf '%s\n' "$sym" | grep_q 'latest' &&
+    printf '%s\n' "$out" | grep_q "reproduce: .* explore unsafe.yaml --state $k"; then
     ok "unsafe saver fails; smallest state $k: $sym"
 else
     fail "unsafe saver: exit $st: $out"
@@ -87,7 +91,7 @@ sorted=$(printf '%s\n' $ks | sort -n | tr '\n' ' ')
 [ "$ks" = "$sorted" ] && ok "findings in ascending state order" || fail "findings out of order: $ks"
 one=$("$ckh" explore unsafe.yaml --state "$k" --keep kept 2>&1)
 st=$?
-if [ $st -eq 1 ] && printf '%s\n' "$one" | grep -qF "$first" && printf '%s\n' "$one" | grep -qF "$sym" &&
+if [ $st -eq 1 ] && printf '%s\n' "$one" | grep_q -F "$first" && printf '%s\n' "$one" | grep_q -F "$sym" &&
     [ -f kept/latest ]; then
     ok "--state $k reproduces the state and its symptom alone; --keep wrote $(ls kept | tr '\n' ' ')"
 else
@@ -96,7 +100,7 @@ fi
 before=$(ls -la kept | md5sum)
 out=$("$ckh" explore unsafe.yaml --state "$k" --keep kept 2>&1)
 st=$?
-if [ $st -eq 2 ] && printf '%s\n' "$out" | grep -q 'not empty' && [ "$(ls -la kept | md5sum)" = "$before" ]; then
+if [ $st -eq 2 ] && printf '%s\n' "$out" | grep_q 'not empty' && [ "$(ls -la kept | md5sum)" = "$before" ]; then
     ok "--keep into a folder with files: refused, nothing touched"
 else
     fail "--keep into a non-empty folder: exit $st: $out"
@@ -104,7 +108,7 @@ fi
 
 # ---- bounds and the explore: block ----
 out=$("$ckh" explore safe.yaml --max-states 5 2>&1)
-if printf '%s\n' "$out" | grep -q '^bounded: max_states 5 reached' && printf '%s\n' "$out" | grep -q ' 5 states '; then
+if printf '%s\n' "$out" | grep_q '^bounded: max_states 5 reached' && printf '%s\n' "$out" | grep_q ' 5 states '; then
     ok "--max-states 5: $(printf '%s\n' "$out" | sed -n 2p)"
 else
     fail "--max-states 5: $out"
@@ -112,7 +116,7 @@ fi
 cp unsafe.yaml block.yaml && printf 'explore:\n  check: verify\n  max_states: 120\n' >>block.yaml
 out=$("$ckh" run block.yaml 2>&1)
 st=$?
-if [ $st -eq 1 ] && printf '%s\n' "$out" | grep -qE '^FAIL  block: explore: [0-9]+ of [0-9]+ crash states fail verify'; then
+if [ $st -eq 1 ] && printf '%s\n' "$out" | grep_q -E '^FAIL  block: explore: [0-9]+ of [0-9]+ crash states fail verify'; then
     ok "ckh run on an explore: scenario: $(printf '%s\n' "$out" | grep -m1 '^FAIL')"
 else
     fail "ckh run on an explore: scenario: exit $st: $out"
@@ -128,7 +132,7 @@ bad() { # NAME WANT-STATUS WANT-TEXT ARGS...
     local o
     o=$("$ckh" explore "$@" 2>&1)
     local s=$?
-    if [ $s -eq "$want" ] && printf '%s\n' "$o" | grep -qF -- "$text"; then
+    if [ $s -eq "$want" ] && printf '%s\n' "$o" | grep_q -F -- "$text"; then
         ok "$name: exit $s: $(printf '%s\n' "$o" | head -1)"
     else
         fail "$name: exit $s (want $want, '$text'): $o"

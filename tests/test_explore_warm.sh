@@ -20,6 +20,10 @@
 #           by restart (bounded); skipped (77) without torch.
 # Usage: tests/test_explore_warm.sh python|torch CKH SOURCE_DIR
 set -uo pipefail
+# grep -q stops reading at its first match: with pipefail, a long output
+# piped into it fails the pipeline when the writer then dies of SIGPIPE.
+# grep_q reads every line and prints nothing.
+grep_q() { grep "$@" >/dev/null; }
 part=${1:?usage: test_explore_warm.sh python|torch CKH SOURCE_DIR}
 ckh=$(realpath "${2:?usage: test_explore_warm.sh python|torch CKH SOURCE_DIR}")
 src=$(realpath "${3:?usage: test_explore_warm.sh python|torch CKH SOURCE_DIR}")
@@ -89,7 +93,7 @@ EOF
 
     # ---- how programs start, and the fallbacks ----
     out=$("$ckh" explore unsafe.yaml --max-states 10 2>&1)
-    printf '%s\n' "$out" | grep -qE '^start: warm \(' && ok "auto starts Python warm" ||
+    printf '%s\n' "$out" | grep_q -E '^start: warm \(' && ok "auto starts Python warm" ||
         fail "auto did not start warm: $out"
     run_sh=$src/tests/programs/prog_saver_run.sh
     cat >shell.yaml <<EOF
@@ -99,11 +103,11 @@ job:
 verify: [/bin/sh, $run_sh, --verify]
 EOF
     out=$("$ckh" explore shell.yaml 2>&1)
-    printf '%s\n' "$out" | grep -qF 'start: cold: /bin/sh is not a Python interpreter' &&
+    printf '%s\n' "$out" | grep_q -F 'start: cold: /bin/sh is not a Python interpreter' &&
         ok "a shell program starts cold, saying why" || fail "shell program: $out"
     out=$("$ckh" explore shell.yaml --start warm 2>&1)
     st=$?
-    [ $st -eq 2 ] && printf '%s\n' "$out" | grep -qF -- '--start warm: /bin/sh is not a Python interpreter' &&
+    [ $st -eq 2 ] && printf '%s\n' "$out" | grep_q -F -- '--start warm: /bin/sh is not a Python interpreter' &&
         ok "--start warm refuses it: $out" || fail "--start warm on a shell program: exit $st: $out"
     mkdir -p "$work/mods" "$work/modpath"
     cp "$prog" "$work/mods/prog_py_saver_mod.py"
@@ -116,7 +120,7 @@ job:
 verify: [$py, -m, prog_py_saver_mod, --verify]
 EOF
     out=$("$ckh" explore module.yaml --max-states 10 2>&1)
-    printf '%s\n' "$out" | grep -qF 'a module with -m' && ok "-m starts cold: $(printf '%s\n' "$out" | grep '^start')" ||
+    printf '%s\n' "$out" | grep_q -F 'a module with -m' && ok "-m starts cold: $(printf '%s\n' "$out" | grep '^start')" ||
         fail "-m: $out"
     # An import that raises something else than ImportError (a module
     # outside the program's folder, imported at top level): no launcher.
@@ -132,7 +136,7 @@ job:
 verify: [$py, $work/mods/prog_boom.py, --verify]
 EOF
     out=$("$ckh" explore boom.yaml --max-states 10 2>&1)
-    printf '%s\n' "$out" | grep -qF 'importing boom raised RuntimeError: boom at import' &&
+    printf '%s\n' "$out" | grep_q -F 'importing boom raised RuntimeError: boom at import' &&
         ok "a failing import starts cold: $(printf '%s\n' "$out" | grep '^start')" || fail "failing import: $out"
 
     # ---- likely failures first: a time limit that allows almost nothing ----
@@ -143,8 +147,8 @@ EOF
     # Bounded by the limit, or (a fast machine) every distinct state checked
     # within it: either way a failure is found and shown smallest first.
     if [ $st -eq 1 ] && printf '%s\n' "$out" |
-        grep -qE '^bounded: time limit 1 s reached|^explore .*\(([0-9]+) distinct\), \1 checked by' &&
-        printf '%s\n' "$out" | grep -q '^FAIL: ' && [ "$ks" = "$sorted" ]; then
+        grep_q -E '^bounded: time limit 1 s reached|^explore .*\(([0-9]+) distinct\), \1 checked by' &&
+        printf '%s\n' "$out" | grep_q '^FAIL: ' && [ "$ks" = "$sorted" ]; then
         ok "--time-limit 1 still finds a failure: $(printf '%s\n' "$out" | grep -E '^(bounded|explore) ' | tail -1)"
     else
         fail "--time-limit 1: exit $st: $out"

@@ -27,6 +27,10 @@
 # without torch in PYTHON (the project's setup installs python3-torch),
 # verdicts without CKH, FUSE or torch (tests/support/skip.sh).
 set -uo pipefail
+# grep -q stops reading at its first match: with pipefail, a long output
+# piped into it fails the pipeline when the writer then dies of SIGPIPE.
+# grep_q reads every line and prints nothing.
+grep_q() { grep "$@" >/dev/null; }
 usage="usage: test_programs.sh plain|torch|verdicts|all PYTHON PROG_SAVER SOURCE_DIR [CKH]"
 part=${1:?$usage}
 py=${2:?$usage}
@@ -296,14 +300,14 @@ else
         "$src/scenarios/programs/torch-adam-kill-after-save.yaml" >"$d/adam-bytes.yaml"
     printf 'compare:\n  content: ["*.pt"]\n' >>"$d/adam-bytes.yaml"
     adam=$(cd "$d" && "$ckh" run adam-bytes.yaml 2>&1)
-    if printf '%s\n' "$adam" | grep -qE '^FAIL  adam-bytes: reference: final value file:step_[0-9]+\.pt of rank_0 differs'; then
+    if printf '%s\n' "$adam" | grep_q -E '^FAIL  adam-bytes: reference: final value file:step_[0-9]+\.pt of rank_0 differs'; then
         ok "Adam job with compare.content: $(printf '%s\n' "$adam" | head -1)"
     else
         fail "Adam job with compare.content: want a reference failure on a .pt file, got: $adam"
     fi
     for name in "${!verdict[@]}"; do
         line=$(printf '%s\n' "$out" | grep -m1 -E "^(PASS|FAIL|ERROR)  $name[: ]")
-        if printf '%s\n' "$line" | grep -qE "^FAIL  $name: ${verdict[$name]}"; then
+        if printf '%s\n' "$line" | grep_q -E "^FAIL  $name: ${verdict[$name]}"; then
             ok "$name without its expect section: $line"
         else
             fail "$name without its expect section: want FAIL  $name: ${verdict[$name]}, got: ${line:-no line}; ckh said: $out"
