@@ -139,26 +139,36 @@ static void op_parse(const void *arg, struct outcome *o)
     ckh_scenario_free(sc);
 }
 
+/* The outcome of running a parsed scenario (parse_rc its parse's code, err
+ * its error): the parse error as an ERROR verdict, or the run's verdict
+ * and message. Frees sc. */
+static void run_parsed(int parse_rc, struct ckh_scenario *sc, const struct ckh_scn_error *err,
+                       const struct ckh_run_options *opts, struct outcome *o)
+{
+    o->rc = parse_rc;
+    if (o->rc != 0) {
+        ckh_scn_error_format(err, o->msg, sizeof o->msg);
+        o->verdict = CKH_VERDICT_ERROR;
+        return;
+    }
+    struct ckh_report_result r;
+    ckh_report_result_init(&r);
+    o->rc = ckh_harness_run(sc, opts, &r);
+    o->verdict = r.verdict;
+    snprintf(o->msg, sizeof o->msg, "%s", r.message ? r.message : "");
+    ckh_report_result_clear(&r);
+    ckh_scenario_free(sc);
+}
+
 static void op_run(const void *arg, struct outcome *o)
 {
     const char *text = arg;
     struct ckh_scenario *sc = NULL;
     struct ckh_scn_error err;
     memset(o, 0, sizeof *o);
-    o->rc = ckh_scenario_parse_string(text, strlen(text), "oom.yaml", NULL, &sc, &err);
-    if (o->rc != 0) {
-        ckh_scn_error_format(&err, o->msg, sizeof o->msg);
-        o->verdict = CKH_VERDICT_ERROR;
-        return;
-    }
-    struct ckh_run_options opts = {.source_dir = getenv("CKH_SOURCE_DIR"), .timeline = true};
-    struct ckh_report_result r;
-    ckh_report_result_init(&r);
-    o->rc = ckh_harness_run(sc, &opts, &r);
-    o->verdict = r.verdict;
-    snprintf(o->msg, sizeof o->msg, "%s", r.message ? r.message : "");
-    ckh_report_result_clear(&r);
-    ckh_scenario_free(sc);
+    int rc = ckh_scenario_parse_string(text, strlen(text), "oom.yaml", NULL, &sc, &err);
+    const struct ckh_run_options opts = {.source_dir = getenv("CKH_SOURCE_DIR"), .timeline = true};
+    run_parsed(rc, sc, &err, &opts, o);
 }
 
 /* A scenario file of the library (its path relative to the source tree):
@@ -172,20 +182,9 @@ static void op_run_file(const void *arg, struct outcome *o)
     struct ckh_scenario *sc = NULL;
     struct ckh_scn_error err;
     memset(o, 0, sizeof *o);
-    o->rc = ckh_scenario_parse_file(path, NULL, &sc, &err);
-    if (o->rc != 0) {
-        ckh_scn_error_format(&err, o->msg, sizeof o->msg);
-        o->verdict = CKH_VERDICT_ERROR;
-        return;
-    }
-    struct ckh_run_options opts = {.source_dir = src};
-    struct ckh_report_result r;
-    ckh_report_result_init(&r);
-    o->rc = ckh_harness_run(sc, &opts, &r);
-    o->verdict = r.verdict;
-    snprintf(o->msg, sizeof o->msg, "%s", r.message ? r.message : "");
-    ckh_report_result_clear(&r);
-    ckh_scenario_free(sc);
+    int rc = ckh_scenario_parse_file(path, NULL, &sc, &err);
+    const struct ckh_run_options opts = {.source_dir = src};
+    run_parsed(rc, sc, &err, &opts, o);
 }
 
 /* Shrinking a failing scenario within a small budget of runs. */
