@@ -45,7 +45,9 @@
  *     to and including the delimiter). Keys and prefixes count together
  *     towards max_keys; a truncated page gives a token that resumes right
  *     after its last key or past every key of its last prefix. A fault may
- *     leave out the keys written in the last N ops.
+ *     leave out the keys written in the last N ops (the listing op's own
+ *     number included: N = 1 leaves out the key the op before wrote); its
+ *     trace line then ends in omit-newer=N.
  * O10. Multipart: an upload is invisible (no object, not listed) until
  *     completed. Parts 1..10000, a re-sent part replaces the old one.
  *     Complete names parts in ascending order, each with its ETag; every
@@ -1315,9 +1317,12 @@ int ckh_objstore_list(struct ckh_objstore *s, int node, const char *bucket, cons
     free(name);
     if (rc != 0)
         ckh_objstore_listing_free(out);
-    trace_op(s, seq, node, "ListObjectsV2", bucket, NULL, rc, "prefix=%s keys=%zu prefixes=%zu%s",
+    char omit[40] = "";
+    if (p->omit_newer_ops > 0)
+        snprintf(omit, sizeof omit, " omit-newer=%" PRIu64, p->omit_newer_ops);
+    trace_op(s, seq, node, "ListObjectsV2", bucket, NULL, rc, "prefix=%s keys=%zu prefixes=%zu%s%s",
              p->prefix != NULL && p->prefix[0] != '\0' ? "set" : "none", out->nentries, out->nprefixes,
-             out->truncated ? " truncated" : "");
+             out->truncated ? " truncated" : "", omit);
     return rc;
 }
 

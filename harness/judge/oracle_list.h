@@ -26,6 +26,7 @@
     X(determinism)                                                             \
     X(reshard)                                                                 \
     X(saves)                                                                   \
-    X(restarts)
+    X(restarts)                                                                \
+    X(retention)
 
 #endif
