@@ -214,10 +214,10 @@ static bool check(const struct ckh_scenario_run *r, char *detail, size_t n, int6
                     snprintf(step, sizeof step, "step %" PRId64, o->step);
                 snprintf(detail, n,
                          "run %" PRIu32 ", %s: DeleteObject #%" PRIu64 " of rank_%d removed %s/%s%s of the newest "
-                         "complete checkpoint (commit object %s/%s, written by #%" PRIu64 ", %zu objects)",
+                         "complete checkpoint: its commit object %s/%s (written by #%" PRIu64 ") and the %zu "
+                         "objects it names",
                          o->run, step, o->seq, o->node, o->bucket, o->key,
-                         c->commit == id ? ", the commit object" : "", co->bucket, co->key, c->seq,
-                         c->nmembers + 1);
+                         c->commit == id ? ", the commit object," : "", co->bucket, co->key, c->seq, c->nmembers);
                 if (o->step >= 0)
                     *divergent = o->step;
                 ok = false;
