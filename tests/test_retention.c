@@ -4,6 +4,7 @@
  * out by hand (struct ckh_store_op), as a command job copies them from the
  * store's trace; the end-to-end runs are in tests/test_object_store.sh. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,6 +214,41 @@ START_TEST(recommit_names_what_exists)
 }
 END_TEST
 
+/* job.object_store.commit is written back as read (ckh shrink keeps it),
+ * and a path or an empty glob is refused at its line and column. */
+START_TEST(commit_key_round_trip_and_errors)
+{
+    struct ckh_scenario *sc = scenario("ckpt/step_*/manifest");
+    ck_assert_str_eq(sc->job.object_store->commit, "ckpt/step_*/manifest");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(ckh_scenario_write(f, sc), 0);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "    commit: \"ckpt/step_*/manifest\"\n"));
+    struct ckh_scenario *back = NULL;
+    struct ckh_scn_error e;
+    ck_assert_msg(ckh_scenario_parse_string(buf, len, "w.yaml", NULL, &back, &e) == 0, "%s", e.msg);
+    ck_assert_str_eq(back->job.object_store->commit, "ckpt/step_*/manifest");
+    ckh_scenario_free(back);
+    ckh_scenario_free(sc);
+    free(buf);
+    static const char *const bad[] = {"/bkt/ckpt/*", ""};
+    for (size_t i = 0; i < 2; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "job:\n  command: [/bin/true]\n  object_store:\n    buckets: [bkt]\n"
+                                    "    commit: \"%s\"\n", bad[i]);
+        struct ckh_scenario *no = NULL;
+        ck_assert_int_eq(ckh_scenario_parse_string(text, strlen(text), "r.yaml", NULL, &no, &e), CKH_EINVAL);
+        ck_assert_ptr_null(no);
+        ck_assert_int_eq(e.line, 5);
+        ck_assert_int_eq(e.column, 13);
+        ck_assert_msg(strstr(e.msg, "'job.object_store.commit' expects ") != NULL, "%s", e.msg);
+    }
+}
+END_TEST
+
 static Suite *retention_suite(void)
 {
     Suite *s = suite_create("retention");
@@ -223,6 +259,7 @@ static Suite *retention_suite(void)
     tcase_add_test(tc, commit_object_deleted);
     tcase_add_test(tc, completeness_follows_the_keys);
     tcase_add_test(tc, recommit_names_what_exists);
+    tcase_add_test(tc, commit_key_round_trip_and_errors);
     suite_add_tcase(s, tc);
     return s;
 }
