@@ -62,6 +62,12 @@ static void save(struct ops *o, const char *folder)
     put(o, k);
 }
 
+static void free_keys(struct ops *o)
+{
+    for (size_t i = 0; i < o->n; i++)
+        free(o->v[i].key);
+}
+
 /* Judges o under commit glob `commit`: passed, detail and step in *out. */
 static bool judge(const char *commit, struct ops *o, char *detail, size_t n, int64_t *step)
 {
@@ -75,12 +81,6 @@ static bool judge(const char *commit, struct ops *o, char *detail, size_t n, int
     bool ok = ora->check(&r, detail, n, step);
     ckh_scenario_free(sc);
     return ok;
-}
-
-static void free_keys(struct ops *o)
-{
-    for (size_t i = 0; i < o->n; i++)
-        free(o->v[i].key);
 }
 
 /* Applies only with job.object_store.commit and a store's operations. */
@@ -100,6 +100,7 @@ START_TEST(applies_with_commit_only)
     r.nstore_ops = 0;
     ck_assert(!ora->applies(&r)); /* no store: nothing to replay */
     ckh_scenario_free(sc);
+    free_keys(&o);
 }
 END_TEST
 
