@@ -11,6 +11,9 @@
  *     STATUS the HTTP status (200, 204, 404...), CODE S3's error code;
  *     bytes of names below 0x21, 0x7f and '\\' are written \xHH. Same
  *     calls in the same order: same lines, same hash.
+ *     ckh_objstore_trace_op gives the same operation as fields, with
+ *     whether its key has a current version right after it (an Undo
+ *     names the key of its first record).
  * O2. Buckets: S3's naming rules; a bucket is deleted only when empty (no
  *     object the store holds, no open upload).
  * O3. A key names at most one current version. A put replaces it whole; a
@@ -42,7 +45,9 @@
  *     to and including the delimiter). Keys and prefixes count together
  *     towards max_keys; a truncated page gives a token that resumes right
  *     after its last key or past every key of its last prefix. A fault may
- *     leave out the keys written in the last N ops.
+ *     leave out the keys written in the last N ops (the listing op's own
+ *     number included: N = 1 leaves out the key the op before wrote); its
+ *     trace line then ends in omit-newer=N.
  * O10. Multipart: an upload is invisible (no object, not listed) until
  *     completed. Parts 1..10000, a re-sent part replaces the old one.
  *     Complete names parts in ascending order, each with its ETag; every
@@ -67,6 +72,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +220,12 @@ struct inflight {
     size_t nu;
 };
 
+/* One trace line and the same operation as fields (O1). */
+struct trace_entry {
+    char *line;                    /* owned */
+    struct ckh_objstore_trace_op op; /* bucket and key owned (NULL: none) */
+};
+
 struct ckh_objstore {
     char *name;                     /* trace prefix */
     struct ckh_objstore_config cfg; /* defaults resolved */
@@ -225,7 +237,7 @@ struct ckh_objstore {
     size_t nbuckets;
     struct inflight *inflight;      /* oldest first */
     size_t ninflight;
-    char **trace;                   /* lines (owned) */
+    struct trace_entry *trace;      /* one per operation (owned) */
     size_t ntrace, captrace;
     uint64_t trace_hash;
 };
@@ -421,6 +433,16 @@ static void put_escaped(char **p, char *end, const char *s)
     **p = '\0';
 }
 
+static struct bucket *bucket_find(struct ckh_objstore *s, const char *name);
+static struct entry *entry_find(struct bucket *b, const char *key);
+
+static void trace_entry_clear(struct trace_entry *t)
+{
+    free(t->line);
+    free((char *)t->op.bucket);
+    free((char *)t->op.key);
+}
+
 /* Appends one trace line for op `seq` (O1); extra is printf text or NULL.
  * A line that cannot be stored (out of memory) still counts in the hash. */
 static void trace_op(struct ckh_objstore *s, uint64_t seq, int node, const char *op, const char *bucket,
@@ -454,9 +476,20 @@ static void trace_op(struct ckh_objstore *s, uint64_t seq, int node, const char 
     s->trace_hash = ckh_hash64(s->trace_hash, line, strlen(line) + 1);
     if (!grow((void **)&s->trace, &s->captrace, s->ntrace + 1, sizeof *s->trace))
         return;
-    char *copy = strdup(line);
-    if (copy != NULL)
-        s->trace[s->ntrace++] = copy;
+    struct trace_entry t = {.line = strdup(line),
+                            .op = {.seq = seq, .node = node, .op = op, .result = result, .exists = -1}};
+    t.op.bucket = bucket != NULL ? strdup(bucket) : NULL;
+    t.op.key = key != NULL ? strdup(key) : NULL;
+    if (t.line == NULL || (bucket != NULL && t.op.bucket == NULL) || (key != NULL && t.op.key == NULL)) {
+        trace_entry_clear(&t);
+        return;
+    }
+    if (bucket != NULL && key != NULL) { /* the key's state after the operation */
+        struct bucket *b = bucket_find(s, bucket);
+        struct entry *e = b != NULL ? entry_find(b, key) : NULL;
+        t.op.exists = e != NULL && e->cur != NULL;
+    }
+    s->trace[s->ntrace++] = t;
 }
 
 size_t ckh_objstore_trace_len(const struct ckh_objstore *s)
@@ -466,7 +499,12 @@ size_t ckh_objstore_trace_len(const struct ckh_objstore *s)
 
 const char *ckh_objstore_trace_line(const struct ckh_objstore *s, size_t i)
 {
-    return i < s->ntrace ? s->trace[i] : NULL;
+    return i < s->ntrace ? s->trace[i].line : NULL;
+}
+
+const struct ckh_objstore_trace_op *ckh_objstore_trace_op(const struct ckh_objstore *s, size_t i)
+{
+    return i < s->ntrace ? &s->trace[i].op : NULL;
 }
 
 uint64_t ckh_objstore_last_seq(const struct ckh_objstore *s)
@@ -564,7 +602,7 @@ void ckh_objstore_destroy(struct ckh_objstore *s)
         inflight_clear(&s->inflight[i]);
     free(s->inflight);
     for (size_t i = 0; i < s->ntrace; i++)
-        free(s->trace[i]);
+        trace_entry_clear(&s->trace[i]);
     free(s->trace);
     free(s->name);
     free(s);
@@ -576,19 +614,29 @@ void ckh_objstore_set_time(struct ckh_objstore *s, uint64_t now_ns)
         s->now_ns = now_ns;
 }
 
-/* Index of the first bucket >= name; *found when equal. */
-static size_t bucket_pos(const struct ckh_objstore *s, const char *name, bool *found)
+/* Index of the first of n records (stride bytes apart from base, sorted
+ * by the string each holds at name_off) whose string is >= name, in byte
+ * order; *found when it equals name. The one binary search over buckets
+ * (by name) and a bucket's entries (by key). */
+static size_t sorted_pos(const void *base, size_t n, size_t stride, size_t name_off, const char *name, bool *found)
 {
-    size_t lo = 0, hi = s->nbuckets;
+    const char *bytes = base;
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(s->buckets[mid].name, name) < 0)
+        if (key_cmp(*(char *const *)(const void *)(bytes + mid * stride + name_off), name) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    *found = lo < s->nbuckets && strcmp(s->buckets[lo].name, name) == 0;
+    *found = lo < n && key_cmp(*(char *const *)(const void *)(bytes + lo * stride + name_off), name) == 0;
     return lo;
+}
+
+/* Index of the first bucket >= name; *found when equal. */
+static size_t bucket_pos(const struct ckh_objstore *s, const char *name, bool *found)
+{
+    return sorted_pos(s->buckets, s->nbuckets, sizeof *s->buckets, offsetof(struct bucket, name), name, found);
 }
 
 static struct bucket *bucket_find(struct ckh_objstore *s, const char *name)
@@ -703,18 +751,10 @@ const char *ckh_objstore_bucket_name(const struct ckh_objstore *s, size_t i)
 
 /* ---- entries and visibility ---- */
 
+/* Index of the first entry of b >= key; *found when equal. */
 static size_t entry_pos(const struct bucket *b, const char *key, bool *found)
 {
-    size_t lo = 0, hi = b->nentries;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (key_cmp(b->entries[mid].key, key) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = lo < b->nentries && key_cmp(b->entries[lo].key, key) == 0;
-    return lo;
+    return sorted_pos(b->entries, b->nentries, sizeof *b->entries, offsetof(struct entry, key), key, found);
 }
 
 static struct entry *entry_find(struct bucket *b, const char *key)
@@ -1277,9 +1317,12 @@ int ckh_objstore_list(struct ckh_objstore *s, int node, const char *bucket, cons
     free(name);
     if (rc != 0)
         ckh_objstore_listing_free(out);
-    trace_op(s, seq, node, "ListObjectsV2", bucket, NULL, rc, "prefix=%s keys=%zu prefixes=%zu%s",
+    char omit[40] = "";
+    if (p->omit_newer_ops > 0)
+        snprintf(omit, sizeof omit, " omit-newer=%" PRIu64, p->omit_newer_ops);
+    trace_op(s, seq, node, "ListObjectsV2", bucket, NULL, rc, "prefix=%s keys=%zu prefixes=%zu%s%s",
              p->prefix != NULL && p->prefix[0] != '\0' ? "set" : "none", out->nentries, out->nprefixes,
-             out->truncated ? " truncated" : "");
+             out->truncated ? " truncated" : "", omit);
     return rc;
 }
 

@@ -365,6 +365,7 @@ static const char every_key[] =
     "  - {on: {op: s3_put, path: /b/latest}, do: s3-reset, when: after}\n"
     "  - {on: {run: 2}, do: s3-expire, path: /b/ckpt/latest}\n"
     "  - {on: {op: s3_get}, do: s3-corrupt, path: /b/ckpt/x, offset: 5}\n"
+    "  - {on: {op: s3_list, path: \"/b/ckpt/*\", nth: 2}, do: s3-stale-list, ops: 3}\n"
     "  - {on: {op: pwrite, repeat: true}, do: short-write, bytes: 512}\n"
     "  - {on: {op: write}, do: short-write, fraction: 0.3}\n"
     "  - {on: {op: fsync, nth: 2}, do: sigterm, grace: 1.5s}\n"
@@ -395,6 +396,7 @@ static const char *const covered[CKH_SCN_ACT__COUNT] = {
     [CKH_SCN_ACT_S3_RESET] = " when ",
     [CKH_SCN_ACT_S3_EXPIRE] = " path ",
     [CKH_SCN_ACT_S3_CORRUPT] = " path offset ",
+    [CKH_SCN_ACT_S3_STALE_LIST] = " ops ",
 };
 
 START_TEST(test_round_trip_every_key)
@@ -520,6 +522,10 @@ START_TEST(test_fault_key_errors)
                 "'do: short-write' needs 'on.op' to be write or pwrite, not 'fsync'");
     parse_fails("job: {workload: w}\nfaults:\n  - {do: short-write, fraction: 1.5}\n", 3,
                 "'fraction' expects a number in [0.0, 1.0], got");
+    parse_fails("job: {workload: w}\nfaults:\n  - {on: {op: s3_put}, do: s3-stale-list}\n", 3,
+                "'do: s3-stale-list' needs 'on.op: s3_list'");
+    parse_fails("job: {workload: w}\nfaults:\n  - {on: {op: s3_list}, do: s3-stale-list, ops: 0}\n", 3,
+                "'ops'");
 }
 END_TEST
 

@@ -207,5 +207,54 @@ for seed in 1 2; do
     want="undone=$((seed - 1))"
     echo "$a" | grep -q "Crash - in-flight=1 $want" || fail "seed $seed: no '$want' in: $a"
 done
+# Retention (harness/judge/retention_check.c): the saver deleting old step
+# folders before its commit is caught deleting the newest complete
+# checkpoint, named by its request, key and step; the one deleting them
+# after its commit passes, having deleted some. job.object_store.commit is
+# a key glob, refused with file:line:column when it is a path.
+out=$("$ckh" run "$src/scenarios/programs/s3-retention-before-commit.yaml" \
+      "$src/scenarios/programs/s3-retention-after-commit.yaml" --json "$tmp/retention.json" \
+      --junit "$tmp/retention.xml" 2>&1) || fail "the retention scenarios: $out"
+echo "$out" | sed 's/([0-9]* runs, [0-9]* ms)/(2 runs, N ms)/' |
+    grep -qF "PASS  s3-retention-before-commit  (2 runs, N ms): detected as expected by retention: run 1, step 6: DeleteObject #15 of rank_0 removed train/ckpt/step_000003/shard_0 of the newest complete checkpoint: its commit object train/ckpt/step_000003/manifest (written by #8) and the 4 objects it names" ||
+    fail "the early retention was not named: $out"
+python3 - "$tmp/retention.json" <<'PY' || fail "retention in the JSON report"
+import json, sys
+d = json.load(open(sys.argv[1]))
+by = {s["name"]: {o["name"]: o for o in s["oracles"]} for s in d["scenarios"]}
+bad, good = by["s3-retention-before-commit"]["retention"], by["s3-retention-after-commit"]["retention"]
+assert bad["detail"].startswith("detected the planted defect: run 1, step 6: DeleteObject #15 "), bad
+assert good["passed"] and good["detail"].startswith("the program's 10 deletes removed no object"), good
+PY
+grep -q "oracle retention: pass: detected the planted defect: run 1, step 6: DeleteObject #15" "$tmp/retention.xml" ||
+    fail "retention in the JUnit report: $(cat "$tmp/retention.xml")"
+"$ckh" list oracles | grep -q "^  retention  *the program's retention never deletes the newest complete checkpoint" ||
+    fail "ckh list oracles has no retention"
+expect_error $'job:\n  command: [/bin/true]\n  object_store:\n    buckets: [abc]\n    commit: /abc/ckpt/*\n' \
+    5:13 "'job.object_store.commit' expects the key glob of a checkpoint's commit object"
+
+# s3-stale-list: one listing of step 6's shards leaves out the last key
+# written; the saver that builds its manifest from it resumes from part of
+# its state (resume-equivalence), the saver that lists only for retention
+# after its commit passes the same kind of fault.
+out=$("$ckh" run "$src/scenarios/programs/s3-list-stale-manifest.yaml" \
+      "$src/scenarios/programs/s3-list-stale-retention.yaml" 2>&1) || fail "the stale-list scenarios: $out"
+echo "$out" | grep -q "s3-list-stale-manifest .*detected as expected by resume-equivalence: step 7: x of rank_0" ||
+    fail "the manifest built from a stale listing was not caught: $out"
+rp=$("$ckh" replay "$src/scenarios/programs/s3-list-stale-manifest.yaml" 2>&1)
+echo "$rp" | grep -q "FAULT s3_list:s3-stale-list /train/ckpt/step_000006/shard_ len=1" || fail "no stale-list FAULT line: $rp"
+echo "$rp" | grep -q "ListObjectsV2 train prefix=set keys=3 prefixes=0 omit-newer=1 -> 200" ||
+    fail "the stale listing did not leave out one key: $rp"
+[ "$(echo "$rp" | grep -c 'omit-newer=')" = 1 ] || fail "more than one stale listing: $rp"
+printf 'job:\n  command: [/bin/true]\n  object_store: {buckets: [abc]}\nfaults:\n  - on: {op: s3_get}\n    do: s3-stale-list\n' \
+    >"$tmp/bad.yaml"
+out=$("$ckh" run "$tmp/bad.yaml" 2>&1)
+echo "$out" | grep -qF "bad.yaml:5:5: 'do: s3-stale-list' needs 'on.op: s3_list'" ||
+    fail "s3-stale-list on a GET was not refused: $out"
+printf 'job:\n  command: [/bin/true]\n  object_store: {buckets: [abc]}\nfaults:\n  - on: {op: s3_list}\n    do: s3-stale-list\n    ops: 0\n' \
+    >"$tmp/bad.yaml"
+out=$("$ckh" run "$tmp/bad.yaml" 2>&1)
+echo "$out" | grep -qF "bad.yaml:7:10: 'ops'" || fail "s3-stale-list with ops 0 was not refused: $out"
+
 [ $fails = 0 ] || exit 1
 echo "object_store: ok"

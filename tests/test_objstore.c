@@ -594,6 +594,90 @@ START_TEST(trace_lines)
 }
 END_TEST
 
+/* O2, O3: buckets kept in name order and keys in byte order by one search
+ * (inserted out of order, first, last and between; found again, and the
+ * names between them not found). */
+START_TEST(sorted_names)
+{
+    struct ckh_objstore *s = store_new(CKH_OBJSTORE_STRONG, 0);
+    static const char *const made[] = {"mmm", "zzz", "aaa", "ccc", "ckpu", "bbb"};
+    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++)
+        ck_assert_int_eq(ckh_objstore_create_bucket(s, 0, made[i]), 0);
+    static const char *const sorted[] = {"aaa", "bbb", "ccc", "ckpt", "ckpu", "mmm", "zzz"};
+    ck_assert_uint_eq(ckh_objstore_bucket_count(s), 7);
+    for (size_t i = 0; i < 7; i++) {
+        ck_assert_str_eq(ckh_objstore_bucket_name(s, i), sorted[i]);
+        ck_assert_int_eq(ckh_objstore_head_bucket(s, 0, sorted[i]), 0);
+    }
+    ck_assert_int_eq(ckh_objstore_head_bucket(s, 0, "ckp"), CKH_S3_NO_SUCH_BUCKET);
+    ck_assert_int_eq(ckh_objstore_head_bucket(s, 0, "zzzz"), CKH_S3_NO_SUCH_BUCKET);
+    ck_assert_int_eq(ckh_objstore_create_bucket(s, 0, "ckpu"), CKH_S3_BUCKET_EXISTS);
+    static const char *const keys[] = {"m", "z", "a", "\xff", "b/2", "b/10", "b", "a "};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_int_eq(put_text(s, keys[i], keys[i], NULL), 0);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        assert_body(s, keys[i], keys[i]);
+    assert_body(s, "b/", NULL);
+    assert_body(s, "0", NULL);
+    assert_body(s, "\xff\xff", NULL);
+    char names[256];
+    struct ckh_objstore_list_params p = {0};
+    list_names(s, &p, names, sizeof names, NULL);
+    ck_assert_str_eq(names, "a,a ,b,b/10,b/2,m,z,\xff,");
+    ckh_objstore_destroy(s);
+}
+END_TEST
+
+/* O1: each line's operation as fields, with the key's state after it
+ * (a put makes it exist, a delete not, an undone delete again). */
+START_TEST(trace_ops)
+{
+    struct ckh_objstore *s = store_new(CKH_OBJSTORE_STRONG, 0);
+    ck_assert_int_eq(put_text(s, "ck/a", "1", NULL), 0);
+    struct ckh_objstore_req rq = {.node = 2, .bucket = "ckpt", .key = "ck/a"};
+    uint64_t seq = 0;
+    ck_assert_int_eq(ckh_objstore_delete(s, &rq, &seq), 0); /* in flight, never acknowledged */
+    assert_body(s, "ck/b", NULL);
+    ck_assert_int_eq(ckh_objstore_crash(s, 2, (const bool[]){false}, 1), 1);
+    ck_assert_int_eq(ckh_objstore_expire(s, "ckpt", "ck/a"), 0);
+    size_t n = ckh_objstore_trace_len(s);
+    ck_assert_uint_eq(n, 7);
+    const struct {
+        uint64_t seq;
+        int node;
+        const char *op, *bucket, *key;
+        int result, exists;
+    } want[] = {
+        {1, -1, "CreateBucket", "ckpt", NULL, 0, -1},
+        {2, 0, "PutObject", "ckpt", "ck/a", 0, 1},
+        {3, 2, "DeleteObject", "ckpt", "ck/a", 0, 0},
+        {4, 0, "GetObject", "ckpt", "ck/b", CKH_S3_NO_SUCH_KEY, 0},
+        {5, 2, "Undo", "ckpt", "ck/a", 0, 1},
+        {5, 2, "Crash", NULL, NULL, 0, -1},
+        {6, -1, "Expire", "ckpt", "ck/a", 0, 0},
+    };
+    for (size_t i = 0; i < n; i++) {
+        const struct ckh_objstore_trace_op *op = ckh_objstore_trace_op(s, i);
+        ck_assert_ptr_nonnull(op);
+        ck_assert_uint_eq(op->seq, want[i].seq);
+        ck_assert_int_eq(op->node, want[i].node);
+        ck_assert_str_eq(op->op, want[i].op);
+        if (want[i].bucket)
+            ck_assert_str_eq(op->bucket, want[i].bucket);
+        else
+            ck_assert_ptr_null(op->bucket);
+        if (want[i].key)
+            ck_assert_str_eq(op->key, want[i].key);
+        else
+            ck_assert_ptr_null(op->key);
+        ck_assert_int_eq(op->result, want[i].result);
+        ck_assert_int_eq(op->exists, want[i].exists);
+    }
+    ck_assert_ptr_null(ckh_objstore_trace_op(s, n));
+    ckh_objstore_destroy(s);
+}
+END_TEST
+
 static Suite *objstore_suite(void)
 {
     Suite *su = suite_create("objstore");
@@ -610,6 +694,8 @@ static Suite *objstore_suite(void)
     tcase_add_test(tc, crash_given_choices);
     tcase_add_test(tc, crash_drawn_from_seed);
     tcase_add_test(tc, trace_lines);
+    tcase_add_test(tc, sorted_names);
+    tcase_add_test(tc, trace_ops);
     suite_add_tcase(su, tc);
     return su;
 }

@@ -268,6 +268,8 @@ declare -A verdict=(
     [shell-multi-rank0-mkdir]='explore: the fault-free run of the job fails: rank_1 exited with status [0-9]+; its last output: .+Directory nonexistent'
     [shell-multi-step-folder-race]='explore: 1 of 1 orders of the nodes. operations fail; the first, order 1: rank_1.s [a-z]+ /step_1[^ ]* before rank_0.s mkdir /step_1 .+Directory nonexistent'
     [s3-boto3-naive-kill-between-shards]='resume-equivalence: step 4: x, x0 of rank_0 diverged first'
+    [s3-retention-before-commit]='retention: run 1, step 6: DeleteObject #15 of rank_0 removed train/ckpt/step_000003/shard_0 of the newest complete checkpoint'
+    [s3-list-stale-manifest]='resume-equivalence: step 7: x of rank_0 diverged first'
 )
 if ! want verdicts; then
     :

@@ -106,6 +106,7 @@ struct req {
     bool too_large;         /* the body passed max_body_bytes */
     bool has_write;         /* write_seq names a write to acknowledge */
     uint64_t write_seq;
+    uint64_t list_omit_ops; /* a listing: keys written in the last N ops left out (a fault; 0: none) */
 };
 
 bool ckh_s3_available(void)
@@ -630,6 +631,7 @@ static enum MHD_Result op_list_objects(struct MHD_Connection *c, struct req *r)
     if (mk < 0 || (enc != NULL && !url))
         return send_error(c, r, CKH_S3_INVALID_ARGUMENT, ckh_objstore_last_seq(store_of(r)));
     p.max_keys = mk_given ? (size_t)(mk > 1000 ? 1000 : mk) : 1000;
+    p.omit_newer_ops = r->list_omit_ops;
     struct ckh_objstore_listing l = {0};
     int rc;
     if (mk_given && mk == 0) { /* max-keys=0: an empty page, still an op */
@@ -919,9 +921,15 @@ static enum MHD_Result serve(struct MHD_Connection *c, struct req *r)
     struct ckh_s3_fault f = {0};
     pthread_mutex_lock(&srv->lock);
     if (fn != NULL && srv->cfg.hook != NULL) {
-        struct ckh_s3_request info = {r->np->node, name, op_kind(name), r->bucket, r->key, r->len, writes};
+        /* a listing is matched by its prefix, as /BUCKET/PREFIX */
+        const char *key = r->key, *prefix = NULL;
+        if (key == NULL && strcmp(name, "ListObjects") == 0 && has_arg(r, "prefix", &prefix) && prefix != NULL &&
+            prefix[0] != '\0')
+            key = prefix;
+        struct ckh_s3_request info = {r->np->node, name, op_kind(name), r->bucket, key, r->len, writes};
         srv->cfg.hook(srv->cfg.hook_ctx, &info, &f);
     }
+    r->list_omit_ops = f.kind == CKH_S3_FAULT_STALE_LIST ? f.omit_ops : 0;
     enum MHD_Result ret;
     if (fn == NULL)
         ret = send_error(c, r, r->too_large ? CKH_S3_ENTITY_TOO_LARGE : CKH_S3_NOT_IMPLEMENTED, 0);

@@ -59,12 +59,15 @@ enum ckh_s3_fault_kind {
     CKH_S3_FAULT_LOST_AFTER,  /* applied, then the connection is closed with no answer and
                                  the write stays in flight: its client died waiting (a kill
                                  after the request), so the crash model decides (O12) */
+    CKH_S3_FAULT_STALE_LIST,  /* a listing leaves out the keys written in the store's last
+                                 omit_ops operations (O9); other requests are served as usual */
 };
 
 struct ckh_s3_fault {
     enum ckh_s3_fault_kind kind; /* what happens */
     int err;                     /* ERROR: an enum ckh_s3_err */
     uint64_t delay_ms;           /* DELAY: wall-clock milliseconds */
+    uint64_t omit_ops;           /* STALE_LIST: operations whose keys the listing leaves out */
 };
 
 /* Called under the store lock once per request, after its body arrived and

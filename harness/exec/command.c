@@ -271,6 +271,7 @@ void ckh__cmd_free(struct ckh__cmd *c)
     ckh_s3_server_stop(c->s3);
     ckh_objstore_destroy(c->store);
     free(c->store_run_end);
+    free(c->delete_steps);
     ckh_records_destroy(c->records);
     trace_free(c);
     free(c->rules);
@@ -1066,6 +1067,8 @@ static int faulted_run(const struct ckh_scenario *sc, uint64_t seed, const struc
     int rc = ckh__cmd_init(c, sc, seed, 0, dir, je->cwd);
     if (rc == 0)
         rc = ckh__cmd_execute(c, r);
+    if (rc == 0)
+        rc = ckh__cmd_store_ops_take(c, r);
     if (rc == 0 && r->got.r.nnodes)
         rc = ckh__cmd_add_file_digests(c, &r->got);
     if (rc)

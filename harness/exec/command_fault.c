@@ -166,8 +166,9 @@ static uint64_t elapsed_ns(const struct ckh__cmd *c)
 /* What rule r does, as a FAULT line names it ("kill_mid", "corrupt"). */
 static const char *action_name(const struct ckh__cmd *c, const struct ckh__cmd_rule *r)
 {
-    if (r->sigterm || r->at_rest || c->sc->faults[r->fault].act.kind == CKH_SCN_ACT_S3_RESET)
-        return ckh_scn_action_name(c->sc->faults[r->fault].act.kind);
+    enum ckh_scn_action_kind k = c->sc->faults[r->fault].act.kind;
+    if (r->sigterm || r->at_rest || k == CKH_SCN_ACT_S3_RESET || k == CKH_SCN_ACT_S3_STALE_LIST)
+        return ckh_scn_action_name(k);
     return ckh_fault_action_name(r->r.action.kind);
 }
 
@@ -417,6 +418,11 @@ static void carry_out_s3(struct ckh__cmd *c, struct ckh__cmd_rule *r, const stru
     } else if (a->kind == CKH_FAULT_CRASH_BEFORE || a->kind == CKH_FAULT_POWER_LOSS) {
         crash(c, r, node, a->kind == CKH_FAULT_POWER_LOSS);
         out->kind = CKH_S3_FAULT_RESET_BEFORE;
+    } else if (a->kind == CKH_FAULT_ERRNO && a->err == ESTALE) {
+        /* s3-stale-list (harness/model/faults/s3_stale_list.c): the listing lags */
+        out->kind = CKH_S3_FAULT_STALE_LIST;
+        out->omit_ops = c->sc->faults[r->fault].act.u.stale_list.ops;
+        len = out->omit_ops; /* the FAULT line's len= */
     } else if (a->kind == CKH_FAULT_ERRNO && (a->err == ECONNRESET || a->err == ETIMEDOUT)) {
         /* s3-reset (harness/model/faults/s3_reset.c): the client lives on */
         out->kind = a->err == ETIMEDOUT ? CKH_S3_FAULT_RESET_AFTER : CKH_S3_FAULT_RESET_BEFORE;
@@ -429,6 +435,28 @@ static void carry_out_s3(struct ckh__cmd *c, struct ckh__cmd_rule *r, const stru
         out->delay_ms = len;
     }
     fired(c, r, node, rq->kind, path, len);
+}
+
+/* With job.object_store.commit, a delete of node's: the step it had
+ * reported, for the retention oracle (lock held; out of memory leaves the
+ * step unknown, -1, and nothing else changes). */
+static void delete_step_note(struct ckh__cmd *c, int node)
+{
+    const struct ckh_scn_object_store *os = c->sc->job.object_store;
+    if (os == NULL || os->commit == NULL || c->store == NULL)
+        return;
+    size_t need = c->ndelete_steps + 1;
+    if (need > c->capdelete_steps) {
+        size_t cap = c->capdelete_steps ? 2 * c->capdelete_steps : 16;
+        struct ckh__cmd_delete_step *d = realloc(c->delete_steps, cap * sizeof *d);
+        if (d == NULL)
+            return;
+        c->delete_steps = d;
+        c->capdelete_steps = cap;
+    }
+    (void)ckh__cmd_progress_refresh(c, node);
+    c->delete_steps[c->ndelete_steps++] = (struct ckh__cmd_delete_step){
+        .seq = ckh_objstore_last_seq(c->store) + 1, .node = node, .step = c->nodes[node].prog.step};
 }
 
 void ckh__cmd_s3_hook(void *ctx, const struct ckh_s3_request *rq, struct ckh_s3_fault *out)
@@ -460,6 +488,8 @@ void ckh__cmd_s3_hook(void *ctx, const struct ckh_s3_request *rq, struct ckh_s3_
         if (chosen)
             carry_out_s3(c, chosen, rq, path, out);
     }
+    if (ours && !(c->mode & CKH_RUN_NO_FAULTS) && rq->kind == CKH_OP_S3_DELETE)
+        delete_step_note(c, node);
     pthread_mutex_unlock(&c->lock);
 }
 

@@ -19,6 +19,7 @@
  *   command_ns.c      the fixed checkpoint path: a mount namespace per process;
  *   command_warm.c    warm starts: Python programs forked from a launcher;
  *   command_fault.c   the fault script on processes and disks;
+ *   command_store.c   the object store's operations, copied for the oracles;
  *   command.c         one execution's runs, verify, the executor's tables.
  * Every file a program can reach (its result file, its log, verify's log)
  * is opened and made through exec/prog_file.h: never through a link,
@@ -267,7 +268,25 @@ struct ckh__cmd {
     /* Appended: an order the explorer forces (NULL: none; borrowed,
      * changed under lock by the hook). */
     struct ckh__cmd_order *order;
+    /* Appended: with job.object_store.commit, the step each node had
+     * reported when it sent a delete to the store (the retention oracle
+     * names it; ckh__cmd_store_ops_take). Owned; changed under lock. */
+    struct ckh__cmd_delete_step *delete_steps;
+    size_t ndelete_steps, capdelete_steps;
 };
+
+/* A delete request of a node: the store's next operation number when it
+ * arrived, and the node's last reported step (-1: none). */
+struct ckh__cmd_delete_step {
+    uint64_t seq;
+    int node;
+    int64_t step;
+};
+
+/* The store's operations on keys, with the run and (for a node's delete)
+ * the step, copied into r->store_ops (any earlier copy freed first). With
+ * no store, nothing. 0 or CKH_ENOMEM (c->err says so; r keeps none). */
+int ckh__cmd_store_ops_take(struct ckh__cmd *c, struct ckh_scenario_run *r);
 
 /* One command job's process-wide set-up: the run folder, FUSE checked,
  * the signal watch and child subreaper, undone by ckh__cmd_job_end. */

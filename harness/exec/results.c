@@ -136,6 +136,13 @@ void ckh_scenario_run_free(struct ckh_scenario_run *r)
     free(r->runs);
     free(r->fault_fired);
     free(r->fault_armed);
+    for (size_t i = 0; i < r->nstore_ops; i++) {
+        free(r->store_ops[i].bucket);
+        free(r->store_ops[i].key);
+    }
+    free(r->store_ops);
+    r->store_ops = NULL;
+    r->nstore_ops = 0;
     r->fault_fired = NULL;
     r->fault_armed = NULL;
     r->runs = NULL;

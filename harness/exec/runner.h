@@ -85,6 +85,22 @@ struct ckh_job_copy {
     struct ckh_step_key *restored;       /* owned (NULL: none) */
 };
 
+/* One operation of a command job's object store on a key, as the store
+ * traced it (sim/objstore.c, ckh_objstore_trace_op), for the oracles
+ * (harness/judge/retention_check.c). */
+struct ckh_store_op {
+    uint64_t seq;       /* the store's operation number */
+    uint32_t run;       /* 1-based run it happened in (past the last run: verify) */
+    int node;           /* the node it came from (-1: ckh itself: a fault at rest) */
+    int64_t step;       /* a DeleteObject of a node: the last step the node reported
+                           before sending it (-1: none reported, or another operation) */
+    const char *op;     /* "PutObject", "DeleteObject", "Undo", "Expire", ... (static) */
+    char *bucket;       /* owned */
+    char *key;          /* owned */
+    int result;         /* 0, an enum ckh_s3_err, or a negative ckh code */
+    bool exists;        /* the key had a current version right after the operation */
+};
+
 /* Everything the oracles judge. */
 struct ckh_scenario_run {
     const struct ckh_scenario *sc;  /* the scenario */
@@ -114,6 +130,10 @@ struct ckh_scenario_run {
     int world_restart;              /* ranks planned for runs 2.. (restart.world_size;
                                        == world when unchanged) */
     bool resized;                   /* some run ran with world_restart ranks != world */
+    /* ---- appended: a command job's object store (docs/OBJECT_STORE.md) ---- */
+    struct ckh_store_op *store_ops; /* the faulted job's operations on keys, in order (owned;
+                                       NULL: no store, or the job never ran) */
+    size_t nstore_ops;              /* their number */
 };
 
 /* Runs sc's job once (faults armed, no restarts, no oracles) and prints

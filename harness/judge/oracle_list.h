@@ -6,13 +6,16 @@
  * oracles`'. resume-equivalence runs before reference, golden and values:
  * when a resumed run diverges, the first failing oracle (whose detail
  * heads the verdict line) names the step and quantity where it began, not
- * only the end state that differs.
+ * only the end state that differs. retention runs before outcome likewise:
+ * when a program deletes the checkpoint it would resume from, the verdict
+ * names the delete (request, key, step), not the failed restart it causes.
  */
 #ifndef CKH_ORACLES_LIST_H
 #define CKH_ORACLES_LIST_H
 
 #define CKH_ORACLE_LIST(X)                                                     \
     X(faults_fired)                                                            \
+    X(retention)                                                               \
     X(outcome)                                                                 \
     X(liveness)                                                                \
     X(hang)                                                                    \

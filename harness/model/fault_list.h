@@ -30,6 +30,7 @@
     X(SIGTERM, sigterm)                                                        \
     X(S3_RESET, s3_reset)                                                      \
     X(S3_EXPIRE, s3_expire)                                                    \
-    X(S3_CORRUPT, s3_corrupt)
+    X(S3_CORRUPT, s3_corrupt)                                                  \
+    X(S3_STALE_LIST, s3_stale_list)
 
 #endif

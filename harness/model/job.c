@@ -460,9 +460,10 @@ static int parse_command_job(struct ckh__scn_reader *p, const yaml_node_t *n, st
 
 /* ---- job.object_store ---- */
 
-static const char *const object_store_keys[] = {"buckets", "consistency", "delay_ops"};
+static const char *const object_store_keys[] = {"buckets", "consistency", "delay_ops", "commit"};
 
-/* job.object_store: {buckets: [names], consistency: NAME, delay_ops: N}
+/* job.object_store: {buckets: [names], consistency: NAME, delay_ops: N,
+ * commit: KEY_GLOB}
  * (docs/OBJECT_STORE.md); command jobs only: their programs reach the
  * store over HTTP. */
 static int parse_object_store(struct ckh__scn_reader *p, const yaml_node_t *n, struct ckh_scn_job *job)
@@ -506,6 +507,15 @@ static int parse_object_store(struct ckh__scn_reader *p, const yaml_node_t *n, s
     if ((v = ckh__scn_get(p, n, "delay_ops")) &&
         (rc = ckh__scn_get_u64(p, v, "job.object_store.delay_ops", 1, &os->delay_ops)))
         return rc;
+    if ((v = ckh__scn_get(p, n, "commit"))) { /* the retention oracle's commit objects */
+        if ((rc = ckh__scn_get_str(p, v, "job.object_store.commit", &os->commit)))
+            return rc;
+        size_t len = strlen(os->commit);
+        if (len == 0 || len > 1024 || os->commit[0] == '/')
+            return ckh__scn_fail(p, v, CKH_EINVAL, "'job.object_store.commit' expects the key glob of a "
+                                                   "checkpoint's commit object (1 to 1024 bytes, not starting "
+                                                   "with '/': ckpt/step_*/manifest), got '%s'", os->commit);
+    }
     job->object_store = os;
     return 0;
 }

@@ -102,6 +102,8 @@ struct ckh_scn_object_store {
     int consistency;        /* enum ckh_objstore_consistency (default strong) */
     uint64_t delay_ops;     /* lagging settings: ops before a write shows (0: the model's 8) */
     int line, column;       /* where job.object_store is (1-based) */
+    const char *commit;     /* key glob of a checkpoint's commit object (the retention
+                               oracle, harness/judge/retention_check.c); NULL: none */
 };
 
 struct ckh_scn_job {
@@ -251,6 +253,9 @@ struct ckh_scn_action {
         struct {
             uint64_t grace_ns; /* SIGKILL this long after SIGTERM (wall clock) */
         } sigterm;             /* CKH_SCN_ACT_SIGTERM */
+        struct {
+            uint64_t ops; /* keys written in the store's last `ops` operations are left out */
+        } stale_list;     /* CKH_SCN_ACT_S3_STALE_LIST */
     } u;                      /* kind-specific parameters; other kinds have none */
 };
 

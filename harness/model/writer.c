@@ -205,6 +205,7 @@ static void write_command(FILE *f, const struct ckh_scn_job *j)
                 ckh_objstore_consistency_name((enum ckh_objstore_consistency)os->consistency));
         if (os->delay_ops)
             fprintf(f, "    delay_ops: %" PRIu64 "\n", os->delay_ops);
+        str_line(f, "    commit: ", os->commit);
     }
 }
 

@@ -325,6 +325,21 @@ int ckh_objstore_corrupt(struct ckh_objstore *s, const char *bucket, const char 
  * and the i-th (borrowed while the store lives; NULL past the end). */
 size_t ckh_objstore_trace_len(const struct ckh_objstore *s);
 const char *ckh_objstore_trace_line(const struct ckh_objstore *s, size_t i);
+/* One operation of the trace as fields (the same operation as the line). */
+struct ckh_objstore_trace_op {
+    uint64_t seq;        /* its number (Undo lines share their Crash's) */
+    int node;            /* the node it came from (-1: ckh itself) */
+    const char *op;      /* "PutObject", "DeleteObject", "Undo", "Expire", ... (static) */
+    const char *bucket;  /* NULL: none */
+    const char *key;     /* NULL: a bucket or store operation */
+    int result;          /* 0, an enum ckh_s3_err, or a negative ckh code */
+    int exists;          /* with a key: 1 when the key had a current version right after the
+                            operation, 0 when not; -1 without a key */
+};
+/* The i-th operation of the trace as fields; NULL past the end. Borrowed,
+ * strings included, while the store lives. The oracle of retention
+ * (harness/judge/retention_check.c) replays them. */
+const struct ckh_objstore_trace_op *ckh_objstore_trace_op(const struct ckh_objstore *s, size_t i);
 /* The number of the last operation (0 before the first). */
 uint64_t ckh_objstore_last_seq(const struct ckh_objstore *s);
 /* Hash of every trace line so far (ckh_hash64 chain; same ops, same hash). */

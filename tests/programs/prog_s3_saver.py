@@ -13,8 +13,24 @@ every --save-every steps as 4 shards of 2 integers each. Two savers:
   (default)  each save writes ckpt/step_<n>/shard_<i>, then the manifest
              ckpt/step_<n>/manifest (every shard's ETag), then commits by
              writing ckpt/latest; only after the commit does retention delete
-             the step folders older than the newest two. The restart loads
-             what `latest` names and checks every shard against the manifest.
+             the step folders older than the newest --keep (default 2),
+             never the one just committed. The restart loads what `latest`
+             names and checks every shard against the manifest.
+
+Variants of the default saver, each a bug that a fault or an oracle finds
+(docs/OBJECT_STORE.md):
+
+  --retention before-commit   retention runs after the shards and before
+             the manifest: the step folders it lists include the one being
+             written, so it keeps that one among the newest --keep and, with
+             --keep 1, deletes the newest complete checkpoint before the new
+             one is committed (the retention oracle names the delete; a kill
+             before the commit leaves nothing to resume from).
+  --manifest-from-list   the manifest names the shards a listing of the
+             step folder shows right after writing them, and the restart
+             loads the shards the manifest names: a listing that leaves out
+             recent keys (s3-stale-list) makes a manifest without the last
+             shard, and the restart resumes from part of the state.
 
 --big-mib N adds to each committed save a large state of N MiB uploaded as
 a multipart upload (boto3's upload_fileobj, 5 MiB parts), named in the
@@ -28,7 +44,8 @@ The endpoint comes from AWS_ENDPOINT_URL and the bucket from CKH_S3_BUCKET
 (ckh sets both for a job with job.object_store); boto3 of Debian 12 does not
 read AWS_ENDPOINT_URL itself, so it is passed as endpoint_url.
 
-Usage: prog_s3_saver.py [--steps N] [--save-every K] [--naive] [--big-mib N] [--verify]
+Usage: prog_s3_saver.py [--steps N] [--save-every K] [--naive] [--big-mib N] [--keep N]
+                        [--retention after-commit|before-commit] [--manifest-from-list] [--verify]
 """
 import argparse
 import io
@@ -90,10 +107,13 @@ def load_committed(s3, bucket):
         raise ValueError("%s/manifest is missing: `latest` names an uncommitted checkpoint" % folder)
     m = json.loads(manifest)
     x = []
-    for i in range(SHARDS):
-        key = "%s/shard_%d" % (folder, i)
+    if "shards" in m:  # --manifest-from-list: the shards a listing showed
+        named = [(k, e) for k, e in m["shards"]]
+    else:
+        named = [("%s/shard_%d" % (folder, i), m["etags"][i]) for i in range(SHARDS)]
+    for key, want in named:
         shard, etag = get(s3, bucket, key)
-        if shard is None or etag != m["etags"][i]:
+        if shard is None or etag != want:
             raise ValueError("%s does not match the manifest" % key)
         part = json.loads(shard)
         if part["step"] != m["step"]:
@@ -118,7 +138,21 @@ def save_naive(s3, bucket, step, x):
     s3.put_object(Bucket=bucket, Key="ckpt/latest", Body=b"%d" % step)
 
 
-def save_committed(s3, bucket, step, x, big_mib=0):
+def retain(s3, bucket, keep, committed=None):
+    """Deletes every step folder but the newest `keep` a listing shows, and
+    never `committed` (the folder just committed)."""
+    folders = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="ckpt/step_", Delimiter="/"):
+        folders += [p["Prefix"].rstrip("/") for p in page.get("CommonPrefixes", [])]
+    for old in sorted(folders)[:-keep]:
+        if old == committed:
+            continue
+        keys = [{"Key": "%s/shard_%d" % (old, i)} for i in range(SHARDS)] + [{"Key": old + "/manifest"},
+                                                                             {"Key": old + "/big"}]
+        s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+
+
+def save_committed(s3, bucket, step, x, big_mib=0, keep=2, retention="after-commit", manifest_from_list=False):
     folder = "ckpt/step_%06d" % step
     etags = []
     manifest = {"step": step}
@@ -131,19 +165,17 @@ def save_committed(s3, bucket, step, x, big_mib=0):
         r = s3.put_object(Bucket=bucket, Key="%s/shard_%d" % (folder, i),
                           Body=json.dumps({"step": step, "x": x[2 * i:2 * i + 2]}).encode())
         etags.append(r["ETag"])
-    manifest["etags"] = etags
+    if retention == "before-commit":  # the bug: the folder being written counts among the newest
+        retain(s3, bucket, keep)
+    if manifest_from_list:  # the bug: trusts a listing made right after writing
+        listed = s3.list_objects_v2(Bucket=bucket, Prefix=folder + "/shard_").get("Contents", [])
+        manifest["shards"] = [[o["Key"], o["ETag"]] for o in listed]
+    else:
+        manifest["etags"] = etags
     s3.put_object(Bucket=bucket, Key=folder + "/manifest", Body=json.dumps(manifest).encode())
     s3.put_object(Bucket=bucket, Key="ckpt/latest", Body=folder.encode())  # the commit
-    # retention, after the commit: every step folder older than the newest two
-    folders = []
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="ckpt/step_", Delimiter="/"):
-        folders += [p["Prefix"].rstrip("/") for p in page.get("CommonPrefixes", [])]
-    for old in sorted(folders)[:-2]:
-        if old == folder:
-            continue
-        keys = [{"Key": "%s/shard_%d" % (old, i)} for i in range(SHARDS)] + [{"Key": old + "/manifest"},
-                                                                             {"Key": old + "/big"}]
-        s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+    if retention == "after-commit":  # after the commit, never the folder just committed
+        retain(s3, bucket, keep, committed=folder)
 
 
 def advance(x, step):
@@ -156,8 +188,13 @@ def main(argv):
     p.add_argument("--save-every", type=int, default=3)
     p.add_argument("--naive", action="store_true")
     p.add_argument("--big-mib", type=int, default=0)
+    p.add_argument("--keep", type=int, default=2)
+    p.add_argument("--retention", choices=["after-commit", "before-commit"], default="after-commit")
+    p.add_argument("--manifest-from-list", action="store_true")
     p.add_argument("--verify", action="store_true")
     a = p.parse_args(argv)
+    if a.keep < 1:
+        p.error("--keep must be at least 1")
     bucket = os.environ["CKH_S3_BUCKET"]
     s3 = client()
     load = load_naive if a.naive else load_committed
@@ -179,7 +216,7 @@ def main(argv):
             if a.naive:
                 save_naive(s3, bucket, step, x)
             else:
-                save_committed(s3, bucket, step, x, a.big_mib)
+                save_committed(s3, bucket, step, x, a.big_mib, a.keep, a.retention, a.manifest_from_list)
             ckh.save(step, ok=True)
     ckh.final(steps=a.steps, total=a.steps, digest=ckh.digest(x), values={"x0": x[0]})
     print("%s: steps %d..%d done" % (PROG, start + 1, a.steps))
