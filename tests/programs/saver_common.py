@@ -22,7 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.abspath(os.path.join(HERE, os.pardir, os.pardir, "tools"))
 if os.path.exists(os.path.join(TOOLS, "ckh_result.py")):
     sys.path.insert(0, TOOLS)
-import ckh_result as ckh  # noqa: E402,F401  (re-exported)
+import ckh_result as ckh  # noqa: E402
+
+__all__ = ["TOOLS", "advance", "ckh", "s3_client", "s3_get"]
 
 
 def advance(x, step):
