@@ -264,7 +264,15 @@ declare -A verdict=(
     [shell-multi-rank0-mkdir]='explore: the fault-free run of the job fails: rank_1 exited with status [0-9]+; its last output: .+Directory nonexistent'
     [shell-multi-step-folder-race]='explore: 1 of 1 orders of the nodes. operations fail; the first, order 1: rank_1.s [a-z]+ /step_1[^ ]* before rank_0.s mkdir /step_1 .+Directory nonexistent'
     [s3-boto3-naive-kill-between-shards]='resume-equivalence: step 4: x, x0 of rank_0 diverged first'
+    [s3-torch-naive-kill-between-shards]='resume-equivalence: step 4: weights, optim, loss of rank_0 diverged first \(rng equal\)'
+    [s3-torch-naive-slowdown-shard]='resume-equivalence: step 7: weights, optim of rank_0 diverged first \(rng, loss equal\)'
+    [s3-multipart-naive-kill-before-complete]='resume-equivalence: step 7: table of rank_0 diverged first \(weights, optim, rng, loss equal\)'
 )
+# The libcurl saver's, where it was built (libcurl found at configure time).
+if [ -n "$ckh" ] && [ -x "$(dirname "$ckh")/programs/prog_s3_curl" ]; then
+    verdict[s3-curl-c-naive-kill-between-shards]='resume-equivalence: step 4: x, x0 of rank_0 diverged first'
+    verdict[s3-curl-c-naive-slowdown-shard]='resume-equivalence: step 7: x of rank_0 diverged first \(x0 equal\)'
+fi
 if ! want verdicts; then
     :
 elif [ -z "$ckh" ] || ckh_fuse_missing || ckh_torch_missing "$py"; then
