@@ -15,6 +15,12 @@ job also holds a table of N MiB (float32, changed every step), saved as
 big.pt through a multipart upload (CreateMultipartUpload, UploadPart of
 5 MiB, CompleteMultipartUpload).
 
+With WORLD_SIZE > 1 (ckh sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT
+for job.nodes > 1) each rank is a process over gloo: rank r trains on every
+W-th sample of the step's 8, the gradients are averaged with all_reduce,
+and each rank saves its own objects under rank_<r>/, the ranks in turn (a
+barrier after each turn: the requests come in the same order in every run).
+
 Two savers:
 
   --naive    the objects go to fixed keys (ckpt/model.pt, ...), overwritten
@@ -27,6 +33,8 @@ Two savers:
              once its parts are sent: `latest` is written before
              CompleteMultipartUpload, so a kill before the Complete leaves
              `latest` naming a step whose big.pt is the previous save's.
+             With several ranks, rank 0 writes `latest` in its own turn,
+             before the other ranks have saved.
              The restart loads what `latest` names without checking it.
   (default)  each save writes ckpt/step_<n>/model.pt, optim.pt, rng.pt (and
              big.pt, completed), then commits by writing
@@ -41,7 +49,9 @@ Two savers:
              after the commit, keeps the newest two committed steps, deleting
              an older step's COMMIT before its objects. The restart lists
              ckpt/step_*/ and loads the newest step with a COMMIT whose
-             objects all match its ETags.
+             objects all match its ETags. With several ranks, rank 0
+             commits once every rank has saved and the ranks have
+             exchanged their ETags (no commit when any rank failed).
 
 --verify (the default saver's layout) checks the newest commit without
 loading torch: every object it names is there with its ETag (exit 0, or 1
@@ -96,6 +106,15 @@ class Job:
         import torch
         self.torch = torch
         torch.set_num_threads(1)
+        self.rank, self.world = ckh.rank(), ckh.world_size()
+        self.sub = "" if self.world == 1 else "rank_%d/" % self.rank  # this rank's objects
+        if self.world > 1:
+            import datetime
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback only
+            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+            self.dist = torch.distributed
+            self.dist.init_process_group("gloo", init_method="env://", rank=self.rank, world_size=self.world,
+                                         timeout=datetime.timedelta(seconds=60))
         torch.manual_seed(seed)
         g = torch.Generator().manual_seed(seed + 1)
         self.data = torch.randn(64, 16, generator=g)
@@ -107,10 +126,14 @@ class Job:
 
     def train(self, step):
         torch = self.torch
-        idx = torch.randint(0, 64, (8,))
+        idx = torch.randint(0, 64, (8,))[self.rank::self.world]  # this rank's part of the batch
         self.opt.zero_grad()
         loss = torch.nn.functional.mse_loss(self.model(self.data[idx]), self.target[idx])
         loss.backward()
+        if self.world > 1:  # the gradients averaged over the ranks, as DistributedDataParallel does
+            for prm in self.model.parameters():
+                self.dist.all_reduce(prm.grad)
+                prm.grad /= self.world
         self.opt.step()
         self.loss = float(loss)
         if self.table is not None:
@@ -136,6 +159,18 @@ class Job:
 
     def big(self, step):
         return None if self.table is None else self._bytes({"step": step, "table": self.table})
+
+    def barrier(self):
+        if self.world > 1:
+            self.dist.barrier()
+
+    def gather(self, obj):
+        """[obj of rank 0, obj of rank 1, ...]"""
+        if self.world == 1:
+            return [obj]
+        out = [None] * self.world
+        self.dist.all_gather_object(out, obj)
+        return out
 
     def restore(self, objs):
         """Loads the objects' bytes {name: bytes}; returns the step they say."""
@@ -170,18 +205,32 @@ def complete(s3, bucket, key, up, parts):
 # ---- the naive saver ----
 
 def save_naive(s3, bucket, job, step):
+    """The ranks save in turn (a barrier after each turn, so that the
+    requests come in the same order in every run); rank 0 writes `latest`
+    in its own turn, before the other ranks' objects (a flaw with several
+    ranks)."""
+    for turn in range(job.world):
+        if turn == job.rank:
+            save_naive_rank(s3, bucket, job, step)
+        job.barrier()
+
+
+def save_naive_rank(s3, bucket, job, step):
+    base = "ckpt/" + job.sub
     for name, body in job.shards(step):
         try:
-            s3.put_object(Bucket=bucket, Key="ckpt/" + name, Body=body)
+            s3.put_object(Bucket=bucket, Key=base + name, Body=body)
         except client_error() as e:  # the flaw: logged, and the save goes on
-            print("%s: warning: upload of ckpt/%s failed: %s" % (PROG, name, e), file=sys.stderr)
+            print("%s: warning: upload of %s%s failed: %s" % (PROG, base, name, e), file=sys.stderr)
     big = job.big(step)
     if big is None:
-        s3.put_object(Bucket=bucket, Key="ckpt/latest", Body=b"%d" % step)
+        if job.rank == 0:
+            s3.put_object(Bucket=bucket, Key="ckpt/latest", Body=b"%d" % step)
         return
-    up, parts = multipart(s3, bucket, "ckpt/big.pt", big)
-    s3.put_object(Bucket=bucket, Key="ckpt/latest", Body=b"%d" % step)  # the flaw: before Complete
-    complete(s3, bucket, "ckpt/big.pt", up, parts)
+    up, parts = multipart(s3, bucket, base + "big.pt", big)
+    if job.rank == 0:
+        s3.put_object(Bucket=bucket, Key="ckpt/latest", Body=b"%d" % step)  # the flaw: before Complete
+    complete(s3, bucket, base + "big.pt", up, parts)
 
 
 def load_naive(s3, bucket, job):
@@ -190,9 +239,9 @@ def load_naive(s3, bucket, job):
         return None
     objs = {}
     for name in SHARDS + (("big.pt",) if job.table is not None else ()):
-        objs[name], _ = s3_get(s3, bucket, "ckpt/" + name)
+        objs[name], _ = s3_get(s3, bucket, "ckpt/" + job.sub + name)
         if objs[name] is None:
-            raise ValueError("ckpt/%s is missing" % name)
+            raise ValueError("ckpt/%s%s is missing" % (job.sub, name))
     job.restore(objs)
     return int(data)
 
@@ -231,31 +280,59 @@ def put_commit(s3, bucket, key, body):
 
 
 def save_commit(s3, bucket, job, step):
-    """Saves and commits step; returns None, or the error that failed the save."""
-    folder = folder_of(step)
+    """Saves and commits step; returns None, or the error that failed the
+    save. Every rank saves its objects (in turn, as save_naive), the ranks
+    exchange their ETags or errors, and only when none failed does rank 0
+    commit, then apply retention; a barrier ends the save."""
+    mine = None
+    for turn in range(job.world):
+        if turn == job.rank:
+            mine = save_rank_objects(s3, bucket, job, step)
+        job.barrier()
+    etags, errors = {}, []
+    for r, (e, tags) in enumerate(job.gather(mine)):
+        etags.update(tags)
+        if e:
+            errors.append(e if job.world == 1 else "rank %d: %s" % (r, e))
+    err = None
+    if errors:
+        err = "; ".join(errors)
+    elif job.rank == 0:
+        try:
+            put_commit(s3, bucket, folder_of(step) + "/COMMIT",
+                       json.dumps({"step": step, "etags": etags}, sort_keys=True).encode())
+            retention(s3, bucket, step)
+        except (client_error(), ValueError) as e:
+            err = "%s: %s" % (type(e).__name__, e)
+    err = job.gather(err)[0] or err  # rank 0's verdict on the commit is every rank's
+    job.barrier()
+    return err
+
+
+def save_rank_objects(s3, bucket, job, step):
+    """(None, {name: ETag}) of this rank's objects of step, or (error, {})."""
+    folder = folder_of(step) + "/" + job.sub
+    marker = "ckpt/uploads/step_%06d%s" % (step, "" if job.world == 1 else "_" + job.sub.rstrip("/"))
     etags = {}
     up = None
     try:
         big = job.big(step)
         if big is not None:
-            key = folder + "/big.pt"
-            up, parts = multipart(s3, bucket, key, big, marker="ckpt/uploads/step_%06d" % step)
-            etags["big.pt"] = complete(s3, bucket, key, up, parts)
+            up, parts = multipart(s3, bucket, folder + "big.pt", big, marker=marker)
+            etags[job.sub + "big.pt"] = complete(s3, bucket, folder + "big.pt", up, parts)
             up = None
-            s3.delete_object(Bucket=bucket, Key="ckpt/uploads/step_%06d" % step)
+            s3.delete_object(Bucket=bucket, Key=marker)
         for name, body in job.shards(step):
-            etags[name] = s3.put_object(Bucket=bucket, Key="%s/%s" % (folder, name), Body=body)["ETag"]
-        put_commit(s3, bucket, folder + "/COMMIT", json.dumps({"step": step, "etags": etags}, sort_keys=True).encode())
-    except (client_error(), ValueError) as e:
+            etags[job.sub + name] = s3.put_object(Bucket=bucket, Key=folder + name, Body=body)["ETag"]
+    except client_error() as e:
         if up is not None:  # an upload this save started: abort it now (the restart would otherwise)
             try:
-                s3.abort_multipart_upload(Bucket=bucket, Key=folder + "/big.pt", UploadId=up)
-                s3.delete_object(Bucket=bucket, Key="ckpt/uploads/step_%06d" % step)
+                s3.abort_multipart_upload(Bucket=bucket, Key=folder + "big.pt", UploadId=up)
+                s3.delete_object(Bucket=bucket, Key=marker)
             except client_error():
                 pass
-        return "%s: %s" % (type(e).__name__, e)
-    retention(s3, bucket, step)
-    return None
+        return "%s: %s" % (type(e).__name__, e), {}
+    return None, etags
 
 
 def retention(s3, bucket, newest):
@@ -311,11 +388,14 @@ def newest_commit(s3, bucket):
     return None, None
 
 
-def check_commit(s3, bucket, folder, commit, want_bytes):
-    """{name: bytes} of the commit's objects (empty bodies unless
-    want_bytes); raises ValueError naming an object that does not match."""
+def check_commit(s3, bucket, folder, commit, want_bytes, sub=""):
+    """{name: bytes} of the commit's objects under sub (a rank's rank_<r>/,
+    or every object), names without sub (empty bodies unless want_bytes);
+    raises ValueError naming an object that does not match."""
     objs = {}
     for name, etag in sorted(commit["etags"].items()):
+        if not name.startswith(sub):
+            continue
         key = "%s/%s" % (folder, name)
         if want_bytes:
             body, got = s3_get(s3, bucket, key)
@@ -330,16 +410,18 @@ def check_commit(s3, bucket, folder, commit, want_bytes):
             raise ValueError("%s is committed but missing" % key)
         if got != etag:
             raise ValueError("%s has ETag %s, its commit says %s" % (key, got, etag))
-        objs[name] = body
+        objs[name[len(sub):]] = body
     return objs
 
 
 def load_commit(s3, bucket, job):
-    abort_leftovers(s3, bucket)
+    if job.rank == 0:
+        abort_leftovers(s3, bucket)
+    job.barrier()
     folder, commit = newest_commit(s3, bucket)
     if folder is None:
         return None
-    step = job.restore(check_commit(s3, bucket, folder, commit, True))
+    step = job.restore(check_commit(s3, bucket, folder, commit, True, job.sub))
     if step != commit["step"]:
         raise ValueError("%s holds step %d, its commit says %d" % (folder, step, commit["step"]))
     return step
@@ -398,6 +480,8 @@ def main(argv):
                     print("%s: the save of step %d failed, nothing committed: %s" % (PROG, step, err),
                           file=sys.stderr)
     ckh.final(steps=a.steps, total=a.steps, digest=ckh.digest(job.model.state_dict()), values={"loss": job.loss})
+    if job.world > 1:
+        job.dist.destroy_process_group()
     print("%s: steps %d..%d done" % (PROG, start + 1, a.steps))
     return 0
 
