@@ -1,5 +1,6 @@
-"""saver_common: what the library's small Python savers share
-(prog_py_saver.py, prog_s3_saver.py, prog_torch_s3.py).
+"""saver_common: what the library's object-store savers share
+(prog_s3_saver.py, prog_torch_s3.py). prog_py_saver.py keeps its own
+copies: tests/test_explore_warm.sh runs copies of it from other folders.
 
   ckh         the result protocol (tools/ckh_result.py): this source tree's
               copy first, else an installed one
