@@ -4,20 +4,55 @@
 # every node gets, the library's three object-store scenarios with their
 # verdicts, faults on s3_* requests, and the crash model of a write in
 # flight (kept under one seed, undone under another, the same each time).
-#   test_object_store.sh CKH SOURCE_DIR
-# Skipped (77) without boto3 or curl, or in a ckh built without the endpoint.
+#   test_object_store.sh CKH SOURCE_DIR [torch]
+# With `torch` (CTest object_store_torch) it checks instead what the
+# verdicts of the PyTorch programs' scenarios (prog_torch_s3.py; the library
+# runs them) cannot show: the restart aborts the multipart upload a kill
+# left open, and a conditional commit retried after its connection dropped
+# meets the job's own write (412) and is accepted.
+# Skipped (77) without boto3 or curl (or torch, for `torch`), or in a ckh
+# built without the endpoint.
 set -u
-ckh=$1 src=$2
+ckh=$1 src=$2 part=${3:-plain}
 . "$src/tests/support/skip.sh"
 ckh_test_name=object_store
+[ "$part" = torch ] && ckh_test_name=object_store_torch
 command -v curl >/dev/null || ckh_skip "curl is not installed"
 /usr/bin/python3 -c 'import boto3' 2>/dev/null || ckh_skip "boto3 cannot be imported (Debian's python3-boto3)"
+if [ "$part" = torch ]; then
+    ckh_torch_missing /usr/bin/python3 && ckh_skip "$torch_why"
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf 'job:\n  command: [/bin/true]\n  object_store: {buckets: [abc]}\n' >"$tmp/probe.yaml"
 "$ckh" run "$tmp/probe.yaml" 2>&1 | grep -q "built without it" && ckh_skip "this ckh was built without the S3 endpoint"
 fails=0
-fail() { echo "object_store: FAIL: $*"; fails=$((fails + 1)); }
+fail() { echo "$ckh_test_name: FAIL: $*"; fails=$((fails + 1)); }
+
+if [ "$part" = torch ]; then
+    # The kill before the second part of step 6's upload leaves it open; the
+    # restart aborts it (the upload it recorded in ckpt/uploads/), once,
+    # before starting step 6's upload again.
+    rp=$("$ckh" replay "$src/scenarios/programs/s3-multipart-commit-kill-mid-part.yaml" 2>&1)
+    echo "$rp" | grep -q "FAULT s3_part:kill_before /train/ckpt/step_000006/big.pt" || fail "no FAULT on the part: $rp"
+    ops=$(echo "$rp" | grep -oE '(Create|Abort|Complete)MultipartUpload train/ckpt/step_000006/big.pt' |
+          sed 's/MultipartUpload.*//' | tr '\n' ' ')
+    [ "$ops" = "Create Abort Create Complete " ] || fail "step 6's uploads: want Create Abort Create Complete, got $ops"
+    echo "$rp" | grep -q "DeleteObject train/ckpt/uploads/step_000006 existed -> 200" ||
+        fail "the record of the aborted upload was not deleted: $rp"
+    # The commit of step 6 is applied, its connection drops, boto3 retries:
+    # 412 (If-None-Match: *), the object read back, the job goes on.
+    rp=$("$ckh" replay "$src/scenarios/programs/s3-torch-commit-reset-after.yaml" 2>&1)
+    commits=$(echo "$rp" | grep -E 'PutObject train/ckpt/step_000006/COMMIT .*if-none-match' | sed 's/^s3 #[0-9]* //')
+    want=$(printf '%s\n%s' "n=0 PutObject train/ckpt/step_000006/COMMIT bytes=176 if-none-match -> 200" \
+           "n=0 PutObject train/ckpt/step_000006/COMMIT bytes=176 if-none-match -> 412 PreconditionFailed")
+    [ "$commits" = "$want" ] || fail "step 6's commits: want $want, got $commits"
+    echo "$rp" | grep -A1 'COMMIT bytes=176 if-none-match -> 412' | grep -q 'GetObject train/ckpt/step_000006/COMMIT' ||
+        fail "the saver did not read its commit back after the 412: $rp"
+    [ $fails = 0 ] || exit 1
+    echo "$ckh_test_name: ok"
+    exit 0
+fi
 
 # expect_error FILE_TEXT LINE:COL PATTERN: ckh run refuses it with exit 2
 expect_error() {

@@ -270,7 +270,16 @@ declare -A verdict=(
     [s3-boto3-naive-kill-between-shards]='resume-equivalence: step 4: x, x0 of rank_0 diverged first'
     [s3-retention-before-commit]='retention: run 1, step 6: DeleteObject #15 of rank_0 removed train/ckpt/step_000003/shard_0 of the newest complete checkpoint'
     [s3-list-stale-manifest]='resume-equivalence: step 7: x of rank_0 diverged first'
+    [s3-torch-naive-kill-between-shards]='resume-equivalence: step 4: weights, optim, loss of rank_0 diverged first \(rng equal\)'
+    [s3-torch-naive-slowdown-shard]='resume-equivalence: step 7: weights, optim of rank_0 diverged first \(rng, loss equal\)'
+    [s3-torch-multi-naive-kill-rank1]='resume-equivalence: step 7: weights of rank_0, optim of rank_0, weights of rank_1, optim of rank_1, rng of rank_1, loss of rank_1 diverged first'
+    [s3-multipart-naive-kill-before-complete]='resume-equivalence: step 7: table of rank_0 diverged first \(weights, optim, rng, loss equal\)'
 )
+# The libcurl saver's, where it was built (libcurl found at configure time).
+if [ -n "$ckh" ] && [ -x "$(dirname "$ckh")/programs/prog_s3_curl" ]; then
+    verdict[s3-curl-c-naive-kill-between-shards]='resume-equivalence: step 4: x, x0 of rank_0 diverged first'
+    verdict[s3-curl-c-naive-slowdown-shard]='resume-equivalence: step 7: x of rank_0 diverged first \(x0 equal\)'
+fi
 if ! want verdicts; then
     :
 elif [ -z "$ckh" ] || ckh_fuse_missing || ckh_torch_missing "$py"; then

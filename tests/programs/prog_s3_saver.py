@@ -54,33 +54,13 @@ import os
 import sys
 
 sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-_TOOLS = os.path.join(HERE, os.pardir, os.pardir, "tools")
-if os.path.exists(os.path.join(_TOOLS, "ckh_result.py")):
-    sys.path.insert(0, os.path.abspath(_TOOLS))
-import ckh_result as ckh  # noqa: E402
+from saver_common import advance, ckh, s3_client as client, s3_get as get  # noqa: E402,F401
 import boto3  # noqa: E402
 import boto3.s3.transfer  # noqa: E402
 import botocore  # noqa: E402
 
 PROG = "prog_s3_saver"
 SHARDS = 4
-
-
-def client():
-    return boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"],
-                        config=botocore.config.Config(retries={"max_attempts": 3, "mode": "standard"}))
-
-
-def get(s3, bucket, key):
-    """The object's bytes and ETag, or (None, None) when there is none."""
-    try:
-        r = s3.get_object(Bucket=bucket, Key=key)
-    except botocore.exceptions.ClientError as e:
-        if e.response["Error"]["Code"] == "NoSuchKey":
-            return None, None
-        raise
-    return r["Body"].read(), r["ETag"]
 
 
 def load_naive(s3, bucket):
@@ -176,10 +156,6 @@ def save_committed(s3, bucket, step, x, big_mib=0, keep=2, retention="after-comm
     s3.put_object(Bucket=bucket, Key="ckpt/latest", Body=folder.encode())  # the commit
     if retention == "after-commit":  # after the commit, never the folder just committed
         retain(s3, bucket, keep, committed=folder)
-
-
-def advance(x, step):
-    return [(v * 31 + step * (i + 7)) % 1000003 for i, v in enumerate(x)]
 
 
 def main(argv):
