@@ -217,6 +217,34 @@ class Boto3Calls(unittest.TestCase):
         self.assertEqual(self.err(s3.list_objects_v2, Bucket="ckpt", ContinuationToken="not-a-token"),
                          "InvalidArgument")
 
+    def test_versions_of_unversioned_buckets(self):  # E3: ListObjectVersions, versionId=null
+        s3 = self.s3
+        keys = ["ver/%02d" % i for i in range(7)] + ["ver/sub/a"]
+        for k in keys:
+            s3.put_object(Bucket="ckpt", Key=k, Body=b"v")
+        seen, pages = [], 0
+        for page in s3.get_paginator("list_object_versions").paginate(Bucket="ckpt", Prefix="ver/",
+                                                                     PaginationConfig={"PageSize": 3}):
+            pages += 1
+            for v in page.get("Versions", []):
+                self.assertEqual((v["VersionId"], v["IsLatest"], v["Size"]), ("null", True, 1))
+                seen.append(v["Key"])
+            self.assertEqual(page.get("DeleteMarkers", []), [])
+        self.assertEqual((seen, pages), (sorted(keys), 3))
+        r = s3.list_object_versions(Bucket="ckpt", Prefix="ver/", Delimiter="/")
+        self.assertEqual([p["Prefix"] for p in r["CommonPrefixes"]], ["ver/sub/"])
+        self.assertEqual(len(r["Versions"]), 7)
+        # versionId=null names the one version; any other is InvalidArgument
+        self.assertEqual(s3.get_object(Bucket="ckpt", Key="ver/00", VersionId="null")["Body"].read(), b"v")
+        self.assertEqual(self.err(s3.get_object, Bucket="ckpt", Key="ver/00", VersionId="3HL4kqtJlcpXroDTDmJ"),
+                         "InvalidArgument")
+        self.assertEqual(self.err(s3.put_object_tagging, Bucket="ckpt", Key="ver/00", VersionId="x",
+                                  Tagging={"TagSet": []}), "NotImplemented")
+        s3.delete_object(Bucket="ckpt", Key="ver/00", VersionId="null")
+        self.assertEqual(self.err(s3.head_object, Bucket="ckpt", Key="ver/00"), "404")
+        s3.delete_objects(Bucket="ckpt", Delete={"Objects": [{"Key": k, "VersionId": "null"} for k in keys[1:]]})
+        self.assertNotIn("Versions", s3.list_object_versions(Bucket="ckpt", Prefix="ver/"))
+
     def test_multipart(self):  # O10, O11
         s3 = self.s3
         data = bytes(random.Random(5).getrandbits(8) for _ in range(64 * 1024)) * 320  # 20 MiB

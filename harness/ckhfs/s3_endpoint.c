@@ -16,6 +16,10 @@
  *                                     start-after, encoding-type=url)
  *       GET /B                        ListObjects (v1: marker as start-after)
  *       GET /B?location               GetBucketLocation
+ *       GET /B?versions               ListObjectVersions: buckets are never
+ *                                     versioned, so every object is its one
+ *                                     version, VersionId "null" (prefix,
+ *                                     delimiter, max-keys, key-marker)
  *       POST /B?delete                DeleteObjects
  *       PUT /B/K                      PutObject; with x-amz-copy-source:
  *                                     CopyObject; with partNumber and
@@ -27,9 +31,11 @@
  *       POST /B/K?uploads             CreateMultipartUpload
  *       POST /B/K?uploadId=U          CompleteMultipartUpload
  *       GET /B/K?uploadId=U           ListParts
- *     Any other method or query argument naming a sub-resource (acl,
- *     tagging, versioning, policy, uploads on GET, versionId...) is 501
- *     NotImplemented; nothing is applied.
+ *     versionId=null on an object's GET, HEAD or DELETE names its one
+ *     version (as S3 does for an unversioned bucket); any other versionId
+ *     is 400 InvalidArgument. Any other method or query argument naming a
+ *     sub-resource (acl, tagging, versioning, policy, uploads on GET...)
+ *     is 501 NotImplemented; nothing is applied.
  * E4. Bodies: Content-Length or HTTP chunked; aws-chunked (Content-Encoding
  *     aws-chunked, or X-Amz-Content-Sha256 STREAMING-*) is decoded: chunks
  *     "HEX[;ext]\r\nDATA\r\n" up to a zero chunk, trailers ignored; a body
@@ -567,10 +573,24 @@ static long arg_num(const struct req *r, const char *name)
     return (*end != '\0' || n < 0 || v[0] == '\0') ? -1 : n;
 }
 
-static void list_body(struct ckh__s3_buf *b, const struct req *r, const struct ckh_objstore_list_params *p,
-                      const struct ckh_objstore_listing *l, bool v2, bool url)
+/* The kinds of listing list_body writes. */
+enum list_kind { LIST_V1, LIST_V2, LIST_VERSIONS };
+
+/* The last name of a truncated page (v1's NextMarker, NextKeyMarker). */
+static const char *page_last(const struct ckh_objstore_listing *l)
 {
-    ckh__s3_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"" XMLNS "\">");
+    if (l->nprefixes > 0 &&
+        (l->nentries == 0 || strcmp(l->prefixes[l->nprefixes - 1], l->entries[l->nentries - 1].key) > 0))
+        return l->prefixes[l->nprefixes - 1];
+    return l->entries[l->nentries - 1].key;
+}
+
+static void list_body(struct ckh__s3_buf *b, const struct req *r, const struct ckh_objstore_list_params *p,
+                      const struct ckh_objstore_listing *l, enum list_kind kind, bool url)
+{
+    const bool v2 = kind == LIST_V2, versions = kind == LIST_VERSIONS;
+    const char *root = versions ? "ListVersionsResult" : "ListBucketResult";
+    ckh__s3_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s xmlns=\"" XMLNS "\">", root);
     ckh__s3_elem(b, "Name", r->bucket, false);
     ckh__s3_elem(b, "Prefix", p->prefix != NULL ? p->prefix : "", url);
     if (p->delimiter != NULL)
@@ -587,42 +607,48 @@ static void list_body(struct ckh__s3_buf *b, const struct req *r, const struct c
             ckh__s3_elem(b, "NextContinuationToken", l->next_token, false);
         if (p->start_after != NULL)
             ckh__s3_elem(b, "StartAfter", p->start_after, url);
+    } else if (versions) {
+        ckh__s3_elem(b, "KeyMarker", p->start_after != NULL ? p->start_after : "", url);
+        ckh__s3_elem(b, "VersionIdMarker", "", false);
+        if (l->truncated) {
+            ckh__s3_elem(b, "NextKeyMarker", page_last(l), url);
+            ckh__s3_elem(b, "NextVersionIdMarker", "null", false);
+        }
     } else {
         ckh__s3_elem(b, "Marker", p->start_after != NULL ? p->start_after : "", url);
-        if (l->truncated) { /* v1's NextMarker: the last name of the page */
-            const char *last = l->nprefixes > 0 && (l->nentries == 0 || strcmp(l->prefixes[l->nprefixes - 1],
-                                                                               l->entries[l->nentries - 1].key) > 0)
-                                   ? l->prefixes[l->nprefixes - 1]
-                                   : l->entries[l->nentries - 1].key;
-            ckh__s3_elem(b, "NextMarker", last, url);
-        }
+        if (l->truncated) /* v1's NextMarker: the last name of the page */
+            ckh__s3_elem(b, "NextMarker", page_last(l), url);
     }
     for (size_t i = 0; i < l->nentries; i++) {
         char date[40];
         iso_date(l->entries[i].seq, date, sizeof date);
-        ckh__s3_printf(b, "<Contents>");
+        ckh__s3_printf(b, versions ? "<Version>" : "<Contents>");
         ckh__s3_elem(b, "Key", l->entries[i].key, url);
+        if (versions)
+            ckh__s3_printf(b, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
         ckh__s3_elem(b, "LastModified", date, false);
         ckh__s3_elem(b, "ETag", l->entries[i].etag, false);
-        ckh__s3_printf(b, "<Size>%" PRIu64 "</Size><StorageClass>STANDARD</StorageClass></Contents>",
-                       l->entries[i].size);
+        ckh__s3_printf(b, "<Size>%" PRIu64 "</Size><StorageClass>STANDARD</StorageClass>", l->entries[i].size);
+        ckh__s3_printf(b, versions ? "<Owner><ID>ckh</ID><DisplayName>ckh</DisplayName></Owner></Version>"
+                                   : "</Contents>");
     }
     for (size_t i = 0; i < l->nprefixes; i++) {
         ckh__s3_printf(b, "<CommonPrefixes>");
         ckh__s3_elem(b, "Prefix", l->prefixes[i], url);
         ckh__s3_printf(b, "</CommonPrefixes>");
     }
-    ckh__s3_printf(b, "</ListBucketResult>");
+    ckh__s3_printf(b, "</%s>", root);
 }
 
 static enum MHD_Result op_list_objects(struct MHD_Connection *c, struct req *r)
 {
     const char *lt = NULL, *enc = NULL;
-    bool v2 = has_arg(r, "list-type", &lt) && lt != NULL && strcmp(lt, "2") == 0;
+    const bool versions = has_arg(r, "versions", NULL);
+    bool v2 = !versions && has_arg(r, "list-type", &lt) && lt != NULL && strcmp(lt, "2") == 0;
     struct ckh_objstore_list_params p = {0};
     has_arg(r, "prefix", &p.prefix);
     has_arg(r, "delimiter", &p.delimiter);
-    has_arg(r, v2 ? "start-after" : "marker", &p.start_after);
+    has_arg(r, versions ? "key-marker" : v2 ? "start-after" : "marker", &p.start_after);
     if (v2)
         has_arg(r, "continuation-token", &p.token);
     bool url = has_arg(r, "encoding-type", &enc) && enc != NULL && strcmp(enc, "url") == 0;
@@ -643,7 +669,7 @@ static enum MHD_Result op_list_objects(struct MHD_Connection *c, struct req *r)
     if (rc != 0)
         return send_error(c, r, rc, seq);
     struct ckh__s3_buf b = {0};
-    list_body(&b, r, &p, &l, v2, url);
+    list_body(&b, r, &p, &l, versions ? LIST_VERSIONS : v2 ? LIST_V2 : LIST_V1, url);
     ckh_objstore_listing_free(&l);
     return send_xml(c, &b, 200, seq);
 }
@@ -831,11 +857,25 @@ static enum MHD_Result op_list_parts(struct MHD_Connection *c, struct req *r)
     return send_xml(c, &b, 200, seq);
 }
 
+/* A versionId other than "null" on an object: buckets are never
+ * versioned, so no such version exists (E3). */
+static enum MHD_Result op_bad_version(struct MHD_Connection *c, struct req *r)
+{
+    return send_error(c, r, CKH_S3_INVALID_ARGUMENT, ckh_objstore_last_seq(store_of(r)));
+}
+
+/* Whether r names a version other than an unversioned object's "null". */
+static bool other_version(const struct req *r)
+{
+    const char *v = NULL;
+    return has_arg(r, "versionId", &v) && (v == NULL || strcmp(v, "null") != 0);
+}
+
 /* Sub-resources that name an operation this endpoint does not serve. */
 static const char *const unserved_args[] = {
     "acl", "tagging", "versioning", "policy", "lifecycle", "cors", "website", "logging", "notification",
     "replication", "encryption", "object-lock", "retention", "legal-hold", "torrent", "restore", "select",
-    "versions", "versionId", "inventory", "metrics", "analytics", "accelerate", "requestPayment",
+    "inventory", "metrics", "analytics", "accelerate", "requestPayment",
     "ownershipControls", "publicAccessBlock", "intelligent-tiering", "attributes", "policyStatus",
 };
 
@@ -859,6 +899,12 @@ static op_fn route(struct MHD_Connection *c, const struct req *r, const char **n
     if (r->bucket == NULL)
         return get ? (*name = "ListBuckets", op_list_buckets) : NULL;
     if (r->key == NULL) {
+        if (has_arg(r, "versionId", NULL))
+            return NULL;
+        if (get && has_arg(r, "versions", NULL))
+            return *name = "ListObjectVersions", op_list_objects;
+        if (has_arg(r, "versions", NULL))
+            return NULL;
         if (get && has_arg(r, "location", NULL))
             return *name = "GetBucketLocation", op_bucket_location;
         if (get && !has_arg(r, "uploads", NULL))
@@ -869,6 +915,10 @@ static op_fn route(struct MHD_Connection *c, const struct req *r, const char **n
             return *name = put ? "CreateBucket" : del ? "DeleteBucket" : "HeadBucket", op_bucket;
         return NULL;
     }
+    if (has_arg(r, "versions", NULL) || (has_arg(r, "versionId", NULL) && !(get || head || del)))
+        return NULL;
+    if (other_version(r))
+        return *name = "BadVersionId", op_bad_version;
     bool upload = has_arg(r, "uploadId", NULL);
     if (put && upload)
         return header(c, "x-amz-copy-source") != NULL ? NULL : (*name = "UploadPart", op_mpu_part);
@@ -899,6 +949,7 @@ static int op_kind(const char *name)
         {"HeadObject", CKH_OP_S3_HEAD},        {"HeadBucket", CKH_OP_S3_HEAD},
         {"DeleteObject", CKH_OP_S3_DELETE},    {"DeleteObjects", CKH_OP_S3_DELETE},
         {"DeleteBucket", CKH_OP_S3_DELETE},    {"ListObjects", CKH_OP_S3_LIST},
+        {"ListObjectVersions", CKH_OP_S3_LIST},
         {"ListBuckets", CKH_OP_S3_LIST},       {"ListParts", CKH_OP_S3_LIST},
         {"GetBucketLocation", CKH_OP_S3_HEAD}, {"CreateBucket", CKH_OP_S3_PUT},
         {"CopyObject", CKH_OP_S3_COPY},        {"CreateMultipartUpload", CKH_OP_S3_MPU_CREATE},
@@ -923,7 +974,7 @@ static enum MHD_Result serve(struct MHD_Connection *c, struct req *r)
     if (fn != NULL && srv->cfg.hook != NULL) {
         /* a listing is matched by its prefix, as /BUCKET/PREFIX */
         const char *key = r->key, *prefix = NULL;
-        if (key == NULL && strcmp(name, "ListObjects") == 0 && has_arg(r, "prefix", &prefix) && prefix != NULL &&
+        if (key == NULL && strncmp(name, "ListObject", 10) == 0 && has_arg(r, "prefix", &prefix) && prefix != NULL &&
             prefix[0] != '\0')
             key = prefix;
         struct ckh_s3_request info = {r->np->node, name, op_kind(name), r->bucket, key, r->len, writes};
