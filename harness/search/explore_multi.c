@@ -46,7 +46,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ckh/assert.h"
@@ -56,8 +55,6 @@
 #include "exec/command_proc.h"
 #include "exec/command_result.h"
 #include "exec/command_warm.h"
-#include "exec/tmpdir.h"
-#include "judge/judge.h"
 #include "search/explore_internal.h"
 #include "search/explore_multi.h"
 #include "search/explore_workers.h"

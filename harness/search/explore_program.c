@@ -42,7 +42,6 @@
 #include "exec/command_proc.h"
 #include "exec/command_result.h"
 #include "exec/command_warm.h"
-#include "exec/tmpdir.h"
 #include "search/explore_internal.h"
 #include "search/explore_program.h"
 #include "search/explore_multi.h"
