@@ -11,6 +11,15 @@
  * and their symptoms (paths included) must be the same, byte for byte;
  * and nothing may stay mounted. Nothing here is about time.
  *
+ * The same for a job of two nodes (harness/search/explore_multi.c, whose
+ * checks share explore_workers.c's): tests/programs/prog_py_saver.py
+ * (plain Python, no torch) with --in-turn, each node on a disk of its own
+ * beside a shared one (two kept verify mounts per worker), unsafe and
+ * safe: verify by cold starts with a mount per state against warm starts
+ * with kept mounts (one and two workers), and the restart check cold
+ * against warm; state by state (every failing state, its words and its
+ * symptom) the same. Skipped without /usr/bin/python3.
+ *
  * Skipped (CKH_SKIP) where FUSE is not available. */
 #include <check.h>
 #include <limits.h>
@@ -48,6 +57,44 @@ static struct ckh_scenario *saver_scenario(const char *dir, bool unsafe)
         ck_abort_msg("%s", msg);
     }
     return sc;
+}
+
+/* The two-node Python job's scenario (unsafe: files rewritten in place)
+ * in dir: each node's checkpoint disk its own, a shared disk beside it. */
+static struct ckh_scenario *py_multi_scenario(const char *dir, bool unsafe)
+{
+    const char *src = getenv("CKH_SOURCE_DIR") ? getenv("CKH_SOURCE_DIR") : ".";
+    char prog[PATH_MAX], path[PATH_MAX + 32];
+    ck_assert_msg(realpath(src, prog) != NULL, "CKH_SOURCE_DIR %s", src);
+    strncat(prog, "/tests/programs/prog_py_saver.py", sizeof prog - strlen(prog) - 1);
+    snprintf(path, sizeof path, "%s/multi-%s.yaml", dir, unsafe ? "unsafe" : "safe");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "job:\n  command: [/usr/bin/python3, %s, --in-turn%s]\n  nodes: 2\n  timeout: 300s\n"
+               "  disks:\n    - {name: ckpt, mount: /, shared: false}\n    - {name: aux, mount: /aux}\n"
+               "verify: [/usr/bin/python3, %s, --verify]\n", prog, unsafe ? ", --unsafe" : "", prog);
+    ck_assert_int_eq(fclose(f), 0);
+    struct ckh_scenario *sc = NULL;
+    struct ckh_scn_error e;
+    if (ckh_cli_parse_one(path, &sc, &e) != 0) {
+        char msg[512];
+        ckh_scn_error_format(&e, msg, sizeof msg);
+        ck_abort_msg("%s", msg);
+    }
+    return sc;
+}
+
+/* One explore by check, start mode, mount per state or kept, workers
+ * (max_states: 0 none). */
+static void explore_how(const struct ckh_scenario *sc, enum ckh_xprog_check check, enum ckh_xprog_start start,
+                        bool remount, unsigned jobs, uint64_t max_states, struct ckh_xprog_result *r)
+{
+    struct ckh_xprog_options o = {.jobs = jobs, .check = check, .verify_remount = remount, .start_set = true,
+                                  .start = start, .max_states = max_states};
+    char err[1200];
+    int rc = ckh_explore_program(sc, &o, r, err, sizeof err);
+    ck_assert_msg(rc == 0, "explore (%s, %s, %s, %u workers): %s", ckh_xprog_check_name(check),
+                  ckh_xprog_start_name(start), remount ? "a mount per state" : "kept mounts", jobs, err);
 }
 
 static void explore(const struct ckh_scenario *sc, bool remount, unsigned jobs, struct ckh_xprog_result *r)
@@ -111,6 +158,59 @@ START_TEST(test_kept_mounts_same_verdicts)
 }
 END_TEST
 
+START_TEST(test_multi_cold_warm_same_verdicts)
+{
+    NEED_FUSE();
+    if (access("/usr/bin/python3", X_OK) != 0)
+        CKH_SKIP("/usr/bin/python3 is not installed");
+    char dir[PATH_MAX], marker[64];
+    ck_assert_int_eq(ckh_tmp_make(dir, sizeof dir), 0);
+    snprintf(marker, sizeof marker, "/ckh-%ld-", (long)getpid());
+    for (int unsafe = 1; unsafe >= 0; unsafe--) {
+        struct ckh_scenario *sc = py_multi_scenario(dir, unsafe);
+        struct ckh_xprog_result cold, warm1, warm2;
+        /* verify: cold starts and a mount per state (the path before), warm and kept */
+        explore_how(sc, CKH_XPROG_VERIFY, CKH_XPROG_START_COLD, true, 2, 400, &cold);
+        explore_how(sc, CKH_XPROG_VERIFY, CKH_XPROG_START_WARM, false, 1, 400, &warm1);
+        explore_how(sc, CKH_XPROG_VERIFY, CKH_XPROG_START_WARM, false, 2, 400, &warm2);
+        same(&cold, &warm1, "2 nodes, verify: warm, kept mounts, 1 worker");
+        same(&cold, &warm2, "2 nodes, verify: warm, kept mounts, 2 workers");
+        ck_assert_uint_eq(cold.checked, cold.distinct);
+        ck_assert_uint_gt(cold.distinct, 10);
+        ck_assert_uint_eq(cold.warm_starts, 0);
+        ck_assert_uint_gt(warm2.warm_starts, 0);
+        ck_assert_uint_eq(warm2.cold_starts, 0);
+        if (unsafe) {
+            ck_assert_uint_gt(cold.nfails, 0);
+            for (size_t i = 0; i < warm2.nfails; i++) /* a node's view, never a worker's folder */
+                ck_assert_msg(strstr(warm2.fails[i].symptom, "'s view: ") && !strstr(warm2.fails[i].symptom, "/w1/"),
+                              "%s", warm2.fails[i].symptom);
+        } else {
+            ck_assert_uint_eq(cold.nfails, 0);
+        }
+        ckh_xprog_result_free(&cold);
+        ckh_xprog_result_free(&warm1);
+        ckh_xprog_result_free(&warm2);
+        /* restart: every node restarted cold against warm */
+        explore_how(sc, CKH_XPROG_RESTART, CKH_XPROG_START_COLD, false, 2, 120, &cold);
+        explore_how(sc, CKH_XPROG_RESTART, CKH_XPROG_START_WARM, false, 2, 120, &warm2);
+        same(&cold, &warm2, "2 nodes, restart: warm");
+        ck_assert_uint_eq(cold.checked, cold.distinct);
+        ck_assert_uint_gt(warm2.warm_starts, 0);
+        ck_assert_uint_eq(warm2.cold_starts, 0);
+        if (unsafe)
+            ck_assert_uint_gt(cold.nfails, 0);
+        else
+            ck_assert_uint_eq(cold.nfails, 0);
+        ckh_xprog_result_free(&cold);
+        ckh_xprog_result_free(&warm2);
+        ckh_scenario_free(sc);
+    }
+    ck_assert_int_eq(ckh_test_ckhfs_mounts(marker), 0);
+    ck_assert_int_eq(ckh_tmp_remove(dir), 0);
+}
+END_TEST
+
 static Suite *kept_suite(void)
 {
     Suite *s = suite_create("explore_kept");
@@ -118,6 +218,10 @@ static Suite *kept_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_kept_mounts_same_verdicts);
     suite_add_tcase(s, tc);
+    TCase *tm = tcase_create("multi");
+    tcase_set_timeout(tm, 900);
+    tcase_add_test(tm, test_multi_cold_warm_same_verdicts);
+    suite_add_tcase(s, tm);
     return s;
 }
 

@@ -388,33 +388,40 @@ static int mount_all(struct ckh__cmd *c)
     return 0;
 }
 
-/* Verify's one mount on the kept mount c->verify_keep (made on first
- * use): its disk swapped in, its callbacks' context this call's mount. */
+/* Verify's mounts on the kept mounts c->verify_keep[d], one per disk
+ * (each made on first use): each disk swapped in, its callbacks' context
+ * this call's mount. A kept mount that cannot be made is the error; those
+ * made or swapped before it are released by release_kept. */
 static int mount_kept(struct ckh__cmd *c)
 {
-    struct ckh__cmd_mount *mt = &c->mounts[0];
-    char msg[512] = "";
-    int rc;
-    if (*c->verify_keep) {
-        if ((rc = ckh_ckhfs_swap_disk(*c->verify_keep, mt->disk, mt)) != 0)
-            return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot serve the state at %s: %s", mt->dir, ckh_strerror(rc));
-        mt->fs = *c->verify_keep;
-        return 0;
+    for (size_t m = 0; m < c->nmounts; m++) {
+        struct ckh__cmd_mount *mt = &c->mounts[m];
+        struct ckh_ckhfs **keep = &c->verify_keep[mt->disk_index];
+        char msg[512] = "";
+        int rc;
+        if (*keep) {
+            if ((rc = ckh_ckhfs_swap_disk(*keep, mt->disk, mt)) != 0)
+                return ckh__cmd_fail(c, CKH_EINTERNAL, "cannot serve the state at %s: %s", mt->dir,
+                                     ckh_strerror(rc));
+            mt->fs = *keep;
+            continue;
+        }
+        if ((rc = mount_one(mt, names_stable(c), msg, sizeof msg)) != 0)
+            return mount_failed(c, rc, mt->dir, msg);
+        *keep = mt->fs;
     }
-    if ((rc = mount_one(mt, names_stable(c), msg, sizeof msg)) != 0)
-        return mount_failed(c, rc, mt->dir, msg);
-    *c->verify_keep = mt->fs;
     return 0;
 }
 
-/* After verify on the kept mount: the trace's results, then the mount
- * left up with no disk (the clone it served is freed next). */
+/* After verify on the kept mounts: the trace's results, then each mount
+ * left up with no disk (the clones it served are freed next). */
 static void release_kept(struct ckh__cmd *c, size_t trace_from)
 {
     trace_results(c, trace_from);
-    if (c->nmounts && c->mounts[0].fs) {
-        ckh_ckhfs_swap_disk(c->mounts[0].fs, NULL, NULL); /* no held request: verify's ops hold none */
-        c->mounts[0].fs = NULL;
+    for (size_t m = 0; m < c->nmounts; m++) {
+        if (c->mounts[m].fs)
+            ckh_ckhfs_swap_disk(c->mounts[m].fs, NULL, NULL); /* no held request: verify's ops hold none */
+        c->mounts[m].fs = NULL;
     }
 }
 
@@ -622,19 +629,19 @@ int ckh__cmd_verify_view(struct ckh__cmd *c, int i, bool *ok, char *detail, size
     struct ckh__cmd_mount *saved = c->mounts, *vm = calloc(job->ndisks, sizeof *vm);
     size_t saved_n = c->nmounts, nv = 0, from = c->ntrace;
     int rc = vm ? 0 : ckh__cmd_fail(c, CKH_ENOMEM, "out of memory"), st = -1;
-    const bool keep = c->verify_keep && c->verify_keep_dir && job->ndisks == 1;
+    const bool keep = c->verify_keep != NULL;
     char said[300] = "";
     for (size_t d = 0; rc == 0 && d < job->ndisks; d++) {
         struct ckh__cmd_mount *m = &vm[nv];
         *m = (struct ckh__cmd_mount){.c = c, .orig = c->disks[d * (size_t)c->n + (size_t)i], .disk_index = d,
                                      .node = i, .verify = true, .prefix = job->disks[d].mount};
-        if (keep)
+        if (keep && c->verify_keep_dir && job->ndisks == 1)
             snprintf(m->dir, sizeof m->dir, "%s", c->verify_keep_dir);
         else
             snprintf(m->dir, sizeof m->dir, "%s/mnt/verify.%s", c->dir, job->disks[d].name);
         /* (a kept mount's folder exists: a look at it would ask the mount) */
         if ((rc = ckh_simfs_clone(m->orig, &m->disk)) != 0 ||
-            (!(keep && *c->verify_keep) && (rc = ckh_tmp_mkdirs(m->dir)) != 0))
+            (!(keep && c->verify_keep[d]) && (rc = ckh_tmp_mkdirs(m->dir)) != 0))
             rc = ckh__cmd_fail(c, rc, "verify: cannot prepare %s: %s", m->dir, ckh_strerror(rc));
         else
             nv++;

@@ -63,8 +63,8 @@ int ckh__cmd_restart_check(struct ckh__cmd *c, const struct ckh_scenario_run *re
  * the oracles. 0, or a code with c->err (r untouched). */
 int ckh__cmd_order_run(struct ckh__cmd *c, const struct ckh_scenario_run *ref, struct ckh_scenario_run *r);
 /* Runs the scenario's verify command against node i's view of its disks
- * (clones of c->disks, mounted for the call, or served by the kept mount
- * c->verify_keep). *ok: it exited 0; detail:
+ * (clones of c->disks, mounted for the call, or served by the kept mounts
+ * c->verify_keep, one per disk). *ok: it exited 0; detail:
  * how it ended and the last line it printed. 0, or a code with c->err. */
 int ckh__cmd_verify_view(struct ckh__cmd *c, int i, bool *ok, char *detail, size_t n);
 /* Why a fault-free run did not complete, naming each node that failed

@@ -248,13 +248,15 @@ struct ckh__cmd {
     /* Warm launchers of this process (exec/command_warm.h; borrowed):
      * programs start from them where they can. NULL: every start cold. */
     struct ckh__warm_set *warm;
-    /* A verify mount kept from one execution to the next (the crash
-     * explorer's check workers; the slot is the caller's). NULL: each
-     * verify mounts its clone of the disks and unmounts it. Else, for a
-     * job with one disk, *verify_keep serves verify's clone
-     * (ckh_ckhfs_swap_disk): mounted at verify_keep_dir by the first call
-     * (*verify_keep NULL), left mounted with no disk after each; the
-     * caller unmounts it (ckh_ckhfs_unmount). Its kernel settings
+    /* Verify mounts kept from one execution to the next (the crash
+     * explorer's check workers; the slots are the caller's). NULL: each
+     * verify mounts its clone of the disks and unmounts it. Else
+     * verify_keep[d] (one slot per disk of the job, job.disks order)
+     * serves verify's clone of disk d (ckh_ckhfs_swap_disk): mounted by
+     * the first call that needs it (the slot NULL) at
+     * <dir>/mnt/verify.<disk name> (verify_keep_dir instead for a job with
+     * one disk, when set), left mounted with no disk after each; the
+     * caller unmounts them (ckh_ckhfs_unmount). Their kernel settings
      * (cache_names) are the first call's. */
     struct ckh_ckhfs **verify_keep;
     const char *verify_keep_dir;

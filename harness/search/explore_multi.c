@@ -24,10 +24,14 @@
  *      is applied (a killed process's written data survives). States are
  *      numbered K in that order; one whose disks' durable digests, taken
  *      together, were seen before is not kept;
- *   3. check: each kept state in `jobs` forked workers: a fresh execution
- *      of the job whose disks are the state, then `verify` once per node
- *      of the first run against that node's view, or a restart of the
- *      whole job judged by the oracles;
+ *   3. check: each kept state in `jobs` forked workers (the check both
+ *      explorers share, search/explore_workers.h): a fresh execution of
+ *      the job whose disks are the state, in the worker's one check
+ *      folder, then `verify` once per node of the first run against that
+ *      node's view (each disk served by the worker's kept mount for that
+ *      disk, the state's disk swapped onto it), or a restart of the whole
+ *      job judged by the oracles; programs start from the worker's warm
+ *      launchers where they can (cold, with the reason, where not);
  *   4. report: the failures, smallest K first, each with every node's last
  *      operation that could change a disk and what each disk held.
  * Memory: O(clones x (inodes + extents)), never O(bytes).
@@ -42,7 +46,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ckh/assert.h"
@@ -52,8 +55,6 @@
 #include "exec/command_proc.h"
 #include "exec/command_result.h"
 #include "exec/command_warm.h"
-#include "exec/tmpdir.h"
-#include "judge/judge.h"
 #include "search/explore_internal.h"
 #include "search/explore_multi.h"
 #include "search/explore_workers.h"
@@ -316,11 +317,9 @@ struct xm_crash {
 };
 
 struct xm_state {
-    uint64_t k;               /* its number */
+    struct ckh__xw_state h;   /* its number, check priority and words (first member) */
     size_t cut;               /* its cut (index into cuts) */
-    int prio;                 /* its check priority */
     struct ckh_simfs **disks; /* [nd]: the crashed disks (owned) */
-    char desc[1024];          /* the crash, in words */
 };
 
 struct xm_states {
@@ -581,8 +580,8 @@ static int push_state(struct xm_states *s, uint64_t k, size_t cut, int prio, str
         s->v = v;
         s->cap = cap;
     }
-    CKH_ASSERT(k >= 1 && k <= s->generated && (s->n == 0 || s->v[s->n - 1].k < k));
-    s->v[s->n++] = (struct xm_state){.k = k, .cut = cut, .prio = prio, .disks = d};
+    CKH_ASSERT(k >= 1 && k <= s->generated && (s->n == 0 || s->v[s->n - 1].h.k < k));
+    s->v[s->n++] = (struct xm_state){.h = {.k = k, .prio = prio}, .cut = cut, .disks = d};
     return 0;
 }
 
@@ -620,7 +619,7 @@ static int gen_crash(struct xm_gen *G, size_t ci, const struct xm_crash *cr, con
             disks_free(d, x->nd);
             break;
         }
-        describe(x, &x->cuts[ci], cr, &s, G->out->v[G->out->n - 1].desc, sizeof G->out->v[G->out->n - 1].desc);
+        describe(x, &x->cuts[ci], cr, &s, G->out->v[G->out->n - 1].h.desc, sizeof G->out->v[G->out->n - 1].h.desc);
         if (G->only) {
             G->out->bounded = true; /* found: nothing after it matters */
             break;
@@ -666,118 +665,29 @@ static int generate(struct xm_gen *G)
 
 /* ---- 3. the checks ---- */
 
+/* What each check reads (borrowed). */
 struct xm_run {
-    const struct ckh_scenario *sc;
-    uint64_t seed;
-    const struct ckh__cmd_job *je;
+    struct ckh__xw_checker k;  /* how (search/explore_workers.h) */
     const struct xm_rec *rec;
     const struct xm_states *st;
-    const size_t *order;
-    enum ckh_xprog_start start;
-    const struct ckh_scenario_run *ref;
-    enum ckh_xprog_check check;
-    uint64_t deadline_ms;
 };
 
-/* The state's folder in a message reads the same for every state. */
-static void neutral_text(const struct ckh__cmd *c, char *text, size_t n)
-{
-    char mnt[CKH__CMD_PATH_MAX + 32];
-    snprintf(mnt, sizeof mnt, "%s/mnt/verify.", c->dir);
-    ckh__xprog_replace_all(text, n, mnt, "<disk ");
-    snprintf(mnt, sizeof mnt, "%s/mnt/", c->dir);
-    ckh__xprog_replace_all(text, n, mnt, "<disk ");
-    ckh__xprog_replace_all(text, n, c->dir, "<state>");
-}
-
-static int check_verify(const struct xm_run *w, struct ckh__cmd *c, struct ckh__xw_slot *s)
-{
-    int first = w->rec->n < c->n ? w->rec->n : c->n;
-    for (int i = 0; i < first; i++) {
-        bool ok = false;
-        char detail[700];
-        int rc = ckh__cmd_verify_view(c, i, &ok, detail, sizeof detail);
-        if (rc)
-            return rc;
-        if (!ok) {
-            neutral_text(c, detail, sizeof detail);
-            snprintf(s->text, sizeof s->text, "%s's view: %s", c->nodes[i].name, detail);
-            s->failed = 1;
-            return 0;
-        }
-    }
-    return 0;
-}
-
-static void check_one(const struct xm_run *w, unsigned worker, struct ckh__warm_set *warm, size_t i,
-                      struct ckh__xw_slot *s)
-{
-    const struct xm_state *st = &w->st->v[i];
-    const struct xm_rec *x = w->rec;
-    char dir[CKH__CMD_PATH_MAX + 64];
-    struct ckh__cmd c;
-    memset(&c, 0, sizeof c);
-    snprintf(dir, sizeof dir, "%s/w%u/s%" PRIu64, w->je->dir, worker, st->k);
-    int rc = ckh__cmd_init(&c, w->sc, w->seed, 0, dir, w->je->cwd);
-    c.warm = warm;
-    struct ckh_simfs **d = rc == 0 ? calloc(x->nd, sizeof *d) : NULL;
-    if (rc == 0 && !d)
-        rc = ckh__cmd_fail(&c, CKH_ENOMEM, "out of memory");
-    for (size_t e = 0; rc == 0 && e < x->nd; e++)
-        if ((rc = ckh_simfs_clone(st->disks[e], &d[e])) != 0)
-            ckh__cmd_fail(&c, rc, "out of memory");
-    if (rc == 0) {
-        if ((rc = ckh__cmd_replace_disks(&c, d, x->nd)) != 0)
-            disks_free(d, x->nd);
-        else
-            free(d); /* its disks are c's now */
-    } else {
-        disks_free(d, x->nd);
-    }
-    if (rc == 0 && w->check == CKH_XPROG_VERIFY) {
-        rc = check_verify(w, &c, s);
-    } else if (rc == 0) {
-        const char *res[CKH_RUNNER_MAX_NODES];
-        for (int n = 0; n < c.n && n < CKH_RUNNER_MAX_NODES; n++)
-            res[n] = x->results[n];
-        struct ckh_report_result r;
-        struct ckh_scenario_run run;
-        ckh_report_result_init(&r);
-        memset(&run, 0, sizeof run);
-        rc = ckh__cmd_restart_check(&c, w->ref, res, x->cuts[st->cut].result_bytes, &run);
-        if (rc == 0)
-            rc = ckh__run_verdict(&run, &r); /* an error judging (out of memory) is the state's error */
-        ckh_scenario_run_free(&run);
-        s->failed = rc == 0 && r.verdict != CKH_VERDICT_PASS;
-        if (s->failed) {
-            snprintf(s->text, sizeof s->text, "%s: %s", r.failed_oracle ? r.failed_oracle : "verdict",
-                     r.message ? r.message : "failed");
-            neutral_text(&c, s->text, sizeof s->text);
-        }
-        ckh_report_result_clear(&r);
-    }
-    if (rc) {
-        s->rc = rc;
-        ckh__cmd_take_err(&c, rc, NULL, s->text, sizeof s->text);
-    }
-    s->done = 1;
-    ckh__cmd_free(&c);
-    ckh_tmp_remove(dir);
-}
-
-/* The pool's check (search/explore_workers.h). */
+/* The pool's check (search/explore_workers.h): state i's disks on a fresh
+ * execution in the worker's check folder, verify once per node of the
+ * first run against its view, served by the worker's kept mounts (one per
+ * disk), or a restart of the whole job. */
 static void check_state(const void *ctx, struct ckh__xw_worker *wk, size_t i, struct ckh__xw_slot *s)
 {
-    check_one(ctx, wk->index, wk->warm, i, s);
+    const struct xm_run *w = ctx;
+    const struct xm_state *st = &w->st->v[i];
+    ckh__xw_check_state(&w->k, wk, st->disks, w->rec->nd, w->rec->cuts[st->cut].result_bytes, s);
 }
 
-/* The check workers (search/explore_workers.h: they die with ckh and reap
- * what their checks leave). */
-static int check_all(const struct xm_run *w, unsigned jobs, struct ckh__xw_slot **out, struct ckh_xprog_result *res)
+/* The pool's end: the worker's verify mounts go. */
+static void check_end(const void *ctx, struct ckh__xw_worker *wk)
 {
-    struct ckh__xw_pool p = {.n = w->st->n, .order = w->order, .jobs = jobs, .deadline_ms = w->deadline_ms,
-                             .start = w->start, .dir = w->je->dir, .check = check_state, .ctx = w};
-    return ckh__xw_check_all(&p, out, res);
+    (void)ctx;
+    ckh__xw_check_end(wk);
 }
 
 /* ---- 4. the report ---- */
@@ -824,58 +734,25 @@ static void held(const struct xm_rec *x, const struct xm_state *st, char *buf, s
     }
 }
 
-static int report_checks(const struct xm_rec *x, const struct xm_states *st, const struct ckh__xw_slot *slots,
-                         uint64_t limit_ms, struct ckh_xprog_result *out, char *err, size_t errlen)
+/* The report's words for failing state i: what each disk held
+ * (ckh__xw_report's more). */
+static void held_more(const void *ctx, size_t i, char *text, size_t n)
 {
-    size_t nfail = 0;
-    for (size_t i = 0; i < st->n; i++) {
-        if (slots[i].rc)
-            return ckh_errf(err, errlen, slots[i].rc, "state %" PRIu64 ": %s", st->v[i].k, slots[i].text);
-        CKH_ASSERT(slots[i].done || !slots[i].failed);
-        out->checked += slots[i].done != 0;
-        nfail += slots[i].failed != 0;
-    }
-    if (out->checked < st->n && !out->bounded) {
-        out->bounded = true;
-        snprintf(out->bound, sizeof out->bound, "time limit %" PRIu64 " s reached (%" PRIu64 " of %zu distinct "
-                 "states checked)", limit_ms / 1000u, out->checked, st->n);
-    }
-    if (nfail && !(out->fails = calloc(nfail, sizeof *out->fails)))
-        return ckh_errf(err, errlen, CKH_ENOMEM, "out of memory");
-    for (size_t i = 0; i < st->n; i++) {
-        if (!slots[i].failed)
-            continue;
-        struct ckh_xprog_failure *f = &out->fails[out->nfails++];
-        f->k = st->v[i].k;
-        snprintf(f->state, sizeof f->state, "%s", st->v[i].desc);
-        held(x, &st->v[i], f->state, sizeof f->state);
-        snprintf(f->symptom, sizeof f->symptom, "%s", slots[i].text);
-    }
-    CKH_ASSERT(out->nfails == nfail && nfail <= out->checked && out->checked <= out->distinct);
-    return 0;
+    const struct xm_run *w = ctx;
+    held(w->rec, &w->st->v[i], text, n);
 }
 
 /* --keep DIR: one folder per disk, named as the disk. */
 static int keep_disks(const struct xm_rec *x, const struct xm_state *st, const char *dir, char *err, size_t errlen)
 {
-    struct stat sb;
-    if (stat(dir, &sb) == 0) {
-        if (!S_ISDIR(sb.st_mode))
-            return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: exists and is not a folder", dir);
-        if (rmdir(dir) != 0)
-            return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: the folder is not empty (ckh writes a "
-                            "state's files only into an absent or empty folder)", dir);
-    }
-    if (mkdir(dir, 0777) != 0)
-        return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: cannot create it: %s", dir, strerror(errno));
-    for (size_t e = 0; e < x->nd; e++) {
-        char sub[CKH_PATH_MAX + 200];
-        snprintf(sub, sizeof sub, "%s/%s", dir, x->d[e].name);
-        int rc = ckh__xprog_keep_disk(st->disks[e], sub, err, errlen);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    const char **names = calloc(x->nd ? x->nd : 1, sizeof *names);
+    if (!names)
+        return ckh_errf(err, errlen, CKH_ENOMEM, "out of memory");
+    for (size_t e = 0; e < x->nd; e++)
+        names[e] = x->d[e].name;
+    int rc = ckh__xw_keep(st->disks, names, x->nd, dir, err, errlen);
+    free(names);
+    return rc;
 }
 
 /* ---- the entry point ---- */
@@ -912,18 +789,6 @@ bool ckh__xmulti_applies(const struct ckh_scenario *sc, const struct ckh_xprog_o
     return mounts > 1 || nodes > 1;
 }
 
-static int check_order(const struct xm_states *st, size_t **order)
-{
-    int *prio = malloc((st->n ? st->n : 1) * sizeof *prio);
-    if (!prio)
-        return CKH_ENOMEM;
-    for (size_t i = 0; i < st->n; i++)
-        prio[i] = st->v[i].prio;
-    int rc = ckh__xorder_sort(prio, st->n, order);
-    free(prio);
-    return rc;
-}
-
 int ckh__xmulti_explore(const struct ckh_scenario *sc, const struct ckh_xprog_options *o,
                         enum ckh_xprog_check check, enum ckh_xprog_start start,
                         struct ckh_xprog_result *out, char *err, size_t errlen)
@@ -940,8 +805,6 @@ int ckh__xmulti_explore(const struct ckh_scenario *sc, const struct ckh_xprog_op
     struct xm_rec x;
     struct xm_states st;
     struct ckh_scenario_run ref;
-    struct ckh__xw_slot *slots = NULL;
-    size_t *order = NULL;
     memset(&je, 0, sizeof je);
     memset(&x, 0, sizeof x);
     memset(&st, 0, sizeof st);
@@ -956,16 +819,13 @@ int ckh__xmulti_explore(const struct ckh_scenario *sc, const struct ckh_xprog_op
     int rc;
 
     uint64_t t0 = ckh_posix_now_ms();
-    if ((rc = ckh__cmd_job_begin(sc, &je, err, errlen)) != 0)
-        goto out;
     struct ckh__cmd_watch watch = {.on_op = rec_op, .on_end = rec_end, .ctx = &x};
-    if ((rc = ckh__cmd_reference(sc, seed, &je, &watch, &ref, err, errlen)) != 0)
+    if ((rc = ckh__xw_record(sc, seed, t0, &je, &watch, &ref, out, err, errlen)) != 0)
         goto out;
     if ((rc = x.err) != 0 || !x.results || !x.d) {
         rc = ckh_errf(err, errlen, rc ? rc : CKH_ENOMEM, "recording the run: out of memory");
         goto out;
     }
-    out->record_ms = ckh_posix_now_ms() - t0;
     out->ops = x.nops;
     out->crash_points = x.ncuts;
     if (o->only_order || crashes == CKH_XPROG_CRASH_NONE) { /* --order N alone; or the orders alone */
@@ -1002,28 +862,18 @@ int ckh__xmulti_explore(const struct ckh_scenario *sc, const struct ckh_xprog_op
     }
     if (o->keep_dir && (rc = keep_disks(&x, &st.v[0], o->keep_dir, err, errlen)) != 0)
         goto out;
-    if ((rc = check_order(&st, &order)) != 0) {
-        ckh_errf(err, errlen, rc, "ordering crash states: %s", ckh_strerror(rc));
-        goto out;
-    }
-    uint64_t t1 = ckh_posix_now_ms();
-    struct xm_run w = {.sc = sc, .seed = seed, .je = &je, .rec = &x, .st = &st, .order = order, .start = start,
-                       .ref = &ref, .check = check, .deadline_ms = limit_ms ? t0 + limit_ms : 0};
-    if ((rc = check_all(&w, o->jobs ? o->jobs : 1, &slots, out)) != 0) {
-        ckh_errf(err, errlen, rc, "checking crash states: %s", ckh_strerror(rc));
-        goto out;
-    }
-    out->check_ms = ckh_posix_now_ms() - t1;
-    if (ckh__cmd_interrupted()) {
-        rc = ckh_errf(err, errlen, -EINTR, "interrupted by signal %d", ckh__cmd_interrupted());
-        goto out;
-    }
-    if ((rc = report_checks(&x, &st, slots, limit_ms, out, err, errlen)) != 0)
+    const char *res[CKH_RUNNER_MAX_NODES];
+    for (int n = 0; n < x.n && n < CKH_RUNNER_MAX_NODES; n++)
+        res[n] = x.results[n];
+    struct xm_run w = {.k = {.sc = sc, .seed = seed, .je = &je, .check = check, .ref = &ref, .results = res,
+                             .nodes = x.n, .views = true, .remount = o->verify_remount},
+                       .rec = &x, .st = &st};
+    struct ckh__xw_pool pool = {.n = st.n, .jobs = o->jobs ? o->jobs : 1, .deadline_ms = limit_ms ? t0 + limit_ms : 0,
+                                .start = start, .dir = je.dir, .check = check_state, .end = check_end, .ctx = &w};
+    if ((rc = ckh__xw_check_report(st.v, sizeof *st.v, &pool, limit_ms, held_more, &w, out, err, errlen)) != 0)
         goto out;
     rc = check_races(&x, sc, seed, &je, &ref, 0, limit_ms ? t0 + limit_ms : 0, out, err, errlen);
 out:
-    free(slots);
-    free(order);
     states_free(&st, x.nd);
     rec_free(&x);
     ckh_scenario_run_free(&ref);

@@ -27,7 +27,6 @@
  * Memory: every crash point holds a clone (bytes shared with the disk), so
  * the cost is O(crash points x (inodes + extents)), never O(bytes).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -43,7 +42,6 @@
 #include "exec/command_proc.h"
 #include "exec/command_result.h"
 #include "exec/command_warm.h"
-#include "exec/tmpdir.h"
 #include "search/explore_internal.h"
 #include "search/explore_program.h"
 #include "search/explore_multi.h"
@@ -184,11 +182,9 @@ static void rec_free(struct xp_rec *x)
 /* ---- 2. the crash states ---- */
 
 struct xp_state {
-    uint64_t k;               /* its number */
+    struct ckh__xw_state h;   /* its number, check priority and words (first member) */
     size_t point;             /* its crash point (index into pts) */
-    int prio;                 /* its check priority (ckh__xorder_priority) */
     struct ckh_simfs *disk;   /* the crashed disk (owned) */
-    char desc[1024];          /* the crash, in words */
 };
 
 struct xp_states {
@@ -217,8 +213,8 @@ static int push_state(struct xp_states *s, uint64_t k, size_t point, int prio, s
         s->cap = cap;
     }
     /* numbered in generation order: kept states k ascending */
-    CKH_ASSERT(k >= 1 && k <= s->generated && (s->n == 0 || s->v[s->n - 1].k < k));
-    s->v[s->n++] = (struct xp_state){.k = k, .point = point, .prio = prio, .disk = d};
+    CKH_ASSERT(k >= 1 && k <= s->generated && (s->n == 0 || s->v[s->n - 1].h.k < k));
+    s->v[s->n++] = (struct xp_state){.h = {.k = k, .prio = prio}, .point = point, .disk = d};
     return 0;
 }
 
@@ -278,7 +274,7 @@ static int generate(const struct xp_rec *x, uint64_t max_states, uint64_t only, 
                 ckh_simfs_destroy(d);
                 break;
             }
-            describe(x, pt, p, ch, n, out->v[out->n - 1].desc, sizeof out->v[out->n - 1].desc);
+            describe(x, pt, p, ch, n, out->v[out->n - 1].h.desc, sizeof out->v[out->n - 1].h.desc);
             if (only) {
                 out->bounded = true; /* found: nothing after it matters */
                 break;
@@ -297,18 +293,11 @@ static int generate(const struct xp_rec *x, uint64_t max_states, uint64_t only, 
 
 /* ---- 3. the checks ---- */
 
+/* What each check reads (borrowed). */
 struct xp_run {
-    const struct ckh_scenario *sc;
-    uint64_t seed;
-    const struct ckh__cmd_job *je;
+    struct ckh__xw_checker k;           /* how (search/explore_workers.h) */
     const struct xp_rec *rec;
     const struct xp_states *st;
-    const size_t *order;                /* [st->n]: the check order */
-    enum ckh_xprog_start start;         /* how programs start */
-    const struct ckh_scenario_run *ref; /* the reference (restart check) */
-    enum ckh_xprog_check check;
-    uint64_t deadline_ms;               /* 0: none */
-    bool remount;                       /* verify: a mount per state (else the worker's kept one) */
 };
 
 /* Replaces every occurrence of what in text by with (in place, n bytes):
@@ -327,128 +316,21 @@ static void replace_all(char *text, size_t n, const char *what, const char *with
     }
 }
 
-/* Empties a worker's check folder dir for its next state: everything
- * goes but keep (the kept verify mount's folder, dir/mnt/verify.DISK;
- * NULL: dir goes whole). */
-static void clear_check_dir(const char *dir, const char *keep)
-{
-    if (!keep) {
-        ckh_tmp_remove(dir);
-        return;
-    }
-    char mnt[CKH__CMD_PATH_MAX + 80], path[CKH__CMD_PATH_MAX + 400];
-    snprintf(mnt, sizeof mnt, "%s/mnt", dir);
-    for (int pass = 0; pass < 2; pass++) {
-        const char *at = pass ? mnt : dir;
-        DIR *dh = opendir(at);
-        struct dirent *de;
-        while (dh && (de = readdir(dh)) != NULL) {
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || (!pass && !strcmp(de->d_name, "mnt")))
-                continue;
-            snprintf(path, sizeof path, "%s/%s", at, de->d_name);
-            if (strcmp(path, keep)) /* never into the kept mount */
-                ckh_tmp_remove(path);
-        }
-        if (dh)
-            closedir(dh);
-    }
-}
-
-/* One check: state i on a fresh execution of the job in the worker's
- * check folder (w<worker>/check, emptied after each state, so that every
- * state's programs see the same paths). A verify check serves the state
- * on the worker's kept mount *vkeep at vdir (that folder's
- * mnt/verify.DISK; made by the first check, ckh_ckhfs_swap_disk), unless
- * w->remount. */
-static void check_one(const struct xp_run *w, unsigned worker, struct ckh__warm_set *warm, struct ckh_ckhfs **vkeep,
-                      const char *vdir, size_t i, struct ckh__xw_slot *s)
-{
-    const struct xp_state *st = &w->st->v[i];
-    char dir[CKH__CMD_PATH_MAX + 64];
-    struct ckh__cmd c;
-    struct ckh_simfs *d = NULL;
-    memset(&c, 0, sizeof c);
-    snprintf(dir, sizeof dir, "%s/w%u/check", w->je->dir, worker);
-    int rc = ckh__cmd_init(&c, w->sc, w->seed, 0, dir, w->je->cwd);
-    c.warm = warm;
-    c.verify_keep = w->remount ? NULL : vkeep;
-    c.verify_keep_dir = vdir;
-    if (rc == 0 && (rc = ckh_simfs_clone(st->disk, &d)) != 0)
-        ckh__cmd_fail(&c, rc, "out of memory");
-    if (rc == 0 && (rc = ckh__cmd_replace_disk(&c, d)) != 0)
-        ckh_simfs_destroy(d);
-    if (rc == 0 && w->check == CKH_XPROG_VERIFY) {
-        bool ok = false;
-        rc = ckh__cmd_verify_view(&c, 0, &ok, s->text, sizeof s->text);
-        s->failed = rc == 0 && !ok;
-
-    } else if (rc == 0) {
-        const char *res[CKH_RUNNER_MAX_NODES];
-        for (int n = 0; n < c.n && n < CKH_RUNNER_MAX_NODES; n++)
-            res[n] = w->rec->results[n];
-        struct ckh_report_result r;
-        struct ckh_scenario_run run;
-        ckh_report_result_init(&r);
-        memset(&run, 0, sizeof run);
-        rc = ckh__cmd_restart_check(&c, w->ref, res, w->rec->pts[st->point].result_bytes, &run);
-        if (rc == 0)
-            rc = ckh__run_verdict(&run, &r);
-        ckh_scenario_run_free(&run);
-        s->failed = rc == 0 && r.verdict != CKH_VERDICT_PASS;
-        if (s->failed)
-            snprintf(s->text, sizeof s->text, "%s: %s", r.failed_oracle ? r.failed_oracle : "verdict",
-                     r.message ? r.message : "failed");
-        ckh_report_result_clear(&r);
-    }
-    if (rc) {
-        s->rc = rc;
-        ckh__cmd_take_err(&c, rc, NULL, s->text, sizeof s->text);
-    } else {
-        /* The state's mounts in a message read the same for every state. */
-        const char *disk = w->sc->job.disks[0].name;
-        char mnt[CKH__CMD_PATH_MAX + 80], as[80];
-        if (!strcmp(w->sc->job.checkpoint_dir, "/"))
-            snprintf(as, sizeof as, "$CKH_CKPT_DIR");
-        else
-            snprintf(as, sizeof as, "<disk %.60s>", disk);
-        snprintf(mnt, sizeof mnt, "%s/mnt/verify.%s", c.dir, disk);
-        replace_all(s->text, sizeof s->text, mnt, as);
-        snprintf(mnt, sizeof mnt, "%s/mnt/%s", c.dir, disk);
-        replace_all(s->text, sizeof s->text, mnt, as);
-    }
-    s->done = 1;
-    ckh__cmd_free(&c);
-    /* Its folder is emptied now (unmounted above; the kept verify mount
-     * stays, with no disk): the job's folder stays small, so its removal
-     * at the end, an interrupted run's included, is quick. */
-    clear_check_dir(dir, *vkeep ? vdir : NULL);
-}
-
-/* The pool's check (search/explore_workers.h): check_one with the
- * worker's kept verify mount (wk->keep) at w<worker>/check/mnt/verify.DISK. */
+/* The pool's check (search/explore_workers.h): state i's one disk on a
+ * fresh execution in the worker's check folder, verify served by the
+ * worker's kept mount (wk->keep) unless remounting. */
 static void check_state(const void *ctx, struct ckh__xw_worker *wk, size_t i, struct ckh__xw_slot *s)
 {
     const struct xp_run *w = ctx;
-    char vdir[CKH__CMD_PATH_MAX];
-    struct ckh_ckhfs *vkeep = wk->keep;
-    snprintf(vdir, sizeof vdir, "%s/w%u/check/mnt/verify.%s", w->je->dir, wk->index, w->sc->job.disks[0].name);
-    check_one(w, wk->index, wk->warm, &vkeep, vdir, i, s);
-    wk->keep = vkeep;
+    const struct xp_state *st = &w->st->v[i];
+    ckh__xw_check_state(&w->k, wk, &st->disk, 1, w->rec->pts[st->point].result_bytes, s);
 }
 
 /* The pool's end: the worker's verify mount goes. */
 static void check_end(const void *ctx, struct ckh__xw_worker *wk)
 {
     (void)ctx;
-    ckh_ckhfs_unmount(wk->keep);
-}
-
-static int check_all(const struct xp_run *w, unsigned jobs, struct ckh__xw_slot **out, struct ckh_xprog_result *res)
-{
-    struct ckh__xw_pool p = {.n = w->st->n, .order = w->order, .jobs = jobs, .deadline_ms = w->deadline_ms,
-                             .start = w->start, .dir = w->je->dir, .check = check_state, .end = check_end,
-                             .ctx = w};
-    return ckh__xw_check_all(&p, out, res);
+    ckh__xw_check_end(wk);
 }
 
 /* ---- keeping one state's files ---- */
@@ -634,15 +516,12 @@ static int record_run(const struct ckh_scenario *sc, uint64_t seed, uint64_t t0,
                       struct xp_rec *x, struct ckh_scenario_run *ref, struct ckh_xprog_result *out, char *err,
                       size_t errlen)
 {
-    int rc;
-    if ((rc = ckh__cmd_job_begin(sc, je, err, errlen)) != 0)
-        return rc;
     struct ckh__cmd_watch watch = {.on_op = rec_op, .on_end = rec_end, .ctx = x};
-    if ((rc = ckh__cmd_reference(sc, seed, je, &watch, ref, err, errlen)) != 0)
+    int rc = ckh__xw_record(sc, seed, t0, je, &watch, ref, out, err, errlen);
+    if (rc)
         return rc;
     if ((rc = x->err) != 0 || !x->results)
         return ckh_errf(err, errlen, rc ? rc : CKH_ENOMEM, "recording the run: out of memory");
-    out->record_ms = ckh_posix_now_ms() - t0;
     out->ops = x->nops;
     out->crash_points = x->npts;
     return 0;
@@ -668,52 +547,6 @@ static int generate_states(const struct xp_rec *x, uint64_t max_states, uint64_t
     if (only && st->n == 0)
         return ckh_errf(err, errlen, CKH_EINVAL, "--state %" PRIu64 ": this run has %" PRIu64 " crash states",
                         only, st->generated);
-    return 0;
-}
-
-/* Step 3's order: by priority, then K (explore_order.c). */
-static int check_order(const struct xp_states *st, size_t **order)
-{
-    int *prio = malloc((st->n ? st->n : 1) * sizeof *prio);
-    if (!prio)
-        return CKH_ENOMEM;
-    for (size_t i = 0; i < st->n; i++)
-        prio[i] = st->v[i].prio;
-    int rc = ckh__xorder_sort(prio, st->n, order);
-    free(prio);
-    return rc;
-}
-
-/* Step 4: the checks' outcome into out: how many ran, the time bound, the
- * failures in state order. */
-static int report_checks(const struct xp_states *st, const struct ckh__xw_slot *slots, uint64_t limit_ms,
-                         struct ckh_xprog_result *out, char *err, size_t errlen)
-{
-    size_t nfail = 0;
-    for (size_t i = 0; i < st->n; i++) {
-        if (slots[i].rc) /* a check that could not run: the first one's reason */
-            return ckh_errf(err, errlen, slots[i].rc, "state %" PRIu64 ": %s", st->v[i].k, slots[i].text);
-        CKH_ASSERT(slots[i].done || !slots[i].failed); /* a state fails only once checked */
-        out->checked += slots[i].done != 0;
-        nfail += slots[i].failed != 0;
-    }
-    if (out->checked < st->n && !out->bounded) {
-        out->bounded = true;
-        snprintf(out->bound, sizeof out->bound, "time limit %" PRIu64 " s reached (%" PRIu64 " of %zu distinct "
-                 "states checked)", limit_ms / 1000u, out->checked, st->n);
-    }
-    if (nfail && !(out->fails = calloc(nfail, sizeof *out->fails)))
-        return ckh_errf(err, errlen, CKH_ENOMEM, "out of memory");
-    for (size_t i = 0; i < st->n; i++) {
-        if (!slots[i].failed)
-            continue;
-        struct ckh_xprog_failure *f = &out->fails[out->nfails++];
-        f->k = st->v[i].k;
-        snprintf(f->state, sizeof f->state, "%s", st->v[i].desc);
-        snprintf(f->symptom, sizeof f->symptom, "%s", slots[i].text);
-    }
-    /* the smallest K first, no more than were checked */
-    CKH_ASSERT(out->nfails == nfail && nfail <= out->checked && out->checked <= out->distinct);
     return 0;
 }
 
@@ -751,8 +584,7 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     struct xp_rec x;
     struct xp_states st;
     struct ckh_scenario_run ref;
-    struct ckh__xw_slot *slots = NULL;
-    size_t *order = NULL;
+    memset(&je, 0, sizeof je);
     memset(&x, 0, sizeof x);
     memset(&st, 0, sizeof st);
     memset(&ref, 0, sizeof ref);
@@ -769,30 +601,19 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
         goto out;
     if ((rc = generate_states(&x, max_states, o->only_state, &st, out, err, errlen)) != 0)
         goto out;
-    if (o->keep_dir && (rc = keep_state(st.v[0].disk, o->keep_dir, err, errlen)) != 0)
+    if (o->keep_dir && (rc = ckh__xw_keep(&st.v[0].disk, NULL, 1, o->keep_dir, err, errlen)) != 0)
         goto out;
 
-    if ((rc = check_order(&st, &order)) != 0) {
-        ckh_errf(err, errlen, rc, "ordering crash states: %s", ckh_strerror(rc));
-        goto out;
-    }
-    uint64_t t1 = ckh_posix_now_ms();
-    struct xp_run w = {.sc = sc, .seed = seed, .je = &je, .rec = &x, .st = &st, .order = order, .start = start,
-                       .ref = &ref, .check = check, .deadline_ms = limit_ms ? t0 + limit_ms : 0,
-                       .remount = o->verify_remount};
-    if ((rc = check_all(&w, o->jobs ? o->jobs : 1, &slots, out)) != 0) {
-        ckh_errf(err, errlen, rc, "checking crash states: %s", ckh_strerror(rc));
-        goto out;
-    }
-    out->check_ms = ckh_posix_now_ms() - t1;
-    if (ckh__cmd_interrupted()) {
-        rc = ckh_errf(err, errlen, -EINTR, "interrupted by signal %d", ckh__cmd_interrupted());
-        goto out;
-    }
-    rc = report_checks(&st, slots, limit_ms, out, err, errlen);
+    const char *res[CKH_RUNNER_MAX_NODES];
+    for (int n = 0; n < x.n && n < CKH_RUNNER_MAX_NODES; n++)
+        res[n] = x.results[n];
+    struct xp_run w = {.k = {.sc = sc, .seed = seed, .je = &je, .check = check, .ref = &ref, .results = res,
+                             .nodes = x.n, .remount = o->verify_remount},
+                       .rec = &x, .st = &st};
+    struct ckh__xw_pool pool = {.n = st.n, .jobs = o->jobs ? o->jobs : 1, .deadline_ms = limit_ms ? t0 + limit_ms : 0,
+                                .start = start, .dir = je.dir, .check = check_state, .end = check_end, .ctx = &w};
+    rc = ckh__xw_check_report(st.v, sizeof *st.v, &pool, limit_ms, NULL, NULL, out, err, errlen);
 out:
-    free(slots);
-    free(order);
     states_free(&st);
     rec_free(&x);
     ckh_scenario_run_free(&ref);

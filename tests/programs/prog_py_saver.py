@@ -12,13 +12,20 @@ or empty `latest` or checkpoint. On start the newest checkpoint (the one
 --verify only checks that (exit 0, or 1 naming the file): the scenario's
 `verify:`.
 
+--in-turn (a job of several nodes, each with its own disk): the ranks run
+one after the other (rank R starts its steps once rank R-1 has completed, a
+token per run in $TMPDIR), so the order of their operations, and with it
+each crash state's number K, is the same in every run; after a rank that
+failed, the next waits until ckh ends the run (as a rank blocked in a
+collective would).
+
 It reports through ckh_result.py (the result protocol). With FP_DIR set,
 each start appends one line to FP_DIR/fingerprints: what the process sees
 of how it was started (environment, folder, argv, descriptors, signals,
 process group), with the run folder's path replaced, so that a cold and a
 warm start of the same check write the same line.
 
-Usage: prog_py_saver.py [--steps N] [--save-every K] [--unsafe] [--verify]
+Usage: prog_py_saver.py [--steps N] [--save-every K] [--unsafe] [--verify] [--in-turn]
 """
 import argparse
 import json
@@ -118,13 +125,44 @@ def advance(x, step):
     return [(v * 31 + step * (i + 7)) % 1000003 for i, v in enumerate(x)]
 
 
+def turn_token(rank):
+    """The file rank's end leaves for the next rank (--in-turn)."""
+    return os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                        "%s.%s.done.%d" % (PROG, os.environ.get("CKH_RUN", "1"), rank))
+
+
+def wait_turn():
+    """Rank R > 0 waits until rank R-1 has ended (--in-turn)."""
+    import time
+    rank = int(os.environ.get("RANK", "0"))
+    while rank > 0 and not os.path.exists(turn_token(rank - 1)):
+        time.sleep(0.005)
+
+
+def pass_turn():
+    rank = int(os.environ.get("RANK", "0"))
+    with open(turn_token(rank), "w"):
+        pass
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--save-every", type=int, default=3)
     p.add_argument("--unsafe", action="store_true")
     p.add_argument("--verify", action="store_true")
+    p.add_argument("--in-turn", action="store_true")
     a = p.parse_args(argv)
+    if a.in_turn and not a.verify:
+        wait_turn()
+        rc = run(a)
+        if rc == 0:  # a rank that failed leaves the next one waiting: ckh ends it with the job
+            pass_turn()
+        return rc
+    return run(a)
+
+
+def run(a):
     if os.environ.get("FP_DIR"):
         fingerprint()
     dirpath = ckh.ckpt_dir("ckpt")
