@@ -618,6 +618,128 @@ START_TEST(test_metadata_and_a_partial_session)
 }
 END_TEST
 
+static int task_count(struct ckh_session *s, const char *node, void *arg)
+{
+    (void)s;
+    (void)node;
+    ++*(int *)arg;
+    return 0;
+}
+
+static int task_fail(struct ckh_session *s, const char *node, void *arg)
+{
+    (void)s;
+    (void)node;
+    (void)arg;
+    return CKH_ECORRUPT;
+}
+
+/* Jobs: the refusals of every call (the message names what was wrong), a
+ * task without a name, a session that runs only its own node's tasks, and
+ * the runner's refusals. */
+START_TEST(test_job_refusals)
+{
+    struct ckh_job *job;
+    struct ckh_ws *ws;
+    const char *const *nodes;
+    size_t n;
+    int count = 0;
+    ck_assert_int_eq(ckh_job_create(NULL, NULL), CKH_EINVAL);
+    ck_assert_str_eq(ckh_job_errmsg(NULL), "no job");
+    ck_assert_ptr_null(ckh_job_alloc(NULL));
+    ck_assert(!ckh_session_is_local(NULL, "a"));
+    ck_assert_int_eq(ckh_job_create(NULL, &job), 0);
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    struct ckh_session s = {.env = env, .ws = ws}, only_b = {.env = env, .ws = ws, .local_node = "b"};
+    ck_assert(!ckh_session_is_local(&s, NULL));
+
+    ck_assert_int_eq(ckh_job_add_task(NULL, CKH_GROUP_INIT, "a", "t", task_count, &count), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP__COUNT, "a", "t", task_count, &count), CKH_EINVAL);
+    ck_assert_str_eq(ckh_job_errmsg(job), "bad group 4 or NULL task function");
+    ck_assert_int_eq(ckh_job_add_task(job, (enum ckh_group)-1, "a", "t", task_count, &count), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_INIT, "a", "t", NULL, &count), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_INIT, NULL, "t", task_count, &count), CKH_EINVAL);
+    ck_assert_str_eq(ckh_job_errmsg(job), "bad node name '(null)'");
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_INIT, "a/b", "t", task_count, &count), CKH_EESCAPE);
+    ck_assert_str_eq(ckh_job_errmsg(job), "bad node name 'a/b'");
+    ck_assert_uint_eq(ckh_job_group_size(job, CKH_GROUP_INIT), 0);
+    ck_assert_uint_eq(ckh_job_group_size(job, CKH_GROUP__COUNT), 0);
+    ck_assert_uint_eq(ckh_job_group_size(NULL, CKH_GROUP_INIT), 0);
+
+    ck_assert_int_eq(ckh_job_own(NULL, &count), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_own(job, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_stop_condition(NULL, "a", "x"), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_stop_condition(job, "a", ""), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_stop_condition(job, "a", NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_stop_condition(job, "..", "x"), CKH_EINVAL);
+    ck_assert_str_eq(ckh_job_errmsg(job), "bad stop condition");
+    ck_assert_int_eq(ckh_job_epoch_limiter(NULL, "a", 2), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_epoch_limiter(job, "a", 0), CKH_EINVAL);
+    ck_assert_str_eq(ckh_job_errmsg(job), "epoch limiter needs a node and num_epochs >= 1");
+    ck_assert_int_eq(ckh_job_epoch_limiter(job, "", 2), CKH_EINVAL);
+
+    ck_assert_int_eq(ckh_job_set_nodes_to_checkpoint(NULL, NULL, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_set_nodes_to_checkpoint(job, NULL, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_set_nodes_to_checkpoint(job, (const char *const[]){"ok", "."}, 2), CKH_EESCAPE);
+    ck_assert_str_eq(ckh_job_errmsg(job), "bad node name to checkpoint");
+    ck_assert_int_eq(ckh_job_nodes_to_checkpoint(NULL, &nodes, &n), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_nodes_to_checkpoint(job, NULL, &n), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_nodes_to_checkpoint(job, &nodes, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_nodes(NULL, &nodes, &n), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_nodes(job, NULL, &n), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_nodes(job, &nodes, NULL), CKH_EINVAL);
+
+    /* tasks on a and b; a session for b runs b's only */
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_INIT, "a", "count a", task_count, &count), 0);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_INIT, "b", NULL, task_count, &count), 0);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_EXIT, "b", NULL, task_fail, NULL), 0);
+    ck_assert_int_eq(ckh_job_nodes(job, &nodes, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(ckh_job_run_group(job, &only_b, CKH_GROUP_INIT, "init", 0), 0);
+    ck_assert_int_eq(count, 1);
+    ck_assert_int_eq(ckh_job_run_group(job, &s, CKH_GROUP_INIT, "init", 0), 0);
+    ck_assert_int_eq(count, 3);
+    /* a failing task is named, with its phase and epoch; "task" when it has no name */
+    ck_assert_int_eq(ckh_job_run_group(job, &s, CKH_GROUP_EXIT, "exit", 4), CKH_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(ckh_job_errmsg(job), "task 'task' on node 'b' (exit, epoch 4) failed: "));
+    ck_assert_int_eq(ckh_job_run_group(NULL, &s, CKH_GROUP_INIT, "init", 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_run_group(job, NULL, CKH_GROUP_INIT, "init", 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_run_group(job, &(struct ckh_session){.ws = ws}, CKH_GROUP_INIT, "init", 0),
+                     CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_run_group(job, &(struct ckh_session){.env = env}, CKH_GROUP_INIT, "init", 0),
+                     CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_run_group(job, &s, CKH_GROUP__COUNT, "init", 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_run_group(job, &s, CKH_GROUP_INIT, NULL, 0), CKH_EINVAL);
+    ck_assert_int_eq(count, 3);
+
+    /* stop conditions: only the session's own nodes count */
+    ck_assert_int_eq(ckh_job_add_stop_condition(job, "a", "a/stop"), 0);
+    ck_assert(!ckh_job_should_stop(NULL, &s));
+    ck_assert(!ckh_job_should_stop(job, NULL));
+    ck_assert(!ckh_job_should_stop(job, &s));
+    ck_assert_int_eq(ckh_ws_set_i64(ws, "a/stop", 1), 0);
+    ck_assert(ckh_job_should_stop(job, &s));
+    ck_assert(!ckh_job_should_stop(job, &only_b));
+
+    /* the runner */
+    int64_t epochs;
+    struct ckh_runner_config cfg = {.job = job, .resume_from_epoch = -1};
+    ck_assert_int_eq(ckh_runner_run(NULL, &s, &epochs), CKH_EINVAL);
+    ck_assert_int_eq(ckh_runner_run(&(struct ckh_runner_config){0}, &s, &epochs), CKH_EINVAL);
+    ck_assert_int_eq(ckh_runner_run(&cfg, NULL, &epochs), CKH_EINVAL);
+    ck_assert_int_eq(ckh_runner_run(&cfg, &(struct ckh_session){.env = env}, &epochs), CKH_EINVAL);
+    ck_assert_int_eq(ckh_runner_run(&cfg, &s, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_runner_load_blobs_from_checkpoints(NULL, &s, NULL, 0, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_runner_load_blobs_from_checkpoints(&cfg, &s, NULL, 0, 1), CKH_EINVAL); /* no ckpt */
+    ck_assert_int_eq(ckh_upload_to_dir(NULL, &s, (struct ckh_ckpt *)1, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_upload_to_dir("/up", NULL, (struct ckh_ckpt *)1, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_upload_to_dir("/up", &s, NULL, 1), CKH_EINVAL);
+    ckh_job_destroy(job);
+    ckh_job_destroy(NULL);
+    ckh_ws_destroy(ws);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("checkpoint");
@@ -636,6 +758,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_manager_refusals_and_states);
     tcase_add_test(tc, test_metadata_and_a_partial_session);
+    tcase_add_test(tc, test_job_refusals);
     suite_add_tcase(s, tc);
     return s;
 }
