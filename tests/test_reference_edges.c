@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckh/atomic.h"
 #include "ckh/backend.h"
 #include "ckh/endian.h"
 #include "ckh/env.h"
@@ -22,6 +23,7 @@
 #include "ckh/fs.h"
 #include "ckh/rng.h"
 #include "ckh/sampler.h"
+#include "ckh/simfs.h"
 #include "ckh/saver.h"
 #include "ckh/workspace.h"
 
@@ -770,6 +772,182 @@ START_TEST(test_saver_wrappers)
 }
 END_TEST
 
+/* ---- the atomic directory saver ---- */
+
+START_TEST(test_adir_configs_refused)
+{
+    char buf[CKH_PATH_MAX + 1], name[260], dir[CKH_PATH_MAX + 2];
+    struct ckh_adir_config c = {.output_dir = "/out", .keep_last = -1};
+    ck_assert_int_eq(ckh_adir_latest_path(&c, 0, buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, "/out/AtomicDirectory.latest_checkpoint");
+    c.strategy = CKH_ADIR_ASYNC;
+    c.name = "m";
+    ck_assert_int_eq(ckh_adir_latest_path(&c, 3, buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, "/out/m_rank_3.latest_checkpoint");
+    c.output_dir = "/";
+    ck_assert_int_eq(ckh_adir_latest_path(&c, 0, buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, "/m_rank_0.latest_checkpoint");
+    ck_assert_int_eq(ckh_adir_latest_path(&c, 0, buf, 10), CKH_EINVAL); /* never cut */
+    ck_assert_int_eq(ckh_adir_latest_path(&c, 0, NULL, 10), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_latest_path(&c, 0, buf, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_latest_path(NULL, 0, buf, sizeof buf), CKH_EINVAL);
+
+    /* each bad field alone */
+    struct ckh_adir_config good = {.output_dir = "/out", .keep_last = 2, .name = "ok"};
+    ck_assert_int_eq(ckh_adir_latest_path(&good, 0, buf, sizeof buf), 0);
+    struct ckh_adir_config bad[12];
+    for (int i = 0; i < 12; i++)
+        bad[i] = good;
+    bad[0].output_dir = NULL;
+    bad[1].output_dir = "out";
+    bad[2].keep_last = 0;
+    bad[3].keep_last = -2;
+    bad[4].strategy = (enum ckh_adir_strategy)(CKH_ADIR_ASYNC + 1);
+    bad[5].name = "";
+    bad[6].name = ".";
+    bad[7].name = "..";
+    bad[8].name = "a/b";
+    memset(name, 'n', 201);
+    name[201] = '\0';
+    bad[9].name = name;
+    dir[0] = '/';
+    memset(dir + 1, 'd', CKH_PATH_MAX - 200);
+    dir[CKH_PATH_MAX - 199] = '\0';
+    bad[10].output_dir = dir;
+    bad[11].output_dir = "/a/../b";
+    for (int i = 0; i < 12; i++)
+        ck_assert_msg(ckh_adir_latest_path(&bad[i], 0, buf, sizeof buf) == CKH_EINVAL, "config %d", i);
+    ck_assert_int_eq(ckh_adir_latest_path(&good, -1, buf, sizeof buf), CKH_EINVAL);
+    name[200] = '\0'; /* the longest name is fine */
+    good.name = name;
+    ck_assert_int_eq(ckh_adir_latest_path(&good, 0, buf, sizeof buf), 0);
+
+    /* accessors of no saver */
+    ck_assert_str_eq(ckh_adir_errmsg(NULL), "");
+    ck_assert_str_eq(ckh_adir_name(NULL), "");
+    ck_assert_int_eq(ckh_adir_view_leader(NULL), CKH_EINVAL);
+    ckh_adir_destroy(NULL);
+}
+END_TEST
+
+static struct ckh_simfs *adir_disk(struct ckh_env *env)
+{
+    struct ckh_simfs_config dc = {.name = "d", .sector_bytes = 512, .capacity_bytes = 1 << 22, .seed = 3};
+    struct ckh_simfs *disk = NULL;
+    ck_assert_int_eq(ckh_simfs_create(&dc, &disk), 0);
+    memset(env, 0, sizeof *env);
+    env->fs = ckh_simfs_fs(disk);
+    return disk;
+}
+
+START_TEST(test_adir_calls_refused_and_pointers)
+{
+    struct ckh_env env;
+    struct ckh_simfs *disk = adir_disk(&env);
+    struct ckh_adir_config c = {.output_dir = "/out", .is_master = true, .keep_last = -1, .name = "s"};
+    struct ckh_adir *d = (struct ckh_adir *)1;
+    char buf[CKH_PATH_MAX + 1], msg[512];
+    char **names = NULL;
+    size_t count = 9;
+
+    ck_assert_int_eq(ckh_adir_create(NULL, &c, &d), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_create(&(struct ckh_env){0}, &c, &d), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_create(&env, &c, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_create(&env, NULL, &d), CKH_EINVAL);
+
+    /* check before anything exists: nothing committed, from scratch */
+    ck_assert_int_eq(ckh_adir_check(NULL, &c, 0, buf, sizeof buf, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_check(env.fs, &c, 0, NULL, sizeof buf, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_check(env.fs, &c, 0, buf, 0, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_check(env.fs, &c, 0, buf, sizeof buf, NULL, sizeof msg), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_check(env.fs, &c, 0, buf, sizeof buf, msg, 0), CKH_EINVAL);
+    struct ckh_adir_config badc = c;
+    badc.keep_last = 0;
+    ck_assert_int_eq(ckh_adir_check(env.fs, &badc, 0, buf, sizeof buf, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_str_eq(msg, "bad saver configuration for rank 0");
+    ck_assert_int_eq(ckh_adir_check(env.fs, &c, 0, buf, sizeof buf, msg, sizeof msg), 0);
+    ck_assert_str_eq(buf, "");
+    ck_assert_str_eq(msg, "nothing committed in rank 0's view of /out: it starts from scratch");
+
+    ck_assert_int_eq(ckh_adir_create(&env, &c, &d), 0);
+    ck_assert_str_eq(ckh_adir_name(d), "s");
+    ck_assert_int_eq(ckh_adir_view_leader(d), 0);
+    ck_assert_int_eq(ckh_adir_prepare(d, false, buf, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_prepare(NULL, false, buf, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_commit(NULL, "/out/s_checkpoint_1"), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_commit(d, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_commit(d, "relative"), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_latest(NULL, buf, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_latest(d, NULL, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_latest(d, buf, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_resume(NULL, buf, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_resume(d, NULL, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_list(NULL, &names, &count), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_list(d, NULL, &count), CKH_EINVAL);
+    ck_assert_int_eq(ckh_adir_list(d, &names, NULL), CKH_EINVAL);
+    ckh_adir_list_free(NULL, NULL, 0);
+    ckh_adir_list_free(d, NULL, 0);
+    ck_assert_int_eq(ckh_adir_list(d, &names, &count), 0);
+    ck_assert_uint_eq(count, 0);
+    ckh_adir_list_free(d, names, count);
+    ck_assert_int_eq(ckh_adir_latest(d, buf, sizeof buf), CKH_ENOTFOUND);
+    ck_assert_str_eq(ckh_adir_errmsg(d), "no pointer '/out/s.latest_checkpoint' and no committed folder");
+
+    /* one save: prepare's buffer must hold the folder, never cut */
+    ck_assert_int_eq(ckh_adir_prepare(d, false, buf, 8), CKH_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ckh_adir_errmsg(d), "buffer too small for '/out/s_checkpoint_"));
+    ck_assert_int_eq(ckh_adir_prepare(d, true, buf, sizeof buf), 0);
+    ck_assert_ptr_nonnull(strstr(buf, "_force"));
+    ck_assert_int_eq(ckh_adir_commit(d, buf), 0);
+    char committed[CKH_PATH_MAX + 1];
+    snprintf(committed, sizeof committed, "%s", buf);
+    ck_assert_int_eq(ckh_adir_latest(d, buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, committed);
+    ck_assert_int_eq(ckh_adir_latest(d, buf, 5), CKH_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ckh_adir_errmsg(d), "buffer too small"));
+    ck_assert_int_eq(ckh_adir_list(d, &names, &count), 0);
+    ck_assert_uint_eq(count, 1);
+    ck_assert_str_eq(names[0], committed + strlen("/out/"));
+    ckh_adir_list_free(d, names, count);
+    ck_assert_int_eq(ckh_adir_check(env.fs, &c, 0, buf, sizeof buf, msg, sizeof msg), 0);
+    ck_assert_str_eq(buf, committed);
+    ck_assert_ptr_nonnull(strstr(msg, "a committed checkpoint"));
+
+    /* the pointer moved by hand: to a folder that is not there, to one never
+     * committed, to one of another saver; each named in the message */
+    struct ckh_fs *fs = env.fs;
+    const char *link = "/out/s.latest_checkpoint";
+    ck_assert_int_eq(ckh_fs_unlink(fs, link), 0);
+    ck_assert_int_eq(ckh_fs_symlink(fs, "/out/gone", link), 0);
+    ck_assert_int_eq(ckh_adir_latest(d, buf, sizeof buf), CKH_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(ckh_adir_errmsg(d), "names '/out/gone', which does not exist"));
+    ck_assert_int_eq(ckh_adir_check(fs, &c, 0, buf, sizeof buf, msg, sizeof msg), CKH_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(msg, "which does not exist"));
+    ck_assert_str_eq(buf, "");
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/out/s_checkpoint_7"), 0);
+    ck_assert_int_eq(ckh_fs_unlink(fs, link), 0);
+    ck_assert_int_eq(ckh_fs_symlink(fs, "s_checkpoint_7", link), 0);
+    ck_assert_int_eq(ckh_adir_latest(d, buf, sizeof buf), CKH_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(ckh_adir_errmsg(d), "which was never committed"));
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/out/other"), 0);
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_fs_open(fs, "/out/other/" CKH_ADIR_COMMIT_MARKER, CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_eq(ckh_fs_unlink(fs, link), 0);
+    ck_assert_int_eq(ckh_fs_symlink(fs, "/out/other", link), 0);
+    ck_assert_int_eq(ckh_adir_latest(d, buf, sizeof buf), CKH_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(ckh_adir_errmsg(d), "not a folder of saver 's'"));
+    /* a pointer that is a file, not a link */
+    ck_assert_int_eq(ckh_fs_unlink(fs, link), 0);
+    ck_assert_int_eq(ckh_fs_open(fs, link, CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_lt(ckh_adir_latest(d, buf, sizeof buf), 0);
+    ck_assert_ptr_nonnull(strstr(ckh_adir_errmsg(d), "readlink '/out/s.latest_checkpoint'"));
+    ckh_adir_destroy(d);
+    ckh_simfs_destroy(disk);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("reference_edges");
@@ -785,6 +963,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_backend_registry);
     tcase_add_test(tc, test_node_and_db_names);
     tcase_add_test(tc, test_saver_wrappers);
+    tcase_add_test(tc, test_adir_configs_refused);
+    tcase_add_test(tc, test_adir_calls_refused_and_pointers);
     suite_add_tcase(s, tc);
     return s;
 }
