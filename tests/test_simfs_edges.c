@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "ckh/err.h"
+#include "ckh/fault_rule.h"
 #include "ckh/fs.h"
+#include "ckh/op.h"
 #include "ckh/simfs.h"
 
 static struct ckh_simfs *mkdisk(const char *name)
@@ -319,6 +321,126 @@ START_TEST(test_view_create_refusals_and_mount_order)
 }
 END_TEST
 
+/* The disk's own API: configurations refused, calls without a disk, the
+ * at-rest damage helpers on what is not a file or past its end, faults
+ * queued for the next op that the model cannot express, and the space of
+ * a disk with a capacity. */
+START_TEST(test_disk_api_refusals)
+{
+    struct ckh_simfs *d = NULL;
+    struct ckh_simfs_config c = {.name = "x", .sector_bytes = 1024};
+    ck_assert_int_eq(ckh_simfs_create(&c, &d), CKH_EINVAL);
+    ck_assert_ptr_null(d);
+    c.sector_bytes = 4096;
+    c.model = (enum ckh_crash_model)7;
+    ck_assert_int_eq(ckh_simfs_create(&c, &d), CKH_EINVAL);
+    c.model = CKH_CRASH_POSIX_WEAK;
+    c.sharing = (enum ckh_simfs_sharing)9;
+    ck_assert_int_eq(ckh_simfs_create(&c, &d), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_create(NULL, &d), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_create(&c, NULL), CKH_EINVAL);
+
+    /* no disk */
+    uint64_t total, avail;
+    struct ckh_simfs_pending_info pi;
+    struct ckh_fault_action errno_act = {.kind = CKH_FAULT_ERRNO, .err = EIO};
+    ck_assert_str_eq(ckh_simfs_errmsg(NULL), "no disk");
+    ck_assert_uint_eq(ckh_simfs_pending_count(NULL), 0);
+    ck_assert_int_eq(ckh_simfs_pending_get(NULL, 0, &pi), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_sharing(NULL), CKH_SHARING_NETWORK);
+    ckh_simfs_sync_all(NULL);
+    ck_assert_int_eq(ckh_simfs_set_capacity(NULL, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_flip_bit(NULL, "/f", 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_truncate_at_rest(NULL, "/f", 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_zero_range(NULL, "/f", 0, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_remove_tree(NULL, "/f"), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_fault_next(NULL, -1, NULL, &errno_act), CKH_EINVAL);
+    ck_assert_uint_eq(ckh_simfs_used_bytes(NULL), 0);
+    ck_assert_int_eq(ckh_simfs_space(NULL, &total, &avail), CKH_EINVAL);
+    ck_assert_uint_eq(ckh_simfs_heap_bytes(NULL), 0);
+    ck_assert(!ckh_simfs_host_out_of_memory(NULL));
+    ck_assert_uint_eq(ckh_simfs_digest(NULL, true), 0);
+    ck_assert_int_eq(ckh_simfs_crash_uniform(NULL, 0, CKH_CRASH_APPLY), CKH_EINVAL);
+
+    /* a disk: the default name, then its damage helpers */
+    c = (struct ckh_simfs_config){.sector_bytes = 0, .capacity_bytes = 1 << 20, .seed = 2};
+    ck_assert_int_eq(ckh_simfs_create(&c, &d), 0);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    ck_assert_int_eq(ckh_simfs_crash_uniform(d, 0, CKH_CRASH_TORN_GARBAGE), CKH_EINVAL);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/dir"), 0);
+    put(fs, "/dir/f", "0123456789");
+    ck_assert_int_eq(ckh_fs_symlink(fs, "/dir/f", "/link"), 0);
+    ck_assert_int_eq(ckh_simfs_pending_get(d, ckh_simfs_pending_count(d), &pi), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_pending_get(d, 0, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_flip_bit(d, "/dir", 0), -EISDIR);
+    ck_assert_str_eq(ckh_simfs_errmsg(d), "/dir: not a regular file");
+    ck_assert_int_eq(ckh_simfs_flip_bit(d, "/none", 0), -ENOENT);
+    ck_assert_str_eq(ckh_simfs_errmsg(d), "/none: no such file");
+    ck_assert_int_eq(ckh_simfs_flip_bit(d, "rel", 0), ckh_path_check("rel"));
+    ck_assert_str_eq(ckh_simfs_errmsg(d), "rel: cannot resolve");
+    ck_assert_int_eq(ckh_simfs_flip_bit(d, "/dir/f", 80), CKH_EINVAL);
+    ck_assert_str_eq(ckh_simfs_errmsg(d), "/dir/f: bit 80 past the end");
+    /* through the link, the file's byte 0 changes in the live copy */
+    ck_assert_int_eq(ckh_simfs_flip_bit(d, "/link", 0), 0);
+    char buf[16];
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_fs_open(fs, "/dir/f", CKH_O_RDONLY, &f), 0);
+    ck_assert_int_eq(ckh_file_pread(f, buf, sizeof buf, 0), 10);
+    ck_assert_int_eq(buf[0], '0' ^ 1);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_eq(ckh_simfs_zero_range(d, "/dir/f", UINT64_MAX, 2), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_zero_range(d, "/dir/f", 100, 5), 0); /* past the end: nothing */
+    ck_assert_int_eq(ckh_simfs_truncate_at_rest(d, "/dir/f", 100), 0); /* longer: nothing */
+    ck_assert_int_eq(size_of(fs, "/dir/f"), 10);
+    ck_assert_int_eq(ckh_simfs_truncate_at_rest(d, "/dir", 1), -EISDIR);
+
+    /* remove_tree: bad path, the root, nothing there, then a folder */
+    ck_assert_int_eq(ckh_simfs_remove_tree(d, "dir"), ckh_path_check("dir"));
+    ck_assert_str_eq(ckh_simfs_errmsg(d), "remove_tree: bad path");
+    ck_assert_int_eq(ckh_simfs_remove_tree(d, "/"), -EBUSY);
+    ck_assert_int_eq(ckh_simfs_remove_tree(d, "/none"), -ENOENT);
+    ck_assert_str_eq(ckh_simfs_errmsg(d), "remove_tree: /none: no such entry");
+    ck_assert_int_eq(ckh_simfs_remove_tree(d, "/dir"), 0);
+    ck_assert(!ckh_fs_exists(fs, "/dir"));
+
+    /* faults for the next op: only ERRNO with an errno and FSYNC_LOST */
+    ck_assert_int_eq(ckh_simfs_fault_next(d, -2, NULL, &errno_act), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_fault_next(d, CKH_OP__COUNT, NULL, &errno_act), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_fault_next(d, -1, NULL, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_fail_next(d, -1, NULL, 0), CKH_EINVAL);
+    ck_assert_str_eq(ckh_simfs_errmsg(d), "fault_next: only ERRNO and FSYNC_LOST");
+    struct ckh_fault_action kill = {.kind = CKH_FAULT_KILL_BEFORE};
+    ck_assert_int_eq(ckh_simfs_fault_next(d, -1, NULL, &kill), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_fail_next(d, -1, "x/y", EIO), CKH_EINVAL);
+    ck_assert_str_eq(ckh_simfs_errmsg(d), "fault_next: bad path");
+    /* an FSYNC_LOST queued for any op waits for an fsync; an errno for one path waits for it */
+    struct ckh_fault_action lost = {.kind = CKH_FAULT_FSYNC_LOST};
+    ck_assert_int_eq(ckh_simfs_fault_next(d, -1, NULL, &lost), 0);
+    ck_assert_int_eq(ckh_simfs_fail_next(d, CKH_OP_MKDIR, "/only", ENOSPC), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/other"), 0);
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/only"), -ENOSPC);
+    ck_assert_int_eq(ckh_fs_open(fs, "/other/g", CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_write(f, "abc", 3), 3);
+    ck_assert_int_eq(ckh_file_fsync(f), -EIO);
+    ck_assert_int_eq(ckh_file_fsync(f), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+
+    /* space: the capacity is the total */
+    ck_assert_int_eq(ckh_simfs_space(d, NULL, &avail), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_space(d, &total, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_space(d, &total, &avail), 0);
+    ck_assert_uint_eq(total, 1 << 20);
+    ck_assert_uint_eq(avail, total - ckh_simfs_used_bytes(d));
+    ck_assert_int_eq(ckh_simfs_set_capacity(d, 0), 0);
+    ck_assert_int_eq(ckh_simfs_space(d, &total, &avail), 0); /* the host's memory */
+    ck_assert_uint_gt(total, 0);
+    ck_assert_uint_gt(ckh_simfs_heap_bytes(d), 0);
+    ck_assert(!ckh_simfs_host_out_of_memory(d));
+    ckh_simfs_destroy(d);
+    ckh_simfs_destroy(NULL);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("simfs_edges");
@@ -333,6 +455,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_seek_data_and_holes);
     tcase_add_test(tc, test_view_create_refusals_and_mount_order);
     suite_add_tcase(s, tc);
+    TCase *disk = tcase_create("disk");
+    tcase_add_test(disk, test_disk_api_refusals);
+    suite_add_tcase(s, disk);
     return s;
 }
 
