@@ -116,8 +116,11 @@ START_TEST(test_the_ops_table_called_directly)
     ck_assert_int_eq(ckh_fs_open(v, "/f", CKH_O_RDONLY, &f), 0);
     ck_assert_int_eq(ops->read(f, NULL, 2), CKH_EINVAL);
     ck_assert_int_eq(ops->pwrite(f, NULL, 2, 0), CKH_EINVAL);
-    /* zero bytes need no buffer */
+    /* zero bytes need no buffer, through the wrappers too (a read of 0
+     * bytes from a file with data once passed NULL to memset) */
     ck_assert_int_eq(ops->read(f, NULL, 0), 0);
+    ck_assert_int_eq(ckh_file_read(f, NULL, 0), 0);
+    ck_assert_int_eq(ckh_file_pread(f, NULL, 0, 1), 0);
     ck_assert_int_eq(ckh_file_close(f), 0);
     /* readlink with no room answers the length, writing nothing */
     ck_assert_int_eq(ckh_fs_symlink(v, "/f", "/l"), 0);
