@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ckh/err.h"
@@ -249,12 +250,97 @@ START_TEST(test_result_transport)
 }
 END_TEST
 
+/* Runs ./ckh (the build folder's, where CTest runs) with args; *out gets
+ * stdout and stderr together (free()). Returns the exit status. */
+static int run_ckh(const char *const *args, char **out)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        const char *argv[40] = {"./ckh"};
+        for (int i = 0; args[i] && i < 38; i++)
+            argv[i + 1] = args[i];
+        execv("./ckh", (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    for (ssize_t got; (got = read(fds[0], buf + len, cap - len - 1)) != 0;) {
+        if (got < 0) {
+            ck_assert_int_eq(errno, EINTR);
+            continue;
+        }
+        len += (size_t)got;
+        if (cap - len < 2) {
+            buf = realloc(buf, cap *= 2);
+            ck_assert_ptr_nonnull(buf);
+        }
+    }
+    buf[len] = '\0';
+    close(fds[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ck_assert_int_eq(errno, EINTR);
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* `ckh explore` refuses each option's bad value with exit status 2 and a
+ * message naming the option; every good value is taken (the run then
+ * stops at the missing file, naming it). */
+START_TEST(test_explore_options)
+{
+    if (access("./ckh", X_OK) != 0) {
+        fprintf(stderr, "no ./ckh here: run from the build folder (ctest does)\n");
+        ck_abort_msg("no ./ckh");
+    }
+    static const struct {
+        const char *args[40];
+        const char *want;
+    } cases[] = {
+        {{"explore", "--check", "bogus", "x"}, "ckh explore: --check expects verify or restart, got 'bogus'\n"},
+        {{"explore", "--start", "lukewarm", "x"}, "ckh explore: --start expects auto, cold or warm, got 'lukewarm'\n"},
+        {{"explore", "--crashes", "some", "x"},
+         "ckh explore: --crashes expects all, crash, power-loss or none, got 'some'\n"},
+        {{"explore", "--others", "asleep", "x"}, "ckh explore: --others expects killed or running, got 'asleep'\n"},
+        {{"explore", "--jobs", "0", "x"}, "ckh explore: --jobs expects an integer 1..256, got '0'\n"},
+        {{"explore", "--max-states", "0", "x"}, "ckh explore: --max-states expects an integer 1..18446744073709551615, got '0'\n"},
+        {{"explore", "--time-limit", "0", "x"}, "ckh explore: --time-limit expects an integer 1..18446744073709551, got '0'\n"},
+        {{"explore", "--state", "0", "x"}, "ckh explore: --state expects an integer 1..18446744073709551615, got '0'\n"},
+        {{"explore", "--order", "0", "x"}, "ckh explore: --order expects an integer 1..18446744073709551615, got '0'\n"},
+        {{"explore", "--seed", "-1", "x"}, "ckh explore: --seed expects an integer 0..18446744073709551615, got '-1'\n"},
+        {{"explore", "/"}, "ckh explore: / is a folder; explore takes one scenario file\n"},
+        {{"explore", "--start", "warm", "--start", "cold", "--start", "auto", "--crashes", "all", "--crashes", "crash",
+          "--crashes", "power-loss", "--crashes", "none", "--others", "running", "--others", "killed", "--check",
+          "verify", "--check", "restart", "-j", "2", "--max-states", "3", "--time-limit", "5", "--seed", "0x10",
+          "--state", "2", "--keep", "/nonexistent-ckh/k", "--order", "1", "/nonexistent-ckh/s.yaml"},
+         "ckh explore: /nonexistent-ckh/s.yaml: cannot list scenarios: No such file or directory\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out = NULL;
+        int st = run_ckh(cases[i].args, &out);
+        ck_assert_msg(st == 2, "case %zu: exit %d: %s", i, st, out);
+        ck_assert_msg(strcmp(out, cases[i].want) == 0, "case %zu: '%s'\nwant '%s'", i, out, cases[i].want);
+        free(out);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cli_edges");
     TCase *tc = tcase_create("options");
     tcase_add_test(tc, test_integers_and_sizes);
     tcase_add_test(tc, test_result_transport);
+    tcase_add_test(tc, test_explore_options);
     suite_add_tcase(s, tc);
     TCase *paths = tcase_create("paths");
     tcase_add_checked_fixture(paths, setup, teardown);
