@@ -18,6 +18,7 @@
 #include "ckh/atomic.h"
 #include "ckh/backend.h"
 #include "ckh/endian.h"
+#include "ckh/epoch_workload.h"
 #include "ckh/env.h"
 #include "ckh/err.h"
 #include "ckh/fs.h"
@@ -948,6 +949,75 @@ START_TEST(test_adir_calls_refused_and_pointers)
 }
 END_TEST
 
+/* ---- the epoch workloads' tables ---- */
+
+START_TEST(test_epoch_workload_names_and_refusals)
+{
+    const struct ckh_workload *sp = ckh_epoch_workload_find("seed-pipeline");
+    const struct ckh_workload *ps = ckh_epoch_workload_find("param-server");
+    ck_assert_ptr_nonnull(sp);
+    ck_assert_ptr_nonnull(ps);
+    ck_assert_ptr_null(ckh_epoch_workload_find("nosuch"));
+    char buf[32];
+    struct ckh_workload_spec spec = {.wl = sp, .nnodes = 3};
+    ck_assert_int_eq(sp->node_count(&spec), 3);
+    ck_assert_int_eq(sp->node_count(NULL), CKH_EINVAL);
+    ck_assert_int_eq(sp->node_count(&(struct ckh_workload_spec){.wl = sp}), CKH_EINVAL);
+    ck_assert_int_eq(sp->node_name(&spec, 2, buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, "trainer_2");
+    ck_assert_int_eq(sp->node_name(&spec, 3, buf, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(sp->node_name(&spec, -1, buf, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(sp->node_name(NULL, 0, buf, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(sp->node_name(&spec, 0, NULL, 8), CKH_EINVAL);
+    ck_assert_int_eq(sp->node_name(&spec, 0, buf, 5), CKH_EINVAL); /* never cut */
+    /* param-server: trainers, then its ps nodes (2 unless given) */
+    struct ckh_workload_spec pspec = {.wl = ps, .nnodes = 2};
+    ck_assert_int_eq(ps->node_count(&pspec), 4);
+    ck_assert_int_eq(ps->node_name(&pspec, 3, buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, "ps_1");
+    ck_assert_int_eq(ps->node_name(&pspec, 1, buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, "trainer_1");
+    pspec.num_ps = 5;
+    ck_assert_int_eq(ps->node_count(&pspec), 7);
+    ck_assert_int_eq(ps->node_name(&pspec, 7, buf, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(ps->node_name(&pspec, 6, buf, 4), CKH_EINVAL);
+    ck_assert_int_eq(ps->node_count(&(struct ckh_workload_spec){.wl = ps}), CKH_EINVAL);
+    ck_assert_int_eq(ps->node_name(NULL, 0, buf, sizeof buf), CKH_EINVAL);
+
+    /* the runner's refusals */
+    struct ckh_workload_result r[4];
+    struct ckh_env env = {0};
+    ck_assert_int_eq(ckh_workload_run_local(NULL, &env, -1, r), CKH_EINVAL);
+    ck_assert_int_eq(ckh_workload_run_local(&(struct ckh_workload_spec){0}, &env, -1, r), CKH_EINVAL);
+    ck_assert_int_eq(ckh_workload_run_local(&spec, NULL, -1, r), CKH_EINVAL);
+    ck_assert_int_eq(ckh_workload_run_local(&spec, &env, -1, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_workload_run_local(&(struct ckh_workload_spec){.wl = sp}, &env, -1, r), CKH_EINVAL);
+    struct ckh_workload_node_arg a = {.spec = &spec, .node_index = 0, .result = r};
+    ck_assert_int_eq(ckh_workload_node_main(NULL, &a), CKH_EINVAL);
+    ck_assert_int_eq(ckh_workload_node_main(&env, NULL), CKH_EINVAL);
+    a.result = NULL;
+    ck_assert_int_eq(ckh_workload_node_main(&env, &a), CKH_EINVAL);
+    a.result = r;
+    a.node_index = 9;
+    ck_assert_int_eq(ckh_workload_node_main(&env, &a), CKH_EINVAL);
+    struct ckh_ws *ws;
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    ck_assert_int_eq(ckh_workload_collect(NULL, "trainer_0", ws, r), CKH_EINVAL);
+    ck_assert_int_eq(ckh_workload_collect(&spec, NULL, ws, r), CKH_EINVAL);
+    ck_assert_int_eq(ckh_workload_collect(&spec, "trainer_0", NULL, r), CKH_EINVAL);
+    ck_assert_int_eq(ckh_workload_collect(&spec, "trainer_0", ws, NULL), CKH_EINVAL);
+    /* a node's blobs only, sorted, the others left out */
+    ck_assert_int_eq(ckh_ws_set_i64(ws, "trainer_0/b", 1), 0);
+    ck_assert_int_eq(ckh_ws_set_i64(ws, "trainer_0/a", 2), 0);
+    ck_assert_int_eq(ckh_ws_set_i64(ws, "trainer_1/a", 3), 0);
+    ck_assert_int_eq(ckh_workload_collect(&spec, "trainer_0", ws, r), 0);
+    ck_assert_str_eq(r->node, "trainer_0");
+    ck_assert_str_eq(r->blobs, "trainer_0/a,trainer_0/b");
+    ck_assert_uint_eq(r->digest, ckh_ws_digest(ws, "trainer_0/"));
+    ckh_ws_destroy(ws);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("reference_edges");
@@ -965,6 +1035,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_saver_wrappers);
     tcase_add_test(tc, test_adir_configs_refused);
     tcase_add_test(tc, test_adir_calls_refused_and_pointers);
+    tcase_add_test(tc, test_epoch_workload_names_and_refusals);
     suite_add_tcase(s, tc);
     return s;
 }
