@@ -1057,6 +1057,65 @@ START_TEST(test_bad_file_format)
 }
 END_TEST
 
+/* A command job with every key of its own (commands per node, env, the
+ * checkpoint mount, an object store, verify and an explore section) is
+ * written as it was read: the text reads back to the same text. */
+START_TEST(test_command_scenario_round_trip)
+{
+    static const char text[] =
+        "name: round-trip\n"
+        "job:\n"
+        "  command:\n"
+        "    default: [python3, train.py]\n"
+        "    rank_1: [python3, train.py, --slow]\n"
+        "  nodes: 2\n"
+        "  env: {A_B: \"1\", C: \"x y\"}\n"
+        "  timeout: 90s\n"
+        "  checkpoint_mount: /ckh/other\n"
+        "  object_store:\n"
+        "    buckets: [ckpt, logs]\n"
+        "    consistency: eventual\n"
+        "    delay_ops: 3\n"
+        "verify: [python3, verify.py]\n"
+        "explore:\n"
+        "  check: restart\n"
+        "  max_states: 5\n"
+        "  time_limit: 2s\n"
+        "  from_step: 1\n"
+        "  to_step: 3\n"
+        "  expect: fail\n"
+        "  start: warm\n"
+        "  crashes: power-loss\n"
+        "  others: running\n"
+        "  symptom: \"lost \\\"epoch\\\"\"\n";
+    struct ckh_scenario *a = parse_ok(text);
+    char *t1 = NULL, *t2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    FILE *f = open_memstream(&t1, &n1);
+    ck_assert_int_eq(ckh_scenario_write(f, a), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    struct ckh_scenario *b = parse_ok(t1);
+    f = open_memstream(&t2, &n2);
+    ck_assert_int_eq(ckh_scenario_write(f, b), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_str_eq(t1, t2);
+    ck_assert_ptr_nonnull(strstr(t1, "  command:\n    default: [\"python3\", \"train.py\"]\n"));
+    ck_assert_ptr_nonnull(strstr(t1, "    rank_1: [\"python3\", \"train.py\", \"--slow\"]\n"));
+    ck_assert_ptr_nonnull(strstr(t1, "  timeout: 90000000000ns\n"));
+    ck_assert_ptr_nonnull(strstr(t1, "  object_store:\n    buckets: [\"ckpt\", \"logs\"]\n    consistency: eventual\n"
+                                     "    delay_ops: 3\n"));
+    ck_assert_ptr_nonnull(strstr(t1, "explore:\n  check: restart\n  max_states: 5\n  time_limit: 2000000000ns\n"
+                                     "  from_step: 1\n  to_step: 3\n  expect: fail\n  start: warm\n"
+                                     "  crashes: power-loss\n  others: running\n  symptom: \"lost \\\"epoch\\\"\"\n"));
+    ck_assert_int_eq(ckh_scenario_write(NULL, a), CKH_EINVAL);
+    ck_assert_int_eq(ckh_scenario_write(stdout, NULL), CKH_EINVAL);
+    ckh_scenario_free(a);
+    ckh_scenario_free(b);
+    free(t1);
+    free(t2);
+}
+END_TEST
+
 static Suite *scenario_suite(void)
 {
     Suite *s = suite_create("scenario");
@@ -1078,6 +1137,7 @@ static Suite *scenario_suite(void)
     tcase_set_timeout(bad, 60);
     tcase_add_loop_test(bad, test_bad_input, 0, (int)(sizeof(bad_cases) / sizeof(bad_cases[0])));
     tcase_add_test(bad, test_bad_file_format);
+    tcase_add_test(bad, test_command_scenario_round_trip);
     tcase_add_test(bad, test_truncations);
     suite_add_tcase(s, bad);
     TCase *dir = tcase_create("folders");
