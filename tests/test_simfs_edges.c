@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ckh/err.h"
 #include "ckh/fault_rule.h"
@@ -444,6 +445,56 @@ START_TEST(test_disk_api_refusals)
 }
 END_TEST
 
+/* A disk whose bytes live in a store folder: the folder must be one; the
+ * space is the store's filesystem's. A clone takes the faults queued for
+ * the next ops with it, each disk then firing its own. */
+START_TEST(test_store_and_clone_edges)
+{
+    char dir[] = "/tmp/ckh-test-simfs-edges-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char file[64];
+    snprintf(file, sizeof file, "%s/f", dir);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    struct ckh_simfs *d = (struct ckh_simfs *)1;
+    struct ckh_simfs_config c = {.name = "s", .sector_bytes = 512, .seed = 4, .store_dir = file};
+    ck_assert_int_eq(ckh_simfs_create(&c, &d), -ENOTDIR);
+    ck_assert_ptr_null(d);
+    c.store_dir = "/nonexistent-ckh-store";
+    ck_assert_int_eq(ckh_simfs_create(&c, &d), -ENOENT);
+    c.store_dir = dir;
+    ck_assert_int_eq(ckh_simfs_create(&c, &d), 0);
+    uint64_t total = 0, avail = 0;
+    ck_assert_int_eq(ckh_simfs_space(d, &total, &avail), 0);
+    ck_assert_uint_gt(total, 0);
+    ck_assert_uint_le(avail, total);
+    struct ckh_fs *fs = ckh_simfs_fs(d);
+    put(fs, "/a", "stored bytes");
+    ck_assert_int_eq(size_of(fs, "/a"), 12);
+
+    /* two queued faults, then a clone */
+    ck_assert_int_eq(ckh_simfs_fail_next(d, CKH_OP_MKDIR, "/x", ENOSPC), 0);
+    ck_assert_int_eq(ckh_simfs_fail_next(d, CKH_OP_UNLINK, NULL, EROFS), 0);
+    struct ckh_simfs *e = NULL;
+    ck_assert_int_eq(ckh_simfs_clone(NULL, &e), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_clone(d, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_simfs_clone(d, &e), 0);
+    struct ckh_fs *efs = ckh_simfs_fs(e);
+    ck_assert_int_eq(ckh_fs_mkdir(efs, "/x"), -ENOSPC);
+    ck_assert_int_eq(ckh_fs_unlink(efs, "/a"), -EROFS);
+    ck_assert_int_eq(ckh_fs_unlink(efs, "/a"), 0); /* each fault fires once */
+    ck_assert_int_eq(size_of(fs, "/a"), 12);       /* the original keeps its file ... */
+    ck_assert_int_eq(ckh_fs_mkdir(fs, "/x"), -ENOSPC); /* ... and its own faults */
+    ck_assert_int_eq(ckh_fs_unlink(fs, "/a"), -EROFS);
+    ckh_simfs_destroy(d);
+    ck_assert_int_eq(ckh_fs_mkdir(efs, "/x"), 0); /* the clone outlives its source */
+    ckh_simfs_destroy(e);
+    ck_assert_int_eq(unlink(file), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("simfs_edges");
@@ -460,6 +511,7 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     TCase *disk = tcase_create("disk");
     tcase_add_test(disk, test_disk_api_refusals);
+    tcase_add_test(disk, test_store_and_clone_edges);
     suite_add_tcase(s, disk);
     return s;
 }
