@@ -14,6 +14,8 @@
 #include "ckh/err.h"
 #include "report.h"
 
+#define HAS(s, sub) ck_assert_msg(strstr((s), (sub)) != NULL, "'%s' lacks '%s'", (s), (sub))
+
 /* A memory stream; what was written is in *buf after capture_end (free()). */
 static void capture_begin(FILE **f, char **buf, size_t *len)
 {
@@ -285,6 +287,96 @@ START_TEST(test_timeline_refusals)
 }
 END_TEST
 
+/* The three report files with what they rarely get: a nameless result, a
+ * result of an interrupted run, a shadowed plugin, control characters and
+ * noncharacters, meta with only some fields; and their refusals. */
+START_TEST(test_report_files_edges)
+{
+    struct ckh_report_result r[3];
+    ckh_report_result_init(&r[0]); /* no name, no file, a pass */
+    r[0].runs = 1;
+    ck_assert_int_eq(ckh_report_add_oracle(&r[0], "totals", true, NULL), 0);
+    result(&r[1], "bad\x01" "name", CKH_VERDICT_FAIL);
+    ck_assert_int_eq(ckh_report_set(&r[1].file, "./scenarios/x/y.yaml"), 0);
+    ck_assert_int_eq(ckh_report_set(&r[1].message, "got \x7f and \xff"), 0);
+    ck_assert_int_eq(ckh_report_add_plugin(&r[1], "backend", "libb.so", "/p/libb.so", "build-id 1", "/q/libb.so\n/r/libb.so"),
+                     0);
+    result(&r[2], "later", CKH_VERDICT_PASS);
+    r[2].state = CKH_REPORT_INTERRUPTED;
+    struct ckh_report_meta meta = {.hostname = "h<1>"};
+    FILE *f;
+    char *buf;
+    size_t len;
+
+    capture_begin(&f, &buf, &len);
+    ck_assert_int_eq(ckh_report_junit(f, &meta, r, 3), 0);
+    capture_end(f);
+    HAS(buf, "hostname=\"h&lt;1&gt;\"");
+    HAS(buf, "classname=\"scenarios.x\"");
+    HAS(buf, "name=\"?\"");
+    HAS(buf, "name=\"bad\\x01name\""); /* a control character as its escape */
+    HAS(buf, "/q/libb.so");
+    HAS(buf, "/r/libb.so");
+    free(buf);
+
+    capture_begin(&f, &buf, &len);
+    ck_assert_int_eq(ckh_report_json(f, &meta, r, 3), 0);
+    capture_end(f);
+    HAS(buf, "\"name\": \"?\"");
+    HAS(buf, "\\u0001");
+    HAS(buf, "\\u007f");
+    HAS(buf, "\"got \\u007f and \\ufffd\""); /* an invalid byte is U+FFFD */
+    free(buf);
+
+    struct ckh_report_meta full = {.command = "ckh run <x>", .timestamp = "2026-01-01T00:00:00Z"};
+    capture_begin(&f, &buf, &len);
+    ck_assert_int_eq(ckh_report_html(f, &full, r, 3), 0);
+    capture_end(f);
+    HAS(buf, "ckh run &lt;x&gt;");
+    HAS(buf, "2026-01-01T00:00:00Z");
+    HAS(buf, "not run: the run was interrupted");
+    free(buf);
+    capture_begin(&f, &buf, &len);
+    ck_assert_int_eq(ckh_report_html(f, NULL, r, 1), 0);
+    ckh_report_html_escape(f, NULL);
+    ckh_report_html_escape(NULL, "x");
+    capture_end(f);
+    free(buf);
+
+    /* refusals, and a stream that takes nothing */
+    ck_assert_int_eq(ckh_report_junit(NULL, &meta, r, 3), CKH_EINVAL);
+    ck_assert_int_eq(ckh_report_junit(stdout, &meta, NULL, 3), CKH_EINVAL);
+    ck_assert_int_eq(ckh_report_json(NULL, &meta, r, 3), CKH_EINVAL);
+    ck_assert_int_eq(ckh_report_json(stdout, &meta, NULL, 3), CKH_EINVAL);
+    ck_assert_int_eq(ckh_report_html(NULL, &meta, r, 3), CKH_EINVAL);
+    ck_assert_int_eq(ckh_report_html(stdout, &meta, NULL, 3), CKH_EINVAL);
+    FILE *full_dev = fopen("/dev/full", "w");
+    if (full_dev) {
+        ck_assert_int_eq(ckh_report_json(full_dev, &meta, r, 3), -EIO);
+        clearerr(full_dev);
+        ck_assert_int_eq(ckh_report_junit(full_dev, &meta, r, 3), -EIO);
+        fclose(full_dev);
+    }
+
+    /* JUnit class names */
+    char cls[16];
+    static const struct {
+        const char *file;
+        const char *cls;
+    } names[] = {{"./scenarios/x.yaml", "scenarios"}, {"x.yaml", "ckh"}, {"/x.yaml", "ckh"},
+                 {"./x.yaml", "ckh"}, {"/abs/dir/x.yaml", "abs.dir"}, {NULL, "ckh"},
+                 {"a/very/long/folder/name/x.yaml", "a.very.long.fol"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        ckh_report_junit_classname(names[i].file, cls, sizeof cls);
+        ck_assert_str_eq(cls, names[i].cls);
+    }
+    ckh_report_junit_classname("a/b.yaml", NULL, 4);
+    ckh_report_junit_classname("a/b.yaml", cls, 0);
+    for (int i = 0; i < 3; i++)
+        ckh_report_result_clear(&r[i]);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("reports_edges");
@@ -293,6 +385,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_progress_bounds);
     tcase_add_test(tc, test_utf8_and_durations);
     tcase_add_test(tc, test_timeline_refusals);
+    tcase_add_test(tc, test_report_files_edges);
     suite_add_tcase(s, tc);
     return s;
 }
