@@ -1018,6 +1018,109 @@ START_TEST(test_epoch_workload_names_and_refusals)
 }
 END_TEST
 
+/* ---- atomic file saves ---- */
+
+static const char *node_name_text;
+static const char *fake_node_name(struct ckh_node *n)
+{
+    (void)n;
+    return node_name_text;
+}
+
+static int write_nothing_fails(void *ctx, struct ckh_file *f)
+{
+    (void)ctx;
+    (void)f;
+    return -EIO;
+}
+
+START_TEST(test_atomic_save_edges)
+{
+    struct ckh_env env;
+    struct ckh_simfs *disk = adir_disk(&env);
+    struct ckh_atomic a;
+    char buf[64];
+    ck_assert_int_eq(ckh_atomic_init(NULL, &env, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_init(&a, NULL, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_init(&a, &(struct ckh_env){0}, NULL), CKH_EINVAL);
+    /* the node's name, made safe for a file name; none at all is "node" */
+    static const struct ckh_node_ops ops = {.version = 2, .name = fake_node_name};
+    struct ckh_node node = {.ops = &ops};
+    env.node = &node;
+    node_name_text = "rank 0/a.b";
+    ck_assert_int_eq(ckh_atomic_init(&a, &env, NULL), 0);
+    ck_assert_str_eq(a.node, "rank_0_a_b");
+    node_name_text = "";
+    ck_assert_int_eq(ckh_atomic_init(&a, &env, NULL), 0);
+    ck_assert_str_eq(a.node, "node");
+    char longname[100];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    node_name_text = longname;
+    ck_assert_int_eq(ckh_atomic_init(&a, &env, NULL), 0);
+    ck_assert_uint_eq(strlen(a.node), sizeof a.node - 1);
+    env.node = NULL;
+    ck_assert_int_eq(ckh_atomic_init(&a, &env, NULL), 0);
+    ck_assert_str_eq(a.node, "node");
+
+    ck_assert_int_eq(ckh_atomic_tmp_prefix("/d/f", "n", buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, "/d/f.tmp.n.");
+    ck_assert_int_eq(ckh_atomic_tmp_prefix("/d/f", "n", buf, 8), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_tmp_prefix(NULL, "n", buf, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_tmp_prefix("/d/f", NULL, buf, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_tmp_prefix("/d/f", "n", NULL, 8), CKH_EINVAL);
+
+    struct ckh_listing l;
+    ck_assert_int_eq(ckh_atomic_listdir(NULL, NULL, "/", &l), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_listdir(env.fs, NULL, NULL, &l), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_listdir(env.fs, NULL, "/", NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_listdir(env.fs, NULL, "/none", &l), -ENOENT);
+
+    /* saves: refusals, a writer that fails leaves nothing behind */
+    ck_assert_int_eq(ckh_atomic_save(NULL, "/f", "x", 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_save(&a, "/f", NULL, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_save_with(&a, "/f", NULL, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_save_with(&a, NULL, write_nothing_fails, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_save_with(&a, "/f", write_nothing_fails, NULL), -EIO);
+    ck_assert(!ckh_fs_exists(env.fs, "/f"));
+    ck_assert_int_eq(ckh_fs_listdir(env.fs, "/", &l), 0);
+    ck_assert_uint_eq(l.count, 0); /* no temporary left */
+    ckh_fs_listing_free(&l);
+    ck_assert_int_eq(ckh_atomic_save(&a, "/f", NULL, 0), 0); /* an empty file */
+    void *data = NULL;
+    size_t n = 9;
+    ck_assert_int_eq(ckh_atomic_read(env.fs, NULL, "/f", &data, &n), 0);
+    ck_assert_uint_eq(n, 0);
+    free(data);
+    ck_assert_int_eq(ckh_fs_mkdir(env.fs, "/dir"), 0);
+    ck_assert_int_eq(ckh_atomic_read(env.fs, NULL, "/dir", &data, &n), CKH_ENOTFOUND);
+    ck_assert_int_eq(ckh_atomic_read(env.fs, NULL, "/none", &data, &n), -ENOENT);
+    ck_assert_int_eq(ckh_atomic_read(NULL, NULL, "/f", &data, &n), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_read(env.fs, NULL, "/f", NULL, &n), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_read(env.fs, NULL, "/f", &data, NULL), CKH_EINVAL);
+
+    /* cleaning stale temporaries: bad paths, a missing folder, a folder of the
+     * temporary's name left alone, this node's temporaries removed */
+    ck_assert_int_eq(ckh_atomic_clean_stale(NULL, "/f"), CKH_EINVAL);
+    ck_assert_int_eq(ckh_atomic_clean_stale(&a, NULL), CKH_EINVAL);
+    ck_assert_int_lt(ckh_atomic_clean_stale(&a, "rel"), 0);
+    ck_assert_ptr_nonnull(strstr(a.errmsg, "bad path 'rel'"));
+    ck_assert_int_eq(ckh_atomic_clean_stale(&a, "/none/f"), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(a.errmsg, "listdir '/none'"));
+    ck_assert_int_eq(ckh_fs_mkdir(env.fs, "/dir/g.tmp.node.1"), 0);
+    struct ckh_file *f;
+    ck_assert_int_eq(ckh_fs_open(env.fs, "/dir/g.tmp.node.2", CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_eq(ckh_fs_open(env.fs, "/dir/g.tmp.other.3", CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+    ck_assert_int_eq(ckh_file_close(f), 0);
+    ck_assert_int_ge(ckh_atomic_clean_stale(&a, "/dir/g"), 0);
+    ck_assert(ckh_fs_exists(env.fs, "/dir/g.tmp.node.1"));  /* a folder: left */
+    ck_assert(!ckh_fs_exists(env.fs, "/dir/g.tmp.node.2")); /* this node's: removed */
+    ck_assert(ckh_fs_exists(env.fs, "/dir/g.tmp.other.3")); /* another node's: left */
+    ckh_simfs_destroy(disk);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("reference_edges");
@@ -1036,6 +1139,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_adir_configs_refused);
     tcase_add_test(tc, test_adir_calls_refused_and_pointers);
     tcase_add_test(tc, test_epoch_workload_names_and_refusals);
+    tcase_add_test(tc, test_atomic_save_edges);
     suite_add_tcase(s, tc);
     return s;
 }
