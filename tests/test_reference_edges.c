@@ -1121,6 +1121,70 @@ START_TEST(test_atomic_save_edges)
 }
 END_TEST
 
+/* minidb's own refusals and what its listing takes: prefixes that are not
+ * absolute folders, epochs spelled other than as plain decimals, and
+ * entries that are folders. */
+START_TEST(test_minidb_prefix_and_listing)
+{
+    struct ckh_env env;
+    struct ckh_simfs *disk = adir_disk(&env);
+    struct ckh_backend *b = NULL;
+    char msg[512];
+    char longp[CKH_PATH_MAX];
+    memset(longp, 'p', sizeof longp - 1);
+    longp[0] = '/';
+    longp[sizeof longp - 1] = '\0';
+    static const char *const bad[] = {"", "rel/ckpt"};
+    for (size_t i = 0; i < 2; i++)
+        ck_assert_int_eq(ckh_backend_open("minidb", &(struct ckh_backend_config){.fs = env.fs, .prefix = bad[i]},
+                                          &b, msg, sizeof msg),
+                         CKH_EINVAL);
+    ck_assert_int_eq(ckh_backend_open("minidb", &(struct ckh_backend_config){.fs = env.fs, .prefix = longp}, &b,
+                                      msg, sizeof msg),
+                     CKH_EINVAL);
+    ck_assert_int_eq(ckh_backend_open("minidb", &(struct ckh_backend_config){.fs = env.fs, .prefix = "/ck///"}, &b,
+                                      msg, sizeof msg),
+                     0);
+    char name[64];
+    ck_assert_int_eq(ckh_backend_db_name(b, "n", 3, name, sizeof name), 0);
+    ck_assert_str_eq(name, "/ck/n.3");
+    /* no folder yet: nothing exists, nothing is listed */
+    bool ex = true;
+    ck_assert_int_eq(ckh_backend_exists(b, "n", 3, &ex), 0);
+    ck_assert(!ex);
+    int64_t *ep = NULL;
+    size_t n = 9;
+    ck_assert_int_eq(ckh_backend_list_epochs(b, "n", &ep, &n), 0);
+    ck_assert_uint_eq(n, 0);
+    free(ep);
+    /* entries that are not epochs of n */
+    ck_assert_int_eq(ckh_fs_mkdir(env.fs, "/ck"), 0);
+    static const char *const files[] = {"/ck/n.7", "/ck/n.007", "/ck/n.x1", "/ck/n.", "/ck/n.1234567890123456789",
+                                        "/ck/m.4", "/ck/n.12", "/ck/n.0"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        struct ckh_file *f;
+        ck_assert_int_eq(ckh_fs_open(env.fs, files[i], CKH_O_WRONLY | CKH_O_CREAT, &f), 0);
+        ck_assert_int_eq(ckh_file_close(f), 0);
+    }
+    ck_assert_int_eq(ckh_fs_mkdir(env.fs, "/ck/n.5"), 0); /* a folder: not a checkpoint */
+    ck_assert_int_eq(ckh_backend_list_epochs(b, "n", &ep, &n), 0);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(ep[0], 0);
+    ck_assert_int_eq(ep[1], 7);
+    ck_assert_int_eq(ep[2], 12);
+    free(ep);
+    /* a checkpoint path through a file: missing, not an error */
+    ckh_backend_close(b);
+    ck_assert_int_eq(ckh_backend_open("minidb", &(struct ckh_backend_config){.fs = env.fs, .prefix = "/ck/n.7"}, &b,
+                                      msg, sizeof msg),
+                     0);
+    ck_assert_int_eq(ckh_backend_exists(b, "n", 1, &ex), 0);
+    ck_assert(!ex);
+    ckh_backend_close(b);
+    ckh_simfs_destroy(disk);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("reference_edges");
@@ -1140,6 +1204,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_adir_calls_refused_and_pointers);
     tcase_add_test(tc, test_epoch_workload_names_and_refusals);
     tcase_add_test(tc, test_atomic_save_edges);
+    tcase_add_test(tc, test_minidb_prefix_and_listing);
     suite_add_tcase(s, tc);
     return s;
 }
