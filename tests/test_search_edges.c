@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ckh/err.h"
+#include "exec/workloads.h"
 #include "search/fuzz.h"
 #include "search/validate.h"
 
@@ -189,6 +190,35 @@ START_TEST(test_fuzz_coverage_table)
 }
 END_TEST
 
+/* A defect without a workload fuzzes the first workload built for defect
+ * switches; a workload without them gets no defects line; the collector
+ * of fired faults refuses what it cannot read. */
+START_TEST(test_fuzz_generate_defects)
+{
+    char *text = NULL;
+    struct ckh_fuzz_config c = {.defect = "rng-not-saved"};
+    for (uint64_t seed = 1; seed <= 5 && ckh_workloads_find("ddp-train"); seed++) {
+        ck_assert_int_eq(ckh_fuzz_generate(seed, &c, &text), 0);
+        HAS(text, "workload: ddp-train");
+        HAS(text, "defects: [rng-not-saved]");
+        free(text);
+    }
+    c.workload = "seed-pipeline";
+    ck_assert_int_eq(ckh_fuzz_generate(1, &c, &text), 0);
+    HAS(text, "seed-pipeline");
+    ck_assert_ptr_null(strstr(text, "defects:"));
+    free(text);
+    c.defect = "";
+    c.workload = NULL;
+    ck_assert_int_eq(ckh_fuzz_generate(2, &c, &text), 0);
+    ck_assert_ptr_null(strstr(text, "defects:"));
+    free(text);
+    struct ckh_fuzz_fired *v = (void *)1;
+    size_t n = 3;
+    ck_assert_int_eq(ckh_fuzz_fired_collect(NULL, NULL, &v, &n), CKH_EINVAL);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("search_edges");
@@ -197,6 +227,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_results_of_each_kind);
     tcase_add_test(tc, test_html_page);
     tcase_add_test(tc, test_fuzz_coverage_table);
+    tcase_add_test(tc, test_fuzz_generate_defects);
     suite_add_tcase(s, tc);
     return s;
 }
