@@ -344,7 +344,7 @@ int ckh__sf_data_copy(struct ckh_simfs *d, struct sf_data *to, const struct sf_d
 
 int64_t ckh__sf_read(const struct sf_data *dt, void *buf, uint64_t n, uint64_t off)
 {
-    if (off >= dt->size)
+    if (off >= dt->size || n == 0) /* nothing to copy: buf may be NULL (a read of 0 bytes) */
         return 0;
     if (n > dt->size - off)
         n = dt->size - off;

@@ -436,6 +436,310 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* The manager's refusals and states beyond test_bad_input: NULL arguments
+ * of every call, calls in the wrong order, init again with other nodes,
+ * a session that handles one node of two, and what the accessors answer
+ * past the end. */
+START_TEST(test_manager_refusals_and_states)
+{
+    struct ckh_ckpt *ck = NULL;
+    struct ckh_ws *ws;
+    char msg[256] = "", buf[CKH_PATH_MAX];
+    struct ckh_ckpt_stat st;
+    int64_t e;
+    const char *const ab[] = {"A", "B"}, *const ac[] = {"A", "C"};
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    struct ckh_session s = {.env = env, .ws = ws}, nows = {.env = env};
+
+    ck_assert_int_eq(ckh_ckpt_create_multi(env, NULL, "minidb", NULL, &ck, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_str_eq(msg, "checkpoint manager: NULL argument");
+    ck_assert_int_eq(ckh_ckpt_create_multi(env, "/ckpt", NULL, NULL, &ck, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_create_multi(env, "/ckpt", "minidb", NULL, NULL, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_create_single(env, "/ckpt", NULL, "minidb", NULL, &ck, msg, sizeof msg),
+                     CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_create_single(env, "/ckpt", "..", "minidb", NULL, &ck, msg, sizeof msg),
+                     CKH_EESCAPE);
+    ck_assert_str_eq(msg, "checkpoint manager: bad node name '..'");
+    ck_assert_str_eq(ckh_ckpt_errmsg(NULL), "no checkpoint manager");
+    ck_assert_ptr_null(ckh_ckpt_backend(NULL));
+    ck_assert_uint_eq(ckh_ckpt_node_count(NULL), 0);
+    ck_assert_ptr_null(ckh_ckpt_node_name(NULL, 0));
+    ck_assert(!ckh_ckpt_accessible(NULL, 1));
+    ckh_ckpt_report_stats(NULL, "x");
+    ckh_ckpt_destroy(NULL);
+
+    /* a single-node manager takes one node */
+    ck = make_ckpt(false);
+    ck_assert_ptr_nonnull(ckh_ckpt_backend(ck));
+    ck_assert_int_eq(ckh_ckpt_init(ck, &s, ab, 2, -1), CKH_EINVAL);
+    ck_assert_str_eq(ckh_ckpt_errmsg(ck), "a single-node checkpoint manager supports one node, got 2");
+    ck_assert_int_eq(ckh_ckpt_load(ck, &s, 1), CKH_ESTATE);
+    ck_assert_str_eq(ckh_ckpt_errmsg(ck), "init must be called first");
+    ck_assert_int_eq(ckh_ws_set_i64(ws, "temp_node/x", 5), 0);
+    ck_assert_int_eq(ckh_ckpt_init(ck, &s, NULL, 0, -1), 0);
+    ck_assert_str_eq(ckh_ckpt_node_name(ck, 0), "temp_node");
+    ck_assert_ptr_null(ckh_ckpt_node_name(ck, 1));
+    ck_assert_int_eq(ckh_ckpt_stat_get(ck, 1, &st), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_stat_get(ck, 0, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_stat_get(NULL, 0, &st), CKH_EINVAL);
+    /* a missing epoch: the backend's message, the stats say which file */
+    ck_assert_int_lt(ckh_ckpt_load(ck, &s, 7), 0);
+    ck_assert_ptr_nonnull(strstr(ckh_ckpt_errmsg(ck), "temp_node.7"));
+    ck_assert_int_eq(ckh_ckpt_stat_get(ck, 0, &st), 0);
+    ck_assert_str_eq(st.op, "checkpoint_load");
+    ck_assert_int_eq(st.epoch, 7);
+    ck_assert_ptr_nonnull(strstr(st.db_name, "/ckpt/temp_node.7"));
+    ck_assert_int_ne(st.result, 0);
+    ck_assert_int_eq(ckh_ckpt_save(ck, &s, 1), 0);
+    ck_assert_int_eq(ckh_ckpt_sync(ck, &s, 1), 0);
+    ck_assert_int_eq(ckh_ckpt_sync(NULL, &s, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_sync(ck, NULL, 1), CKH_EINVAL);
+    ckh_ckpt_report_stats(ck, "after save");
+    /* without a metadata handler: every epoch is accessible, nothing is recorded */
+    ck_assert(ckh_ckpt_accessible(ck, 99));
+    ck_assert_int_eq(ckh_ckpt_write_metadata(ck, &s, 1), 0);
+    ck_assert_int_eq(ckh_ckpt_write_metadata(NULL, &s, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_write_metadata(ck, NULL, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_resume_epoch(ck, NULL, 0, -1, &e), 0);
+    ck_assert_int_eq(e, -1);
+    ck_assert_int_eq(ckh_ckpt_resume_epoch(ck, NULL, 0, 3, &e), 0);
+    ck_assert_int_eq(e, 3);
+    ck_assert_int_eq(ckh_ckpt_resume_epoch(ck, NULL, 1, -1, &e), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_resume_epoch(ck, NULL, 0, -1, NULL), CKH_EINVAL);
+    ckh_ckpt_destroy(ck);
+
+    /* NULL arguments of the calls on a manager */
+    ck = make_ckpt(true);
+    ck_assert_int_eq(ckh_ckpt_init(NULL, &s, ab, 2, -1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_init(ck, NULL, ab, 2, -1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_init(ck, &nows, ab, 2, -1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_init(ck, &s, NULL, 2, -1), CKH_EINVAL);
+    ck_assert_str_eq(ckh_ckpt_errmsg(ck), "init: NULL argument");
+    ck_assert_int_eq(ckh_ckpt_load(NULL, &s, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_load(ck, &nows, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_save(ck, NULL, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_save(ck, &nows, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_load_blobs_locally(ck, &s, ab, 2, NULL, 1, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_load_blobs_locally(NULL, &s, ab, 2, NULL, 0, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_db_name(NULL, "A", 1, buf, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_db_name(ck, NULL, 1, buf, sizeof buf), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_db_name(ck, "A", 1, NULL, sizeof buf), CKH_EINVAL);
+    /* multi-node: no nodes yet, then A and B; init again with other nodes is refused */
+    ck_assert_int_eq(ckh_ckpt_resume_epoch(ck, NULL, 0, -1, &e), 0);
+    ck_assert_int_eq(ckh_ckpt_db_name(ck, "A", 1, buf, sizeof buf), CKH_ENOTFOUND);
+    ck_assert_int_eq(ckh_ws_set_i64(ws, "A/x", 1), 0);
+    ck_assert_int_eq(ckh_ws_set_i64(ws, "B/x", 2), 0);
+    ck_assert_int_eq(ckh_ckpt_init(ck, &s, ab, 2, -1), 0);
+    ck_assert_int_eq(ckh_ckpt_init(ck, &s, ab, 2, -1), 0);
+    ck_assert_int_eq(ckh_ckpt_init(ck, &s, ac, 2, -1), CKH_EINVAL);
+    ck_assert_str_eq(ckh_ckpt_errmsg(ck), "init called again with different nodes");
+    ck_assert_int_eq(ckh_ckpt_init(ck, &s, ab, 1, -1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_ckpt_db_name(ck, "B", 4, buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, "/ckpt/B.4");
+    ckh_ckpt_destroy(ck);
+    ckh_ws_destroy(ws);
+}
+END_TEST
+
+/* A metadata handler: the latest epoch every node completed, from what was
+ * recorded in this process and what the backend lists; one session that
+ * handles only node A saves and records only A. */
+START_TEST(test_metadata_and_a_partial_session)
+{
+    struct ckh_meta *meta;
+    struct ckh_ckpt *ck;
+    struct ckh_ws *ws;
+    char msg[256];
+    int64_t e;
+    const char *const ab[] = {"A", "B"};
+    ck_assert_int_eq(ckh_meta_create(NULL, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_meta_create(NULL, &meta), 0);
+    ck_assert_int_eq(ckh_meta_write(NULL, "A", 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_meta_write(meta, NULL, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_meta_write(meta, "A", -1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_meta_last_epoch(NULL, NULL, ab, 2, &e), CKH_EINVAL);
+    ck_assert_int_eq(ckh_meta_last_epoch(meta, NULL, NULL, 2, &e), CKH_EINVAL);
+    ck_assert_int_eq(ckh_meta_last_epoch(meta, NULL, ab, 2, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_meta_last_epoch(meta, NULL, ab, 0, &e), 0);
+    ck_assert_int_eq(e, -1);
+    /* recorded: A has 1, 2, 3; B has 1 and 2 */
+    for (int64_t k = 1; k <= 3; k++)
+        ck_assert_int_eq(ckh_meta_write(meta, "A", k), 0);
+    ck_assert_int_eq(ckh_meta_write(meta, "B", 2), 0);
+    ck_assert_int_eq(ckh_meta_write(meta, "B", 1), 0);
+    ck_assert_int_eq(ckh_meta_last_epoch(meta, NULL, ab, 2, &e), 0);
+    ck_assert_int_eq(e, 2);
+    ck_assert_int_eq(ckh_meta_last_epoch(meta, NULL, (const char *const[]){"B", "A"}, 2, &e), 0);
+    ck_assert_int_eq(e, 2);
+    ck_assert_int_eq(ckh_meta_last_epoch(meta, NULL, (const char *const[]){"C"}, 1, &e), 0);
+    ck_assert_int_eq(e, -1);
+
+    /* a manager over it: a session for A alone saves A's checkpoints only */
+    ck_assert_int_eq(ckh_ckpt_create_multi(env, "/ckpt", "minidb", meta, &ck, msg, sizeof msg), 0);
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    ck_assert_int_eq(ckh_ws_set_i64(ws, "A/x", 1), 0);
+    ck_assert_int_eq(ckh_ws_set_i64(ws, "B/x", 2), 0);
+    struct ckh_session sa = {.env = env, .ws = ws, .local_node = "A"};
+    ck_assert(!ckh_ckpt_accessible(ck, 5)); /* no nodes yet */
+    ck_assert(ckh_ckpt_accessible(ck, -1)); /* the folder exists */
+    ck_assert_int_eq(ckh_ckpt_init(ck, &sa, ab, 2, -1), 0);
+    ck_assert_int_lt(ckh_ckpt_load(ck, &sa, 1), 0); /* recorded, but never written to disk */
+    ck_assert_int_eq(ckh_ckpt_save(ck, &sa, 5), 0);
+    ck_assert_int_eq(ckh_ckpt_sync(ck, &sa, 5), 0);
+    ck_assert_int_eq(ckh_ckpt_write_metadata(ck, &sa, 5), 0);
+    /* B never saved 5: not accessible, and the resume epoch stays at 2 */
+    ck_assert(!ckh_ckpt_accessible(ck, 5));
+    ck_assert_int_eq(ckh_ckpt_resume_epoch(ck, ab, 2, -1, &e), 0);
+    ck_assert_int_eq(e, 2);
+    ck_assert_int_eq(ckh_ckpt_resume_epoch(ck, ab, 2, 4, &e), 0);
+    ck_assert_int_eq(e, 4);
+    /* partial loads: A's 5 exists, B's does not (0: not every node's checkpoint exists) */
+    ck_assert_int_eq(ckh_ckpt_load_blobs_locally(ck, &sa, ab, 2, (const char *const[]){"A/x"}, 1, 5), 0);
+    /* B saves 5 too: accessible, and the last epoch complete everywhere is 5 */
+    struct ckh_session sb = {.env = env, .ws = ws, .local_node = "B"};
+    ck_assert_int_eq(ckh_ckpt_init(ck, &sb, ab, 2, -1), 0);
+    ck_assert_int_eq(ckh_ckpt_save(ck, &sb, 5), 0);
+    ck_assert(ckh_ckpt_accessible(ck, 5));
+    ck_assert_int_eq(ckh_ckpt_resume_epoch(ck, ab, 2, -1, &e), 0);
+    ck_assert_int_eq(e, 5);
+    ck_assert_int_eq(ckh_meta_last_epoch(meta, ckh_ckpt_backend(ck), ab, 2, &e), 0);
+    ck_assert_int_eq(e, 5);
+    ck_assert_int_eq(ckh_ckpt_load_blobs_locally(ck, &sa, ab, 2, (const char *const[]){"A/x", "Z/none"}, 2, 5), 1);
+    ckh_ckpt_destroy(ck);
+
+    /* a single-node manager asks the handler for its one node */
+    ck_assert_int_eq(ckh_ckpt_create_single(env, "/ckpt", "A", "minidb", meta, &ck, msg, sizeof msg), 0);
+    ck_assert_int_eq(ckh_ckpt_resume_epoch(ck, NULL, 0, -1, &e), 0);
+    ck_assert_int_eq(e, 5);
+    ckh_ckpt_destroy(ck);
+    ckh_ws_destroy(ws);
+    ckh_meta_destroy(meta);
+    ckh_meta_destroy(NULL);
+}
+END_TEST
+
+static int task_count(struct ckh_session *s, const char *node, void *arg)
+{
+    (void)s;
+    (void)node;
+    ++*(int *)arg;
+    return 0;
+}
+
+static int task_fail(struct ckh_session *s, const char *node, void *arg)
+{
+    (void)s;
+    (void)node;
+    (void)arg;
+    return CKH_ECORRUPT;
+}
+
+/* Jobs: the refusals of every call (the message names what was wrong), a
+ * task without a name, a session that runs only its own node's tasks, and
+ * the runner's refusals. */
+START_TEST(test_job_refusals)
+{
+    struct ckh_job *job;
+    struct ckh_ws *ws;
+    const char *const *nodes;
+    size_t n;
+    int count = 0;
+    ck_assert_int_eq(ckh_job_create(NULL, NULL), CKH_EINVAL);
+    ck_assert_str_eq(ckh_job_errmsg(NULL), "no job");
+    ck_assert_ptr_null(ckh_job_alloc(NULL));
+    ck_assert(!ckh_session_is_local(NULL, "a"));
+    ck_assert_int_eq(ckh_job_create(NULL, &job), 0);
+    ck_assert_int_eq(ckh_ws_create(NULL, &ws), 0);
+    struct ckh_session s = {.env = env, .ws = ws}, only_b = {.env = env, .ws = ws, .local_node = "b"};
+    ck_assert(!ckh_session_is_local(&s, NULL));
+
+    ck_assert_int_eq(ckh_job_add_task(NULL, CKH_GROUP_INIT, "a", "t", task_count, &count), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP__COUNT, "a", "t", task_count, &count), CKH_EINVAL);
+    ck_assert_str_eq(ckh_job_errmsg(job), "bad group 4 or NULL task function");
+    ck_assert_int_eq(ckh_job_add_task(job, (enum ckh_group)-1, "a", "t", task_count, &count), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_INIT, "a", "t", NULL, &count), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_INIT, NULL, "t", task_count, &count), CKH_EINVAL);
+    ck_assert_str_eq(ckh_job_errmsg(job), "bad node name '(null)'");
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_INIT, "a/b", "t", task_count, &count), CKH_EESCAPE);
+    ck_assert_str_eq(ckh_job_errmsg(job), "bad node name 'a/b'");
+    ck_assert_uint_eq(ckh_job_group_size(job, CKH_GROUP_INIT), 0);
+    ck_assert_uint_eq(ckh_job_group_size(job, CKH_GROUP__COUNT), 0);
+    ck_assert_uint_eq(ckh_job_group_size(NULL, CKH_GROUP_INIT), 0);
+
+    ck_assert_int_eq(ckh_job_own(NULL, &count), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_own(job, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_stop_condition(NULL, "a", "x"), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_stop_condition(job, "a", ""), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_stop_condition(job, "a", NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_add_stop_condition(job, "..", "x"), CKH_EINVAL);
+    ck_assert_str_eq(ckh_job_errmsg(job), "bad stop condition");
+    ck_assert_int_eq(ckh_job_epoch_limiter(NULL, "a", 2), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_epoch_limiter(job, "a", 0), CKH_EINVAL);
+    ck_assert_str_eq(ckh_job_errmsg(job), "epoch limiter needs a node and num_epochs >= 1");
+    ck_assert_int_eq(ckh_job_epoch_limiter(job, "", 2), CKH_EINVAL);
+
+    ck_assert_int_eq(ckh_job_set_nodes_to_checkpoint(NULL, NULL, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_set_nodes_to_checkpoint(job, NULL, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_set_nodes_to_checkpoint(job, (const char *const[]){"ok", "."}, 2), CKH_EESCAPE);
+    ck_assert_str_eq(ckh_job_errmsg(job), "bad node name to checkpoint");
+    ck_assert_int_eq(ckh_job_nodes_to_checkpoint(NULL, &nodes, &n), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_nodes_to_checkpoint(job, NULL, &n), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_nodes_to_checkpoint(job, &nodes, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_nodes(NULL, &nodes, &n), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_nodes(job, NULL, &n), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_nodes(job, &nodes, NULL), CKH_EINVAL);
+
+    /* tasks on a and b; a session for b runs b's only */
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_INIT, "a", "count a", task_count, &count), 0);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_INIT, "b", NULL, task_count, &count), 0);
+    ck_assert_int_eq(ckh_job_add_task(job, CKH_GROUP_EXIT, "b", NULL, task_fail, NULL), 0);
+    ck_assert_int_eq(ckh_job_nodes(job, &nodes, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(ckh_job_run_group(job, &only_b, CKH_GROUP_INIT, "init", 0), 0);
+    ck_assert_int_eq(count, 1);
+    ck_assert_int_eq(ckh_job_run_group(job, &s, CKH_GROUP_INIT, "init", 0), 0);
+    ck_assert_int_eq(count, 3);
+    /* a failing task is named, with its phase and epoch; "task" when it has no name */
+    ck_assert_int_eq(ckh_job_run_group(job, &s, CKH_GROUP_EXIT, "exit", 4), CKH_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(ckh_job_errmsg(job), "task 'task' on node 'b' (exit, epoch 4) failed: "));
+    ck_assert_int_eq(ckh_job_run_group(NULL, &s, CKH_GROUP_INIT, "init", 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_run_group(job, NULL, CKH_GROUP_INIT, "init", 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_run_group(job, &(struct ckh_session){.ws = ws}, CKH_GROUP_INIT, "init", 0),
+                     CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_run_group(job, &(struct ckh_session){.env = env}, CKH_GROUP_INIT, "init", 0),
+                     CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_run_group(job, &s, CKH_GROUP__COUNT, "init", 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_job_run_group(job, &s, CKH_GROUP_INIT, NULL, 0), CKH_EINVAL);
+    ck_assert_int_eq(count, 3);
+
+    /* stop conditions: only the session's own nodes count */
+    ck_assert_int_eq(ckh_job_add_stop_condition(job, "a", "a/stop"), 0);
+    ck_assert(!ckh_job_should_stop(NULL, &s));
+    ck_assert(!ckh_job_should_stop(job, NULL));
+    ck_assert(!ckh_job_should_stop(job, &s));
+    ck_assert_int_eq(ckh_ws_set_i64(ws, "a/stop", 1), 0);
+    ck_assert(ckh_job_should_stop(job, &s));
+    ck_assert(!ckh_job_should_stop(job, &only_b));
+
+    /* the runner */
+    int64_t epochs;
+    struct ckh_runner_config cfg = {.job = job, .resume_from_epoch = -1};
+    ck_assert_int_eq(ckh_runner_run(NULL, &s, &epochs), CKH_EINVAL);
+    ck_assert_int_eq(ckh_runner_run(&(struct ckh_runner_config){0}, &s, &epochs), CKH_EINVAL);
+    ck_assert_int_eq(ckh_runner_run(&cfg, NULL, &epochs), CKH_EINVAL);
+    ck_assert_int_eq(ckh_runner_run(&cfg, &(struct ckh_session){.env = env}, &epochs), CKH_EINVAL);
+    ck_assert_int_eq(ckh_runner_run(&cfg, &s, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_runner_load_blobs_from_checkpoints(NULL, &s, NULL, 0, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_runner_load_blobs_from_checkpoints(&cfg, &s, NULL, 0, 1), CKH_EINVAL); /* no ckpt */
+    ck_assert_int_eq(ckh_upload_to_dir(NULL, &s, (struct ckh_ckpt *)1, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_upload_to_dir("/up", NULL, (struct ckh_ckpt *)1, 1), CKH_EINVAL);
+    ck_assert_int_eq(ckh_upload_to_dir("/up", &s, NULL, 1), CKH_EINVAL);
+    ckh_job_destroy(job);
+    ckh_job_destroy(NULL);
+    ckh_ws_destroy(ws);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("checkpoint");
@@ -452,6 +756,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_epoch_limiter_three);
     tcase_add_test(tc, test_metadata_resume);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_manager_refusals_and_states);
+    tcase_add_test(tc, test_metadata_and_a_partial_session);
+    tcase_add_test(tc, test_job_refusals);
     suite_add_tcase(s, tc);
     return s;
 }

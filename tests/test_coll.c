@@ -380,6 +380,62 @@ START_TEST(send_recv)
 }
 END_TEST
 
+/* The simulator's collectives check their own arguments: a caller may use
+ * the ops table (include/ckh/env.h) without the wrappers' checks. Each bad
+ * call fails with CKH_EINVAL and a message naming the node and the call,
+ * and the job goes on: the good call after it still meets its peer. */
+static int prog_bad_args(struct ckh_env *env, void *arg)
+{
+    struct job *job = arg;
+    const struct ckh_coll_ops *ops = env->coll->ops;
+    struct ckh_coll *c = env->coll;
+    int rank = ckh_coll_rank(c), x = rank + 1, errs = 0;
+    int64_t v[2] = {1, 2};
+    errs += ops->broadcast(c, NULL, 4, 0, 0) == CKH_EINVAL;
+    errs += ops->broadcast(c, &x, sizeof x, -1, 0) == CKH_EINVAL;
+    errs += ops->broadcast(c, &x, sizeof x, 2, 0) == CKH_EINVAL;
+    errs += ops->allreduce(c, v, 2, (enum ckh_dtype)77, CKH_RED_SUM, 0) == CKH_EINVAL;
+    errs += ops->allreduce(c, v, 2, CKH_DT_I64, (enum ckh_redop)(CKH_RED_MIN + 1), 0) == CKH_EINVAL;
+    errs += ops->allreduce(c, NULL, 2, CKH_DT_I64, CKH_RED_SUM, 0) == CKH_EINVAL;
+    errs += ops->allreduce(c, v, SIZE_MAX / 4, CKH_DT_I64, CKH_RED_SUM, 0) == CKH_EINVAL;
+    errs += ops->allgather(c, NULL, v, 8, 0) == CKH_EINVAL;
+    errs += ops->allgather(c, v, NULL, 8, 0) == CKH_EINVAL;
+    errs += ops->send(c, NULL, 4, 1 - rank, 0, 0) == CKH_EINVAL;
+    errs += ops->send(c, &x, sizeof x, 2, 0, 0) == CKH_EINVAL;
+    errs += ops->recv(c, &x, sizeof x, -1, 0, 0) == CKH_EINVAL;
+    errs += ops->recv(c, &x, sizeof x, rank, 0, 0) == CKH_EINVAL;
+    job->errors[rank] = errs;
+    /* zero bytes need no buffer; then a real exchange still works */
+    job->rc[rank][0] = ops->broadcast(c, NULL, 0, 0, 0);
+    job->rc[rank][1] = ops->allgather(c, NULL, NULL, 0, 0);
+    job->rc[rank][2] = ops->allreduce(c, v, 2, CKH_DT_I64, CKH_RED_MAX, 0);
+    job->fsum[rank][0] = (float)v[1];
+    if (rank == 0)
+        job->rc[0][3] = ops->send(c, &x, sizeof x, 1, 5, 0);
+    else
+        job->rc[1][3] = ops->recv(c, &x, sizeof x, 0, 5, 0);
+    job->t[rank] = (uint64_t)x;
+    return 0;
+}
+
+START_TEST(bad_arguments_through_the_ops_table)
+{
+    struct job job = {.world = 2};
+    struct ckh_sim *sim = make_sim(2, 10);
+    add_ranks(sim, 2, prog_bad_args, &job);
+    struct ckh_sim_result res = run(sim);
+    ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_int_eq(job.errors[r], 13);
+        for (int k = 0; k < 4; k++)
+            ck_assert_msg(job.rc[r][k] == 0, "rank %d call %d: %d", r, k, job.rc[r][k]);
+        ck_assert_float_eq(job.fsum[r][0], 2.0f);
+    }
+    ck_assert_uint_eq(job.t[1], 1); /* rank 1 received rank 0's value */
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
 static int prog_noop(struct ckh_env *env, void *arg)
 {
     (void)env;
@@ -561,6 +617,7 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, restart_generations);
     tcase_add_test(tc, send_recv);
     tcase_add_test(tc, bad_ranks);
+    tcase_add_test(tc, bad_arguments_through_the_ops_table);
     tcase_add_test(tc, gpu_wrappers);
     tcase_add_test(tc, generation_invariant_holds);
     /* A failed CKH_ASSERT aborts: only where each test runs in its own

@@ -220,6 +220,128 @@ START_TEST(test_options)
 }
 END_TEST
 
+/* Run ids character by character, and the launchers' ids that ckh takes
+ * as the run id (or leaves, when a character would be unsafe in a file
+ * name). */
+START_TEST(test_options_edges)
+{
+    struct ckh_dist_opts o = {0};
+    char msg[512], id[CKH_DIST_RUN_ID_LEN + 8];
+    static const char *const good[] = {"a", "Z", "0", "a.b", "a_b", "a-b", "AZaz09._-"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        ck_assert_msg(ckh_dist_option(&o, CKH_DIST_OPT_RUN_ID, good[i], msg, sizeof msg) == 0, "%s",
+                      good[i]);
+    static const char *const bad[] = {"", "a b", "a/b", "a:b", "é", "a~", "[x]", "{x}", "a@b", "`"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg(ckh_dist_option(&o, CKH_DIST_OPT_RUN_ID, bad[i], msg, sizeof msg) == CKH_EINVAL,
+                      "'%s'", bad[i]);
+        HAS(msg, "--run-id expects 1 to 87 letters, digits");
+    }
+    /* the longest id has room for the suffixes of the merge folder's files */
+    memset(id, 'i', 87);
+    id[87] = '\0';
+    ck_assert_int_eq(ckh_dist_option(&o, CKH_DIST_OPT_RUN_ID, id, msg, sizeof msg), 0);
+    id[87] = 'i';
+    id[88] = '\0';
+    ck_assert_int_eq(ckh_dist_option(&o, CKH_DIST_OPT_RUN_ID, id, msg, sizeof msg), CKH_EINVAL);
+    /* a merge timeout under 1ms, and a value that is not a duration */
+    ck_assert_int_eq(ckh_dist_option(&o, CKH_DIST_OPT_MERGE_TIMEOUT, "500us", msg, sizeof msg), CKH_EINVAL);
+    HAS(msg, "at least 1ms");
+    ck_assert_int_eq(ckh_dist_option(&o, CKH_DIST_OPT_MERGE_TIMEOUT, "soon", msg, sizeof msg), CKH_EINVAL);
+    ck_assert_int_eq(ckh_dist_option(&o, CKH_DIST_OPT_MERGE_TIMEOUT, "1ms", msg, sizeof msg), 0);
+    ck_assert_uint_eq(o.merge_timeout_ms, 1);
+    ck_assert_int_eq(ckh_dist_option(&o, CKH_DIST_OPT_MERGE_DIR, "/shared/m", msg, sizeof msg), 0);
+    ck_assert_str_eq(o.merge_dir, "/shared/m");
+    ck_assert_int_eq(ckh_dist_option(&o, CKH_DIST_OPT_RANK, "65535", msg, sizeof msg), 0);
+    ck_assert_int_eq(ckh_dist_option(&o, CKH_DIST_OPT_RANK, "65536", msg, sizeof msg), CKH_EINVAL);
+    for (int i = 0; i < 5; i++) {
+        static const char *const modes[] = {"auto", "off", "mpi", "srun", "slurm-array"};
+        ck_assert_int_eq(ckh_dist_option(&o, CKH_DIST_OPT_DISTRIBUTED, modes[i], msg, sizeof msg), 0);
+        ck_assert_int_eq((int)o.mode, i);
+    }
+    /* not one of its options */
+    ck_assert_int_eq(ckh_dist_option(&o, CKH_DIST_OPT__END, "x", msg, sizeof msg), CKH_EINVAL);
+    HAS(msg, "unknown option");
+    ck_assert(!ckh_dist_is_option(CKH_DIST_OPT__END));
+    ck_assert(!ckh_dist_is_option(CKH_DIST_OPT_DISTRIBUTED - 1));
+    ck_assert(ckh_dist_is_option(CKH_DIST_OPT_DISTRIBUTED));
+}
+END_TEST
+
+START_TEST(test_detect_launcher_ids)
+{
+    struct ckh_dist d;
+    char msg[1024];
+    /* PMIx names the job when Open MPI's variable is absent */
+    const char *pmix[] = {"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "2",
+                          "PMIX_NAMESPACE", "prterun-host-1234@1", NULL};
+    ck_assert_int_eq(detect(pmix, NULL, &d, msg, sizeof msg), 0);
+    ck_assert_str_eq(d.launcher_id, ""); /* '@' is not safe in a file name: not used */
+    const char *pmix_ok[] = {"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "2",
+                             "PMIX_NAMESPACE", "prterun-host-1234.1", NULL};
+    ck_assert_int_eq(detect(pmix_ok, NULL, &d, msg, sizeof msg), 0);
+    ck_assert_str_eq(d.launcher_id, "ompi-prterun-host-1234.1");
+    /* Open MPI and MPICH agreeing are one source */
+    const char *both[] = {"OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "2",
+                          "PMI_RANK", "1", "PMI_SIZE", "2", NULL};
+    ck_assert_int_eq(detect(both, NULL, &d, msg, sizeof msg), 0);
+    ck_assert_uint_eq(d.rank, 1);
+    /* MPICH alone names no job */
+    const char *hydra[] = {"PMI_RANK", "2", "PMI_SIZE", "3", NULL};
+    ck_assert_int_eq(detect(hydra, NULL, &d, msg, sizeof msg), 0);
+    ck_assert_uint_eq(d.rank, 2);
+    ck_assert_str_eq(d.launcher_id, "");
+    ck_assert_str_eq(d.source, "MPICH/PMI (PMI_RANK=2 PMI_SIZE=3)");
+    /* srun: job and step, or the job alone */
+    const char *srun[] = {"SLURM_PROCID", "1", "SLURM_STEP_NUM_TASKS", "2", "SLURM_JOB_ID", "77",
+                          "SLURM_STEP_ID", "3", NULL};
+    ck_assert_int_eq(detect(srun, NULL, &d, msg, sizeof msg), 0);
+    ck_assert_str_eq(d.launcher_id, "slurm-77.3");
+    const char *srun_job[] = {"SLURM_PROCID", "1", "SLURM_STEP_NUM_TASKS", "2", "SLURM_JOB_ID", "77",
+                              "SLURM_STEP_ID", "", NULL};
+    ck_assert_int_eq(detect(srun_job, NULL, &d, msg, sizeof msg), 0);
+    ck_assert_str_eq(d.launcher_id, "slurm-77");
+    const char *srun_half[] = {"SLURM_STEP_NUM_TASKS", "2", NULL};
+    ck_assert_int_eq(detect(srun_half, NULL, &d, msg, sizeof msg), CKH_EINVAL);
+    HAS(msg, "SLURM_STEP_NUM_TASKS is set but SLURM_PROCID is not");
+    /* a job array with a step, its array job's id; an MPI world of one beside it is fine */
+    struct ckh_dist_opts arr = {.mode = CKH_DIST_ARRAY};
+    const char *array[] = {"SLURM_ARRAY_TASK_ID", "7", "SLURM_ARRAY_TASK_COUNT", "3",
+                           "SLURM_ARRAY_TASK_MIN", "3", "SLURM_ARRAY_TASK_STEP", "2",
+                           "SLURM_ARRAY_JOB_ID", "500", "OMPI_COMM_WORLD_RANK", "0",
+                           "OMPI_COMM_WORLD_SIZE", "1", NULL};
+    ck_assert_int_eq(detect(array, &arr, &d, msg, sizeof msg), 0);
+    ck_assert_uint_eq(d.rank, 2);
+    ck_assert_uint_eq(d.world, 3);
+    ck_assert_str_eq(d.launcher_id, "slurm-array-500");
+    const char *array_mpi[] = {"SLURM_ARRAY_TASK_ID", "0", "SLURM_ARRAY_TASK_COUNT", "3",
+                               "SLURM_ARRAY_TASK_MIN", "0", "OMPI_COMM_WORLD_RANK", "0",
+                               "OMPI_COMM_WORLD_SIZE", "2", NULL};
+    ck_assert_int_eq(detect(array_mpi, &arr, &d, msg, sizeof msg), CKH_EINVAL);
+    HAS(msg, "and also Open MPI");
+    const char *off_step[] = {"SLURM_ARRAY_TASK_ID", "4", "SLURM_ARRAY_TASK_COUNT", "3",
+                              "SLURM_ARRAY_TASK_MIN", "3", "SLURM_ARRAY_TASK_STEP", "2", NULL};
+    ck_assert_int_eq(detect(off_step, &arr, &d, msg, sizeof msg), CKH_EINVAL);
+    HAS(msg, "task 4 is not one of the 3 tasks 3, 3+2, ...");
+    const char *bad_step[] = {"SLURM_ARRAY_TASK_ID", "4", "SLURM_ARRAY_TASK_COUNT", "3",
+                              "SLURM_ARRAY_TASK_MIN", "3", "SLURM_ARRAY_TASK_STEP", "0", NULL};
+    ck_assert_int_eq(detect(bad_step, &arr, &d, msg, sizeof msg), CKH_EINVAL);
+    HAS(msg, "SLURM_ARRAY_TASK_STEP is '0'");
+    HAS(msg, "(not in a job array?)");
+    /* --rank with an environment of one process in auto mode: the options win */
+    struct ckh_dist_opts o = {.have_rank = true, .have_world = true, .rank = 3, .world = 4};
+    const char *single[] = {"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "1",
+                            "OMPI_MCA_ess_base_jobid", "42", NULL};
+    ck_assert_int_eq(detect(single, &o, &d, msg, sizeof msg), 0);
+    ck_assert_uint_eq(d.rank, 3);
+    ck_assert_str_eq(d.launcher_id, "ompi-42");
+    /* ... but not when mpi is asked for by name */
+    o.mode = CKH_DIST_MPI;
+    ck_assert_int_eq(detect(single, &o, &d, msg, sizeof msg), CKH_EINVAL);
+    HAS(msg, "the environment is contradictory: --rank 3 --world 4");
+}
+END_TEST
+
 /* ---- the merge folder ---- */
 
 static char base[1024]; /* a fresh folder per test */
@@ -375,6 +497,8 @@ static Suite *dist_suite(void)
     tcase_add_test(tc, test_detect_refuses);
     tcase_add_test(tc, test_detect_explicit);
     tcase_add_test(tc, test_options);
+    tcase_add_test(tc, test_options_edges);
+    tcase_add_test(tc, test_detect_launcher_ids);
     suite_add_tcase(s, tc);
     tc = tcase_create("merge");
     tcase_add_checked_fixture(tc, base_setup, base_teardown);

@@ -876,6 +876,50 @@ START_TEST(test_crash_keep_synced_any_seed)
 END_TEST
 
 /* Workloads refuse what they cannot honour instead of ignoring it. */
+/* expect.values: each kind of value that does not hold fails the values
+ * oracle with the line and what was expected against what came; all of
+ * them holding passes. */
+START_TEST(test_expected_values_each_kind)
+{
+    static const struct {
+        const char *values;
+        const char *message;
+    } cases[] = {
+        {"runs: 2", "line 2: expected runs 2, got 1"},
+        {"restarts: 1", "line 2: expected restarts 1, got 0"},
+        {"blobs.trainer_0: \"x\"", "line 2: expected blobs.trainer_0 {x}, got {trainer_0/data_finished,"
+                                   "trainer_0/dataset,trainer_0/reader_pos,trainer_0/total}"},
+        {"blobs.nobody: \"x\"", "line 2: 'blobs.nobody' needs an existing node (blobs.<node>)"},
+        {"resumed_from.trainer_0: 3", "line 2: expected resumed_from 3 on trainer_0, got -1"},
+        {"epochs.nobody: 4", "line 2: no node named 'nobody'"},
+        {"total.trainer_0: 1", "line 2: expected total 1 on trainer_0, got 145"},
+        {"digest: \"00000000deadbeef\"", "line 2: expected digest 00000000deadbeef on trainer_0, got "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "job: {workload: seed-pipeline, nodes: 1}\nexpect: {values: {%s}}\n",
+                 cases[i].values);
+        struct ckh_report_result r;
+        ck_assert_int_eq(run_text(text, &r, false), 0);
+        ck_assert_msg(r.verdict == CKH_VERDICT_FAIL, "case %zu: verdict %d", i, r.verdict);
+        ck_assert_str_eq(r.failed_oracle, "values");
+        const struct ckh_oracle_result *o = oracle(&r, "values");
+        ck_assert_ptr_nonnull(o);
+        ck_assert_msg(strncmp(o->detail, cases[i].message, strlen(cases[i].message)) == 0, "case %zu: %s", i,
+                      o->detail);
+        ckh_report_result_clear(&r);
+    }
+    struct ckh_report_result r;
+    ck_assert_int_eq(run_text("job: {workload: seed-pipeline, nodes: 1}\n"
+                              "expect: {values: {total: 145, epochs: 4, runs: 1, restarts: 0, resumed_from: -1, "
+                              "saves_failed: 0}}\n",
+                              &r, false),
+                     0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_PASS);
+    ckh_report_result_clear(&r);
+}
+END_TEST
+
 START_TEST(test_unsupported_keys_refused)
 {
     struct ckh_report_result r;
@@ -914,6 +958,7 @@ static Suite *runner_suite(void)
     tcase_add_test(tc, test_defect_control_run);
     tcase_add_test(tc, test_crash_keep_synced_any_seed);
     tcase_add_test(tc, test_unsupported_keys_refused);
+    tcase_add_test(tc, test_expected_values_each_kind);
     tcase_add_test(tc, test_corruption_detected);
     tcase_add_test(tc, test_deadlock_reported);
     tcase_add_test(tc, test_defect_detected_only_with_fault);

@@ -862,6 +862,276 @@ static const struct bad_case bad_cases[] = {
      "'seed' expects an integer in 0..18446744073709551615, got '18446744073709551616'"},
     {"tags: [a, a]\n" J, CKH_EINVAL, 1, 11, "'tags' lists 'a' twice"},
     {"? [a]\n: 1\n" J, CKH_EINVAL, 1, 3, "keys of 'scenario' must be plain names, got a list"},
+    /* null spellings, sizes, durations and lists of the wrong shape */
+    {"name: Null\njob: {workload: seed-pipeline}\n",
+     CKH_EINVAL, 1, 7,
+     "'name' expects a non-empty string, got nothing"},
+    {"name: NULL\njob: {workload: seed-pipeline}\n",
+     CKH_EINVAL, 1, 7,
+     "'name' expects a non-empty string, got nothing"},
+    {"name: null\njob: {workload: seed-pipeline}\n",
+     CKH_EINVAL, 1, 7,
+     "'name' expects a non-empty string, got nothing"},
+    {"name: \"\"\njob: {workload: seed-pipeline}\n",
+     CKH_EINVAL, 1, 7,
+     "'name' expects a non-empty string, got ''"},
+    {"job: {workload: ddp-train, gpu_memory: 12Q}\n",
+     CKH_EINVAL, 1, 40,
+     "'job.gpu_memory' expects a size (bytes, or a number with B, KiB, MiB, GiB, TiB, kB, MB, GB, TB), got '12Q'"},
+    {"job: {workload: ddp-train, gpu_memory: [1]}\n",
+     CKH_EINVAL, 1, 40,
+     "'job.gpu_memory' expects a size (bytes, or a number with B, KiB, MiB, GiB, TiB, kB, MB, GB, TB), got a list"},
+    {"job: {workload: seed-pipeline, collective_timeout: [1]}\n",
+     CKH_EINVAL, 1, 52,
+     "'job.collective_timeout' expects a duration (a number with ns, us, ms, s, m or h), got a list"},
+    {"job: {workload: seed-pipeline, defects: {a: 1}}\n",
+     CKH_EINVAL, 1, 41,
+     "'job.defects' expects a list of names, got a mapping"},
+    {"tags: [a, [b]]\njob: {workload: seed-pipeline}\n",
+     CKH_EINVAL, 1, 11,
+     "'tags' expects a non-empty string, got a list"},
+    {"job: {workload: [x]}\n",
+     CKH_EINVAL, 1, 17,
+     "'job.workload' expects a non-empty string, got a list"},
+    /* checkpoint intervals, argv entries, timeouts and the platform of a command job */
+    {"job: {workload: seed-pipeline, checkpoint_every: {epochs: 0}}\n",
+     CKH_EINVAL, 1, 59,
+     "'job.checkpoint_every.epochs' expects an integer in 1..1000000, got '0'"},
+    {"job: {workload: seed-pipeline, checkpoint_every: {steps: 0}}\n",
+     CKH_EINVAL, 1, 58,
+     "'job.checkpoint_every.steps' expects an integer in 1..18446744073709551615, got '0'"},
+    {"job:\n  command: [sh, [x]]\n",
+     CKH_EINVAL, 2, 17,
+     "'job.command' expects one argument per entry, got a list"},
+    {"job:\n  command: [sh]\n  checkpoint_mount: /a//b\n",
+     CKH_EINVAL, 3, 21,
+     "'job.checkpoint_mount' expects an absolute folder path other than '/', without '.', '..', '//' or a trailing '/' (such as /ckh/ckpt), got '/a//b'"},
+    {"job:\n  command: [sh]\n  timeout: [1]\n",
+     CKH_EINVAL, 3, 12,
+     "'job.timeout' expects a duration (a number with ns, us, ms, s, m or h), got a list"},
+    {"job:\n  command: [sh]\n  timeout: 0s\n",
+     CKH_EINVAL, 3, 12,
+     "'job.timeout' expects at least 1ms, got '0s'"},
+    {"job:\n  command: [sh]\n  platform: moon\n",
+     CKH_EINVAL, 3, 13,
+     "'job.platform' applies to workload jobs (a command job's programs are real processes already)"},
+    /* disks' booleans, sizes, durations, mounts and crash models; negative counts */
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {mount: /, shared: maybe}\n",
+     CKH_EINVAL, 4, 26,
+     "'job.disks[].shared' expects true or false, got 'maybe'"},
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {mount: /, shared: [1]}\n",
+     CKH_EINVAL, 4, 26,
+     "'job.disks[].shared' expects true or false, got a list"},
+    {"job: {workload: seed-pipeline, saver: {kind: atomic-dir, keep_last: -2}}\n",
+     CKH_EINVAL, 1, 69,
+     "'job.saver.keep_last' expects an integer in 0..1000000, got '-2'"},
+    {"job: {workload: seed-pipeline, checkpoint_every: {steps: -1}}\n",
+     CKH_EINVAL, 1, 58,
+     "'job.checkpoint_every.steps' expects an integer in 1..18446744073709551615, got '-1'"},
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {mount: /, capacity: lots}\n",
+     CKH_EINVAL, 4, 28,
+     "'job.disks[].capacity' expects a size (bytes, or a number with B, KiB, MiB, GiB, TiB, kB, MB, GB, TB), got 'lots'"},
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {mount: /, latency: [1]}\n",
+     CKH_EINVAL, 4, 27,
+     "'job.disks[].latency' expects a duration (a number with ns, us, ms, s, m or h), got a list"},
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {mount: rel}\n",
+     CKH_EINVAL, 4, 15,
+     "'job.disks[].mount' must be an absolute path without '..' (it may not leave the scenario's working folder), got 'rel'"},
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {mount: /, crash_model: zfs}\n",
+     CKH_EINVAL, 4, 31,
+     "'job.disks[].crash_model' got unknown value 'zfs'; expected one of: posix-weak, ext4-ordered"},
+    /* a command job's verify and explore sections */
+    {"job: {command: [sh]}\nexplore: {start: lukewarm}\n",
+     CKH_EINVAL, 2, 18,
+     "'explore.start' got unknown value 'lukewarm'; expected one of: auto, cold, warm"},
+    {"job: {command: [sh]}\nexplore: {max_states: 0}\n",
+     CKH_EINVAL, 2, 23,
+     "'explore.max_states' expects an integer in 1..18446744073709551615, got '0'"},
+    {"job: {command: [sh]}\nexplore: {time_limit: soon}\n",
+     CKH_EINVAL, 2, 23,
+     "'explore.time_limit' expects a duration (a number with ns, us, ms, s, m or h), got 'soon'"},
+    {"job: {command: [sh]}\nexplore: {from_step: -1}\n",
+     CKH_EINVAL, 2, 22,
+     "'explore.from_step' expects an integer in 0..9223372036854775807, got '-1'"},
+    {"job: {command: [sh]}\nexplore: {to_step: x}\n",
+     CKH_EINVAL, 2, 20,
+     "'explore.to_step' expects an integer in 0..9223372036854775807, got 'x'"},
+    {"job: {command: [sh]}\nexplore: {expect: maybe}\n",
+     CKH_EINVAL, 2, 19,
+     "'explore.expect' got unknown value 'maybe'; expected one of: pass, fail"},
+    {"job: {command: [sh]}\nexplore: {symptom: [a]}\n",
+     CKH_EINVAL, 2, 20,
+     "'explore.symptom' expects a non-empty string, got a list"},
+    {"job: {command: [sh]}\nexplore: {crashes: some}\n",
+     CKH_EINVAL, 2, 20,
+     "'explore.crashes' got unknown value 'some'; did you mean 'none'?"},
+    {"job: {command: [sh]}\nexplore: {others: asleep}\n",
+     CKH_EINVAL, 2, 19,
+     "'explore.others' got unknown value 'asleep'; expected one of: killed, running"},
+    {"job: {command: [sh]}\nexplore: {check: maybe}\n",
+     CKH_EINVAL, 2, 18,
+     "'explore.check' got unknown value 'maybe'; expected one of: auto, verify, restart"},
+    {"job: {command: [sh]}\nverify: []\n",
+     CKH_EINVAL, 2, 9,
+     "'verify' expects a non-empty list of arguments such as [python3, train.py] (no shell: [sh, -c, \"...\"] for one), got a list"},
+    {"job: {command: [sh]}\nexplore: {from_step: 3, to_step: 2}\n",
+     CKH_EINVAL, 2, 10,
+     "'explore.from_step' (3) is past 'explore.to_step' (2)"},
+    /* fault triggers, fault actions, restart and expect */
+    {J "faults:\n  - {on: {op: write, epoch: -1}, do: kill}\n",
+     CKH_EINVAL, 3, 29,
+     "'on.epoch' expects an integer in 0..9223372036854775807, got '-1'"},
+    {J "faults:\n  - {on: {op: write, step: x}, do: kill}\n",
+     CKH_EINVAL, 3, 28,
+     "'on.step' expects an integer in 0..9223372036854775807, got 'x'"},
+    {J "faults:\n  - {on: {op: write, probability: 2}, do: kill}\n",
+     CKH_EINVAL, 3, 35,
+     "'on.probability' expects a number in (0, 1], got '2'"},
+    {J "faults:\n  - {on: {op: write, probability: [1]}, do: kill}\n",
+     CKH_EINVAL, 3, 35,
+     "'on.probability' expects a number in (0, 1], got a list"},
+    {J "faults:\n  - {on: {op: write, run: 0}, do: kill}\n",
+     CKH_EINVAL, 3, 27,
+     "'on.run' expects a run number in 1..1000000 or 'any', got '0'"},
+    {J "faults:\n  - {on: {op: write, run: all}, do: kill}\n",
+     CKH_EINVAL, 3, 27,
+     "'on.run' expects a run number in 1..1000000 or 'any', got 'all'"},
+    {J "faults:\n  - {on: {op: write, run: [1]}, do: kill}\n",
+     CKH_EINVAL, 3, 27,
+     "'on.run' expects a run number in 1..1000000 or 'any', got a list"},
+    {J "faults: {a: 1}\n",
+     CKH_EINVAL, 2, 9,
+     "'faults' expects a list of faults, got a mapping"},
+    {J "restart: {scope: galaxy}\n",
+     CKH_EINVAL, 2, 18,
+     "'restart.scope' applies to command jobs only (job.command); a simulated job restarts its unfinished nodes, every rank of a group"},
+    {J "expect: {golden: ../x.txt}\n",
+     CKH_EINVAL, 2, 18,
+     "'expect.golden' must be a relative path without '..' (it may not leave the reference folder), got '../x.txt'"},
+    {J "expect: {golden: /abs.txt}\n",
+     CKH_EINVAL, 2, 18,
+     "'expect.golden' must be a relative path without '..' (it may not leave the reference folder), got '/abs.txt'"},
+    {J "expect: {values: {digest: 1.5}}\n",
+     CKH_EINVAL, 2, 27,
+     "'digest' expects an integer or 16 hex digits, got '1.5'"},
+    {J "expect: {values: {runs.x: 1}}\n",
+     CKH_EINVAL, 2, 27,
+     "'runs' counts the job's runs; it takes no node"},
+    {J "expect: {values: {nothing: 1}}\n",
+     CKH_EINVAL, 2, 28,
+     "unknown expected value 'nothing'; expected one of: epochs, total, saves_failed, resumed_from, digest, blobs, runs, restarts"},
+    {J "faults:\n  - {on: {op: write}, do: corrupt, mode: zero-range, path: /x, length: 0}\n",
+     CKH_EINVAL, 3, 72,
+     "'length' expects an integer in 1..18446744073709551615, got '0'"},
+    {J "faults:\n  - {on: {op: write}, do: corrupt, mode: older-version, path: /x, back: 0}\n",
+     CKH_EINVAL, 3, 73,
+     "'back' expects an integer in 1..1000000, got '0'"},
+    {J "faults:\n  - {on: {op: write}, do: corrupt, mode: zero}\n",
+     CKH_EINVAL, 3, 42,
+     "'mode' got unknown value 'zero'; expected one of: bit-flip, truncate, zero-range, delete, older-version"},
+    {J "expect: {values: {totals.trainer_0: abc}}\n",
+     CKH_EINVAL, 2, 37,
+     "unknown expected value 'totals.trainer_0'; did you mean 'total'?"},
+    {J "faults:\n  - {on: {op: write, nth: 0}, do: kill}\n",
+     CKH_EINVAL, 3, 27,
+     "'on.nth' expects an integer in 1..18446744073709551615, got '0'"},
+    {J "faults:\n  - {on: {op: write, node: -2}, do: kill}\n",
+     CKH_EINVAL, 3, 28,
+     "'on.node' expects an integer in 0..1, got '-2'"},
+    {J "faults:\n  - {on: {op: write, time: 5}, do: kill}\n",
+     CKH_EINVAL, 3, 28,
+     "'on.time' expects a duration (a number with ns, us, ms, s, m or h), got '5'"},
+    {J "faults:\n  - {on: {op: write}, do: explode}\n",
+     CKH_EINVAL, 3, 27,
+     "'do' got unknown value 'explode'; expected one of: kill, crash, power-loss, errno, fsync-fail, disk-full, delay, corrupt, remove-dir, dangling-latest, stale-latest, die-in-collective, mismatch-collective, gpu-oom, short-write, sigterm, s3-reset, s3-expire, s3-corrupt"},
+    {J "faults:\n  - {on: {op: write}}\n",
+     CKH_EINVAL, 3, 5,
+     "a fault needs 'do:' (the action: kill, crash, power-loss, errno, ...)"},
+    {J "faults:\n  - kill\n",
+     CKH_EINVAL, 3, 5,
+     "'faults[]' expects a mapping with 'do:', got 'kill'"},
+    /* disks, commands, env, the checkpoint mount, timeouts, options and names */
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {mount: /, sector: 1000}\n",
+     CKH_EINVAL, 4, 26,
+     "'job.disks[].sector' expects 512 or 4096, got '1000'"},
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {mount: /, sector: [1]}\n",
+     CKH_EINVAL, 4, 26,
+     "'job.disks[].sector' expects 512 or 4096, got a list"},
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {mount: /, bandwidth: 100MB}\n",
+     CKH_EINVAL, 4, 29,
+     "'job.disks[].bandwidth' expects a size per second such as '1GiB/s', got '100MB'"},
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {mount: /, bandwidth: 100MB/s, ns_per_kib: 3}\n",
+     CKH_EINVAL, 4, 50,
+     "give either 'bandwidth' or 'ns_per_kib', not both"},
+    {"job:\n  workload: seed-pipeline\n  disks: []\n",
+     CKH_EINVAL, 3, 10,
+     "'job.disks' expects a non-empty list of disks, got a list"},
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {name: a, mount: /}\n    - {name: a, mount: /x}\n",
+     CKH_EINVAL, 5, 7,
+     "two disks are named 'a'"},
+    {"job:\n  workload: seed-pipeline\n  checkpoint_every: {}\n",
+     CKH_EINVAL, 3, 21,
+     "'job.checkpoint_every' needs 'epochs' or 'steps'"},
+    {"job:\n  command: []\n",
+     CKH_EINVAL, 2, 12,
+     "'job.command' expects a non-empty list of arguments such as [python3, train.py] (no shell: [sh, -c, \"...\"] for one), got a list"},
+    {"job:\n  command: [\"\"]\n",
+     CKH_EINVAL, 2, 13,
+     "'job.command' expects the program as its first argument, got ''"},
+    {"job:\n  command: {rank_01: [a]}\n",
+     CKH_EINVAL, 2, 13,
+     "'job.command' keys are node names (rank_0, rank_1, ...) or 'default', got 'rank_01'"},
+    {"job:\n  command: {rank_x: [a]}\n",
+     CKH_EINVAL, 2, 13,
+     "'job.command' keys are node names (rank_0, rank_1, ...) or 'default', got 'rank_x'"},
+    {"job:\n  command: {}\n",
+     CKH_EINVAL, 2, 12,
+     "'job.command' expects an argv list, or a mapping from node names (rank_0, ...) and 'default' to argv lists"},
+    {"job:\n  command: [a]\n  env: {1ABC: x}\n",
+     CKH_EINVAL, 3, 15,
+     "'job.env' expects variable names (letters, digits, '_'; not starting with a digit), got '1ABC'"},
+    {"job:\n  command: [a]\n  env: {A-B: x}\n",
+     CKH_EINVAL, 3, 14,
+     "'job.env' expects variable names (letters, digits, '_'; not starting with a digit), got 'A-B'"},
+    {"job:\n  command: [a]\n  checkpoint_mount: /a/../b\n",
+     CKH_EINVAL, 3, 21,
+     "'job.checkpoint_mount' expects an absolute folder path other than '/', without '.', '..', '//' or a trailing '/' (such as /ckh/ckpt), got '/a/../b'"},
+    {"job:\n  command: [a]\n  checkpoint_mount: /a/.\n",
+     CKH_EINVAL, 3, 21,
+     "'job.checkpoint_mount' expects an absolute folder path other than '/', without '.', '..', '//' or a trailing '/' (such as /ckh/ckpt), got '/a/.'"},
+    {"job:\n  command: [a]\n  checkpoint_mount: rel\n",
+     CKH_EINVAL, 3, 21,
+     "'job.checkpoint_mount' expects an absolute folder path other than '/', without '.', '..', '//' or a trailing '/' (such as /ckh/ckpt), got 'rel'"},
+    {"job:\n  command: [a]\n  timeout: 500us\n",
+     CKH_EINVAL, 3, 12,
+     "'job.timeout' expects at least 1ms, got '500us'"},
+    {"job:\n  workload: seed-pipeline\n  options: {a: [1]}\n",
+     CKH_EINVAL, 3, 16,
+     "'job.options.a' expects a single value, got a list"},
+    {"job:\n  workload: seed-pipeline\n  options: {a: {b: 1}}\n",
+     CKH_EINVAL, 3, 16,
+     "'job.options.a' expects a single value, got a mapping"},
+    {"name: ~\njob: {workload: seed-pipeline}\n",
+     CKH_EINVAL, 1, 7,
+     "'name' expects a non-empty string, got nothing"},
+    {"job:\n  command: [a]\n  checkpoint_mount: /a/..\n",
+     CKH_EINVAL, 3, 21,
+     "'job.checkpoint_mount' expects an absolute folder path other than '/', without '.', '..', '//' or a trailing '/' (such as /ckh/ckpt), got '/a/..'"},
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {mount: /, bandwidth: [1]}\n",
+     CKH_EINVAL, 4, 29,
+     "'job.disks[].bandwidth' expects a size per second such as '1GiB/s', got a list"},
+    {"job:\n  workload: seed-pipeline\n  disks:\n    - {mount: /, bandwidth: 0/s}\n",
+     CKH_EINVAL, 4, 29,
+     "'job.disks[].bandwidth' expects a size per second such as '1GiB/s', got '0/s'"},
+    {"job:\n  workload: seed-pipeline\n  disks: {a: 1}\n",
+     CKH_EINVAL, 3, 10,
+     "'job.disks' expects a non-empty list of disks, got a mapping"},
+    {"job:\n  command: {default: [a], rank_0: []}\n",
+     CKH_EINVAL, 2, 35,
+     "'job.command.rank_0' expects a non-empty list of arguments such as [python3, train.py] (no shell: [sh, -c, \"...\"] for one), got a list"},
+    {"job:\n  command: [a]\n  env: {\"\": x}\n",
+     CKH_EINVAL, 3, 13,
+     "'job.env' expects variable names (letters, digits, '_'; not starting with a digit), got ''"},
 };
 
 START_TEST(test_bad_input)
@@ -902,6 +1172,65 @@ START_TEST(test_bad_file_format)
 }
 END_TEST
 
+/* A command job with every key of its own (commands per node, env, the
+ * checkpoint mount, an object store, verify and an explore section) is
+ * written as it was read: the text reads back to the same text. */
+START_TEST(test_command_scenario_round_trip)
+{
+    static const char text[] =
+        "name: round-trip\n"
+        "job:\n"
+        "  command:\n"
+        "    default: [python3, train.py]\n"
+        "    rank_1: [python3, train.py, --slow]\n"
+        "  nodes: 2\n"
+        "  env: {A_B: \"1\", C: \"x y\"}\n"
+        "  timeout: 90s\n"
+        "  checkpoint_mount: /ckh/other\n"
+        "  object_store:\n"
+        "    buckets: [ckpt, logs]\n"
+        "    consistency: eventual\n"
+        "    delay_ops: 3\n"
+        "verify: [python3, verify.py]\n"
+        "explore:\n"
+        "  check: restart\n"
+        "  max_states: 5\n"
+        "  time_limit: 2s\n"
+        "  from_step: 1\n"
+        "  to_step: 3\n"
+        "  expect: fail\n"
+        "  start: warm\n"
+        "  crashes: power-loss\n"
+        "  others: running\n"
+        "  symptom: \"lost \\\"epoch\\\"\"\n";
+    struct ckh_scenario *a = parse_ok(text);
+    char *t1 = NULL, *t2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    FILE *f = open_memstream(&t1, &n1);
+    ck_assert_int_eq(ckh_scenario_write(f, a), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    struct ckh_scenario *b = parse_ok(t1);
+    f = open_memstream(&t2, &n2);
+    ck_assert_int_eq(ckh_scenario_write(f, b), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_str_eq(t1, t2);
+    ck_assert_ptr_nonnull(strstr(t1, "  command:\n    default: [\"python3\", \"train.py\"]\n"));
+    ck_assert_ptr_nonnull(strstr(t1, "    rank_1: [\"python3\", \"train.py\", \"--slow\"]\n"));
+    ck_assert_ptr_nonnull(strstr(t1, "  timeout: 90000000000ns\n"));
+    ck_assert_ptr_nonnull(strstr(t1, "  object_store:\n    buckets: [\"ckpt\", \"logs\"]\n    consistency: eventual\n"
+                                     "    delay_ops: 3\n"));
+    ck_assert_ptr_nonnull(strstr(t1, "explore:\n  check: restart\n  max_states: 5\n  time_limit: 2000000000ns\n"
+                                     "  from_step: 1\n  to_step: 3\n  expect: fail\n  start: warm\n"
+                                     "  crashes: power-loss\n  others: running\n  symptom: \"lost \\\"epoch\\\"\"\n"));
+    ck_assert_int_eq(ckh_scenario_write(NULL, a), CKH_EINVAL);
+    ck_assert_int_eq(ckh_scenario_write(stdout, NULL), CKH_EINVAL);
+    ckh_scenario_free(a);
+    ckh_scenario_free(b);
+    free(t1);
+    free(t2);
+}
+END_TEST
+
 static Suite *scenario_suite(void)
 {
     Suite *s = suite_create("scenario");
@@ -923,6 +1252,7 @@ static Suite *scenario_suite(void)
     tcase_set_timeout(bad, 60);
     tcase_add_loop_test(bad, test_bad_input, 0, (int)(sizeof(bad_cases) / sizeof(bad_cases[0])));
     tcase_add_test(bad, test_bad_file_format);
+    tcase_add_test(bad, test_command_scenario_round_trip);
     tcase_add_test(bad, test_truncations);
     suite_add_tcase(s, bad);
     TCase *dir = tcase_create("folders");

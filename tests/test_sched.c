@@ -550,6 +550,150 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* The rest of the API's refusals: NULL arguments, disks and nodes that
+ * cannot be added (the message names what is wrong), more nodes than the
+ * first table holds, rules with strings, and a fault hook that returns an
+ * action ckh_sim_add_fault would have refused. */
+START_TEST(bad_input_more)
+{
+    struct ckh_sim *sim = NULL;
+    struct ckh_sim_config cfg = {.seed = 1};
+    ck_assert_int_eq(ckh_sim_create(&cfg, NULL), CKH_EINVAL);
+    ck_assert_str_eq(ckh_sim_errmsg(NULL), "no simulator");
+    ck_assert(!ckh_sim_host_out_of_memory(NULL));
+    ck_assert_int_eq(ckh_sim_node_count(NULL), 0);
+    ck_assert_int_eq(ckh_sim_node_id(NULL, "a"), CKH_EINVAL);
+    ck_assert_uint_eq(ckh_sim_fault_fired(NULL, 0), 0);
+    ck_assert_int_eq(ckh_sim_yield(NULL), CKH_ESTATE);
+    ckh_sim_clear_faults(NULL);
+    ckh_sim_set_fault_hook(NULL, NULL, NULL);
+    ckh_sim_set_sched_hook(NULL, NULL, NULL);
+
+    sim = make_sim(1, false);
+    ck_assert_int_eq(ckh_sim_node_id(sim, NULL), CKH_EINVAL);
+    struct ckh_simfs *disk = (struct ckh_simfs *)1;
+    ck_assert_int_eq(ckh_sim_add_disk(sim, NULL, &disk), CKH_EINVAL);
+    ck_assert_ptr_null(disk);
+    ck_assert_str_eq(ckh_sim_errmsg(sim), "ckh_sim_add_disk: NULL argument");
+    ck_assert_int_eq(ckh_sim_add_disk(NULL, &(struct ckh_simfs_config){.name = "d"}, NULL), CKH_EINVAL);
+    /* a disk the disk model refuses: the message names it */
+    struct ckh_simfs_config bad = {.name = "odd", .sector_bytes = 3};
+    ck_assert_int_lt(ckh_sim_add_disk(sim, &bad, &disk), 0);
+    ck_assert_ptr_nonnull(strstr(ckh_sim_errmsg(sim), "ckh_sim_add_disk odd: "));
+    struct ckh_simfs_config ok = {.name = "d", .sector_bytes = 512};
+    ck_assert_int_eq(ckh_sim_add_disk(sim, &ok, &disk), 0);
+    ck_assert_ptr_nonnull(disk);
+
+    /* nodes: an empty name, mounts that are missing or not absolute, a rank taken */
+    struct ckh_node_config nc = {.name = "", .main = prog_steps, .rank = -1};
+    ck_assert_int_eq(ckh_sim_add_node(sim, &nc, NULL), CKH_EINVAL);
+    ck_assert_str_eq(ckh_sim_errmsg(sim), "ckh_sim_add_node: node needs a name");
+    nc.name = "n";
+    nc.nmounts = 1;
+    ck_assert_int_eq(ckh_sim_add_node(sim, &nc, NULL), CKH_EINVAL);
+    ck_assert_str_eq(ckh_sim_errmsg(sim), "node n: nmounts without mounts");
+    struct ckh_simfs_mount m[2] = {{.prefix = "/", .disk = disk}, {.prefix = "rel", .disk = disk}};
+    nc.mounts = m;
+    nc.nmounts = 2;
+    ck_assert_int_eq(ckh_sim_add_node(sim, &nc, NULL), CKH_EINVAL);
+    ck_assert_str_eq(ckh_sim_errmsg(sim), "node n: mount 1 needs an absolute prefix and a disk");
+    m[1].prefix = NULL;
+    ck_assert_int_eq(ckh_sim_add_node(sim, &nc, NULL), CKH_EINVAL);
+    m[1].prefix = "/other";
+    m[1].disk = NULL;
+    ck_assert_int_eq(ckh_sim_add_node(sim, &nc, NULL), CKH_EINVAL);
+    m[1].disk = disk;
+    nc.rank = 0;
+    ck_assert_int_eq(ckh_sim_add_node(sim, &nc, NULL), 0);
+    nc.name = "n2";
+    ck_assert_int_eq(ckh_sim_add_node(sim, &nc, NULL), CKH_EEXISTS);
+    ck_assert_str_eq(ckh_sim_errmsg(sim), "node n2: rank 0 already held by n");
+    /* more than 8 nodes: the tables grow twice, every node keeps its id */
+    for (int i = 1; i <= 17; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "r%d", i);
+        nc.name = name;
+        nc.rank = i;
+        int id = -1;
+        ck_assert_int_eq(ckh_sim_add_node(sim, &nc, &id), 0);
+        ck_assert_int_eq(id, i);
+    }
+    ck_assert_int_eq(ckh_sim_node_count(sim), 18);
+    ck_assert_str_eq(ckh_sim_node_name(sim, 17), "r17");
+    ck_assert_int_eq(ckh_sim_node_id(sim, "r9"), 9);
+    ck_assert_int_eq(ckh_sim_node_status(sim, 0, NULL), CKH_EINVAL);
+
+    /* rules with a glob and a phase are copied; allocation rules; clearing */
+    struct ckh_fault_rule r = rule_any();
+    r.path_glob = "/d/*";
+    r.phase = "save";
+    r.action.kind = CKH_FAULT_ERRNO;
+    r.action.err = ENOSPC;
+    ck_assert_int_eq(ckh_sim_add_fault(sim, &r), 0);
+    r.kind = CKH_OP_ALLOC;
+    r.path_glob = NULL;
+    r.action.err = ENOMEM;
+    ck_assert_int_eq(ckh_sim_add_fault(sim, &r), 0);
+    ck_assert_uint_eq(ckh_sim_fault_fired(sim, 0), 0);
+    ck_assert_uint_eq(ckh_sim_fault_fired(sim, 2), 0);
+    ckh_sim_clear_faults(sim);
+    ck_assert_uint_eq(ckh_sim_fault_fired(sim, 0), 0);
+    ckh_sim_destroy(sim);
+}
+END_TEST
+
+/* A hook's action that ckh_sim_add_fault would refuse is repaired: ERRNO
+ * without an errno fails with EIO; CALL without a function and an unknown
+ * kind are no fault at all. */
+struct bad_hook {
+    int calls;   /* log ops seen */
+    int mode;    /* 0 errno 0, 1 call without function, 2 unknown kind */
+};
+
+static void bad_action_hook(void *ctx, const struct ckh_op *op, struct ckh_fault_action *act)
+{
+    struct bad_hook *h = ctx;
+    if (op->kind != CKH_OP_OPEN)
+        return;
+    h->calls++;
+    memset(act, 0, sizeof *act);
+    act->kind = h->mode == 0 ? CKH_FAULT_ERRNO : h->mode == 1 ? CKH_FAULT_CALL : CKH_FAULT__COUNT + 3;
+}
+
+static int prog_open_once(struct ckh_env *env, void *arg)
+{
+    struct ckh_file *f = NULL;
+    int rc = ckh_fs_open(env->fs, "/f", CKH_O_WRONLY | CKH_O_CREAT, &f);
+    *(int *)arg = rc;
+    if (rc == 0)
+        ckh_file_close(f);
+    return 0;
+}
+
+START_TEST(fault_hook_bad_actions)
+{
+    for (int mode = 0; mode < 3; mode++) {
+        struct ckh_sim *sim = make_sim(3, true);
+        struct ckh_simfs_config dc = {.name = "d", .sector_bytes = 512};
+        struct ckh_simfs *disk = NULL;
+        ck_assert_int_eq(ckh_sim_add_disk(sim, &dc, &disk), 0);
+        struct ckh_simfs_mount m = {.prefix = "/", .disk = disk};
+        int rc = 12345;
+        struct ckh_node_config nc = {.name = "w", .main = prog_open_once, .arg = &rc, .rank = -1,
+                                     .mounts = &m, .nmounts = 1};
+        ck_assert_int_eq(ckh_sim_add_node(sim, &nc, NULL), 0);
+        struct bad_hook h = {.mode = mode};
+        ckh_sim_set_fault_hook(sim, bad_action_hook, &h);
+        struct ckh_sim_result res = run(sim);
+        ck_assert_int_eq(res.outcome, CKH_SIM_DONE);
+        ck_assert_int_eq(h.calls, 1);
+        ck_assert_int_eq(rc, mode == 0 ? -EIO : 0);
+        ck_assert_int_eq(find_rec(sim, 0, CKH_OP_FAULT, NULL) >= 0, mode == 0);
+        ckh_sim_destroy(sim);
+    }
+}
+END_TEST
+
 
 /* ---- with a disk ---- */
 
@@ -1466,11 +1610,13 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, limits);
     tcase_add_test(tc, exit_and_phase);
     tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, bad_input_more);
     tcase_add_test(tc, kill_at_nth_fs_op);
     tcase_add_test(tc, crash_and_power_loss);
     tcase_add_test(tc, fs_trace_deterministic);
     tcase_add_test(tc, kill_mid_write);
     tcase_add_test(tc, fault_hook);
+    tcase_add_test(tc, fault_hook_bad_actions);
     tcase_add_test(tc, sched_hook_orders_nodes);
     tcase_add_test(tc, sched_hook_declining_keeps_seeded_order);
     tcase_add_test(tc, sched_hook_time_moves_forward);

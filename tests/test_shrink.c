@@ -7,6 +7,7 @@
  * even when the budget is spent; a corruption that never landed is not
  * blamed; a passing or malformed scenario is refused. */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -417,6 +418,74 @@ START_TEST(test_shrink_refuses)
 }
 END_TEST
 
+/* A kill on every matching allreduce (repeat) that only needs to fire
+ * once: with the budget, it becomes one exact trigger that still fails for
+ * the same cause; with a budget of one run, the input comes back as it was
+ * (still failing, nothing tried). */
+static const char repeat_kill[] =
+    "name: repeat-kill\n"
+    "job:\n"
+    "  workload: ddp-train\n"
+    "  ranks: 2\n"
+    "  epochs: 2\n"
+    "  saver: atomic-dir\n"
+    "  checkpoint_every: {steps: 2}\n"
+    "  defects: [rng-not-saved]\n"
+    "faults:\n"
+    "  - {on: {node: 1, op: allreduce, step: 5, repeat: true}, do: kill}\n"
+    "restart: {max_restarts: 3}\n"
+    "expect: {skip: [faults-fired]}\n";
+
+START_TEST(test_shrink_repeat_and_budget)
+{
+    if (!ckh_workloads_find("ddp-train"))
+        CKH_SKIP("no ddp-train adapter in this build");
+    struct ckh_shrink_stats st;
+    struct ckh_report_result rr;
+    char *out = shrink_replay(repeat_kill, 0, &st, &rr);
+    ck_assert_int_eq(rr.verdict, CKH_VERDICT_FAIL);
+    ck_assert_str_eq(rr.failed_oracle, "resume-equivalence");
+    ck_assert_str_eq(st.cause, "first divergence: optim, rng, weights");
+    ck_assert(st.concrete);
+    ck_assert_uint_eq(st.faults_after, 1);
+    ck_assert_ptr_null(strstr(out, "repeat: true"));
+    ck_assert_ptr_nonnull(strstr(out, "nth: "));
+    ckh_report_result_clear(&rr);
+    free(out);
+
+    out = shrink_replay(repeat_kill, 1, &st, &rr);
+    ck_assert_int_eq(rr.verdict, CKH_VERDICT_FAIL);
+    ck_assert_str_eq(st.oracle, "resume-equivalence");
+    ck_assert(!st.concrete);
+    ck_assert_uint_le(st.runs, 2);
+    ck_assert_ptr_nonnull(strstr(out, "step: 5, repeat: true"));
+    ckh_report_result_clear(&rr);
+    free(out);
+}
+END_TEST
+
+/* Refusals without a name or a message buffer, and a failure that cannot
+ * be written. */
+START_TEST(test_shrink_refuses_more)
+{
+    char *out = NULL, msg[512];
+    const char detect[] = "job: {workload: seed-pipeline, defects: [no-fsync]}\n"
+                          "expect: {detect: [no-corrupt-load]}\n";
+    ck_assert_int_eq(ckh_shrink_text(detect, strlen(detect), NULL, NULL, &out, NULL, msg, sizeof msg),
+                     CKH_EINVAL);
+    ck_assert_str_eq(msg, "the scenario expects a planted defect to be detected (expect.detect): remove "
+                          "expect.detect to shrink the failure the defect causes");
+    ck_assert_int_eq(ckh_shrink_text(detect, strlen(detect), NULL, NULL, &out, NULL, NULL, 0), CKH_EINVAL);
+    const char pass[] = "job: {workload: seed-pipeline}\n";
+    ck_assert_int_eq(ckh_shrink_text(pass, strlen(pass), NULL, NULL, &out, NULL, msg, sizeof msg), CKH_EINVAL);
+    ck_assert_str_eq(msg, "the scenario does not fail: nothing to shrink");
+    ck_assert_int_eq(ckh_shrink_text(pass, strlen(pass), "p.yaml", NULL, NULL, NULL, msg, sizeof msg),
+                     CKH_EINVAL);
+    ck_assert_ptr_null(out);
+    ck_assert_int_eq(ckh_shrink_write("/nonexistent-ckh-dir/x.yaml", "x"), -ENOENT);
+}
+END_TEST
+
 static Suite *shrink_suite(void)
 {
     Suite *s = suite_create("shrink");
@@ -429,6 +498,8 @@ static Suite *shrink_suite(void)
     tcase_add_test(tc, test_silent_corruption_not_blamed);
     tcase_add_test(tc, test_shrink_drops_silent_faults);
     tcase_add_test(tc, test_shrink_refuses);
+    tcase_add_test(tc, test_shrink_repeat_and_budget);
+    tcase_add_test(tc, test_shrink_refuses_more);
     suite_add_tcase(s, tc);
     return s;
 }
