@@ -417,6 +417,32 @@ START_TEST(test_not_executable)
 }
 END_TEST
 
+/* The program named by a path that is a folder, and a bare name that PATH
+ * (job.env's own, with an empty entry meaning the working folder) finds
+ * only as a file that cannot be run, or not at all. */
+START_TEST(test_program_resolution_edges)
+{
+    NEED_FUSE();
+    char sub[400], want[1200];
+    snprintf(sub, sizeof sub, "%s/adir", dir);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    snprintf(want, sizeof want, "%s/s.yaml:2:12: the program './adir' (%s/./adir) cannot be run: Is a directory", dir,
+             dir);
+    expect_error(scenario("job:\n  command: [./adir]\n"), CKH_EINVAL, want);
+    /* a bare name on job.env's PATH: a plain file there is not executable */
+    write_file("adir/tool", "#!/bin/sh\nexit 0\n", 0644);
+    snprintf(want, sizeof want, "the program 'tool' is not executable on PATH (/nonexistent:%s/s.yaml:%s)", dir, sub);
+    expect_error(scenario("job:\n  command: [tool]\n  env: {PATH: \"/nonexistent:%s/s.yaml:%s\"}\n", dir, sub),
+                 CKH_EINVAL, want);
+    /* a folder named like the program is not one either */
+    snprintf(want, sizeof want, "the program 'adir' is not executable on PATH (%s)", dir);
+    expect_error(scenario("job:\n  command: [adir]\n  env: {PATH: \"%s\"}\n", dir), CKH_EINVAL, want);
+    /* an empty PATH entry is the working folder; a name found nowhere */
+    expect_error(scenario("job:\n  command: [tool]\n  env: {PATH: \":/nonexistent\"}\n"), CKH_EINVAL,
+                 "the program 'tool' is not found on PATH (:/nonexistent)");
+}
+END_TEST
+
 START_TEST(test_result_not_json)
 {
     NEED_FUSE();
@@ -1213,6 +1239,7 @@ static Suite *command_suite(void)
     tcase_set_timeout(badin, 120);
     tcase_add_test(badin, test_missing_command);
     tcase_add_test(badin, test_not_executable);
+    tcase_add_test(badin, test_program_resolution_edges);
     tcase_add_test(badin, test_result_not_json);
     tcase_add_test(badin, test_no_final_record);
     tcase_add_test(badin, test_writes_outside);
