@@ -576,6 +576,38 @@ START_TEST(test_files_compared_by_name)
 }
 END_TEST
 
+/* compare.ignore's file globs leave those files out of the comparison (a
+ * content rule for them no longer fails the run), and without a mount
+ * namespace (CKH_NO_NAMESPACE=1) an absolute link into the run's own
+ * mount is compared by the disk and the path in it, so runs that mount
+ * their disk in other folders still agree. */
+START_TEST(test_files_ignored_and_links_without_namespace)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    write_file("job.sh", symlink_job, 0755);
+    const char *job = "job:\n  command: [./job.sh]\nfaults:\n  - on: {node: rank_0, op: rename, nth: 2}\n"
+                      "    do: kill\nrestart: {max_restarts: 1}\n";
+    ck_assert_int_eq(run(scenario("%scompare: {content: [\"step_*\"], ignore: [\"file:step_*\"]}\n", job), &r), 0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ckh_report_result_clear(&r);
+    /* a glob that matches nothing leaves the content rule in force */
+    ck_assert_int_eq(run(scenario("%scompare: {content: [\"step_*\"], ignore: [\"file:other/*\"]}\n", job), &r), 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    ck_assert_msg(r.message && strstr(r.message, "final value file:step_"), "%s", r.message);
+    ckh_report_result_clear(&r);
+
+    ck_assert_int_eq(setenv("CKH_NO_NAMESPACE", "1", 1), 0);
+    ck_assert_int_eq(run(scenario("%s", job), &r), 0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ckh_report_result_clear(&r);
+    ck_assert_int_eq(run(scenario("%scompare: {content: [\"step_*\"]}\n", job), &r), 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    ckh_report_result_clear(&r);
+    unsetenv("CKH_NO_NAMESPACE");
+}
+END_TEST
+
 /* A job whose fault-free run fails is a found bug, a FAIL of its own (not
  * bad input): the verdict says which node failed and what it printed. A
  * two-rank job where only rank 1 fails names rank 1 alone. */
@@ -1246,6 +1278,7 @@ static Suite *command_suite(void)
     tcase_add_test(badin, test_reference_fails);
     tcase_add_test(jobs, test_killed_between_save_and_record);
     tcase_add_test(jobs, test_files_compared_by_name);
+    tcase_add_test(jobs, test_files_ignored_and_links_without_namespace);
     tcase_add_test(badin, test_fuse_missing);
     tcase_add_test(badin, test_cli_exit_status);
     suite_add_tcase(s, badin);
