@@ -608,6 +608,87 @@ START_TEST(test_files_ignored_and_links_without_namespace)
 }
 END_TEST
 
+/* job.command's per-node entries must fit the job's nodes: an entry for a
+ * node the job does not have, and a node left without a program, are
+ * refused naming the entry's line. */
+START_TEST(test_command_entries_fit_nodes)
+{
+    NEED_FUSE();
+    char want[800];
+    snprintf(want, sizeof want, "%s/s.yaml:2:21: job.command names rank_5, which the job does not have (its nodes: "
+             "rank_0 .. rank_1)", dir);
+    expect_error(scenario("job:\n  command: {rank_5: [/bin/true], default: [/bin/true]}\n  nodes: 2\n"), CKH_EINVAL,
+                 want);
+    snprintf(want, sizeof want, "%s/s.yaml:2:21: job.command gives rank_1 no program (name it, or add a 'default')",
+             dir);
+    expect_error(scenario("job:\n  command: {rank_0: [/bin/true]}\n  nodes: 2\n"), CKH_EINVAL, want);
+}
+END_TEST
+
+/* A program that reports saves but leaves nothing in $CKH_CKPT_DIR (nor
+ * anywhere ckh watches) cannot be judged: ckh says where its checkpoints
+ * are not. */
+START_TEST(test_saves_with_nothing_on_disk)
+{
+    NEED_FUSE();
+    write_file("nosave.sh",
+               "#!/bin/sh\n"
+               "printf '{\"kind\":\"save\",\"step\":1,\"epoch\":0,\"ok\":true}\\n' >>\"$CKH_RESULT\"\n"
+               "printf '{\"kind\":\"step\",\"step\":1}\\n' >>\"$CKH_RESULT\"\n"
+               "printf '{\"kind\":\"final\",\"steps\":1}\\n' >>\"$CKH_RESULT\"\n",
+               0755);
+    expect_error(scenario("job:\n  command: [./nosave.sh]\n"), CKH_EINVAL,
+                 "the reference run recorded 1 successful save but left nothing under $CKH_CKPT_DIR: the program "
+                 "writes its checkpoints elsewhere");
+}
+END_TEST
+
+/* ckh replay of a command job, its operations filtered by node (name or
+ * index) and by operation; a node or an operation that does not exist is
+ * refused. */
+START_TEST(test_replay_filters)
+{
+    NEED_FUSE();
+    const char *job = "job:\n  command: [\"%s\"]\n  nodes: 2\n  timeout: 30s\n";
+    struct {
+        const char *node, *op;
+        int rc;
+        const char *msg;
+    } cases[] = {
+        {"rank_1", NULL, 0, NULL}, {"1", "pwrite", 0, NULL}, {NULL, "rename", 0, NULL},
+        {"rank_7", NULL, CKH_EINVAL, "unknown node 'rank_7'"}, {NULL, "scribble", CKH_EINVAL, "unknown operation 'scribble'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct ckh_scenario *sc = scenario(job, CKH_CMD_SAVER);
+        char *buf = NULL, msg[512] = "";
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        struct ckh_run_options o = {0};
+        int rc = ckh_harness_replay(sc, &o, cases[i].node, cases[i].op, f, msg, sizeof msg);
+        fclose(f);
+        ckh_scenario_free(sc);
+        ck_assert_msg(rc == cases[i].rc, "case %zu: rc %d: %s", i, rc, msg);
+        if (cases[i].msg)
+            ck_assert_str_eq(msg, cases[i].msg);
+        if (rc == 0) {
+            ck_assert_msg(strstr(buf, "# run 1"), "%s", buf);
+            /* every operation line shown is of the node and operation asked */
+            for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+                if (strncmp(l, "n=", 2) != 0)
+                    continue;
+                char line[256];
+                snprintf(line, sizeof line, "%.*s", (int)(strchrnul(l, '\n') - l), l);
+                if (cases[i].node)
+                    ck_assert_msg(strstr(line, " rank_1 "), "case %zu: %s", i, line);
+                if (cases[i].op)
+                    ck_assert_msg(strstr(line, cases[i].op), "case %zu: %s", i, line);
+            }
+        }
+        free(buf);
+    }
+}
+END_TEST
+
 /* A job whose fault-free run fails is a found bug, a FAIL of its own (not
  * bad input): the verdict says which node failed and what it printed. A
  * two-rank job where only rank 1 fails names rank 1 alone. */
@@ -1272,6 +1353,9 @@ static Suite *command_suite(void)
     tcase_add_test(badin, test_missing_command);
     tcase_add_test(badin, test_not_executable);
     tcase_add_test(badin, test_program_resolution_edges);
+    tcase_add_test(badin, test_command_entries_fit_nodes);
+    tcase_add_test(badin, test_saves_with_nothing_on_disk);
+    tcase_add_test(jobs, test_replay_filters);
     tcase_add_test(badin, test_result_not_json);
     tcase_add_test(badin, test_no_final_record);
     tcase_add_test(badin, test_writes_outside);
