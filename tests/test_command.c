@@ -608,9 +608,10 @@ START_TEST(test_files_ignored_and_links_without_namespace)
 }
 END_TEST
 
-/* job.command's per-node entries must fit the job's nodes: an entry for a
- * node the job does not have, and a node left without a program, are
- * refused naming the entry's line. */
+/* job.command's per-node entries and the faults must fit the job's nodes:
+ * an entry for a node the job does not have, a node left without a
+ * program, and a fault for a node the job lacks are refused naming the
+ * line. */
 START_TEST(test_command_entries_fit_nodes)
 {
     NEED_FUSE();
@@ -622,6 +623,13 @@ START_TEST(test_command_entries_fit_nodes)
     snprintf(want, sizeof want, "%s/s.yaml:2:21: job.command gives rank_1 no program (name it, or add a 'default')",
              dir);
     expect_error(scenario("job:\n  command: {rank_0: [/bin/true]}\n  nodes: 2\n"), CKH_EINVAL, want);
+    /* a fault for a node the job does not have, named where the fault is */
+    write_file("fin.sh", "#!/bin/sh\nprintf '{\"kind\":\"final\",\"steps\":0}\\n' >>\"$CKH_RESULT\"\n", 0755);
+    snprintf(want, sizeof want, "%s/s.yaml:5:5: the fault names node 'rank_7', which the job does not have (its nodes: "
+             "rank_0, rank_1)", dir);
+    expect_error(scenario("job:\n  command: [./fin.sh]\n  nodes: 2\nfaults:\n  - {on: {node: rank_7, op: write}, "
+                          "do: kill}\n"),
+                 CKH_EINVAL, want);
 }
 END_TEST
 
