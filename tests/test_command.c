@@ -681,9 +681,11 @@ START_TEST(test_replay_filters)
         if (rc == 0) {
             ck_assert_msg(strstr(buf, "# run 1"), "%s", buf);
             /* every operation line shown is of the node and operation asked */
+            int shown = 0;
             for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
                 if (strncmp(l, "n=", 2) != 0)
                     continue;
+                shown++;
                 char line[256];
                 snprintf(line, sizeof line, "%.*s", (int)(strchrnul(l, '\n') - l), l);
                 if (cases[i].node)
@@ -691,6 +693,7 @@ START_TEST(test_replay_filters)
                 if (cases[i].op)
                     ck_assert_msg(strstr(line, cases[i].op), "case %zu: %s", i, line);
             }
+            ck_assert_msg(shown > 0, "case %zu shows no operation:\n%s", i, buf);
         }
         free(buf);
     }
