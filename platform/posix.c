@@ -253,6 +253,8 @@ static int64_t p_readlink(struct ckh_fs *fs, const char *path, char *buf, size_t
     size_t rl = strlen(pfs->root);
     if (strncmp(tmp, pfs->root, rl) == 0 && tmp[rl] == '/')
         t = tmp + rl; /* an absolute target of this filesystem */
+    else if (strcmp(tmp, pfs->root) == 0)
+        t = "/"; /* its root (p_symlink stored "/" as the root folder itself) */
     size_t len = strlen(t);
     size_t copy = len < bufsize - 1 ? len : bufsize - 1;
     memcpy(buf, t, copy);

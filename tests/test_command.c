@@ -417,6 +417,32 @@ START_TEST(test_not_executable)
 }
 END_TEST
 
+/* The program named by a path that is a folder, and a bare name that PATH
+ * (job.env's own, with an empty entry meaning the working folder) finds
+ * only as a file that cannot be run, or not at all. */
+START_TEST(test_program_resolution_edges)
+{
+    NEED_FUSE();
+    char sub[400], want[1200];
+    snprintf(sub, sizeof sub, "%s/adir", dir);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    snprintf(want, sizeof want, "%s/s.yaml:2:12: the program './adir' (%s/./adir) cannot be run: Is a directory", dir,
+             dir);
+    expect_error(scenario("job:\n  command: [./adir]\n"), CKH_EINVAL, want);
+    /* a bare name on job.env's PATH: a plain file there is not executable */
+    write_file("adir/tool", "#!/bin/sh\nexit 0\n", 0644);
+    snprintf(want, sizeof want, "the program 'tool' is not executable on PATH (/nonexistent:%s/s.yaml:%s)", dir, sub);
+    expect_error(scenario("job:\n  command: [tool]\n  env: {PATH: \"/nonexistent:%s/s.yaml:%s\"}\n", dir, sub),
+                 CKH_EINVAL, want);
+    /* a folder named like the program is not one either */
+    snprintf(want, sizeof want, "the program 'adir' is not executable on PATH (%s)", dir);
+    expect_error(scenario("job:\n  command: [adir]\n  env: {PATH: \"%s\"}\n", dir), CKH_EINVAL, want);
+    /* an empty PATH entry is the working folder; a name found nowhere */
+    expect_error(scenario("job:\n  command: [tool]\n  env: {PATH: \":/nonexistent\"}\n"), CKH_EINVAL,
+                 "the program 'tool' is not found on PATH (:/nonexistent)");
+}
+END_TEST
+
 START_TEST(test_result_not_json)
 {
     NEED_FUSE();
@@ -547,6 +573,130 @@ START_TEST(test_files_compared_by_name)
     ck_assert_msg(r.message && strstr(r.message, "final value file:step_") && strstr(r.message, "differs"), "%s",
                   r.message);
     ckh_report_result_clear(&r);
+}
+END_TEST
+
+/* compare.ignore's file globs leave those files out of the comparison (a
+ * content rule for them no longer fails the run), and without a mount
+ * namespace (CKH_NO_NAMESPACE=1) an absolute link into the run's own
+ * mount is compared by the disk and the path in it, so runs that mount
+ * their disk in other folders still agree. */
+START_TEST(test_files_ignored_and_links_without_namespace)
+{
+    NEED_FUSE();
+    struct ckh_report_result r;
+    write_file("job.sh", symlink_job, 0755);
+    const char *job = "job:\n  command: [./job.sh]\nfaults:\n  - on: {node: rank_0, op: rename, nth: 2}\n"
+                      "    do: kill\nrestart: {max_restarts: 1}\n";
+    ck_assert_int_eq(run(scenario("%scompare: {content: [\"step_*\"], ignore: [\"file:step_*\"]}\n", job), &r), 0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ckh_report_result_clear(&r);
+    /* a glob that matches nothing leaves the content rule in force */
+    ck_assert_int_eq(run(scenario("%scompare: {content: [\"step_*\"], ignore: [\"file:other/*\"]}\n", job), &r), 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    ck_assert_msg(r.message && strstr(r.message, "final value file:step_"), "%s", r.message);
+    ckh_report_result_clear(&r);
+
+    ck_assert_int_eq(setenv("CKH_NO_NAMESPACE", "1", 1), 0);
+    ck_assert_int_eq(run(scenario("%s", job), &r), 0);
+    ck_assert_msg(r.verdict == CKH_VERDICT_PASS, "%s", r.message ? r.message : "");
+    ckh_report_result_clear(&r);
+    ck_assert_int_eq(run(scenario("%scompare: {content: [\"step_*\"]}\n", job), &r), 0);
+    ck_assert_int_eq(r.verdict, CKH_VERDICT_FAIL);
+    ckh_report_result_clear(&r);
+    unsetenv("CKH_NO_NAMESPACE");
+}
+END_TEST
+
+/* job.command's per-node entries and the faults must fit the job's nodes:
+ * an entry for a node the job does not have, a node left without a
+ * program, and a fault for a node the job lacks are refused naming the
+ * line. */
+START_TEST(test_command_entries_fit_nodes)
+{
+    NEED_FUSE();
+    char want[800];
+    snprintf(want, sizeof want, "%s/s.yaml:2:21: job.command names rank_5, which the job does not have (its nodes: "
+             "rank_0 .. rank_1)", dir);
+    expect_error(scenario("job:\n  command: {rank_5: [/bin/true], default: [/bin/true]}\n  nodes: 2\n"), CKH_EINVAL,
+                 want);
+    snprintf(want, sizeof want, "%s/s.yaml:2:21: job.command gives rank_1 no program (name it, or add a 'default')",
+             dir);
+    expect_error(scenario("job:\n  command: {rank_0: [/bin/true]}\n  nodes: 2\n"), CKH_EINVAL, want);
+    /* a fault for a node the job does not have, named where the fault is */
+    write_file("fin.sh", "#!/bin/sh\nprintf '{\"kind\":\"final\",\"steps\":0}\\n' >>\"$CKH_RESULT\"\n", 0755);
+    snprintf(want, sizeof want, "%s/s.yaml:5:5: the fault names node 'rank_7', which the job does not have (its nodes: "
+             "rank_0, rank_1)", dir);
+    expect_error(scenario("job:\n  command: [./fin.sh]\n  nodes: 2\nfaults:\n  - {on: {node: rank_7, op: write}, "
+                          "do: kill}\n"),
+                 CKH_EINVAL, want);
+}
+END_TEST
+
+/* A program that reports saves but leaves nothing in $CKH_CKPT_DIR (nor
+ * anywhere ckh watches) cannot be judged: ckh says where its checkpoints
+ * are not. */
+START_TEST(test_saves_with_nothing_on_disk)
+{
+    NEED_FUSE();
+    write_file("nosave.sh",
+               "#!/bin/sh\n"
+               "printf '{\"kind\":\"save\",\"step\":1,\"epoch\":0,\"ok\":true}\\n' >>\"$CKH_RESULT\"\n"
+               "printf '{\"kind\":\"step\",\"step\":1}\\n' >>\"$CKH_RESULT\"\n"
+               "printf '{\"kind\":\"final\",\"steps\":1}\\n' >>\"$CKH_RESULT\"\n",
+               0755);
+    expect_error(scenario("job:\n  command: [./nosave.sh]\n"), CKH_EINVAL,
+                 "the reference run recorded 1 successful save but left nothing under $CKH_CKPT_DIR: the program "
+                 "writes its checkpoints elsewhere");
+}
+END_TEST
+
+/* ckh replay of a command job, its operations filtered by node (name or
+ * index) and by operation; a node or an operation that does not exist is
+ * refused. */
+START_TEST(test_replay_filters)
+{
+    NEED_FUSE();
+    const char *job = "job:\n  command: [\"%s\"]\n  nodes: 2\n  timeout: 30s\n";
+    struct {
+        const char *node, *op;
+        int rc;
+        const char *msg;
+    } cases[] = {
+        {"rank_1", NULL, 0, NULL}, {"1", "pwrite", 0, NULL}, {NULL, "rename", 0, NULL},
+        {"rank_7", NULL, CKH_EINVAL, "unknown node 'rank_7'"}, {NULL, "scribble", CKH_EINVAL, "unknown operation 'scribble'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct ckh_scenario *sc = scenario(job, CKH_CMD_SAVER);
+        char *buf = NULL, msg[512] = "";
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        struct ckh_run_options o = {0};
+        int rc = ckh_harness_replay(sc, &o, cases[i].node, cases[i].op, f, msg, sizeof msg);
+        fclose(f);
+        ckh_scenario_free(sc);
+        ck_assert_msg(rc == cases[i].rc, "case %zu: rc %d: %s", i, rc, msg);
+        if (cases[i].msg)
+            ck_assert_str_eq(msg, cases[i].msg);
+        if (rc == 0) {
+            ck_assert_msg(strstr(buf, "# run 1"), "%s", buf);
+            /* every operation line shown is of the node and operation asked */
+            int shown = 0;
+            for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+                if (strncmp(l, "n=", 2) != 0)
+                    continue;
+                shown++;
+                char line[256];
+                snprintf(line, sizeof line, "%.*s", (int)(strchrnul(l, '\n') - l), l);
+                if (cases[i].node)
+                    ck_assert_msg(strstr(line, " rank_1 "), "case %zu: %s", i, line);
+                if (cases[i].op)
+                    ck_assert_msg(strstr(line, cases[i].op), "case %zu: %s", i, line);
+            }
+            ck_assert_msg(shown > 0, "case %zu shows no operation:\n%s", i, buf);
+        }
+        free(buf);
+    }
 }
 END_TEST
 
@@ -1213,12 +1363,17 @@ static Suite *command_suite(void)
     tcase_set_timeout(badin, 120);
     tcase_add_test(badin, test_missing_command);
     tcase_add_test(badin, test_not_executable);
+    tcase_add_test(badin, test_program_resolution_edges);
+    tcase_add_test(badin, test_command_entries_fit_nodes);
+    tcase_add_test(badin, test_saves_with_nothing_on_disk);
+    tcase_add_test(jobs, test_replay_filters);
     tcase_add_test(badin, test_result_not_json);
     tcase_add_test(badin, test_no_final_record);
     tcase_add_test(badin, test_writes_outside);
     tcase_add_test(badin, test_reference_fails);
     tcase_add_test(jobs, test_killed_between_save_and_record);
     tcase_add_test(jobs, test_files_compared_by_name);
+    tcase_add_test(jobs, test_files_ignored_and_links_without_namespace);
     tcase_add_test(badin, test_fuse_missing);
     tcase_add_test(badin, test_cli_exit_status);
     suite_add_tcase(s, badin);

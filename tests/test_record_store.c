@@ -304,6 +304,58 @@ START_TEST(test_final_and_saves)
 }
 END_TEST
 
+/* Per-id sample counts are kept only for a dataset_size that makes sense
+ * and fits (1 .. 2^22 ids, epochs times ids at most 2^22): otherwise the
+ * epochs' sample multisets are still kept, the counts are not; an id past
+ * the dataset is counted in its epoch's multiset but not per id. */
+START_TEST(test_dataset_size_edges)
+{
+    const struct {
+        double ds;
+        int64_t epochs;  /* step records in epochs 0 .. epochs-1 */
+        bool counted;
+    } cases[] = {
+        {0.5, 1, false},                 /* under one id */
+        {8, 2, true},                    /* the usual */
+        {4194304.0, 1, true},            /* 2^22 ids, one epoch */
+        {4194304.0, 2, false},           /* two epochs of 2^22: too many counts */
+        {4194305.0, 1, false},           /* past 2^22 ids */
+        {-3, 1, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct ckh_records *s;
+        struct ckh_job_result r;
+        ck_assert_int_eq(ckh_records_create(1, 0, &s), 0);
+        ckh_records_begin_run(s, 1);
+        struct ckh_rec_value v[] = {{"dataset_size", cases[i].ds}};
+        struct ckh_rec_final f = {.epochs = cases[i].epochs, .steps = cases[i].epochs, .values = v, .nvalues = 1};
+        ck_assert_int_eq(ckh_record_final(ckh_records_table(s, 0), &f), 0);
+        uint64_t ids[] = {0, 3, 9}; /* 9: past a dataset of 8 */
+        for (int64_t e = 0; e < cases[i].epochs; e++)
+            ck_assert_int_eq(step(s, 0, e + 1, e, 1, 1, ids, 3), 0);
+        ck_assert_int_eq(ckh_records_collect(s, (const char *const *)names, NULL, &r), 0);
+        ck_assert_uint_eq(r.nsamples, (size_t)cases[i].epochs);
+        for (int64_t e = 0; e < cases[i].epochs; e++)
+            ck_assert_uint_eq(r.samples[e].count, 3);
+        if (cases[i].counted) {
+            ck_assert_msg(r.sample_counts != NULL, "case %zu", i);
+            ck_assert_uint_eq(r.dataset_size, (uint64_t)cases[i].ds);
+            ck_assert_uint_eq(r.sample_counts[0], 1);
+            ck_assert_uint_eq(r.sample_counts[3], 1);
+            if (cases[i].ds == 8) {
+                ck_assert_uint_eq(r.sample_counts[8 + 3], 1); /* epoch 1's */
+                ck_assert_uint_eq(r.sample_counts[7], 0);
+            } else {
+                ck_assert_uint_eq(r.sample_counts[9], 1);
+            }
+        } else {
+            ck_assert_msg(r.sample_counts == NULL, "case %zu: counts kept for dataset_size %g", i, cases[i].ds);
+        }
+        ckh_records_destroy(s);
+    }
+}
+END_TEST
+
 /* One record model: the same records, once through a node's table and
  * once written as JSON lines by ckh_record_jsonl_open and read back, give
  * the same job result; a torn last line is not a record; a bad line names
@@ -386,6 +438,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_parked_node_loses_its_future);
     tcase_add_test(tc, test_replayed_step_replaces);
     tcase_add_test(tc, test_final_and_saves);
+    tcase_add_test(tc, test_dataset_size_edges);
     tcase_add_test(tc, test_jsonl_feed_equals_table_feed);
     suite_add_tcase(s, tc);
     return s;

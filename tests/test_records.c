@@ -488,6 +488,51 @@ START_TEST(test_reader_errors)
 }
 END_TEST
 
+/* A key given twice in a record is refused at its second place, whatever
+ * the record and the key. */
+START_TEST(test_reader_duplicate_keys)
+{
+    static const struct {
+        const char *text, *key;
+    } dup[] = {
+        {"{\"kind\":\"step\",\"step\":1,\"epoch\":0,\"epoch\":1}", "epoch"},
+        {"{\"kind\":\"step\",\"step\":1,\"digests\":{},\"digests\":{}}", "digests"},
+        {"{\"kind\":\"step\",\"step\":1,\"values\":{},\"values\":{}}", "values"},
+        {"{\"kind\":\"step\",\"step\":1,\"samples\":[],\"samples\":[]}", "samples"},
+        {"{\"kind\":\"resume\",\"step\":1,\"step\":2}", "step"},
+        {"{\"kind\":\"resume\",\"step\":1,\"epoch\":0,\"epoch\":0}", "epoch"},
+        {"{\"kind\":\"save\",\"step\":1,\"step\":1,\"ok\":true}", "step"},
+        {"{\"kind\":\"save\",\"step\":1,\"epoch\":0,\"epoch\":0,\"ok\":true}", "epoch"},
+        {"{\"kind\":\"save\",\"step\":1,\"ok\":true,\"ok\":true}", "ok"},
+        {"{\"kind\":\"save\",\"step\":1,\"ok\":false,\"rc\":-1,\"rc\":-2}", "rc"},
+        {"{\"kind\":\"save\",\"step\":1,\"ok\":false,\"error\":\"a\",\"error\":\"b\"}", "error"},
+        {"{\"kind\":\"final\",\"epochs\":1,\"epochs\":1}", "epochs"},
+        {"{\"kind\":\"final\",\"steps\":1,\"steps\":1}", "steps"},
+        {"{\"kind\":\"final\",\"total\":1,\"total\":1}", "total"},
+        {"{\"kind\":\"final\",\"digest\":\"0000000000000000\",\"digest\":\"0000000000000000\"}", "digest"},
+        {"{\"kind\":\"final\",\"values\":{},\"values\":{}}", "values"},
+        {"{\"kind\":\"final\",\"blobs\":[],\"blobs\":[]}", "blobs"},
+        {"{\"kind\":\"final\",\"kind\":\"final\"}", "kind"},
+    };
+    for (size_t i = 0; i < sizeof dup / sizeof dup[0]; i++) {
+        struct keep k;
+        char msg[512], want[512], quoted[32];
+        memset(&k, 0, sizeof k);
+        snprintf(quoted, sizeof quoted, "\"%s\":", dup[i].key);
+        const char *second = NULL;
+        for (const char *at = strstr(dup[i].text, quoted); at; at = strstr(at + 1, quoted))
+            second = at;
+        ck_assert_ptr_nonnull(second);
+        int rc = ckh_record_jsonl_parse(dup[i].text, strlen(dup[i].text), "t.jsonl", keep_sink, &k, msg, sizeof msg);
+        ck_assert_msg(rc == CKH_EPARSE, "case %zu: rc %d (%s)", i, rc, msg);
+        snprintf(want, sizeof want, "t.jsonl:1:%d: expected \"%s\" once in a record, found it again",
+                 (int)(second - dup[i].text) + 1, dup[i].key);
+        ck_assert_msg(strcmp(msg, want) == 0, "case %zu:\n got  %s\n want %s", i, msg, want);
+        ck_assert_int_eq(k.n[CKH_REC_STEP] + k.n[CKH_REC_RESUME] + k.n[CKH_REC_SAVE] + k.n[CKH_REC_FINAL], 0);
+    }
+}
+END_TEST
+
 START_TEST(test_reader_limits)
 {
     char msg[512];
@@ -992,6 +1037,7 @@ static Suite *records_suite(void)
     tcase_add_test(jsonl, test_reader_accepts);
     tcase_add_loop_test(jsonl, test_reader_errors, 0, (int)(sizeof bad_lines / sizeof bad_lines[0]));
     tcase_add_test(jsonl, test_reader_limits);
+    tcase_add_test(jsonl, test_reader_duplicate_keys);
     suite_add_tcase(s, jsonl);
     TCase *oracles = tcase_create("oracles");
     tcase_set_timeout(oracles, 60);

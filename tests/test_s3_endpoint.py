@@ -373,6 +373,26 @@ class RawRequests(unittest.TestCase):
         self.assertEqual(st, 200)
         self.assertEqual(curl(self.url + "/raw/te")[2], b"te body")
 
+    def test_aws_chunked_malformed(self):  # E4: every way an aws-chunked body can be cut or bent
+        bad = [b";chunk-signature=ab\r\nhello\r\n0\r\n\r\n",          # no chunk size
+               b"1234567890123456789012\r\nx\r\n0\r\n\r\n",           # a size of 22 hex digits
+               b"zz\r\nab\r\n0\r\n\r\n",                             # not hex
+               b"5",                                                # no line end after the size
+               b"5;chunk-signature=ab",                             # nor after its extension
+               b"5\r\nhelloXX0\r\n\r\n",                          # a chunk not followed by CRLF
+               b"ff\r\nab\r\n0\r\n\r\n",                             # larger than the body
+               b"5\r\nhello\r\n"]                                   # no last chunk
+        for body in bad:
+            st, _, out = curl(self.url + "/raw/bent", "-X", "PUT", "-H", "Content-Encoding: aws-chunked", data=body)
+            self.assertEqual((st, error_code(out)), (400, "IncompleteBody"), body)
+        self.assertEqual(curl(self.url + "/raw/bent")[0], 404)  # nothing stored
+        # announced by x-amz-content-sha256 alone (no Content-Encoding)
+        st, _, _ = curl(self.url + "/raw/bent", "-X", "PUT",
+                        "-H", "x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+                        data=b"3\r\nabc\r\n0\r\n\r\n")
+        self.assertEqual(st, 200)
+        self.assertEqual(curl(self.url + "/raw/bent")[2], b"abc")
+
     def test_errors(self):  # E3, E5
         st, _, body = curl(self.url + "/nobucket/k")
         self.assertEqual((st, error_code(body)), (404, "NoSuchBucket"))

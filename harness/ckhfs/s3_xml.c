@@ -94,6 +94,7 @@ struct walk {
     const char *flag;     /* a root child kept as text ("Quiet"; NULL: none) */
     int depth;            /* elements open */
     int field;            /* field being read (-1: none; 2: the flag) */
+    bool in_item;         /* the open depth-2 element is an item (its fields are kept) */
     bool bad;             /* not the expected shape */
     bool oom;             /* out of memory */
     char text[MAX_TEXT_BYTES + 1]; /* the field's text */
@@ -120,6 +121,8 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
     w->tlen = 0;
     if (w->depth == 1 && strcmp(n, w->root) != 0)
         w->bad = true;
+    if (w->depth == 2)
+        w->in_item = false;
     if (w->depth == 2 && strcmp(n, w->item) == 0) {
         if (w->nitems == w->cap) {
             size_t cap = w->cap ? w->cap * 2 : 16;
@@ -133,10 +136,11 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
         }
         w->items[w->nitems][0] = w->items[w->nitems][1] = NULL;
         w->nitems++;
+        w->in_item = true;
     }
     if (w->depth == 2 && w->flag != NULL && strcmp(n, w->flag) == 0)
         w->field = 2;
-    if (w->depth == 3 && w->nitems > 0)
+    if (w->depth == 3 && w->in_item)
         for (int i = 0; i < 2; i++)
             if (w->fields[i] != NULL && strcmp(n, w->fields[i]) == 0)
                 w->field = i;
