@@ -96,6 +96,7 @@ struct xm_rec {
     struct xm_disk *d;            /* [nd] (owned) */
     struct ckh__xop *ops;         /* every operation, in the global order (owned) */
     int *opdisk;                  /* [nops]: its disk (owned) */
+    uint64_t *opms;               /* [nops]: ckh_posix_now_ms() when it reached ckhfs (owned) */
     size_t nops, capops;
     struct xm_cut *cuts;          /* cuts, g ascending (owned) */
     size_t ncuts, capcuts;
@@ -224,7 +225,10 @@ static void rec_op(void *ctx, struct ckh__cmd_mount *m, const struct ckh_ckhfs_o
             x->ops = v;
         if (dv)
             x->opdisk = dv;
-        if (!v || !dv) {
+        uint64_t *tv = realloc(x->opms, cap * sizeof *tv);
+        if (tv)
+            x->opms = tv;
+        if (!v || !dv || !tv) {
             x->err = CKH_ENOMEM;
             return;
         }
@@ -234,6 +238,7 @@ static void rec_op(void *ctx, struct ckh__cmd_mount *m, const struct ckh_ckhfs_o
     if ((x->err = ckh__xprog_op_copy(m, op, o)) != 0)
         return;
     x->opdisk[x->nops] = (int)e;
+    x->opms[x->nops] = ckh_posix_now_ms();
     x->nops++;
     x->d[e].nops++;
     /* ckhfs does not report an open's flags: any open may create or truncate. */
@@ -274,6 +279,7 @@ static void rec_free(struct xm_rec *x)
     }
     free(x->ops);
     free(x->opdisk);
+    free(x->opms);
     for (size_t e = 0; e < x->nd; e++) {
         for (size_t k = 0; k < x->d[e].ns; k++)
             ckh_simfs_destroy(x->d[e].s[k].disk);
@@ -771,7 +777,7 @@ static int check_races(const struct xm_rec *x, const struct ckh_scenario *sc, ui
     for (int i = 0; i < XM_NAMES; i++)
         names[i] = x->names[i];
     struct ckh__xrace_in in = {.sc = sc, .seed = seed, .je = je, .ref = ref, .ops = x->ops, .opdisk = x->opdisk,
-                               .nops = x->nops, .shared = shared, .names = names,
+                               .opms = x->opms, .nops = x->nops, .shared = shared, .names = names,
                                .n = x->n < XM_NAMES ? x->n : XM_NAMES, .only = only, .deadline_ms = deadline_ms};
     int rc = ckh__xrace_explore(&in, out, err, errlen);
     free(shared);

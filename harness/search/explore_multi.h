@@ -68,6 +68,8 @@ struct ckh__xrace_in {
     const struct ckh_scenario_run *ref; /* the recorded (reference) run */
     const struct ckh__xop *ops;         /* the recorded operations, global order */
     const int *opdisk;                  /* [nops]: each one's disk */
+    const uint64_t *opms;               /* [nops]: when each reached ckhfs, ms on a monotonic clock
+                                           (NULL: unknown; every hold gets the longest bound) */
     size_t nops;
     const bool *shared;                 /* [disk]: shared by the nodes */
     const char *const *names;           /* [node]: names, for texts */

@@ -10,9 +10,15 @@
  * Bound: one order per (maker node, name made, other node) whose other
  * node first used the name after it was made; at most ORDER_MAX orders.
  * Determinism: the orders follow from the recorded run alone; a forced
- * order does not depend on timing, but a held operation waits at most
- * HOLD_MAX_MS (a dependence ckhfs cannot see, such as a lock the kernel
- * holds), and the report says when an order was not forced.
+ * order does not depend on timing, but a held operation waits at most a
+ * bound (a dependence ckhfs cannot see, such as a lock the kernel holds or
+ * a barrier the nodes meet at outside the disk, would otherwise hold it
+ * for ever), and the report says when an order was not forced.
+ * The bound, hold_ms: HOLD_MIN_MS plus HOLD_FACTOR times how long the
+ * other node took, in the recorded run, from the held operation to its
+ * first use of the name, at most HOLD_MAX_MS. A node that in the recorded
+ * run got there within a second is waited for a few seconds, not ten: an
+ * order that a barrier makes impossible costs that much, not HOLD_MAX_MS.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,6 +38,20 @@
 
 #define ORDER_MAX 256       /* orders read from one run */
 #define HOLD_MAX_MS 10000u  /* the longest an operation is held for its order */
+#define HOLD_MIN_MS 2000u   /* the shortest */
+#define HOLD_FACTOR 4u      /* times the recorded run's time to the releasing operation */
+
+/* How long in's operation h may be held for the other node's operation j
+ * (j after h in the recorded order). */
+static uint32_t hold_ms(const struct ckh__xrace_in *in, size_t h, size_t j)
+{
+    if (!in->opms)
+        return HOLD_MAX_MS;
+    uint64_t gap = in->opms[j] > in->opms[h] ? in->opms[j] - in->opms[h] : 0;
+    if (gap > (HOLD_MAX_MS - HOLD_MIN_MS) / HOLD_FACTOR)
+        return HOLD_MAX_MS;
+    return HOLD_MIN_MS + HOLD_FACTOR * (uint32_t)gap;
+}
 
 struct xr_order {
     struct ckh__cmd_order rule; /* what the hook forces (its state fields zero) */
@@ -187,7 +207,7 @@ static int find(const struct ckh__xrace_in *in, struct xr_order **out, size_t *n
             /* a's operation to hold: its last before i that neither
              * touches p nor locks p's folder in the kernel; else its last
              * that does not touch p (b's lookup then waits in the kernel
-             * until the hold ends, HOLD_MAX_MS); else the maker itself */
+             * until the hold ends, hold_ms); else the maker itself */
             char dir[CKH_PATH_MAX];
             snprintf(dir, sizeof dir, "%s", p);
             char *slash = strrchr(dir, '/');
@@ -213,7 +233,7 @@ static int find(const struct ckh__xrace_in *in, struct xr_order **out, size_t *n
                                    !strcmp(P.p[k], o.rule.hold_path);
             o.rule.until_node = b;
             snprintf(o.rule.until_path, sizeof o.rule.until_path, "%s", p);
-            o.rule.max_ms = HOLD_MAX_MS;
+            o.rule.max_ms = hold_ms(in, h, j);
             snprintf(o.what, sizeof o.what, "%s's %s %.200s before %s's %s %.200s (%s held at its %s %.200s)",
                      in->names[b], ckh_op_name((enum ckh_op_kind)in->ops[j].kind), P.p[j], in->names[a],
                      ckh_op_name((enum ckh_op_kind)mk->kind), p, in->names[a],
