@@ -117,6 +117,8 @@ static void print_result(FILE *f, const char *file, const char *argv0, const str
         fprintf(f, " (%.1f states/s)", (double)r->checked / secs);
     fputc('\n', f);
     print_start(f, r);
+    if (r->note[0])
+        fprintf(f, "%s\n", r->note);
     if (r->bounded)
         fprintf(f, "bounded: %s\n", r->bound);
     if (!r->nfails) {
