@@ -138,7 +138,8 @@ struct ckh_xprog_result {
     size_t norder_fails;      /* their count */
     bool orders_only;         /* no crash state was explored (--order N, crashes none) */
     /* appended: a job with job.object_store (search/explore_store.h) */
-    char note[240];           /* what the states are cut from, in one line ("": files) */
+    char note[1400];          /* what the states are cut from, in one line, and with
+                                 --state K that state ("": files) */
 };
 
 /* Explores sc (a command job; faults are refused: the explorer makes its

@@ -622,6 +622,10 @@ int ckh__xstore_explore(const struct ckh_scenario *sc, const struct ckh_xprog_op
                       o->only_state, st.generated);
         goto out;
     }
+    if (o->only_state) {
+        size_t used = strlen(out->note);
+        snprintf(out->note + used, sizeof out->note - used, "\nstate %" PRIu64 ": %s", st.v[0].k, st.v[0].desc);
+    }
     if (o->keep_dir && (rc = keep_store(st.v[0].store, o->keep_dir, err, errlen)) != 0)
         goto out;
     if (!(order = malloc((st.n ? st.n : 1) * sizeof *order))) {
