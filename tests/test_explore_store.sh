@@ -5,8 +5,9 @@
 # by explore alone, the saver with a manifest and a commit passes, --state K
 # alone gives the same symptom, --keep writes the state's objects as files,
 # the same states and findings twice (one worker and two), a multipart
-# upload cut between its parts is left incomplete, and bad input is refused
-# with exit 2 naming what.
+# upload cut between its parts is left incomplete, the verify check reads
+# the state's store, the libcurl pair passes under ckh run (where built),
+# and bad input is refused with exit 2 naming what.
 #   test_explore_store.sh CKH SOURCE_DIR
 # Skipped (77) without boto3, or in a ckh built without the endpoint.
 set -u
@@ -93,7 +94,39 @@ st=$?
 echo "$out" | grep -q '^state 3: after request 3 .*UploadPart train/ckpt/step_000003/big); request 4 .*UploadPart.*1 multipart upload left incomplete$' ||
     fail "multipart: state 3 is not a cut between parts: $out"
 
-# 7. Bad input: exit 2, naming what.
+# 7. The verify check runs against the state's store: a verify that needs
+#    ckpt/latest fails at every cut before the first commit, and only there.
+if command -v curl >/dev/null; then
+    sed -e 's|\.\./\.\./tests/|'"$src"'/tests/|' -e 's/  check: restart/  check: verify/' "$commit" >"$tmp/vf.yaml"
+    cat >>"$tmp/vf.yaml" <<'YAML'
+verify: [/bin/sh, -c, 'curl -sf "$AWS_ENDPOINT_URL/$CKH_S3_BUCKET/ckpt/latest" || { echo "no ckpt/latest"; exit 1; }']
+YAML
+    out=$("$ckh" explore "$tmp/vf.yaml" --jobs 2 2>&1)
+    st=$?
+    [ $st = 1 ] || fail "verify: exit $st, want 1: $out"
+    firstput=$(echo "$out" | grep -m1 -oE 'checked by verify')
+    [ "$firstput" = "checked by verify" ] || fail "verify: not checked by verify: $out"
+    echo "$out" | grep -q '^  state 1: before the first request (rank_0 GetObject train/ckpt/latest, not applied)$' ||
+        fail "verify: state 1 does not fail: $out"
+    echo "$out" | grep -q 'exited with status 1: no ckpt/latest$' || fail "verify: not its symptom: $out"
+    # every failing state is a cut before `latest` was first written, and one cut after it passes
+    n=$(echo "$out" | sed -nE 's/^FAIL: ([0-9]+) crash states failed.*/\1/p')
+    k=$(echo "$out" | sed -nE 's/^explore .*: [0-9]+ operations recorded, [0-9]+ crash points, [0-9]+ states \(([0-9]+) distinct\).*/\1/p')
+    [ -n "$n" ] && [ -n "$k" ] && [ "$n" -lt "$k" ] || fail "verify: $n of $k states fail, want some but not all: $out"
+    one=$("$ckh" explore "$tmp/vf.yaml" --state "$n" 2>&1)
+    echo "$one" | grep -q "^state $n: .*request $((n + 1)) (rank_0 PutObject train/ckpt/latest) not applied" ||
+        fail "verify: the last failing state is not the cut before the first commit: $one"
+fi
+
+# 8. The libcurl saver's pair, where it was built: ckh run gives both PASS.
+if [ -x "$(dirname "$ckh")/programs/prog_s3_curl" ]; then
+    out=$("$ckh" run "$src/scenarios/programs/s3-explore-curl-c-naive.yaml" \
+          "$src/scenarios/programs/s3-explore-curl-c-commit.yaml" 2>&1)
+    st=$?
+    [ $st = 0 ] && [ "$(echo "$out" | grep -c '^PASS ')" = 2 ] || fail "the libcurl pair: exit $st: $out"
+fi
+
+# 9. Bad input: exit 2, naming what.
 expect_bad() { # WHAT PATTERN ARGS...
     local what=$1 pat=$2
     shift 2

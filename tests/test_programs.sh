@@ -280,6 +280,7 @@ declare -A verdict=(
 if [ -n "$ckh" ] && [ -x "$(dirname "$ckh")/programs/prog_s3_curl" ]; then
     verdict[s3-curl-c-naive-kill-between-shards]='resume-equivalence: step 4: x, x0 of rank_0 diverged first'
     verdict[s3-curl-c-naive-slowdown-shard]='resume-equivalence: step 7: x of rank_0 diverged first \(x0 equal\)'
+    verdict[s3-explore-curl-c-naive]='explore: [0-9]+ of [0-9]+ crash states fail restart; the smallest, state [0-9]+: after request [0-9]+ of [0-9]+ \(rank_0 PutObject bkt/ckpt/shard_[0-9]\); .+: resume-equivalence: step 4: x, x0 of rank_0 diverged first'
 fi
 if ! want verdicts; then
     :
