@@ -126,7 +126,25 @@ if [ -x "$(dirname "$ckh")/programs/prog_s3_curl" ]; then
     [ $st = 0 ] && [ "$(echo "$out" | grep -c '^PASS ')" = 2 ] || fail "the libcurl pair: exit $st: $out"
 fi
 
-# 9. Bad input: exit 2, naming what.
+# 9. A job with files and a store: its requests are explored, the files
+#    kept as the recorded run left them, and the report says so.
+if command -v curl >/dev/null; then
+    cat >"$tmp/files.yaml" <<YAML
+job:
+  command: [/bin/sh, -c, 'echo x > "\$CKH_CKPT_DIR/f" && exec /bin/sh $src/tests/programs/prog_s3_curl.sh 3']
+  timeout: 30s
+  object_store: {buckets: [bkt]}
+restart:
+  max_restarts: 1
+YAML
+    out=$("$ckh" explore "$tmp/files.yaml" 2>&1)
+    st=$?
+    [ $st = 0 ] || fail "files and a store: exit $st: $out"
+    echo "$out" | grep -q '^store: 7 requests to the object store cut at 7 points; the files are as the recorded run left them at its end in every state$' ||
+        fail "files and a store: no store line saying so: $out"
+fi
+
+# 10. Bad input: exit 2, naming what.
 expect_bad() { # WHAT PATTERN ARGS...
     local what=$1 pat=$2
     shift 2
