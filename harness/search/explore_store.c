@@ -409,7 +409,8 @@ static void check_state(const void *ctx, struct ckh__xw_worker *wk, size_t i, st
 /* ---- keeping one state's objects ---- */
 
 /* path (n bytes) gets "/" and one key component, escaped where a file
- * name could not hold it: "", ".", ".." and a leading '%' as %HH. */
+ * name could not hold it or could be mistaken: "" as "%", "." and ".." as
+ * %2E, and every '%' as %25. */
 static void add_component(char *path, size_t n, const char *comp, size_t len)
 {
     size_t at = strlen(path);
