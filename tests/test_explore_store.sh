@@ -144,7 +144,22 @@ YAML
         fail "files and a store: no store line saying so: $out"
 fi
 
-# 10. Bad input: exit 2, naming what.
+# 10. --keep of keys a file name cannot hold as they are: "." and '%' escaped.
+if command -v curl >/dev/null; then
+    cat >"$tmp/odd.yaml" <<YAML
+job:
+  command: [/bin/sh, -c, 'curl -sf --path-as-is -X PUT --data-binary a "\$AWS_ENDPOINT_URL/bkt/odd/./x" >/dev/null && curl -sf -X PUT --data-binary b "\$AWS_ENDPOINT_URL/bkt/odd/%2541" >/dev/null && exec /bin/sh $src/tests/programs/prog_s3_curl.sh 1']
+  timeout: 30s
+  object_store: {buckets: [bkt]}
+restart:
+  max_restarts: 1
+YAML
+    "$ckh" explore "$tmp/odd.yaml" --state 5 --keep "$tmp/odd" >"$tmp/odd.out" 2>&1 || fail "odd keys: $(cat "$tmp/odd.out")"
+    [ "$(cat "$tmp/odd/bkt/odd/%2E/x" 2>/dev/null)" = a ] && [ "$(cat "$tmp/odd/bkt/odd/%2541" 2>/dev/null)" = b ] ||
+        fail "odd keys: $(cd "$tmp/odd" 2>/dev/null && find . -type f)"
+fi
+
+# 11. Bad input: exit 2, naming what.
 expect_bad() { # WHAT PATTERN ARGS...
     local what=$1 pat=$2
     shift 2
