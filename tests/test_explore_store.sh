@@ -50,6 +50,13 @@ out1=$("$ckh" explore "$naive" --jobs 1 2>&1)
 [ "$(echo "$out" | stable)" = "$(echo "$out1" | stable)" ] ||
     fail "two explorations differ: $(diff <(echo "$out" | stable) <(echo "$out1" | stable))"
 
+# 2b. --max-states bounds the states generated, and says where it stopped.
+out=$("$ckh" explore "$naive" --max-states 3 2>&1)
+echo "$out" | grep -q '^explore .*: 11 operations recorded, 11 crash points, 3 states (3 distinct), 3 checked by restart' ||
+    fail "--max-states 3: $out"
+echo "$out" | grep -q '^bounded: max_states 3 reached (the cuts after request 3 were not explored)$' ||
+    fail "--max-states 3: no bound line: $out"
+
 # 3. --state K alone: the same symptom.
 one=$("$ckh" explore "$naive" --state "$k" 2>&1)
 st=$?

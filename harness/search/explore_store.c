@@ -616,8 +616,8 @@ int ckh__xstore_explore(const struct ckh_scenario *sc, const struct ckh_xprog_op
     out->distinct = st.n;
     out->bounded = st.bounded;
     if (st.bounded)
-        snprintf(out->bound, sizeof out->bound, "max_states %" PRIu64 " reached (cuts from request %" PRIu64
-                 " on were not explored)", max_states, st.n ? x.cuts[st.v[st.n - 1].cut].k + 1 : 0);
+        snprintf(out->bound, sizeof out->bound, "max_states %" PRIu64 " reached (the cuts after request %" PRIu64
+                 " were not explored)", max_states, st.n ? x.cuts[st.v[st.n - 1].cut].k : 0);
     if (o->only_state && st.n == 0) {
         rc = ckh_errf(err, errlen, CKH_EINVAL, "--state %" PRIu64 ": this run has %" PRIu64 " crash states",
                       o->only_state, st.generated);
