@@ -1805,3 +1805,223 @@ uint64_t ckh_objstore_body_bytes(struct ckh_objstore *s)
     }
     return total;
 }
+
+/* ---- copies of a store's state (ckh explore over requests) ---- */
+
+/* A new version with o's bytes (its blobs shared), tag and type; NULL when
+ * out of memory. A restored store gets these, so that a corruption at rest
+ * there (which replaces an extent of the version in place) never reaches
+ * the copy it came from. */
+static struct ckh_objstore_object *obj_dup(const struct ckh_objstore_object *o)
+{
+    struct extent *ext = o->next ? calloc(o->next, sizeof *ext) : NULL;
+    if (o->next && ext == NULL)
+        return NULL;
+    for (size_t i = 0; i < o->next; i++) {
+        ext[i] = o->ext[i];
+        ext[i].blob->refs++;
+    }
+    struct ckh_objstore_object *d = obj_new(o->seq, ext, o->next, o->content_type);
+    if (d != NULL)
+        memcpy(d->etag, o->etag, sizeof d->etag);
+    return d;
+}
+
+/* A reference to o for a copy: the same version (share) or a new one. */
+static struct ckh_objstore_object *obj_for_copy(struct ckh_objstore_object *o, bool share, bool *oom)
+{
+    if (o == NULL)
+        return NULL;
+    if (share) {
+        obj_ref(o);
+        return o;
+    }
+    struct ckh_objstore_object *d = obj_dup(o);
+    *oom |= d == NULL;
+    return d;
+}
+
+static struct upload *upload_copy(const struct upload *u, bool share)
+{
+    struct upload *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    bool oom = false;
+    memcpy(c->id, u->id, sizeof c->id);
+    c->key = strdup(u->key);
+    c->content_type = dup_or_null(u->content_type);
+    c->seq = u->seq;
+    c->parts = u->nparts ? calloc(u->nparts, sizeof *c->parts) : NULL;
+    oom = c->key == NULL || (u->content_type != NULL && c->content_type == NULL) || (u->nparts && !c->parts);
+    for (size_t i = 0; !oom && i < u->nparts; i++) {
+        c->parts[i].num = u->parts[i].num;
+        c->parts[i].obj = obj_for_copy(u->parts[i].obj, share, &oom);
+        c->nparts = i + 1;
+    }
+    if (oom) {
+        upload_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* dst (zeroed) becomes a copy of b: with its lagging views and versions
+ * shared (share), or its current versions only, as new versions. */
+static int bucket_copy(struct bucket *dst, const struct bucket *b, bool share)
+{
+    bool oom = false;
+    dst->name = strdup(b->name);
+    dst->entries = b->nentries ? calloc(b->nentries, sizeof *dst->entries) : NULL;
+    dst->uploads = b->nuploads ? calloc(b->nuploads, sizeof *dst->uploads) : NULL;
+    oom = dst->name == NULL || (b->nentries && !dst->entries) || (b->nuploads && !dst->uploads);
+    for (size_t i = 0; !oom && i < b->nentries; i++) {
+        const struct entry *e = &b->entries[i];
+        if (!share && e->cur == NULL)
+            continue; /* a deleted key: nothing durable */
+        struct entry *d = &dst->entries[dst->nentries];
+        if ((d->key = strdup(e->key)) == NULL) {
+            oom = true;
+            break;
+        }
+        dst->nentries++;
+        d->cur = obj_for_copy(e->cur, share, &oom);
+        d->write_seq = e->write_seq;
+        if (share) {
+            d->old = obj_for_copy(e->old, true, &oom);
+            d->old_valid = e->old_valid;
+            d->read_lags = e->read_lags;
+            d->vis_seq = e->vis_seq;
+            d->vis_ns = e->vis_ns;
+        }
+    }
+    for (size_t i = 0; !oom && i < b->nuploads; i++) {
+        if ((dst->uploads[i] = upload_copy(b->uploads[i], share)) == NULL)
+            oom = true;
+        else
+            dst->nuploads++;
+    }
+    return oom ? CKH_ENOMEM : 0;
+}
+
+static int undo_copy(struct undo *d, const struct undo *u)
+{
+    *d = *u;
+    d->bucket = strdup(u->bucket);
+    d->key = dup_or_null(u->key);
+    obj_ref(d->before);
+    obj_ref(d->after);
+    d->ended = u->ended != NULL ? upload_copy(u->ended, true) : NULL;
+    if (d->bucket == NULL || (u->key != NULL && d->key == NULL) || (u->ended != NULL && d->ended == NULL))
+        return CKH_ENOMEM;
+    return 0;
+}
+
+int ckh_objstore_clone(const struct ckh_objstore *s, struct ckh_objstore **out)
+{
+    if (s == NULL || out == NULL)
+        return CKH_EINVAL;
+    struct ckh_objstore *c = NULL;
+    int rc = ckh_objstore_create(&s->cfg, &c);
+    if (rc != 0)
+        return rc;
+    c->crash_rng = s->crash_rng;
+    c->seq = s->seq;
+    c->now_ns = s->now_ns;
+    c->buckets = s->nbuckets ? calloc(s->nbuckets, sizeof *c->buckets) : NULL;
+    c->inflight = s->ninflight ? calloc(s->ninflight, sizeof *c->inflight) : NULL;
+    if ((s->nbuckets && c->buckets == NULL) || (s->ninflight && c->inflight == NULL))
+        rc = CKH_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < s->nbuckets; i++) {
+        c->nbuckets++;
+        rc = bucket_copy(&c->buckets[i], &s->buckets[i], true);
+    }
+    for (size_t i = 0; rc == 0 && i < s->ninflight; i++) {
+        const struct inflight *f = &s->inflight[i];
+        struct inflight *g = &c->inflight[c->ninflight++];
+        *g = (struct inflight){.seq = f->seq, .node = f->node, .op = f->op};
+        if (f->nu && (g->u = calloc(f->nu, sizeof *g->u)) == NULL)
+            rc = CKH_ENOMEM;
+        for (size_t j = 0; rc == 0 && j < f->nu; j++) {
+            g->nu++;
+            rc = undo_copy(&g->u[j], &f->u[j]);
+        }
+    }
+    if (rc != 0) {
+        ckh_objstore_destroy(c);
+        return rc;
+    }
+    /* the same durable content, the same writes in flight */
+    CKH_ASSERT(c->nbuckets == s->nbuckets && c->ninflight == s->ninflight);
+    *out = c;
+    return 0;
+}
+
+int ckh_objstore_restore(struct ckh_objstore *dst, const struct ckh_objstore *src)
+{
+    if (dst == NULL || src == NULL || dst == src)
+        return CKH_EINVAL;
+    struct bucket *bs = src->nbuckets ? calloc(src->nbuckets, sizeof *bs) : NULL;
+    size_t nb = 0;
+    int rc = src->nbuckets && bs == NULL ? CKH_ENOMEM : 0;
+    for (size_t i = 0; rc == 0 && i < src->nbuckets; i++) {
+        nb++;
+        rc = bucket_copy(&bs[i], &src->buckets[i], false);
+    }
+    if (rc != 0) {
+        for (size_t i = 0; i < nb; i++)
+            bucket_clear(&bs[i]);
+        free(bs);
+        return rc;
+    }
+    for (size_t i = 0; i < dst->nbuckets; i++)
+        bucket_clear(&dst->buckets[i]);
+    free(dst->buckets);
+    for (size_t i = 0; i < dst->ninflight; i++)
+        inflight_clear(&dst->inflight[i]);
+    free(dst->inflight);
+    dst->inflight = NULL;
+    dst->ninflight = 0;
+    dst->buckets = bs;
+    dst->nbuckets = nb;
+    uint64_t seq = ++dst->seq;
+    trace_op(dst, seq, -1, "Restore", NULL, NULL, 0, "objects=%zu", ckh_objstore_object_count(dst));
+    return 0;
+}
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+    return s != NULL ? ckh_hash64(h, s, strlen(s) + 1) : ckh_hash64(h, "", 0);
+}
+
+static uint64_t hash_obj(uint64_t h, const struct ckh_objstore_object *o)
+{
+    h = ckh_hash64(h, &o->size, sizeof o->size);
+    h = hash_str(h, o->content_type);
+    for (size_t i = 0; i < o->next; i++)
+        h = ckh_hash64(h, o->ext[i].blob->data + o->ext[i].off, o->ext[i].len);
+    return h;
+}
+
+uint64_t ckh_objstore_content_digest(const struct ckh_objstore *s)
+{
+    uint64_t h = CKH_HASH_INIT;
+    for (size_t i = 0; i < s->nbuckets; i++) {
+        const struct bucket *b = &s->buckets[i];
+        h = hash_str(h, b->name);
+        for (size_t j = 0; j < b->nentries; j++) {
+            if (b->entries[j].cur == NULL)
+                continue;
+            h = hash_str(ckh_hash64(h, "o", 1), b->entries[j].key);
+            h = hash_obj(h, b->entries[j].cur);
+        }
+        for (size_t j = 0; j < b->nuploads; j++) {
+            const struct upload *u = b->uploads[j];
+            h = hash_str(ckh_hash64(h, "u", 1), u->key);
+            for (size_t k = 0; k < u->nparts; k++) {
+                h = ckh_hash64(h, &u->parts[k].num, sizeof u->parts[k].num);
+                h = hash_obj(h, u->parts[k].obj);
+            }
+        }
+    }
+    return h;
+}

@@ -678,6 +678,87 @@ START_TEST(trace_ops)
 }
 END_TEST
 
+/* Copies of a store's state (ckh explore over requests): a clone holds the
+ * same content and the same writes in flight, so a crash of the clone
+ * undoes them there and nowhere else (O12); a restore gives a store the
+ * durable content only (current versions, open uploads with their parts,
+ * nothing in flight), with a Restore trace line; the content digest
+ * follows the bytes, not the ETags or sequence numbers. */
+START_TEST(clone_restore_digest)
+{
+    struct ckh_objstore *s = store_new(CKH_OBJSTORE_LIST_DELAY, 4);
+    struct ckh_objstore_put_info i1;
+    ck_assert_int_eq(put_text(s, "a", "old", &i1), 0);
+    ckh_objstore_ack(s, i1.seq);
+    ck_assert_int_eq(put_text(s, "a", "new", NULL), 0); /* in flight */
+    struct ckh_objstore_req rq = {.bucket = "ckpt", .key = "big"};
+    char id[48];
+    ck_assert_int_eq(ckh_objstore_mpu_create(s, &rq, id, NULL), 0);
+    struct ckh_objstore_blob *b = blob_of("part1");
+    ck_assert_int_eq(ckh_objstore_mpu_part(s, &rq, id, 1, b, NULL), 0);
+    ckh_objstore_blob_unref(b);
+    uint64_t d0 = ckh_objstore_content_digest(s);
+
+    struct ckh_objstore *c = NULL;
+    ck_assert_int_eq(ckh_objstore_clone(s, &c), 0);
+    ck_assert_uint_eq(ckh_objstore_trace_len(c), 0);
+    ck_assert_uint_eq(ckh_objstore_last_seq(c), ckh_objstore_last_seq(s));
+    ck_assert_uint_eq(ckh_objstore_content_digest(c), d0);
+    ck_assert_uint_eq(ckh_objstore_inflight_count(c, -1), ckh_objstore_inflight_count(s, -1));
+    ck_assert_uint_eq(ckh_objstore_mpu_open_count(c, "ckpt"), 1);
+    /* undo every write in flight on the clone: "a" is old again there only */
+    size_t n = ckh_objstore_inflight_count(c, -1);
+    ck_assert_uint_eq(n, 3);
+    bool keep[3] = {false, false, false};
+    ck_assert_int_eq(ckh_objstore_crash(c, -1, keep, n), 3);
+    assert_body(c, "a", "old");
+    assert_body(s, "a", "new");
+    ck_assert_uint_eq(ckh_objstore_mpu_open_count(c, "ckpt"), 0); /* its create undone */
+    ck_assert_uint_ne(ckh_objstore_content_digest(c), d0);
+    ck_assert_uint_eq(ckh_objstore_content_digest(s), d0);
+
+    /* restore: another store gets s's durable content */
+    struct ckh_objstore *r = store_new(CKH_OBJSTORE_STRONG, 0);
+    ck_assert_int_eq(put_text(r, "gone", "x", NULL), 0);
+    size_t lines = ckh_objstore_trace_len(r);
+    ck_assert_int_eq(ckh_objstore_restore(r, s), 0);
+    ck_assert_int_eq(ckh_objstore_restore(r, r), CKH_EINVAL);
+    ck_assert_uint_eq(ckh_objstore_trace_len(r), lines + 1);
+    ck_assert_str_eq(ckh_objstore_trace_op(r, lines)->op, "Restore");
+    ck_assert_uint_eq(ckh_objstore_inflight_count(r, -1), 0);
+    ck_assert_uint_eq(ckh_objstore_content_digest(r), d0);
+    assert_body(r, "a", "new");
+    assert_body(r, "gone", NULL);
+    ck_assert_uint_eq(ckh_objstore_mpu_open_count(r, "ckpt"), 1);
+    /* the open upload goes on in the restored store, its part 1 included */
+    struct ckh_objstore_part_info *parts = NULL;
+    size_t np = 0;
+    ck_assert_int_eq(ckh_objstore_mpu_list_parts(r, &rq, id, &parts, &np), 0);
+    ck_assert_uint_eq(np, 1);
+    free(parts);
+    /* a corruption at rest in the restored store stays there */
+    ck_assert_int_eq(ckh_objstore_corrupt(r, "ckpt", "a", 0), 0);
+    assert_body(s, "a", "new");
+    ck_assert_uint_ne(ckh_objstore_content_digest(r), d0);
+    ck_assert_uint_eq(ckh_objstore_content_digest(s), d0);
+    /* the same bytes written by other ops: the same digest */
+    struct ckh_objstore *e1 = store_new(CKH_OBJSTORE_STRONG, 0), *e2 = store_new(CKH_OBJSTORE_STRONG, 0);
+    ck_assert_int_eq(put_text(e1, "k", "v", NULL), 0);
+    ck_assert_int_eq(put_text(e2, "k", "w", NULL), 0);
+    ck_assert_uint_ne(ckh_objstore_content_digest(e1), ckh_objstore_content_digest(e2));
+    ck_assert_int_eq(put_text(e2, "k", "v", NULL), 0);
+    ck_assert_uint_eq(ckh_objstore_content_digest(e1), ckh_objstore_content_digest(e2));
+    struct ckh_objstore *none = NULL;
+    ck_assert_int_eq(ckh_objstore_clone(NULL, &none), CKH_EINVAL);
+    ck_assert_ptr_null(none);
+    ckh_objstore_destroy(e1);
+    ckh_objstore_destroy(e2);
+    ckh_objstore_destroy(r);
+    ckh_objstore_destroy(c);
+    ckh_objstore_destroy(s);
+}
+END_TEST
+
 static Suite *objstore_suite(void)
 {
     Suite *su = suite_create("objstore");
@@ -696,6 +777,7 @@ static Suite *objstore_suite(void)
     tcase_add_test(tc, trace_lines);
     tcase_add_test(tc, sorted_names);
     tcase_add_test(tc, trace_ops);
+    tcase_add_test(tc, clone_restore_digest);
     suite_add_tcase(su, tc);
     return su;
 }

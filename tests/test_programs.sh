@@ -274,11 +274,13 @@ declare -A verdict=(
     [s3-torch-naive-slowdown-shard]='resume-equivalence: step 7: weights, optim of rank_0 diverged first \(rng, loss equal\)'
     [s3-torch-multi-naive-kill-rank1]='resume-equivalence: step 7: weights of rank_0, optim of rank_0, weights of rank_1, optim of rank_1, rng of rank_1, loss of rank_1 diverged first'
     [s3-multipart-naive-kill-before-complete]='resume-equivalence: step 7: table of rank_0 diverged first \(weights, optim, rng, loss equal\)'
+    [s3-explore-naive]='explore: [0-9]+ of [0-9]+ crash states fail restart; the smallest, state [0-9]+: after request [0-9]+ of [0-9]+ \(rank_0 PutObject train/ckpt/shard_[0-9]\); .+: resume-equivalence: step 4: x, x0 of rank_0 diverged first'
 )
 # The libcurl saver's, where it was built (libcurl found at configure time).
 if [ -n "$ckh" ] && [ -x "$(dirname "$ckh")/programs/prog_s3_curl" ]; then
     verdict[s3-curl-c-naive-kill-between-shards]='resume-equivalence: step 4: x, x0 of rank_0 diverged first'
     verdict[s3-curl-c-naive-slowdown-shard]='resume-equivalence: step 7: x of rank_0 diverged first \(x0 equal\)'
+    verdict[s3-explore-curl-c-naive]='explore: [0-9]+ of [0-9]+ crash states fail restart; the smallest, state [0-9]+: after request [0-9]+ of [0-9]+ \(rank_0 PutObject bkt/ckpt/shard_[0-9]\); .+: resume-equivalence: step 4: x, x0 of rank_0 diverged first'
 fi
 if ! want verdicts; then
     :

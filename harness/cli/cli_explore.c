@@ -32,6 +32,8 @@ static void usage(FILE *f)
             "each prefix of the operations, with the pending ones applied, dropped, reordered or\n"
             "torn as the disk's crash model allows. A state is checked by the scenario's verify\n"
             "command, or by restarting the job on it and applying the oracles.\n"
+            "A job with job.object_store is explored over its requests to the store instead: a\n"
+            "state is the store after the first K requests (docs/OBJECT_STORE.md).\n"
             "\n"
             "options:\n"
             "  --check verify|restart  how a state is checked (default: verify when the scenario\n"
@@ -43,7 +45,8 @@ static void usage(FILE *f)
             "  --max-states N          generate at most N states\n"
             "  --time-limit SECONDS    start no check after this\n"
             "  --state K               check state K alone (the reproduction of a finding)\n"
-            "  --keep DIR              with --state: write that state's files into DIR (absent or empty)\n"
+            "  --keep DIR              with --state: write that state's files (a store's objects as\n"
+            "                          DIR/BUCKET/KEY) into DIR (absent or empty)\n"
             "  --seed N                the run's seed (default: the scenario's)\n"
             "  --crashes all|crash|power-loss|none\n"
             "                          a multi-node job's crashes: each node's machine crash in\n"
@@ -117,6 +120,8 @@ static void print_result(FILE *f, const char *file, const char *argv0, const str
         fprintf(f, " (%.1f states/s)", (double)r->checked / secs);
     fputc('\n', f);
     print_start(f, r);
+    if (r->note[0])
+        fprintf(f, "%s\n", r->note);
     if (r->bounded)
         fprintf(f, "bounded: %s\n", r->bound);
     if (!r->nfails) {

@@ -1007,6 +1007,8 @@ static int reference_run(const struct ckh_scenario *sc, uint64_t seed, const str
     if (rc == 0 && w) {
         c.on_op = w->on_op;
         c.on_op_ctx = w->ctx;
+        c.on_s3 = w->on_s3;
+        c.on_s3_ctx = w->ctx;
     }
     if (rc == 0)
         rc = ckh__cmd_execute(&c, &tmp);
@@ -1111,6 +1113,16 @@ int ckh__cmd_replace_disk(struct ckh__cmd *c, struct ckh_simfs *disk)
     c->mounts[0].disk = disk;
     c->env.disks = c->disks;
     return 0;
+}
+
+int ckh__cmd_replace_store(struct ckh__cmd *c, const struct ckh_objstore *state)
+{
+    if (c->store == NULL)
+        return ckh__cmd_fail(c, CKH_EINVAL, "a job without job.object_store has no store to replace");
+    ckh_s3_server_lock(c->s3);
+    int rc = ckh_objstore_restore(c->store, state);
+    ckh_s3_server_unlock(c->s3);
+    return rc ? ckh__cmd_fail(c, rc, "restoring the object store's state: %s", ckh_strerror(rc)) : 0;
 }
 
 int ckh__cmd_replace_disks(struct ckh__cmd *c, struct ckh_simfs *const *disks, size_t n)

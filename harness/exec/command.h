@@ -28,6 +28,8 @@ struct ckh__cmd_watch {
     void (*on_op)(void *ctx, struct ckh__cmd_mount *m, const struct ckh_ckhfs_op *op);
     void (*on_end)(void *ctx, struct ckh__cmd *c);
     void *ctx;
+    /* appended: as struct ckh__cmd's on_s3 (NULL: not wanted) */
+    void (*on_s3)(void *ctx, struct ckh__cmd *c, const struct ckh_s3_request *rq);
 };
 /* The fault-free reference run of sc in je's folder "ref", watched by w
  * (NULL: not): r->ref (with the checkpoint directory's file digests),
@@ -39,6 +41,11 @@ int ckh__cmd_reference(const struct ckh_scenario *sc, uint64_t seed, const struc
  * of the fresh one ckh__cmd_init made: the crash state the explorer
  * checks. CKH_EINVAL for a job with more than one mount. */
 int ckh__cmd_replace_disk(struct ckh__cmd *c, struct ckh_simfs *disk);
+/* Makes c's object store (job.object_store) hold state's durable content
+ * (ckh_objstore_restore; state stays the caller's) in place of the fresh
+ * buckets ckh__cmd_init made: the crash state the explorer of requests
+ * checks. CKH_EINVAL for a job without a store. */
+int ckh__cmd_replace_store(struct ckh__cmd *c, const struct ckh_objstore *state);
 /* Makes disks[m] (n of them, owned by c from now on) the disk of mount
  * m, in place of the fresh ones ckh__cmd_init made (mounts in the order
  * ckh__exec_build_disks makes them: disk by disk, node by node for a

@@ -468,6 +468,8 @@ void ckh__cmd_s3_hook(void *ctx, const struct ckh_s3_request *rq, struct ckh_s3_
              rq->key != NULL ? rq->key : "");
     pthread_mutex_lock(&c->lock);
     bool ours = node >= 0 && node < c->n && c->nodes[node].pid > 0 && !c->nodes[node].reaped;
+    if (ours && c->on_s3)
+        c->on_s3(c->on_s3_ctx, c, rq);
     if (ours)
         snprintf(c->nodes[node].last_op, sizeof c->nodes[node].last_op, "%s %.140s",
                  ckh_op_name((enum ckh_op_kind)rq->kind), path);

@@ -240,6 +240,13 @@ struct ckh__cmd {
      * The crash explorer records and snapshots a program's save with it. */
     void (*on_op)(void *ctx, struct ckh__cmd_mount *m, const struct ckh_ckhfs_op *op);
     void *on_op_ctx;                 /* passed to on_op */
+    /* Called first for every request a node sends to the object store's
+     * endpoint (a port's thread, the store's lock and c's lock held),
+     * before it is applied: the store then holds every request before it.
+     * NULL: none. The explorer of requests (search/explore_store.c) cuts
+     * the store with it. */
+    void (*on_s3)(void *ctx, struct ckh__cmd *c, const struct ckh_s3_request *rq);
+    void *on_s3_ctx;                 /* passed to on_s3 */
     /* Called by the wait loop (command_proc.c, lock held) after node i's
      * progress moved (i < 0: time passed): the fault script's progress
      * and time triggers (ckh__cmd_progress_triggers, set by

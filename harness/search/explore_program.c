@@ -45,6 +45,7 @@
 #include "search/explore_internal.h"
 #include "search/explore_program.h"
 #include "search/explore_multi.h"
+#include "search/explore_store.h"
 #include "search/explore_workers.h"
 #include "judge/judge.h"
 
@@ -571,6 +572,8 @@ int ckh_explore_program(const struct ckh_scenario *sc, const struct ckh_xprog_op
     if (o->only_order && o->only_state)
         return ckh_errf(err, errlen, CKH_EINVAL, "--order N and --state K cannot be given together (an order "
                         "is a run of the whole job, a state a crash of one)");
+    if (sc->job.object_store) /* its requests' cuts (search/explore_store.h) */
+        return ckh__xstore_explore(sc, o, check, start, out, err, errlen);
     if (ckh__xmulti_applies(sc, o))
         return ckh__xmulti_explore(sc, o, check, start, out, err, errlen);
     if (o->only_order)

@@ -137,6 +137,9 @@ struct ckh_xprog_result {
     struct ckh_xprog_failure *order_fails; /* ascending N, k = N (owned, malloc) */
     size_t norder_fails;      /* their count */
     bool orders_only;         /* no crash state was explored (--order N, crashes none) */
+    /* appended: a job with job.object_store (search/explore_store.h) */
+    char note[1400];          /* what the states are cut from, in one line, and with
+                                 --state K that state ("": files) */
 };
 
 /* Explores sc (a command job; faults are refused: the explorer makes its

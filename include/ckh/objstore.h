@@ -348,4 +348,27 @@ uint64_t ckh_objstore_trace_hash(const struct ckh_objstore *s);
  * however many versions, copies and parts share it). Not traced. */
 uint64_t ckh_objstore_body_bytes(struct ckh_objstore *s);
 
+/* ---- copies of a store's state (ckh explore over requests) ---- */
+
+/* A copy of s as it stands (*out the caller's, ckh_objstore_destroy): its
+ * configuration and seeded stream, its sequence number, its buckets with
+ * every key's versions and lagging views, its open uploads and its writes
+ * in flight (so ckh_objstore_crash on the copy undoes them as on s); the
+ * trace starts empty. Versions are shared with s by reference (O11), never
+ * copied: neither store may be corrupted at rest (ckh_objstore_corrupt)
+ * while the other is used. 0, CKH_EINVAL, CKH_ENOMEM (nothing made). */
+int ckh_objstore_clone(const struct ckh_objstore *s, struct ckh_objstore **out);
+/* dst's buckets become src's durable content: its buckets, every key's
+ * current version (bytes shared, versions new: a corruption in dst stays
+ * in dst), its open uploads with their parts; no lagging view, nothing in
+ * flight. dst keeps its configuration, seeded stream, sequence and trace,
+ * which gets one line ("Restore"). 0, CKH_EINVAL, CKH_ENOMEM (dst
+ * unchanged). */
+int ckh_objstore_restore(struct ckh_objstore *dst, const struct ckh_objstore *src);
+/* A digest of s's durable content: bucket names, each key with a current
+ * version and that version's bytes and content type, each open upload's key
+ * and parts (numbers and bytes); not ETags, sequence numbers, upload ids or
+ * lagging views. Equal content, equal digest. */
+uint64_t ckh_objstore_content_digest(const struct ckh_objstore *s);
+
 #endif
