@@ -29,23 +29,24 @@ Cases:
                barrier, and only then do the ranks rewrite their shards.
   dcp-swap     a shared disk, PyTorch DCP's FileSystemWriter: every rank
                saves __R_N.distcp into `dcp` (fsynced), then rank 0 runs
-               finish() step for step as torch 2.x does it (Debian's torch
-               1.13 cannot import torch.distributed.checkpoint under
-               Python 3.11): pickle the metadata to .metadata.tmp, flush,
+               finish() step for step as recent torch does it (Debian's
+               torch 1.13 cannot import torch.distributed.checkpoint
+               under Python 3.11): pickle the metadata to .metadata.tmp, flush,
                fsync; if .metadata exists, remove it; rename .metadata.tmp
                to .metadata; no folder fsync. Then rank 0 records the step
                in `saved` (temporary name, fsync, rename, fsync of the
                checkpoint folder, not of `dcp`). Fixed: one os.replace puts
                the new .metadata over the old, then `dcp` is fsynced.
-               (Releases up to 2.5 also fsync before they flush, so their
-               .metadata.tmp is not durable either; this program flushes,
-               as later ones do, to keep to the swap.)
+               (Some releases, 2.5 among them, also fsync before they
+               flush, so their .metadata.tmp is not durable either; this
+               program flushes, as the newest do, to keep to the swap.)
   step-folder-race  a shared disk, one step (nanochat#315): rank 0 lists
                the checkpoint folder (old steps to prune) and makes
                step_1; rank 1 does its own work (2 s) and torch.saves its
                shard into step_1 with no barrier, trusting rank 0 to have
                made it by then. When rank 0 is slower, rank 1's save finds
-               no folder (FileNotFoundError). Fixed: every rank makes the
+               no folder (torch 1.13: "RuntimeError: Parent directory
+               .../step_1 does not exist"). Fixed: every rank makes the
                folder itself (os.makedirs(exist_ok=True)) before it saves.
                (A dist.barrier after rank 0's mkdir fixes it as well, but
                ckhfs cannot see a gloo barrier, so an explore would hold
