@@ -222,7 +222,7 @@ else
     dst=$?
     [ $st -eq 1 ] || fail "ckh run of the PyTorch stale marker and race without their expect sections: exit $st, want 1"
     for c in "${!tverdict[@]}"; do
-        line=$(printf '%s\n' "$out" | grep -m1 -E "^(PASS|FAIL|ERROR)  torch-multi-$c[: ]")
+        line=$(printf '%s\n' "$out" | grep -m1 -E "^(PASS|FAIL|ERROR)  torch-multi-${c}[: ]")
         if printf '%s\n' "$line" | grep -qE "^FAIL  torch-multi-$c: ${tverdict[$c]}"; then
             ok "PyTorch $c without its expect section: $(printf '%s\n' "$line" | cut -c1-150)..."
         else
