@@ -16,6 +16,9 @@
 #   - explore.symptom: a symptom that no state shows is a FAIL of ckh run;
 #   - the PyTorch programs over gloo (prog_torch_shards.py; skipped without
 #     torch): no commit protocol found, node-local folders fixed passes;
+#     the stale marker, DCP's metadata swap (the removal kept, the rename
+#     lost) and the step-folder race (its order) each fail with their own
+#     verdict;
 #   - bad input is exit 2 naming what: --crashes, --others, explore keys.
 # Usage: tests/test_explore_multi.sh CKH SOURCE_DIR
 set -uo pipefail
@@ -187,6 +190,57 @@ else
     [ $st -eq 0 ] && printf '%s\n' "$out" | grep_q '^PASS' &&
         ok "PyTorch, every rank makes its folder on its own disk: $(summary "$out")" ||
         fail "torch rank0-mkdir fixed: exit $st: $out"
+fi
+
+# ---- the PyTorch programs' other bugs (skipped without torch) ----
+# The stale completion marker, DCP's metadata swap and the step-folder race
+# (prog_torch_shards.py), no fault written by hand, each with its own
+# verdict: the marker naming a shard rewritten under it; rank 1's
+# torch.save before rank 0's mkdir, found by its order (these two in one
+# ckh run, their expect sections removed); for the swap, every failing
+# state of one explore, running beside that ckh run: the old .metadata's
+# removal kept and the new one's rename lost while step 2 is saved. (Each
+# expected failure with its symptom, and each -fixed variant passing:
+# scenario_library.)
+if ckh_torch_missing /usr/bin/python3; then
+    echo "skip: the PyTorch programs' stale marker, metadata swap and race: $torch_why"
+else
+    mkdir -p torch3 || exit 1
+    declare -A tverdict=(
+        [stale-marker]='explore: [0-9]+ of [0-9]+ crash states fail verify; the smallest, state [0-9]+: power loss of every node .+ftruncate /current/shard_[01]\.pt kept.+current/COMPLETE names step 1 but current/shard_[01]\.pt does not hold step 1.s shard \(stale marker\)'
+        [step-folder-race]="explore: 1 of 1 orders of the nodes. operations fail; the first, order 1: rank_1.s stat /step_1/shard_1\\.pt before rank_0.s mkdir /step_1 \\(rank_0 held at its stat /\\).+rank_1 exited with status [0-9]+; its last output: RuntimeError: Parent directory /.+/step_1 does not exist"
+    )
+    for c in stale-marker dcp-swap step-folder-race; do
+        grep -q '^faults:' "$lib/torch-multi-$c.yaml" && fail "torch-multi-$c names a fault"
+    done
+    for c in "${!tverdict[@]}"; do
+        sed -e '/^  expect: fail$/d' -e '/^  symptom: /d' -e "s#\.\./\.\./#$src/#g" "$lib/torch-multi-$c.yaml" \
+            >"torch3/torch-multi-$c.yaml"
+    done
+    sed -e "s#\.\./\.\./#$src/#g" "$lib/torch-multi-dcp-swap.yaml" >torch-dcp.yaml
+    "$ckh" explore torch-dcp.yaml --jobs 1 >torch-dcp.out 2>&1 &
+    dcp=$!
+    out=$(cd torch3 && "$ckh" run . --jobs 2 2>&1)
+    st=$?
+    wait $dcp
+    dst=$?
+    [ $st -eq 1 ] || fail "ckh run of the PyTorch stale marker and race without their expect sections: exit $st, want 1"
+    for c in "${!tverdict[@]}"; do
+        line=$(printf '%s\n' "$out" | grep -m1 -E "^(PASS|FAIL|ERROR)  torch-multi-${c}[: ]")
+        if printf '%s\n' "$line" | grep_q -E "^FAIL  torch-multi-$c: ${tverdict[$c]}"; then
+            ok "PyTorch $c without its expect section: $(printf '%s\n' "$line" | cut -c1-150)..."
+        else
+            fail "PyTorch $c without its expect section: want FAIL  torch-multi-$c: ${tverdict[$c]}, got: ${line:-no line}; ckh said: $out"
+        fi
+    done
+    # the swap itself: the removal kept, the rename not, step 2 saved
+    swap=$(grep -A1 -E '^  state [0-9]+: power loss .*unlink /dcp/\.metadata kept, rename /dcp/\.metadata\.tmp ' torch-dcp.out |
+        grep -c "verify: step 2 was saved but dcp/.metadata is missing: the checkpoint is lost (metadata swap)")
+    if [ $dst -eq 1 ] && [ "$swap" -ge 1 ] && grep -q '^FAIL: [0-9]* crash states failed' torch-dcp.out; then
+        ok "PyTorch DCP finish(): the old .metadata removed, the new one not renamed: $(summary "$(cat torch-dcp.out)")"
+    else
+        fail "PyTorch dcp-swap: exit $dst, want 1 and a state with unlink /dcp/.metadata kept and step 2 lost: $(cat torch-dcp.out)"
+    fi
 fi
 
 # ---- orders of the nodes' operations on a shared disk (explore_races.c) ----
