@@ -13,6 +13,10 @@
 #   clang     build-clang/ (clang, Release, -Werror): the build, every Check
 #             suite and the short integration tests; not the long
 #             integration tests (see long_integration), which asan runs
+#   coverage  only with CKH_COVERAGE_STAGE=1 (a nightly job: about 20 minutes
+#             on two cores, more than the 15-minute budget): build-cov/,
+#             the whole suite instrumented (scripts/coverage.sh); its
+#             line, function and branch figures close the summary
 #   fuzz      build-fuzz/ (clang, libFuzzer, ASan + UBSan): each fuzz target
 #             for CKH_FUZZ_SECONDS (default 20: three targets, a minute
 #             in all, within the 15-minute budget) from its seed corpus
@@ -96,6 +100,13 @@ fuzz_short() {
   bash "$CKH_ROOT/scripts/fuzz.sh" "$CKH_ROOT/build-fuzz" "${CKH_FUZZ_SECONDS:-20}"
 }
 
+coverage_log=$CKH_ROOT/build-cov/coverage-stage.log
+coverage_run() {
+  cmake -S "$CKH_ROOT" -B "$CKH_ROOT/build-cov" -DCKH_COVERAGE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+  cmake --build "$CKH_ROOT/build-cov" -j"$jobs" >/dev/null
+  bash "$CKH_ROOT/scripts/coverage.sh" "$CKH_ROOT/build-cov" 2>&1 | tee "$coverage_log"
+}
+
 stage gcc gcc_tests
 stage package bash "$CKH_ROOT/scripts/package-test.sh" "$CKH_ROOT/build"
 if [ "${CKH_MEMCHECK:-1}" = 1 ]; then
@@ -111,9 +122,20 @@ else
   echo "== clang and fuzz: skipped (clang is not installed)"
 fi
 
+if [ "${CKH_COVERAGE_STAGE:-0}" = 1 ]; then
+  stage coverage coverage_run
+fi
+
 echo "== stage times:"
 printf '  %s\n' "${times[@]}"
 echo "  total     ${SECONDS}s"
+if [ "${CKH_COVERAGE_STAGE:-0}" = 1 ]; then
+  echo "== coverage (build-cov/coverage/index.html):"
+  sed -n 's/^  \(lines\|functions\|branches\): /  \1: /p' "$coverage_log" 2>/dev/null
+  grep '^folders under' "$coverage_log" 2>/dev/null | sed 's/^/  /'
+else
+  echo "== coverage: not measured (CKH_COVERAGE_STAGE=1 adds the stage, about 20 minutes)"
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "== FAILED: ${failed[*]}"
   exit 1
