@@ -386,16 +386,9 @@ static int copy_tree(struct ckh_fs *from, struct ckh_fs *to, const char *dir)
 /* Writes d's files into the real folder dir (absent or empty; created). */
 static int keep_state(struct ckh_simfs *d, const char *dir, char *err, size_t errlen)
 {
-    struct stat sb;
-    if (stat(dir, &sb) == 0) {
-        if (!S_ISDIR(sb.st_mode))
-            return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: exists and is not a folder", dir);
-        if (rmdir(dir) != 0) /* only an empty folder goes; its content is never touched */
-            return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: the folder is not empty (ckh writes a "
-                            "state's files only into an absent or empty folder)", dir);
-    }
-    if (mkdir(dir, 0777) != 0)
-        return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: cannot create it: %s", dir, strerror(errno));
+    int krc = ckh__xw_keep_dir(dir, "files", err, errlen);
+    if (krc != 0)
+        return krc;
     struct ckh_fs *to = NULL;
     int rc = ckh_posix_fs_create(dir, &to);
     if (rc == 0)

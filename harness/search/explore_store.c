@@ -471,16 +471,9 @@ static int keep_object(const char *dir, const char *bucket, const char *key, con
  * reads add trace lines to it and nothing else. */
 static int keep_store(struct ckh_objstore *st, const char *dir, char *err, size_t errlen)
 {
-    struct stat sb;
-    if (stat(dir, &sb) == 0) {
-        if (!S_ISDIR(sb.st_mode))
-            return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: exists and is not a folder", dir);
-        if (rmdir(dir) != 0) /* only an empty folder goes; its content is never touched */
-            return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: the folder is not empty (ckh writes a "
-                            "state's objects only into an absent or empty folder)", dir);
-    }
-    if (mkdir(dir, 0777) != 0)
-        return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: cannot create it: %s", dir, strerror(errno));
+    int krc = ckh__xw_keep_dir(dir, "objects", err, errlen);
+    if (krc != 0)
+        return krc;
     int rc = 0;
     for (size_t b = 0; rc == 0 && b < ckh_objstore_bucket_count(st); b++) {
         char *bucket = strdup(ckh_objstore_bucket_name(st, b));

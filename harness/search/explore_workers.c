@@ -431,6 +431,21 @@ int ckh__xw_report(const void *v, size_t n, size_t size, const struct ckh__xw_sl
     return 0;
 }
 
+int ckh__xw_keep_dir(const char *dir, const char *what, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode))
+            return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: exists and is not a folder", dir);
+        if (rmdir(dir) != 0) /* only an empty folder goes; its content is never touched */
+            return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: the folder is not empty (ckh writes a "
+                            "state's %s only into an absent or empty folder)", dir, what);
+    }
+    if (mkdir(dir, 0777) != 0)
+        return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: cannot create it: %s", dir, strerror(errno));
+    return 0;
+}
+
 int ckh__xw_keep(struct ckh_simfs *const *disks, const char *const *names, size_t nd, const char *dir, char *err,
                  size_t errlen)
 {
@@ -438,16 +453,9 @@ int ckh__xw_keep(struct ckh_simfs *const *disks, const char *const *names, size_
         CKH_ASSERT(nd == 1);
         return ckh__xprog_keep_disk(disks[0], dir, err, errlen);
     }
-    struct stat sb;
-    if (stat(dir, &sb) == 0) {
-        if (!S_ISDIR(sb.st_mode))
-            return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: exists and is not a folder", dir);
-        if (rmdir(dir) != 0) /* only an empty folder goes; its content is never touched */
-            return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: the folder is not empty (ckh writes a "
-                            "state's files only into an absent or empty folder)", dir);
-    }
-    if (mkdir(dir, 0777) != 0)
-        return ckh_errf(err, errlen, CKH_EINVAL, "--keep %s: cannot create it: %s", dir, strerror(errno));
+    int krc = ckh__xw_keep_dir(dir, "files", err, errlen);
+    if (krc != 0)
+        return krc;
     for (size_t e = 0; e < nd; e++) {
         char sub[CKH__CMD_PATH_MAX + 200];
         snprintf(sub, sizeof sub, "%s/%s", dir, names[e]);

@@ -140,6 +140,12 @@ int ckh__xw_report(const void *v, size_t n, size_t size, const struct ckh__xw_sl
                    void (*more)(const void *ctx, size_t i, char *text, size_t size), const void *ctx,
                    struct ckh_xprog_result *out, char *err, size_t errlen);
 
+/* --keep DIR's folder: made if absent, an empty one taken (removed and
+ * made again), anything else refused, its content never touched: 0, or
+ * CKH_EINVAL with err naming DIR (what: "files", "objects", for the
+ * message). */
+int ckh__xw_keep_dir(const char *dir, const char *what, char *err, size_t errlen);
+
 /* --keep DIR: writes the state's disks (disks[nd]) into DIR (absent or
  * empty; created): the files themselves when names is NULL (one disk),
  * else one folder per disk named names[e]. 0, or CKH_EINVAL (DIR is not
