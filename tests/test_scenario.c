@@ -1043,7 +1043,7 @@ static const struct bad_case bad_cases[] = {
      "'on.time' expects a duration (a number with ns, us, ms, s, m or h), got '5'"},
     {J "faults:\n  - {on: {op: write}, do: explode}\n",
      CKH_EINVAL, 3, 27,
-     "'do' got unknown value 'explode'; expected one of: kill, crash, power-loss, errno, fsync-fail, disk-full, delay, corrupt, remove-dir, dangling-latest, stale-latest, die-in-collective, mismatch-collective, gpu-oom, short-write, sigterm, s3-reset, s3-expire, s3-corrupt"},
+     "'do' got unknown value 'explode'; expected one of: kill, crash, power-loss, errno, fsync-fail, disk-full, delay, corrupt, remove-dir, dangling-latest, stale-latest, die-in-collective, mismatch-collective, gpu-oom, short-write, sigterm, s3-reset, s3-expire, s3-corrupt, s3-stale-list"},
     {J "faults:\n  - {on: {op: write}}\n",
      CKH_EINVAL, 3, 5,
      "a fault needs 'do:' (the action: kill, crash, power-loss, errno, ...)"},
