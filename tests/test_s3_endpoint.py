@@ -217,6 +217,36 @@ class Boto3Calls(unittest.TestCase):
         self.assertEqual(self.err(s3.list_objects_v2, Bucket="ckpt", ContinuationToken="not-a-token"),
                          "InvalidArgument")
 
+    def test_list_object_versions(self):  # E3: a bucket that never had versioning
+        s3 = self.s3
+        s3.create_bucket(Bucket="vers")
+        keys = ["v/%02d" % i for i in range(7)] + ["v/sub/a", "w"]
+        for k in keys:
+            s3.put_object(Bucket="vers", Key=k, Body=k.encode())
+        seen, pages = [], 0
+        kw = {"Bucket": "vers", "MaxKeys": 3}
+        while True:
+            r = s3.list_object_versions(**kw)
+            pages += 1
+            for v in r.get("Versions", []):
+                self.assertEqual((v["VersionId"], v["IsLatest"], v["Size"]), ("null", True, len(v["Key"])))
+                seen.append(v["Key"])
+            self.assertNotIn("DeleteMarkers", r)
+            if not r["IsTruncated"]:
+                break
+            self.assertEqual(r["NextVersionIdMarker"], "null")
+            kw.update(KeyMarker=r["NextKeyMarker"], VersionIdMarker=r["NextVersionIdMarker"])
+        self.assertEqual((seen, pages), (sorted(keys), 3))
+        r = s3.list_object_versions(Bucket="vers", Prefix="v/", Delimiter="/")
+        self.assertEqual([p["Prefix"] for p in r["CommonPrefixes"]], ["v/sub/"])
+        self.assertEqual(len(r["Versions"]), 7)
+        # what a cleanup does with the listing: delete each "null" version
+        objs = [{"Key": v["Key"], "VersionId": v["VersionId"]} for v in s3.list_object_versions(Bucket="vers")["Versions"]]
+        s3.delete_objects(Bucket="vers", Delete={"Objects": objs, "Quiet": True})
+        self.assertNotIn("Versions", s3.list_object_versions(Bucket="vers"))
+        s3.delete_bucket(Bucket="vers")
+        self.assertEqual(self.err(s3.list_object_versions, Bucket="vers"), "NoSuchBucket")
+
     def test_multipart(self):  # O10, O11
         s3 = self.s3
         data = bytes(random.Random(5).getrandbits(8) for _ in range(64 * 1024)) * 320  # 20 MiB
@@ -351,6 +381,10 @@ class RawRequests(unittest.TestCase):
         self.assertIn(b"<Resource>/nobucket/k</Resource>", body)
         st, _, body = curl(self.url + "/raw/k?acl")
         self.assertEqual((st, error_code(body)), (501, "NotImplemented"))
+        st, _, body = curl(self.url + "/raw/k?versions")  # versions of a bucket only
+        self.assertEqual((st, error_code(body)), (501, "NotImplemented"))
+        st, _, body = curl(self.url + "/raw?versions&version-id-marker=null")  # a version marker needs a key marker
+        self.assertEqual((st, error_code(body)), (400, "InvalidArgument"))
         st, _, body = curl(self.url + "/raw/k", "-X", "PATCH")
         self.assertEqual((st, error_code(body)), (501, "NotImplemented"))
         st, _, body = curl(self.url + "/raw/k?uploadId=zzz", "-X", "POST", data=b"<not xml")

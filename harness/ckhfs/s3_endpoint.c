@@ -15,6 +15,9 @@
  *                                     max-keys, continuation-token,
  *                                     start-after, encoding-type=url)
  *       GET /B                        ListObjects (v1: marker as start-after)
+ *       GET /B?versions               ListObjectVersions, as a bucket
+ *                                     that never had versioning answers
+ *                                     (each object one version, "null")
  *       GET /B?location               GetBucketLocation
  *       POST /B?delete                DeleteObjects
  *       PUT /B/K                      PutObject; with x-amz-copy-source:
@@ -646,6 +649,74 @@ static enum MHD_Result op_list_objects(struct MHD_Connection *c, struct req *r)
     return send_xml(c, &b, 200, seq);
 }
 
+/* ListObjectVersions of a bucket that never had versioning (E3): each
+ * object is its one version, "null", the latest; a delete leaves no
+ * marker. key-marker resumes after a key; the page's last name is
+ * NextKeyMarker, with NextVersionIdMarker "null". */
+static enum MHD_Result op_list_versions(struct MHD_Connection *c, struct req *r)
+{
+    const char *enc = NULL, *vmark = NULL;
+    struct ckh_objstore_list_params p = {0};
+    has_arg(r, "prefix", &p.prefix);
+    has_arg(r, "delimiter", &p.delimiter);
+    has_arg(r, "key-marker", &p.start_after);
+    has_arg(r, "version-id-marker", &vmark);
+    if (p.start_after != NULL && p.start_after[0] == '\0')
+        p.start_after = NULL;
+    bool url = has_arg(r, "encoding-type", &enc) && enc != NULL && strcmp(enc, "url") == 0;
+    long mk = arg_num(r, "max-keys");
+    bool mk_given = has_arg(r, "max-keys", NULL);
+    if (mk < 0 || (enc != NULL && !url) || (vmark != NULL && vmark[0] != '\0' && p.start_after == NULL))
+        return send_error(c, r, CKH_S3_INVALID_ARGUMENT, ckh_objstore_last_seq(store_of(r)));
+    p.max_keys = mk_given ? (size_t)(mk > 1000 ? 1000 : mk) : 1000;
+    struct ckh_objstore_listing l = {0};
+    int rc = mk_given && mk == 0 ? ckh_objstore_head_bucket(store_of(r), r->np->node, r->bucket)
+                                 : ckh_objstore_list(store_of(r), r->np->node, r->bucket, &p, &l);
+    uint64_t seq = ckh_objstore_last_seq(store_of(r));
+    if (rc != 0)
+        return send_error(c, r, rc, seq);
+    struct ckh__s3_buf b = {0};
+    ckh__s3_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListVersionsResult xmlns=\"" XMLNS "\">");
+    ckh__s3_elem(&b, "Name", r->bucket, false);
+    ckh__s3_elem(&b, "Prefix", p.prefix != NULL ? p.prefix : "", url);
+    ckh__s3_elem(&b, "KeyMarker", p.start_after != NULL ? p.start_after : "", url);
+    ckh__s3_elem(&b, "VersionIdMarker", vmark != NULL ? vmark : "", false);
+    if (p.delimiter != NULL)
+        ckh__s3_elem(&b, "Delimiter", p.delimiter, url);
+    ckh__s3_printf(&b, "<MaxKeys>%zu</MaxKeys>", p.max_keys);
+    if (url)
+        ckh__s3_elem(&b, "EncodingType", "url", false);
+    ckh__s3_printf(&b, "<IsTruncated>%s</IsTruncated>", l.truncated ? "true" : "false");
+    if (l.truncated) { /* the page's last name, as v1's NextMarker */
+        const char *last = l.nprefixes > 0 && (l.nentries == 0 || strcmp(l.prefixes[l.nprefixes - 1],
+                                                                         l.entries[l.nentries - 1].key) > 0)
+                               ? l.prefixes[l.nprefixes - 1]
+                               : l.entries[l.nentries - 1].key;
+        ckh__s3_elem(&b, "NextKeyMarker", last, url);
+        ckh__s3_elem(&b, "NextVersionIdMarker", "null", false);
+    }
+    for (size_t i = 0; i < l.nentries; i++) {
+        char date[40];
+        iso_date(l.entries[i].seq, date, sizeof date);
+        ckh__s3_printf(&b, "<Version>");
+        ckh__s3_elem(&b, "Key", l.entries[i].key, url);
+        ckh__s3_printf(&b, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
+        ckh__s3_elem(&b, "LastModified", date, false);
+        ckh__s3_elem(&b, "ETag", l.entries[i].etag, false);
+        ckh__s3_printf(&b, "<Size>%" PRIu64 "</Size><StorageClass>STANDARD</StorageClass>"
+                           "<Owner><ID>ckh</ID><DisplayName>ckh</DisplayName></Owner></Version>",
+                       l.entries[i].size);
+    }
+    for (size_t i = 0; i < l.nprefixes; i++) {
+        ckh__s3_printf(&b, "<CommonPrefixes>");
+        ckh__s3_elem(&b, "Prefix", l.prefixes[i], url);
+        ckh__s3_printf(&b, "</CommonPrefixes>");
+    }
+    ckh__s3_printf(&b, "</ListVersionsResult>");
+    ckh_objstore_listing_free(&l);
+    return send_xml(c, &b, 200, seq);
+}
+
 static enum MHD_Result op_list_buckets(struct MHD_Connection *c, struct req *r)
 {
     struct ckh_objstore *s = store_of(r);
@@ -833,7 +904,7 @@ static enum MHD_Result op_list_parts(struct MHD_Connection *c, struct req *r)
 static const char *const unserved_args[] = {
     "acl", "tagging", "versioning", "policy", "lifecycle", "cors", "website", "logging", "notification",
     "replication", "encryption", "object-lock", "retention", "legal-hold", "torrent", "restore", "select",
-    "versions", "versionId", "inventory", "metrics", "analytics", "accelerate", "requestPayment",
+    "versionId", "inventory", "metrics", "analytics", "accelerate", "requestPayment",
     "ownershipControls", "publicAccessBlock", "intelligent-tiering", "attributes", "policyStatus",
 };
 
@@ -852,11 +923,13 @@ static op_fn route(struct MHD_Connection *c, const struct req *r, const char **n
     bool get = strcmp(m, "GET") == 0, put = strcmp(m, "PUT") == 0, post = strcmp(m, "POST") == 0;
     bool del = strcmp(m, "DELETE") == 0, head = strcmp(m, "HEAD") == 0;
     *writes = put || post || del;
-    if (unserved(r))
+    if (unserved(r) || (r->key != NULL && has_arg(r, "versions", NULL)))
         return NULL;
     if (r->bucket == NULL)
         return get ? (*name = "ListBuckets", op_list_buckets) : NULL;
     if (r->key == NULL) {
+        if (get && has_arg(r, "versions", NULL))
+            return *name = "ListObjectVersions", op_list_versions;
         if (get && has_arg(r, "location", NULL))
             return *name = "GetBucketLocation", op_bucket_location;
         if (get && !has_arg(r, "uploads", NULL))
@@ -898,6 +971,7 @@ static int op_kind(const char *name)
         {"DeleteObject", CKH_OP_S3_DELETE},    {"DeleteObjects", CKH_OP_S3_DELETE},
         {"DeleteBucket", CKH_OP_S3_DELETE},    {"ListObjects", CKH_OP_S3_LIST},
         {"ListBuckets", CKH_OP_S3_LIST},       {"ListParts", CKH_OP_S3_LIST},
+        {"ListObjectVersions", CKH_OP_S3_LIST},
         {"GetBucketLocation", CKH_OP_S3_HEAD}, {"CreateBucket", CKH_OP_S3_PUT},
         {"CopyObject", CKH_OP_S3_COPY},        {"CreateMultipartUpload", CKH_OP_S3_MPU_CREATE},
         {"UploadPart", CKH_OP_S3_PART},        {"CompleteMultipartUpload", CKH_OP_S3_COMPLETE},
