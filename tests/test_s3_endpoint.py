@@ -143,7 +143,8 @@ class Boto3Calls(unittest.TestCase):
         s3 = self.s3
         s3.create_bucket(Bucket="made-here")
         self.assertEqual(self.err(s3.create_bucket, Bucket="made-here"), "BucketAlreadyOwnedByYou")
-        self.assertEqual(self.err(s3.create_bucket, Bucket="x"), "InvalidBucketName")
+        for bad in ["x", "foo..bar", "foo.-bar", "foo-.bar", "192.168.5.123"]:  # S3's naming rules
+            self.assertEqual(self.err(s3.create_bucket, Bucket=bad), "InvalidBucketName", bad)
         names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
         self.assertIn("made-here", names)
         s3.head_bucket(Bucket="made-here")
@@ -216,6 +217,17 @@ class Boto3Calls(unittest.TestCase):
         self.assertEqual(v1, sorted(keys))
         self.assertEqual(self.err(s3.list_objects_v2, Bucket="ckpt", ContinuationToken="not-a-token"),
                          "InvalidArgument")
+        # v1's NextMarker naming a common prefix resumes past every key under it (O9)
+        r = s3.list_objects(Bucket="ckpt", Prefix="pg/", Delimiter="/", Marker="pg/024", MaxKeys=1)
+        self.assertEqual(([p["Prefix"] for p in r["CommonPrefixes"]], r["IsTruncated"]), (["pg/sub/"], False))
+        r = s3.list_objects(Bucket="ckpt", Prefix="pg/", Delimiter="/", Marker="pg/sub/")
+        self.assertEqual((r.get("Contents"), r.get("CommonPrefixes"), r["IsTruncated"]), (None, None, False))
+        # an empty delimiter is none (not echoed); an empty token is the first page (echoed)
+        r = s3.list_objects_v2(Bucket="ckpt", Prefix="pg/sub/", Delimiter="")
+        self.assertNotIn("Delimiter", r)
+        self.assertEqual(r["KeyCount"], 3)
+        r = s3.list_objects_v2(Bucket="ckpt", Prefix="pg/sub/", ContinuationToken="")
+        self.assertEqual((r["ContinuationToken"], r["KeyCount"]), ("", 3))
 
     def test_list_object_versions(self):  # E3: a bucket that never had versioning
         s3 = self.s3

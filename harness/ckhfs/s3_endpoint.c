@@ -570,12 +570,12 @@ static long arg_num(const struct req *r, const char *name)
 }
 
 static void list_body(struct ckh__s3_buf *b, const struct req *r, const struct ckh_objstore_list_params *p,
-                      const struct ckh_objstore_listing *l, bool v2, bool url)
+                      const struct ckh_objstore_listing *l, bool v2, bool url, const char *token)
 {
     ckh__s3_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"" XMLNS "\">");
     ckh__s3_elem(b, "Name", r->bucket, false);
     ckh__s3_elem(b, "Prefix", p->prefix != NULL ? p->prefix : "", url);
-    if (p->delimiter != NULL)
+    if (p->delimiter != NULL && p->delimiter[0] != '\0') /* an empty one is no delimiter */
         ckh__s3_elem(b, "Delimiter", p->delimiter, url);
     ckh__s3_printf(b, "<MaxKeys>%zu</MaxKeys>", p->max_keys);
     if (url)
@@ -583,8 +583,8 @@ static void list_body(struct ckh__s3_buf *b, const struct req *r, const struct c
     ckh__s3_printf(b, "<IsTruncated>%s</IsTruncated>", l->truncated ? "true" : "false");
     if (v2) {
         ckh__s3_printf(b, "<KeyCount>%zu</KeyCount>", l->nentries + l->nprefixes);
-        if (p->token != NULL)
-            ckh__s3_elem(b, "ContinuationToken", p->token, false);
+        if (token != NULL)
+            ckh__s3_elem(b, "ContinuationToken", token, false);
         if (l->next_token != NULL)
             ckh__s3_elem(b, "NextContinuationToken", l->next_token, false);
         if (p->start_after != NULL)
@@ -625,8 +625,9 @@ static enum MHD_Result op_list_objects(struct MHD_Connection *c, struct req *r)
     has_arg(r, "prefix", &p.prefix);
     has_arg(r, "delimiter", &p.delimiter);
     has_arg(r, v2 ? "start-after" : "marker", &p.start_after);
-    if (v2)
-        has_arg(r, "continuation-token", &p.token);
+    const char *token = NULL; /* an empty token is the first page, echoed back */
+    if (v2 && has_arg(r, "continuation-token", &token) && token != NULL && token[0] != '\0')
+        p.token = token;
     bool url = has_arg(r, "encoding-type", &enc) && enc != NULL && strcmp(enc, "url") == 0;
     long mk = arg_num(r, "max-keys");
     bool mk_given = has_arg(r, "max-keys", NULL);
@@ -644,7 +645,7 @@ static enum MHD_Result op_list_objects(struct MHD_Connection *c, struct req *r)
     if (rc != 0)
         return send_error(c, r, rc, seq);
     struct ckh__s3_buf b = {0};
-    list_body(&b, r, &p, &l, v2, url);
+    list_body(&b, r, &p, &l, v2, url, token);
     ckh_objstore_listing_free(&l);
     return send_xml(c, &b, 200, seq);
 }
@@ -681,7 +682,7 @@ static enum MHD_Result op_list_versions(struct MHD_Connection *c, struct req *r)
     ckh__s3_elem(&b, "Prefix", p.prefix != NULL ? p.prefix : "", url);
     ckh__s3_elem(&b, "KeyMarker", p.start_after != NULL ? p.start_after : "", url);
     ckh__s3_elem(&b, "VersionIdMarker", vmark != NULL ? vmark : "", false);
-    if (p.delimiter != NULL)
+    if (p.delimiter != NULL && p.delimiter[0] != '\0')
         ckh__s3_elem(&b, "Delimiter", p.delimiter, url);
     ckh__s3_printf(&b, "<MaxKeys>%zu</MaxKeys>", p.max_keys);
     if (url)
