@@ -22,10 +22,13 @@ check_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install o
 # libmicrohttpd-dev and libexpat1-dev build the S3 endpoint (harness/ckhfs/
 # s3_endpoint.c); python3-boto3 and curl are the clients of its tests and of
 # the object-store programs (docs/OBJECT_STORE.md); libcurl4-openssl-dev
-# builds the libcurl saver (tests/programs/prog_s3_curl.c).
+# builds the libcurl saver (tests/programs/prog_s3_curl.c);
+# python3-pytest, python3-munch, python3-isodate, python3-tz,
+# python3-dateutil and python3-requests run the pinned part of Ceph's
+# s3-tests against it (tests/test_s3_conformance.sh).
 # CKH_BUILD (default build/) and CKH_CMAKE_ARGS choose the build folder and
 # its options (CKH_CMAKE_ARGS=-DCMAKE_C_COMPILER=clang for a clang build).
-for p in build-essential cmake pkg-config check lcov valgrind libjemalloc-dev libyaml-dev fuse3 libfuse3-dev python3-torch strace procps libopenmpi-dev openmpi-bin libmpich-dev mpich libmicrohttpd-dev libexpat1-dev python3-boto3 curl libcurl4-openssl-dev ${CKH_SETUP_EXTRA:-}; do
+for p in build-essential cmake pkg-config check lcov valgrind libjemalloc-dev libyaml-dev fuse3 libfuse3-dev python3-torch strace procps libopenmpi-dev openmpi-bin libmpich-dev mpich libmicrohttpd-dev libexpat1-dev python3-boto3 curl libcurl4-openssl-dev python3-pytest python3-munch python3-isodate python3-tz python3-dateutil python3-requests ${CKH_SETUP_EXTRA:-}; do
   check_pkg "$p"
 done
 

@@ -14,8 +14,9 @@
  *     ckh_objstore_trace_op gives the same operation as fields, with
  *     whether its key has a current version right after it (an Undo
  *     names the key of its first record).
- * O2. Buckets: S3's naming rules; a bucket is deleted only when empty (no
- *     object the store holds, no open upload).
+ * O2. Buckets: S3's naming rules (3-63 of a-z 0-9 . -, a letter or digit
+ *     at each end, no "..", ".-" or "-.", not an IPv4 address); a bucket is
+ *     deleted only when empty (no object the store holds, no open upload).
  * O3. A key names at most one current version. A put replaces it whole; a
  *     delete removes it (deleting a missing key succeeds). Keys are 1 to
  *     1024 bytes, any bytes but NUL.
@@ -42,7 +43,8 @@
  * O9. ListObjectsV2: keys in byte order, after start_after and after the
  *     continuation token, with the prefix; with a delimiter, a key whose
  *     rest after the prefix holds it is rolled into one common prefix (up
- *     to and including the delimiter). Keys and prefixes count together
+ *     to and including the delimiter), left out when that prefix is not
+ *     after start_after (a v1 marker may name one). Keys and prefixes count together
  *     towards max_keys; a truncated page gives a token that resumes right
  *     after its last key or past every key of its last prefix. A fault may
  *     leave out the keys written in the last N ops (the listing op's own
@@ -658,8 +660,13 @@ bool ckh_objstore_bucket_name_ok(const char *n)
             return false;
         if (!alnum && (i == 0 || i == len - 1))
             return false;
+        char prev = n[i - 1];
+        if (!alnum && (prev == '.' || prev == '-') && (prev == '.' || c == '.'))
+            return false; /* "..", ".-", "-." */
     }
-    return true;
+    unsigned a, b, c, d; /* not an IPv4 address: "192.168.5.4" */
+    char end;
+    return sscanf(n, "%3u.%3u.%3u.%3u%c", &a, &b, &c, &d, &end) != 4;
 }
 
 int ckh_objstore_create_bucket(struct ckh_objstore *s, int node, const char *bucket)
@@ -1279,6 +1286,12 @@ static int list_fill(const struct ckh_objstore *s, const struct bucket *b, const
         size_t cplen = d != NULL ? (size_t)(d - e->key) + strlen(delim) : 0;
         if (d != NULL && last_tag == 'p' && last_len == cplen && strncmp(last_name, e->key, cplen) == 0)
             continue; /* same common prefix as the last name */
+        if (d != NULL && after != NULL) { /* a common prefix not after start_after (v1's NextMarker) */
+            size_t al = strlen(after);
+            int c = memcmp(e->key, after, cplen < al ? cplen : al);
+            if (c < 0 || (c == 0 && cplen <= al))
+                continue;
+        }
         if (taken == max) {
             l->truncated = true;
             break;

@@ -64,6 +64,8 @@ expect_error() {
 }
 expect_error $'job:\n  command: [/bin/true]\n  object_store:\n    buckets: [ok-bucket, Bad_Name]\n' \
     4:26 "'job.object_store.buckets' expects S3 bucket names"
+expect_error $'job:\n  command: [/bin/true]\n  object_store:\n    buckets: [ok-bucket, 10.0.0.1]\n' \
+    4:26 "'job.object_store.buckets' expects S3 bucket names (3 to 63 of a-z, 0-9, '.', '-', starting and ending with a letter or digit, no '..', '.-' or '-.', not an IPv4 address), got '10.0.0.1'"
 expect_error $'job:\n  workload: seed-pipeline\n  object_store:\n    buckets: [abc]\n' \
     4:5 "'job.object_store' applies to command jobs"
 expect_error $'job:\n  command: [/bin/true]\n  object_store:\n    consistency: strong\n' \

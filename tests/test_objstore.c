@@ -135,6 +135,14 @@ START_TEST(objects)
     ck_assert_uint_eq(ckh_objstore_last_seq(s), 6); /* bucket, 3 puts, 2 gets */
     ck_assert(ckh_objstore_bucket_name_ok("my.bucket-1"));
     ck_assert(!ckh_objstore_bucket_name_ok("my_bucket"));
+    /* S3's rules the conformance suite checks (test_bucket_create_naming_*) */
+    ck_assert(!ckh_objstore_bucket_name_ok("foo..bar"));
+    ck_assert(!ckh_objstore_bucket_name_ok("foo.-bar"));
+    ck_assert(!ckh_objstore_bucket_name_ok("foo-.bar"));
+    ck_assert(!ckh_objstore_bucket_name_ok("192.168.5.123"));
+    ck_assert(ckh_objstore_bucket_name_ok("foo--bar"));
+    ck_assert(ckh_objstore_bucket_name_ok("192.168.5.123x"));
+    ck_assert(ckh_objstore_bucket_name_ok("1.2.3"));
     assert_body(s, "nothing", NULL);
     struct ckh_objstore_req rq = {.bucket = "ckpt", .key = "x", .content_type = "text/plain"};
     struct ckh_objstore_blob *e = blob_of("");

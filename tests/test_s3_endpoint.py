@@ -143,7 +143,8 @@ class Boto3Calls(unittest.TestCase):
         s3 = self.s3
         s3.create_bucket(Bucket="made-here")
         self.assertEqual(self.err(s3.create_bucket, Bucket="made-here"), "BucketAlreadyOwnedByYou")
-        self.assertEqual(self.err(s3.create_bucket, Bucket="x"), "InvalidBucketName")
+        for bad in ["x", "foo..bar", "foo.-bar", "foo-.bar", "192.168.5.123"]:  # S3's naming rules
+            self.assertEqual(self.err(s3.create_bucket, Bucket=bad), "InvalidBucketName", bad)
         names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
         self.assertIn("made-here", names)
         s3.head_bucket(Bucket="made-here")
@@ -216,6 +217,47 @@ class Boto3Calls(unittest.TestCase):
         self.assertEqual(v1, sorted(keys))
         self.assertEqual(self.err(s3.list_objects_v2, Bucket="ckpt", ContinuationToken="not-a-token"),
                          "InvalidArgument")
+        # v1's NextMarker naming a common prefix resumes past every key under it (O9)
+        r = s3.list_objects(Bucket="ckpt", Prefix="pg/", Delimiter="/", Marker="pg/024", MaxKeys=1)
+        self.assertEqual(([p["Prefix"] for p in r["CommonPrefixes"]], r["IsTruncated"]), (["pg/sub/"], False))
+        r = s3.list_objects(Bucket="ckpt", Prefix="pg/", Delimiter="/", Marker="pg/sub/")
+        self.assertEqual((r.get("Contents"), r.get("CommonPrefixes"), r["IsTruncated"]), (None, None, False))
+        # an empty delimiter is none (not echoed); an empty token is the first page (echoed)
+        r = s3.list_objects_v2(Bucket="ckpt", Prefix="pg/sub/", Delimiter="")
+        self.assertNotIn("Delimiter", r)
+        self.assertEqual(r["KeyCount"], 3)
+        r = s3.list_objects_v2(Bucket="ckpt", Prefix="pg/sub/", ContinuationToken="")
+        self.assertEqual((r["ContinuationToken"], r["KeyCount"]), ("", 3))
+
+    def test_list_object_versions(self):  # E3: a bucket that never had versioning
+        s3 = self.s3
+        s3.create_bucket(Bucket="vers")
+        keys = ["v/%02d" % i for i in range(7)] + ["v/sub/a", "w"]
+        for k in keys:
+            s3.put_object(Bucket="vers", Key=k, Body=k.encode())
+        seen, pages = [], 0
+        kw = {"Bucket": "vers", "MaxKeys": 3}
+        while True:
+            r = s3.list_object_versions(**kw)
+            pages += 1
+            for v in r.get("Versions", []):
+                self.assertEqual((v["VersionId"], v["IsLatest"], v["Size"]), ("null", True, len(v["Key"])))
+                seen.append(v["Key"])
+            self.assertNotIn("DeleteMarkers", r)
+            if not r["IsTruncated"]:
+                break
+            self.assertEqual(r["NextVersionIdMarker"], "null")
+            kw.update(KeyMarker=r["NextKeyMarker"], VersionIdMarker=r["NextVersionIdMarker"])
+        self.assertEqual((seen, pages), (sorted(keys), 3))
+        r = s3.list_object_versions(Bucket="vers", Prefix="v/", Delimiter="/")
+        self.assertEqual([p["Prefix"] for p in r["CommonPrefixes"]], ["v/sub/"])
+        self.assertEqual(len(r["Versions"]), 7)
+        # what a cleanup does with the listing: delete each "null" version
+        objs = [{"Key": v["Key"], "VersionId": v["VersionId"]} for v in s3.list_object_versions(Bucket="vers")["Versions"]]
+        s3.delete_objects(Bucket="vers", Delete={"Objects": objs, "Quiet": True})
+        self.assertNotIn("Versions", s3.list_object_versions(Bucket="vers"))
+        s3.delete_bucket(Bucket="vers")
+        self.assertEqual(self.err(s3.list_object_versions, Bucket="vers"), "NoSuchBucket")
 
     def test_versions_of_unversioned_buckets(self):  # E3: ListObjectVersions, versionId=null
         s3 = self.s3
@@ -399,6 +441,10 @@ class RawRequests(unittest.TestCase):
         self.assertIn(b"<Resource>/nobucket/k</Resource>", body)
         st, _, body = curl(self.url + "/raw/k?acl")
         self.assertEqual((st, error_code(body)), (501, "NotImplemented"))
+        st, _, body = curl(self.url + "/raw/k?versions")  # versions of a bucket only
+        self.assertEqual((st, error_code(body)), (501, "NotImplemented"))
+        st, _, body = curl(self.url + "/raw?versions&version-id-marker=null")  # a version marker needs a key marker
+        self.assertEqual((st, error_code(body)), (400, "InvalidArgument"))
         st, _, body = curl(self.url + "/raw/k", "-X", "PATCH")
         self.assertEqual((st, error_code(body)), (501, "NotImplemented"))
         st, _, body = curl(self.url + "/raw/k?uploadId=zzz", "-X", "POST", data=b"<not xml")

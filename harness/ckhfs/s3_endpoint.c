@@ -586,14 +586,14 @@ static const char *page_last(const struct ckh_objstore_listing *l)
 }
 
 static void list_body(struct ckh__s3_buf *b, const struct req *r, const struct ckh_objstore_list_params *p,
-                      const struct ckh_objstore_listing *l, enum list_kind kind, bool url)
+                      const struct ckh_objstore_listing *l, enum list_kind kind, bool url, const char *token)
 {
     const bool v2 = kind == LIST_V2, versions = kind == LIST_VERSIONS;
     const char *root = versions ? "ListVersionsResult" : "ListBucketResult";
     ckh__s3_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s xmlns=\"" XMLNS "\">", root);
     ckh__s3_elem(b, "Name", r->bucket, false);
     ckh__s3_elem(b, "Prefix", p->prefix != NULL ? p->prefix : "", url);
-    if (p->delimiter != NULL)
+    if (p->delimiter != NULL && p->delimiter[0] != '\0') /* an empty one is no delimiter */
         ckh__s3_elem(b, "Delimiter", p->delimiter, url);
     ckh__s3_printf(b, "<MaxKeys>%zu</MaxKeys>", p->max_keys);
     if (url)
@@ -601,8 +601,8 @@ static void list_body(struct ckh__s3_buf *b, const struct req *r, const struct c
     ckh__s3_printf(b, "<IsTruncated>%s</IsTruncated>", l->truncated ? "true" : "false");
     if (v2) {
         ckh__s3_printf(b, "<KeyCount>%zu</KeyCount>", l->nentries + l->nprefixes);
-        if (p->token != NULL)
-            ckh__s3_elem(b, "ContinuationToken", p->token, false);
+        if (token != NULL)
+            ckh__s3_elem(b, "ContinuationToken", token, false);
         if (l->next_token != NULL)
             ckh__s3_elem(b, "NextContinuationToken", l->next_token, false);
         if (p->start_after != NULL)
@@ -649,11 +649,18 @@ static enum MHD_Result op_list_objects(struct MHD_Connection *c, struct req *r)
     has_arg(r, "prefix", &p.prefix);
     has_arg(r, "delimiter", &p.delimiter);
     has_arg(r, versions ? "key-marker" : v2 ? "start-after" : "marker", &p.start_after);
-    if (v2)
-        has_arg(r, "continuation-token", &p.token);
+    if (p.start_after != NULL && p.start_after[0] == '\0')
+        p.start_after = NULL;
+    const char *token = NULL; /* an empty token is the first page, echoed back */
+    if (v2 && has_arg(r, "continuation-token", &token) && token != NULL && token[0] != '\0')
+        p.token = token;
     bool url = has_arg(r, "encoding-type", &enc) && enc != NULL && strcmp(enc, "url") == 0;
     long mk = arg_num(r, "max-keys");
     bool mk_given = has_arg(r, "max-keys", NULL);
+    const char *vmark = NULL; /* versions: a version-id-marker needs a key-marker */
+    if (versions && has_arg(r, "version-id-marker", &vmark) && vmark != NULL && vmark[0] != '\0' &&
+        p.start_after == NULL)
+        return send_error(c, r, CKH_S3_INVALID_ARGUMENT, ckh_objstore_last_seq(store_of(r)));
     if (mk < 0 || (enc != NULL && !url))
         return send_error(c, r, CKH_S3_INVALID_ARGUMENT, ckh_objstore_last_seq(store_of(r)));
     p.max_keys = mk_given ? (size_t)(mk > 1000 ? 1000 : mk) : 1000;
@@ -669,7 +676,7 @@ static enum MHD_Result op_list_objects(struct MHD_Connection *c, struct req *r)
     if (rc != 0)
         return send_error(c, r, rc, seq);
     struct ckh__s3_buf b = {0};
-    list_body(&b, r, &p, &l, versions ? LIST_VERSIONS : v2 ? LIST_V2 : LIST_V1, url);
+    list_body(&b, r, &p, &l, versions ? LIST_VERSIONS : v2 ? LIST_V2 : LIST_V1, url, token);
     ckh_objstore_listing_free(&l);
     return send_xml(c, &b, 200, seq);
 }
@@ -894,7 +901,7 @@ static op_fn route(struct MHD_Connection *c, const struct req *r, const char **n
     bool get = strcmp(m, "GET") == 0, put = strcmp(m, "PUT") == 0, post = strcmp(m, "POST") == 0;
     bool del = strcmp(m, "DELETE") == 0, head = strcmp(m, "HEAD") == 0;
     *writes = put || post || del;
-    if (unserved(r))
+    if (unserved(r) || (r->key != NULL && has_arg(r, "versions", NULL)))
         return NULL;
     if (r->bucket == NULL)
         return get ? (*name = "ListBuckets", op_list_buckets) : NULL;
@@ -951,6 +958,7 @@ static int op_kind(const char *name)
         {"DeleteBucket", CKH_OP_S3_DELETE},    {"ListObjects", CKH_OP_S3_LIST},
         {"ListObjectVersions", CKH_OP_S3_LIST},
         {"ListBuckets", CKH_OP_S3_LIST},       {"ListParts", CKH_OP_S3_LIST},
+        {"ListObjectVersions", CKH_OP_S3_LIST},
         {"GetBucketLocation", CKH_OP_S3_HEAD}, {"CreateBucket", CKH_OP_S3_PUT},
         {"CopyObject", CKH_OP_S3_COPY},        {"CreateMultipartUpload", CKH_OP_S3_MPU_CREATE},
         {"UploadPart", CKH_OP_S3_PART},        {"CompleteMultipartUpload", CKH_OP_S3_COMPLETE},

@@ -494,7 +494,8 @@ static int parse_object_store(struct ckh__scn_reader *p, const yaml_node_t *n, s
         if (!ckh_objstore_bucket_name_ok(os->buckets[i]))
             return ckh__scn_fail(p, at, CKH_EINVAL, "'job.object_store.buckets' expects S3 bucket names (3 to 63 "
                                                     "of a-z, 0-9, '.', '-', starting and ending with a letter "
-                                                    "or digit), got '%s'", os->buckets[i]);
+                                                    "or digit, no '..', '.-' or '-.', not an IPv4 address), "
+                                                    "got '%s'", os->buckets[i]);
     }
     if ((v = ckh__scn_get(p, n, "consistency"))) {
         const char *names[CKH_OBJSTORE__COUNT];
