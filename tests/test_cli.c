@@ -868,6 +868,40 @@ START_TEST(test_shrink_refusal_and_default_output)
 }
 END_TEST
 
+/* `ckh shrink`'s refusals after the scenario is read: an option without
+ * its value is an unexpected argument (status 2), and a shrunk scenario
+ * that cannot be written is status 3 naming the path and why, with
+ * nothing written. */
+START_TEST(test_shrink_option_without_value_and_unwritable_output)
+{
+    char file[1300], in[500], bad[600];
+    snprintf(file, sizeof file, "%s/examples/bug-momentum-not-saved.yaml", scen);
+    char *out;
+    ck_assert_int_eq(ckh((const char *[]){"shrink", file, "-o", NULL}, NULL, &out), 2);
+    HAS(out, "ckh shrink: unexpected argument '-o'");
+    free(out);
+    ck_assert_int_eq(ckh((const char *[]){"shrink", file, "--max-runs", NULL}, NULL, &out), 2);
+    HAS(out, "ckh shrink: unexpected argument '--max-runs'");
+    free(out);
+    char *text = slurp_path(file);
+    char *exp = strstr(text, "\nexpect:");
+    ck_assert_ptr_nonnull(exp);
+    exp[1] = '\0';
+    snprintf(in, sizeof in, "%s/mom.yaml", work);
+    write_file(in, text);
+    free(text);
+    snprintf(bad, sizeof bad, "%s/no-such-folder/out.yaml", work);
+    ck_assert_int_eq(ckh((const char *[]){"shrink", in, "--max-runs", "1", "--out", bad, NULL}, NULL, &out), 3);
+    char want[700];
+    snprintf(want, sizeof want, "ckh shrink: cannot write %s: ", bad);
+    HAS(out, want);
+    ck_assert_ptr_null(strstr(out, "replay:"));
+    free(out);
+    struct stat sb;
+    ck_assert_int_ne(stat(bad, &sb), 0);
+}
+END_TEST
+
 /* validate-backend refuses what cannot run (exit 2, the reason said):
  * two libraries, --state with more than one case or with the load case
  * (which has no states); -h is the usage on stdout, status 0. */
@@ -1523,6 +1557,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, test_verb_argument_refusals);
     tcase_add_test(tc, test_list_scenarios_with_errors);
     tcase_add_test(tc, test_shrink_refusal_and_default_output);
+    tcase_add_test(tc, test_shrink_option_without_value_and_unwritable_output);
     tcase_add_test(tc, test_validate_backend_refusals);
     tcase_add_test(tc, test_list_plugin_libraries);
     tcase_add_test(tc, test_hex_options_and_output_kinds);
