@@ -8,7 +8,16 @@
  * reach only the messages the simulator happens to write.
  *
  * Nothing here runs a scenario; nothing is about time. */
+/* The buffers this test gives shrink.c's helpers are too small on purpose;
+ * an optimising build inlines them and sees the truncation coming. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 #include "search/shrink.c"
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 #include <check.h>
 
