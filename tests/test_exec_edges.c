@@ -120,6 +120,29 @@ START_TEST(test_make_refusals)
 }
 END_TEST
 
+/* ckh_tmp_remove: a name whose unlink fails with neither EISDIR nor EPERM
+ * is that errno at once and nothing is touched: a path through a regular
+ * file is ENOTDIR (the file stays), a component longer than NAME_MAX is
+ * ENAMETOOLONG. */
+START_TEST(test_remove_unlink_errors)
+{
+    char file[4096], path[4096 + 400];
+    snprintf(file, sizeof file, "%s/plain", base);
+    write_text(file, "x");
+    snprintf(path, sizeof path, "%s/below", file);
+    ck_assert_int_eq(ckh_tmp_remove(path), -ENOTDIR);
+    ck_assert(exists(file));
+
+    char longname[NAME_MAX + 8];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    snprintf(path, sizeof path, "%s/%s", base, longname);
+    ck_assert_int_eq(ckh_tmp_remove(path), -ENAMETOOLONG);
+    ck_assert_int_eq(ckh_tmp_remove(file), 0);
+    ck_assert(!exists(file));
+}
+END_TEST
+
 /* ckh_tmp_remove: an empty or NULL name is EINVAL; a name that is not
  * there is fine; a link is removed, never followed; folders nested past
  * the depth limit are ELOOP and the rest stays; a folder that cannot be
@@ -311,6 +334,7 @@ static Suite *exec_edges_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_make_refusals);
     tcase_add_test(tc, test_remove_edges);
+    tcase_add_test(tc, test_remove_unlink_errors);
     tcase_add_test(tc, test_mkdirs_edges);
     tcase_add_test(tc, test_sweep_only_stale);
     tcase_add_test(tc, test_home_buffers);
