@@ -298,6 +298,39 @@ END_TEST
 
 /* ckh's own folders: a buffer too small for the path is refused (false),
  * never filled with a cut path; with room, an absolute path. */
+/* The home folders of a ckh that lies outside its build folder, as an
+ * installed one does: a copy of this test under PREFIX/bin prints them
+ * (see main), and they are PREFIX joined with the install-relative paths,
+ * the "../" steps folded away. */
+START_TEST(test_home_outside_build_tree)
+{
+    char exe[PATH_MAX], bin[512], copy[600], cmd[2 * PATH_MAX], pfx[PATH_MAX], raw[512];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ck_assert_int_gt(len, 0);
+    exe[len] = '\0';
+    snprintf(raw, sizeof raw, "%s/pfx", base);
+    snprintf(bin, sizeof bin, "%s/pfx/bin", base);
+    ck_assert_int_eq(ckh_tmp_mkdirs(bin), 0);
+    ck_assert_ptr_nonnull(realpath(raw, pfx));
+    snprintf(copy, sizeof copy, "%s/test_exec_edges", bin);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chmod 755 '%s'", exe, copy, copy);
+    ck_assert_int_eq(system(cmd), 0);
+
+    snprintf(cmd, sizeof cmd, "'%s' --print-home", copy);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    char out[3 * PATH_MAX] = "";
+    size_t got = fread(out, 1, sizeof out - 1, p);
+    out[got] = '\0';
+    ck_assert_int_eq(pclose(p), 0);
+
+    char want[3 * PATH_MAX];
+    snprintf(want, sizeof want, "build-tree 0\nplugins %s/%s\ndocs %s/%s\n", pfx,
+             ckh_home_plugins_rel(), pfx, ckh_home_docs_rel());
+    ck_assert_str_eq(out, want);
+}
+END_TEST
+
 START_TEST(test_home_buffers)
 {
     char buf[PATH_MAX], tiny[2];
@@ -338,12 +371,26 @@ static Suite *exec_edges_suite(void)
     tcase_add_test(tc, test_mkdirs_edges);
     tcase_add_test(tc, test_sweep_only_stale);
     tcase_add_test(tc, test_home_buffers);
+    tcase_add_test(tc, test_home_outside_build_tree);
     tcase_add_test(tc, test_prog_file_kinds);
     suite_add_tcase(s, tc);
     return s;
 }
 
-int main(void)
+/* With --print-home: this executable's home folders, one per line (the
+ * test above runs a copy of it lying outside the build folder). */
+static int print_home(void)
 {
+    char plugins[PATH_MAX], docs[PATH_MAX];
+    if (!ckh_home_plugins_dir(plugins, sizeof plugins) || !ckh_home_docs_dir(docs, sizeof docs))
+        return 1;
+    printf("build-tree %d\nplugins %s\ndocs %s\n", ckh_home_in_build_tree() ? 1 : 0, plugins, docs);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--print-home") == 0)
+        return print_home();
     return ckh_test_run(exec_edges_suite());
 }
