@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ckh/err.h"
 #include "exec/home.h"
 #include "exec/prog_file.h"
 #include "exec/tmpdir.h"
@@ -331,6 +332,33 @@ START_TEST(test_home_outside_build_tree)
 }
 END_TEST
 
+/* ckh__prog_file_read: a file over max_bytes is CKH_ELIMIT before any
+ * read, the message giving the size in bytes, with a binary unit when it
+ * is 1 KiB or more, and the limit's name; *buf stays NULL. */
+START_TEST(test_prog_file_read_limit)
+{
+    char path[512], msg[512], *buf = (char *)1;
+    size_t len = 7;
+    snprintf(path, sizeof path, "%s/small", base);
+    write_text(path, "0123456789");
+    ck_assert_int_eq(ckh__prog_file_read(path, "the log", 4, "the test limit", true, &buf, &len, msg, sizeof msg),
+                     CKH_ELIMIT);
+    ck_assert_ptr_null(buf);
+    ck_assert_uint_eq(len, 0);
+    ck_assert_ptr_nonnull(strstr(msg, "holds 10 bytes, over the test limit"));
+    ck_assert_ptr_nonnull(strstr(msg, path));
+
+    char big[3073];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    write_text(path, big);
+    ck_assert_int_eq(ckh__prog_file_read(path, "the log", 1024, "1 KiB", false, &buf, &len, msg, sizeof msg),
+                     CKH_ELIMIT);
+    ck_assert_ptr_null(buf);
+    ck_assert_ptr_nonnull(strstr(msg, "holds 3072 bytes (3.0 KiB), over 1 KiB"));
+}
+END_TEST
+
 START_TEST(test_home_buffers)
 {
     char buf[PATH_MAX], tiny[2];
@@ -371,6 +399,7 @@ static Suite *exec_edges_suite(void)
     tcase_add_test(tc, test_mkdirs_edges);
     tcase_add_test(tc, test_sweep_only_stale);
     tcase_add_test(tc, test_home_buffers);
+    tcase_add_test(tc, test_prog_file_read_limit);
     tcase_add_test(tc, test_home_outside_build_tree);
     tcase_add_test(tc, test_prog_file_kinds);
     suite_add_tcase(s, tc);
