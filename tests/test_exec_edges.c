@@ -359,6 +359,33 @@ START_TEST(test_prog_file_read_limit)
 }
 END_TEST
 
+/* ckh__prog_file_last_line: n == 0 writes nothing; a missing file and a
+ * file of blanks only give ""; of a file past 4 KiB only the tail is read
+ * and its last line comes back. */
+START_TEST(test_prog_file_last_line_edges)
+{
+    char path[512], out[64] = "untouched";
+    snprintf(path, sizeof path, "%s/log", base);
+    ckh__prog_file_last_line(path, out, 0);
+    ck_assert_str_eq(out, "untouched");
+    ckh__prog_file_last_line(path, out, sizeof out);
+    ck_assert_str_eq(out, "");
+
+    write_text(path, "  \n\t\n \n");
+    snprintf(out, sizeof out, "untouched");
+    ckh__prog_file_last_line(path, out, sizeof out);
+    ck_assert_str_eq(out, "");
+
+    static char big[9000];
+    memset(big, 'a', sizeof big);
+    big[100] = '\n';
+    snprintf(big + 8900, sizeof big - 8900, "\nthe last line\n\n");
+    write_text(path, big);
+    ckh__prog_file_last_line(path, out, sizeof out);
+    ck_assert_str_eq(out, "the last line");
+}
+END_TEST
+
 START_TEST(test_home_buffers)
 {
     char buf[PATH_MAX], tiny[2];
@@ -399,6 +426,7 @@ static Suite *exec_edges_suite(void)
     tcase_add_test(tc, test_mkdirs_edges);
     tcase_add_test(tc, test_sweep_only_stale);
     tcase_add_test(tc, test_home_buffers);
+    tcase_add_test(tc, test_prog_file_last_line_edges);
     tcase_add_test(tc, test_prog_file_read_limit);
     tcase_add_test(tc, test_home_outside_build_tree);
     tcase_add_test(tc, test_prog_file_kinds);
