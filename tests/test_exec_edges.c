@@ -386,6 +386,21 @@ START_TEST(test_prog_file_last_line_edges)
 }
 END_TEST
 
+/* ckh__prog_file_create: a path whose folder is missing is -ENOENT, a
+ * folder in the way is -EISDIR and stays. */
+START_TEST(test_prog_file_create_refusals)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/nodir/out", base);
+    ck_assert_int_eq(ckh__prog_file_create(path), -ENOENT);
+    ck_assert(!exists(path));
+    snprintf(path, sizeof path, "%s/adir", base);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    ck_assert_int_eq(ckh__prog_file_create(path), -EISDIR);
+    ck_assert(exists(path));
+}
+END_TEST
+
 START_TEST(test_home_buffers)
 {
     char buf[PATH_MAX], tiny[2];
@@ -426,6 +441,7 @@ static Suite *exec_edges_suite(void)
     tcase_add_test(tc, test_mkdirs_edges);
     tcase_add_test(tc, test_sweep_only_stale);
     tcase_add_test(tc, test_home_buffers);
+    tcase_add_test(tc, test_prog_file_create_refusals);
     tcase_add_test(tc, test_prog_file_last_line_edges);
     tcase_add_test(tc, test_prog_file_read_limit);
     tcase_add_test(tc, test_home_outside_build_tree);
