@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ckh/err.h"
 #include "exec/home.h"
 #include "exec/prog_file.h"
 #include "exec/tmpdir.h"
@@ -117,6 +118,29 @@ START_TEST(test_make_refusals)
     ck_assert_int_eq(ckh_tmp_make(dir, sizeof dir), -ENOENT);
     ck_assert_int_eq(setenv("TMPDIR", "", 1), 0);
     ck_assert_str_eq(ckh_tmp_base(), "/tmp");
+}
+END_TEST
+
+/* ckh_tmp_remove: a name whose unlink fails with neither EISDIR nor EPERM
+ * is that errno at once and nothing is touched: a path through a regular
+ * file is ENOTDIR (the file stays), a component longer than NAME_MAX is
+ * ENAMETOOLONG. */
+START_TEST(test_remove_unlink_errors)
+{
+    char file[4096], path[4096 + 400];
+    snprintf(file, sizeof file, "%s/plain", base);
+    write_text(file, "x");
+    snprintf(path, sizeof path, "%s/below", file);
+    ck_assert_int_eq(ckh_tmp_remove(path), -ENOTDIR);
+    ck_assert(exists(file));
+
+    char longname[NAME_MAX + 8];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    snprintf(path, sizeof path, "%s/%s", base, longname);
+    ck_assert_int_eq(ckh_tmp_remove(path), -ENAMETOOLONG);
+    ck_assert_int_eq(ckh_tmp_remove(file), 0);
+    ck_assert(!exists(file));
 }
 END_TEST
 
@@ -275,6 +299,108 @@ END_TEST
 
 /* ckh's own folders: a buffer too small for the path is refused (false),
  * never filled with a cut path; with room, an absolute path. */
+/* The home folders of a ckh that lies outside its build folder, as an
+ * installed one does: a copy of this test under PREFIX/bin prints them
+ * (see main), and they are PREFIX joined with the install-relative paths,
+ * the "../" steps folded away. */
+START_TEST(test_home_outside_build_tree)
+{
+    char exe[PATH_MAX], bin[512], copy[600], cmd[2 * PATH_MAX], pfx[PATH_MAX], raw[512];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ck_assert_int_gt(len, 0);
+    exe[len] = '\0';
+    snprintf(raw, sizeof raw, "%s/pfx", base);
+    snprintf(bin, sizeof bin, "%s/pfx/bin", base);
+    ck_assert_int_eq(ckh_tmp_mkdirs(bin), 0);
+    ck_assert_ptr_nonnull(realpath(raw, pfx));
+    snprintf(copy, sizeof copy, "%s/test_exec_edges", bin);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chmod 755 '%s'", exe, copy, copy);
+    ck_assert_int_eq(system(cmd), 0);
+
+    snprintf(cmd, sizeof cmd, "'%s' --print-home", copy);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    char out[3 * PATH_MAX] = "";
+    size_t got = fread(out, 1, sizeof out - 1, p);
+    out[got] = '\0';
+    ck_assert_int_eq(pclose(p), 0);
+
+    char want[3 * PATH_MAX];
+    snprintf(want, sizeof want, "build-tree 0\nplugins %s/%s\ndocs %s/%s\n", pfx,
+             ckh_home_plugins_rel(), pfx, ckh_home_docs_rel());
+    ck_assert_str_eq(out, want);
+}
+END_TEST
+
+/* ckh__prog_file_read: a file over max_bytes is CKH_ELIMIT before any
+ * read, the message giving the size in bytes, with a binary unit when it
+ * is 1 KiB or more, and the limit's name; *buf stays NULL. */
+START_TEST(test_prog_file_read_limit)
+{
+    char path[512], msg[512], *buf = (char *)1;
+    size_t len = 7;
+    snprintf(path, sizeof path, "%s/small", base);
+    write_text(path, "0123456789");
+    ck_assert_int_eq(ckh__prog_file_read(path, "the log", 4, "the test limit", true, &buf, &len, msg, sizeof msg),
+                     CKH_ELIMIT);
+    ck_assert_ptr_null(buf);
+    ck_assert_uint_eq(len, 0);
+    ck_assert_ptr_nonnull(strstr(msg, "holds 10 bytes, over the test limit"));
+    ck_assert_ptr_nonnull(strstr(msg, path));
+
+    char big[3073];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    write_text(path, big);
+    ck_assert_int_eq(ckh__prog_file_read(path, "the log", 1024, "1 KiB", false, &buf, &len, msg, sizeof msg),
+                     CKH_ELIMIT);
+    ck_assert_ptr_null(buf);
+    ck_assert_ptr_nonnull(strstr(msg, "holds 3072 bytes (3.0 KiB), over 1 KiB"));
+}
+END_TEST
+
+/* ckh__prog_file_last_line: n == 0 writes nothing; a missing file and a
+ * file of blanks only give ""; of a file past 4 KiB only the tail is read
+ * and its last line comes back. */
+START_TEST(test_prog_file_last_line_edges)
+{
+    char path[512], out[64] = "untouched";
+    snprintf(path, sizeof path, "%s/log", base);
+    ckh__prog_file_last_line(path, out, 0);
+    ck_assert_str_eq(out, "untouched");
+    ckh__prog_file_last_line(path, out, sizeof out);
+    ck_assert_str_eq(out, "");
+
+    write_text(path, "  \n\t\n \n");
+    snprintf(out, sizeof out, "untouched");
+    ckh__prog_file_last_line(path, out, sizeof out);
+    ck_assert_str_eq(out, "");
+
+    static char big[9000];
+    memset(big, 'a', sizeof big);
+    big[100] = '\n';
+    snprintf(big + 8900, sizeof big - 8900, "\nthe last line\n\n");
+    write_text(path, big);
+    ckh__prog_file_last_line(path, out, sizeof out);
+    ck_assert_str_eq(out, "the last line");
+}
+END_TEST
+
+/* ckh__prog_file_create: a path whose folder is missing is -ENOENT, a
+ * folder in the way is -EISDIR and stays. */
+START_TEST(test_prog_file_create_refusals)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/nodir/out", base);
+    ck_assert_int_eq(ckh__prog_file_create(path), -ENOENT);
+    ck_assert(!exists(path));
+    snprintf(path, sizeof path, "%s/adir", base);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    ck_assert_int_eq(ckh__prog_file_create(path), -EISDIR);
+    ck_assert(exists(path));
+}
+END_TEST
+
 START_TEST(test_home_buffers)
 {
     char buf[PATH_MAX], tiny[2];
@@ -311,15 +437,33 @@ static Suite *exec_edges_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_make_refusals);
     tcase_add_test(tc, test_remove_edges);
+    tcase_add_test(tc, test_remove_unlink_errors);
     tcase_add_test(tc, test_mkdirs_edges);
     tcase_add_test(tc, test_sweep_only_stale);
     tcase_add_test(tc, test_home_buffers);
+    tcase_add_test(tc, test_prog_file_create_refusals);
+    tcase_add_test(tc, test_prog_file_last_line_edges);
+    tcase_add_test(tc, test_prog_file_read_limit);
+    tcase_add_test(tc, test_home_outside_build_tree);
     tcase_add_test(tc, test_prog_file_kinds);
     suite_add_tcase(s, tc);
     return s;
 }
 
-int main(void)
+/* With --print-home: this executable's home folders, one per line (the
+ * test above runs a copy of it lying outside the build folder). */
+static int print_home(void)
 {
+    char plugins[PATH_MAX], docs[PATH_MAX];
+    if (!ckh_home_plugins_dir(plugins, sizeof plugins) || !ckh_home_docs_dir(docs, sizeof docs))
+        return 1;
+    printf("build-tree %d\nplugins %s\ndocs %s\n", ckh_home_in_build_tree() ? 1 : 0, plugins, docs);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--print-home") == 0)
+        return print_home();
     return ckh_test_run(exec_edges_suite());
 }
