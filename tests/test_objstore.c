@@ -692,6 +692,100 @@ END_TEST
  * durable content only (current versions, open uploads with their parts,
  * nothing in flight), with a Restore trace line; the content digest
  * follows the bytes, not the ETags or sequence numbers. */
+/* Every entry point refuses a missing argument with CKH_EINVAL and leaves
+ * the store as it was: no operation numbered, no trace line, nothing
+ * written (the endpoint and the explorers never pass NULL; a caller of the
+ * public API that does gets an error, not a crash or a half-applied op). */
+START_TEST(null_arguments_refused)
+{
+    struct ckh_objstore *s = store_new(CKH_OBJSTORE_STRONG, 0);
+    const struct ckh_objstore_req ok = {.node = 0, .bucket = "ckpt", .key = "k"};
+    const struct ckh_objstore_req nob = {.node = 0, .bucket = NULL, .key = "k"};
+    struct ckh_objstore_blob *body = blob_of("body");
+    ck_assert_int_eq(ckh_objstore_put(s, &ok, body, NULL), 0);
+    const uint64_t seq = ckh_objstore_last_seq(s);
+    const size_t nobjects = ckh_objstore_object_count(s);
+    struct ckh_objstore_object *obj = NULL;
+    struct ckh_objstore_put_info info;
+    struct ckh_objstore_listing l = {0};
+    const struct ckh_objstore_list_params lp = {0};
+    struct ckh_objstore_part_info *parts = NULL;
+    size_t nparts = 0;
+    char upload[48] = "";
+    uint64_t at = 0;
+
+    ck_assert_int_eq(ckh_objstore_put(NULL, &ok, body, &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_put(s, NULL, body, &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_put(s, &nob, body, &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_get(NULL, &ok, false, &obj), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_get(s, NULL, false, &obj), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_get(s, &nob, true, &obj), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_get(s, &ok, false, NULL), CKH_EINVAL);
+    ck_assert_ptr_null(obj);
+    ck_assert_int_eq(ckh_objstore_delete(NULL, &ok, &at), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_delete(s, NULL, &at), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_delete(s, &nob, &at), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_copy(NULL, &ok, "ckpt", "k", &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_copy(s, NULL, "ckpt", "k", &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_copy(s, &nob, "ckpt", "k", &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_copy(s, &ok, NULL, "k", &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_copy(s, &ok, "ckpt", NULL, &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_list(NULL, 0, "ckpt", &lp, &l), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_list(s, 0, NULL, &lp, &l), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_list(s, 0, "ckpt", NULL, &l), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_list(s, 0, "ckpt", &lp, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_create(NULL, &ok, upload, &at), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_create(s, NULL, upload, &at), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_create(s, &nob, upload, &at), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_create(s, &ok, NULL, &at), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_part(NULL, &ok, "u", 1, body, &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_part(s, NULL, "u", 1, body, &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_part(s, &nob, "u", 1, body, &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_complete(NULL, &ok, "u", NULL, 0, &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_complete(s, NULL, "u", NULL, 0, &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_complete(s, &nob, "u", NULL, 0, &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_complete(s, &ok, "u", NULL, 2, &info), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_abort(NULL, &ok, "u", &at), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_abort(s, NULL, "u", &at), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_abort(s, &nob, "u", &at), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_list_parts(NULL, &ok, "u", &parts, &nparts), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_list_parts(s, NULL, "u", &parts, &nparts), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_list_parts(s, &nob, "u", &parts, &nparts), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_list_parts(s, &ok, "u", NULL, &nparts), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_mpu_list_parts(s, &ok, "u", &parts, NULL), CKH_EINVAL);
+    ck_assert_ptr_null(parts);
+    ck_assert_int_eq(ckh_objstore_expire(NULL, "ckpt", "k"), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_expire(s, NULL, "k"), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_expire(s, "ckpt", NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_corrupt(NULL, "ckpt", "k", 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_corrupt(s, NULL, "k", 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_corrupt(s, "ckpt", NULL, 0), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_create_bucket(NULL, 0, "b2"), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_create_bucket(s, 0, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_delete_bucket(NULL, 0, "ckpt"), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_delete_bucket(s, 0, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_head_bucket(NULL, 0, "ckpt"), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_head_bucket(s, 0, NULL), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_restore(s, s), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_restore(NULL, s), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_restore(s, NULL), CKH_EINVAL);
+    struct ckh_objstore *c = NULL;
+    ck_assert_int_eq(ckh_objstore_clone(NULL, &c), CKH_EINVAL);
+    ck_assert_int_eq(ckh_objstore_clone(s, NULL), CKH_EINVAL);
+    ck_assert_ptr_null(c);
+    /* nothing happened: the same last operation, the same object whole */
+    ck_assert_uint_eq(ckh_objstore_last_seq(s), seq);
+    ck_assert_uint_eq(ckh_objstore_object_count(s), nobjects);
+    ck_assert_int_eq(ckh_objstore_get(s, &ok, false, &obj), 0);
+    char buf[8] = "";
+    ck_assert_uint_eq(ckh_objstore_object_read(obj, 0, buf, sizeof buf), 4);
+    ck_assert_mem_eq(buf, "body", 4);
+    ckh_objstore_object_unref(obj);
+    ckh_objstore_blob_unref(body);
+    ckh_objstore_destroy(s);
+}
+END_TEST
+
 START_TEST(clone_restore_digest)
 {
     struct ckh_objstore *s = store_new(CKH_OBJSTORE_LIST_DELAY, 4);
@@ -786,6 +880,7 @@ static Suite *objstore_suite(void)
     tcase_add_test(tc, sorted_names);
     tcase_add_test(tc, trace_ops);
     tcase_add_test(tc, clone_restore_digest);
+    tcase_add_test(tc, null_arguments_refused);
     suite_add_tcase(su, tc);
     return su;
 }
