@@ -37,6 +37,8 @@ static size_t put_note(unsigned char *at, const char *name, uint32_t type, const
 {
     uint32_t nlen = (uint32_t)strlen(name) + 1;
     uint32_t hdr[3] = {nlen, dlen, type};
+    /* the padding after the name and the descriptor is zeros, as a linker writes it */
+    memset(at, 0, sizeof hdr + ((nlen + 3u) & ~3u) + ((dlen + 3u) & ~3u));
     memcpy(at, hdr, sizeof hdr);
     size_t off = sizeof hdr;
     memcpy(at + off, name, nlen);
