@@ -380,19 +380,7 @@ static void check_state(const void *ctx, struct ckh__xw_worker *wk, size_t i, st
         const char *res[CKH_RUNNER_MAX_NODES];
         for (int n = 0; n < c.n && n < CKH_RUNNER_MAX_NODES; n++)
             res[n] = w->rec->results[n];
-        struct ckh_report_result r;
-        struct ckh_scenario_run run;
-        ckh_report_result_init(&r);
-        memset(&run, 0, sizeof run);
-        rc = ckh__cmd_restart_check(&c, w->ref, res, w->rec->cuts[st->cut].result_bytes, &run);
-        if (rc == 0)
-            rc = ckh__run_verdict(&run, &r);
-        ckh_scenario_run_free(&run);
-        s->failed = rc == 0 && r.verdict != CKH_VERDICT_PASS;
-        if (s->failed)
-            snprintf(s->text, sizeof s->text, "%s: %s", r.failed_oracle ? r.failed_oracle : "verdict",
-                     r.message ? r.message : "failed");
-        ckh_report_result_clear(&r);
+        rc = ckh__xw_restart_judge(&c, w->ref, res, w->rec->cuts[st->cut].result_bytes, s);
     }
     if (rc) {
         s->rc = rc;

@@ -293,16 +293,14 @@ static int check_verify(const struct ckh__xw_checker *k, struct ckh__cmd *c, str
     return 0;
 }
 
-/* Restart: the job restarted on the state, judged by the oracles (an
- * error judging it, such as out of memory, is the state's error). */
-static int check_restart(const struct ckh__xw_checker *k, struct ckh__cmd *c, const uint64_t *result_bytes,
-                         struct ckh__xw_slot *s)
+int ckh__xw_restart_judge(struct ckh__cmd *c, const struct ckh_scenario_run *ref, const char *const *results,
+                          const uint64_t *result_bytes, struct ckh__xw_slot *s)
 {
     struct ckh_report_result r;
     struct ckh_scenario_run run;
     ckh_report_result_init(&r);
     memset(&run, 0, sizeof run);
-    int rc = ckh__cmd_restart_check(c, k->ref, k->results, result_bytes, &run);
+    int rc = ckh__cmd_restart_check(c, ref, results, result_bytes, &run);
     if (rc == 0)
         rc = ckh__run_verdict(&run, &r);
     ckh_scenario_run_free(&run);
@@ -312,6 +310,14 @@ static int check_restart(const struct ckh__xw_checker *k, struct ckh__cmd *c, co
                  r.message ? r.message : "failed");
     ckh_report_result_clear(&r);
     return rc;
+}
+
+/* Restart: the job restarted on the state, judged by the oracles (an
+ * error judging it, such as out of memory, is the state's error). */
+static int check_restart(const struct ckh__xw_checker *k, struct ckh__cmd *c, const uint64_t *result_bytes,
+                         struct ckh__xw_slot *s)
+{
+    return ckh__xw_restart_judge(c, k->ref, k->results, result_bytes, s);
 }
 
 /* The state's disks (clones of disks[nd]) become c's. */

@@ -140,6 +140,14 @@ int ckh__xw_report(const void *v, size_t n, size_t size, const struct ckh__xw_sl
                    void (*more)(const void *ctx, size_t i, char *text, size_t size), const void *ctx,
                    struct ckh_xprog_result *out, char *err, size_t errlen);
 
+/* The restart check of one state: c (its disks or store already the
+ * state's) restarts the job after the recorded run (ref, its results and
+ * the bytes of them consumed at the cut) and the oracles judge it; a
+ * failing verdict sets s->failed and s->text ("ORACLE: message"). 0, or
+ * the error that kept the run from being judged (such as CKH_ENOMEM). */
+int ckh__xw_restart_judge(struct ckh__cmd *c, const struct ckh_scenario_run *ref, const char *const *results,
+                          const uint64_t *result_bytes, struct ckh__xw_slot *s);
+
 /* --keep DIR's folder: made if absent, an empty one taken (removed and
  * made again), anything else refused, its content never touched: 0, or
  * CKH_EINVAL with err naming DIR (what: "files", "objects", for the
